@@ -1,0 +1,32 @@
+# Holdout: `make run` serves the demo on 127.0.0.1:8000; `make test` runs the whole suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test test-fast demo benchmarks clean
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi db upgrade
+	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi demo
+	HOLDOUT_DEMO=1 $(BIN)/gunicorn --bind $(HOST):$(PORT) --workers 2 --access-logfile - wsgi:app
+
+test: install
+	$(BIN)/python -m pytest
+
+benchmarks: install
+	$(BIN)/python benchmarks/scoring.py
+
+clean:
+	rm -rf $(VENV) instance .pytest_cache

@@ -1,0 +1,47 @@
+"""Settings read from the environment, so one build runs anywhere."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(RuntimeError):
+    """The deployment is misconfigured; the message says how to fix it."""
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
+
+
+def from_environment(instance_path: str) -> dict:
+    """Build the Flask config mapping from environment variables."""
+    instance = Path(instance_path)
+    database_url = os.environ.get("DATABASE_URL") or f"sqlite:///{instance / 'holdout.sqlite3'}"
+    # SQLAlchemy wants an explicit driver; accept the common postgres:// spellings as written.
+    if database_url.startswith("postgres://"):
+        database_url = "postgresql+psycopg://" + database_url[len("postgres://"):]
+    elif database_url.startswith("postgresql://"):
+        database_url = "postgresql+psycopg://" + database_url[len("postgresql://"):]
+    max_upload_mb = _int("MAX_UPLOAD_MB", 50)
+    return {
+        "SECRET_KEY": os.environ.get("SECRET_KEY"),
+        "SQLALCHEMY_DATABASE_URI": database_url,
+        "HIDDEN_LABELS_DIR": os.environ.get("HIDDEN_LABELS_DIR") or str(ROOT / "hidden_labels"),
+        "SUBMISSIONS_DIR": os.environ.get("SUBMISSIONS_DIR") or str(instance / "submissions"),
+        "MAX_UPLOAD_MB": max_upload_mb,
+        # Werkzeug refuses bodies past this before they are read whole (413); a little slack for
+        # the multipart envelope and form fields around the file itself.
+        "MAX_CONTENT_LENGTH": max_upload_mb * 1024 * 1024 + 64 * 1024,
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_SECURE": os.environ.get("SESSION_COOKIE_SECURE", "").lower() in {"1", "true", "yes"},
+        "HOLDOUT_DEMO": os.environ.get("HOLDOUT_DEMO", "").lower() in {"1", "true", "yes"},
+    }

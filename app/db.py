@@ -1,0 +1,67 @@
+"""The database handle: one session per request, a declarative base with named constraints."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from flask_migrate import Migrate
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase
+
+# Named constraints make migrations reproducible across SQLite and PostgreSQL
+# (SQLite batch mode can only drop a constraint it can name).
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+db = SQLAlchemy(model_class=Base)
+migrate = Migrate(compare_type=True, render_as_batch=True)
+
+_immediate: ContextVar[bool] = ContextVar("sqlite_immediate", default=False)
+
+
+@contextmanager
+def write_transaction():
+    """Begin the session's next transaction as a writer.
+
+    SQLite: BEGIN IMMEDIATE takes the write lock up front, so two requests cannot both read a quota and
+    then both insert (a deferred transaction would fail to upgrade instead of waiting). PostgreSQL callers
+    add SELECT ... FOR UPDATE on the row they serialise on. Ends any transaction already open.
+    """
+    db.session.rollback()
+    token = _immediate.set(True)
+    try:
+        db.session.connection()  # begins now, under the flag
+    finally:
+        _immediate.reset(token)
+    yield
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_connect(dbapi_connection, _record) -> None:
+    if not type(dbapi_connection).__module__.startswith("sqlite3"):
+        return
+    # Let SQLAlchemy emit BEGIN itself (pysqlite's own would always be deferred), see _sqlite_begin.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")  # SQLite ignores foreign keys unless asked
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers run beside one writer
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+@event.listens_for(Engine, "begin")
+def _sqlite_begin(connection) -> None:
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if _immediate.get() else "BEGIN")

@@ -1,0 +1,10 @@
+"""The scoring domain, pure (numpy/pandas/stdlib only): gold files, prediction files, metrics, subsets.
+
+Data flows one way: ``task.read_gold`` -> ``task.parse`` (an upload -> array aligned to the gold
+order, or ValidationError) -> ``task.score`` / ``task.score_batch`` -> {subset: {metric: percentage}}.
+"""
+from .errors import Problem, ValidationError
+from .gold import GoldSet, read_gold
+from .tasks import TASK_TYPES, TaskType, get_task
+
+__all__ = ["Problem", "ValidationError", "GoldSet", "read_gold", "TASK_TYPES", "TaskType", "get_task"]

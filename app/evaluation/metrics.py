@@ -1,0 +1,65 @@
+"""Metrics on correctness arrays, as percentages (0-100).
+
+Every function takes the example axis last, so the same code scores one submission, shape (n,),
+or k stacked submissions, shape (k, n), in one vectorised pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _as_result(values: np.ndarray) -> float | np.ndarray:
+    return float(values) if np.ndim(values) == 0 else values
+
+
+def accuracy(correct: np.ndarray) -> float | np.ndarray:
+    """Percentage of correct entries over the last axis (and any further trailing axes folded in).
+
+    correct: bool (n,) or (k, n); returns a float, or an array of k floats.
+    """
+    correct = np.asarray(correct, dtype=bool)
+    if correct.shape[-1] == 0:
+        return _as_result(np.full(correct.shape[:-1], np.nan))
+    return _as_result(correct.mean(axis=-1) * 100.0)
+
+
+def group_starts(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An order that sorts examples by group, and where each group starts in that order.
+
+    Computed once per gold set (or subset) and reused for every submission scored against it.
+    """
+    groups = np.asarray(groups)
+    order = np.argsort(groups, kind="stable")
+    ordered = groups[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if ordered.size else np.empty(0, np.intp)
+    return order, starts
+
+
+def consistency(correct_per_example: np.ndarray, groups: np.ndarray) -> float | np.ndarray:
+    """Percentage of groups whose examples are all correct (Goldman et al. 2018).
+
+    correct_per_example: bool (n,) or (k, n); groups: (n,) group label of each example (any integers).
+    """
+    correct = np.asarray(correct_per_example, dtype=bool)
+    order, starts = group_starts(groups)
+    if starts.size == 0:
+        return _as_result(np.full(correct.shape[:-1], np.nan))
+    all_correct = np.logical_and.reduceat(correct[..., order], starts, axis=-1)
+    return _as_result(all_correct.mean(axis=-1) * 100.0)
+
+
+def vcr_staged(predictions: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-question correctness of Q->A, QA->R and Q->AR.
+
+    predictions: int (n, 5) or (k, n, 5) = [answer argmax, rationale argmax given answer 0..3];
+    labels: int (n, 2) = (answer_label, rationale_label). QA->R reads the rationale choice made
+    given the *gold* answer, so it does not depend on the predicted answer.
+    """
+    predictions = np.asarray(predictions)
+    answer, rationale = labels[:, 0].astype(np.intp), labels[:, 1]
+    q_a = predictions[..., 0] == answer
+    given_gold_answer = np.take_along_axis(
+        predictions[..., 1:], np.broadcast_to(answer[:, None], predictions.shape[:-1] + (1,)), axis=-1
+    )[..., 0]
+    qa_r = given_gold_answer == rationale
+    return q_a, qa_r, q_a & qa_r

@@ -1,0 +1,219 @@
+"""Task types: one class per benchmark family, registered by name.
+
+A task type knows its gold format, its prediction format, its metrics and subsets, and how its
+aligned predictions are stored. Adding a family means adding one registered class here.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import encoding, gold as gold_files, predictions as prediction_files
+from .gold import GoldSet
+from .metrics import accuracy, consistency, vcr_staged
+from .subsets import balanced_unbalanced, field_subsets
+
+Scores = dict[str, dict[str, float]]
+TASK_TYPES: dict[str, TaskType] = {}
+
+
+def register(cls: type[TaskType]) -> type[TaskType]:
+    task = cls()
+    TASK_TYPES[task.name] = task
+    return cls
+
+
+def get_task(name: str) -> TaskType:
+    if not isinstance(name, str) or name not in TASK_TYPES:
+        raise ValueError(f"unknown task type {name!r}; choose one of {', '.join(TASK_TYPES)}")
+    return TASK_TYPES[name]
+
+
+class TaskType:
+    name: str
+    label: str
+    metrics: tuple[str, ...]
+    primary_metric: str
+    tie_break_metric: str | None
+    subset_metrics: tuple[str, ...]
+
+    def read_gold(self, data: bytes) -> GoldSet:
+        raise NotImplementedError
+
+    def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
+        """An uploaded prediction file -> array aligned to the gold order; raises ValidationError."""
+        raise NotImplementedError
+
+    def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def derive_subsets(self, gold: GoldSet, field: str | None = None) -> dict[str, np.ndarray]:
+        """Subsets every split of this task gets, plus one per value of ``field`` if given."""
+        subsets = self._derived_subsets(gold)
+        if field:
+            subsets.update(field_subsets(gold, field))
+        return subsets
+
+    def _derived_subsets(self, gold: GoldSet) -> dict[str, np.ndarray]:
+        return {}
+
+    def score(self, gold: GoldSet, predictions: np.ndarray, subsets: dict[str, np.ndarray] | None = None) -> Scores:
+        """{'all': {metric: percentage}, subset: {subset metric: percentage}}; empty subsets are left out."""
+        predictions = np.asarray(predictions)
+        self._check_shape(predictions.shape, gold.n)
+        return self.score_batch(gold, predictions[None], subsets)[0]
+
+    def score_batch(
+        self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray] | None = None
+    ) -> list[Scores]:
+        """``score`` for k submissions stacked on a leading axis, in one vectorised pass."""
+        stacked = np.asarray(stacked)
+        self._check_shape(stacked.shape[1:], gold.n)
+        columns = self._score_columns(gold, stacked, subsets or {})
+        # One conversion per column, then plain Python floats per submission.
+        values = {subset: {metric: array.tolist() for metric, array in metrics.items()}
+                  for subset, metrics in columns.items()}
+        return [
+            {subset: {metric: column[i] for metric, column in metrics.items()} for subset, metrics in values.items()}
+            for i in range(stacked.shape[0])
+        ]
+
+    def _score_columns(
+        self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]
+    ) -> dict[str, dict[str, np.ndarray]]:
+        raise NotImplementedError
+
+    def _check_shape(self, shape: tuple[int, ...], gold_n: int) -> None:
+        expected = self.prediction_shape(gold_n)
+        if tuple(shape) != expected:
+            raise ValueError(f"{self.name} predictions must have shape {expected}, not {tuple(shape)}")
+
+    def encode(self, predictions: np.ndarray) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
+        """Stored predictions of k submissions -> one stacked array (k, *prediction_shape)."""
+        raise NotImplementedError
+
+
+class BinaryTask(TaskType):
+    """True/false per example; accuracy and consistency over groups of examples (sentences)."""
+
+    metrics = ("accuracy", "consistency")
+    primary_metric = "accuracy"
+    tie_break_metric = "consistency"
+    subset_metrics = ("accuracy",)
+
+    def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
+        return (gold_n,)
+
+    def _score_columns(self, gold, stacked, subsets):
+        k = stacked.shape[0]
+        labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
+        correct = stacked.astype(bool, copy=False) == labels  # (k, n) or (k, n, images)
+        per_example = correct.reshape(k, gold.n, -1).all(axis=-1)
+        columns = {"all": {"accuracy": accuracy(correct.reshape(k, -1)),
+                           "consistency": consistency(per_example, gold.groups)}}
+        for name, indices in subsets.items():
+            if len(indices):
+                columns[name] = {"accuracy": accuracy(correct[:, indices].reshape(k, -1))}
+        return columns
+
+    def encode(self, predictions: np.ndarray) -> bytes:
+        return encoding.pack_bools(predictions)
+
+    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
+        return encoding.unpack_bools(blob, self.prediction_shape(gold_n))
+
+    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
+        return encoding.unpack_bools_many(blobs, self.prediction_shape(gold_n))
+
+
+@register
+class NLVR2(BinaryTask):
+    name = "nlvr2"
+    label = "NLVR2"
+
+    def read_gold(self, data: bytes) -> GoldSet:
+        return gold_files.read_nlvr2(data, self.name)
+
+    def parse(self, data, gold, max_bytes=None):
+        return prediction_files.parse_binary(data, gold, max_bytes=max_bytes)
+
+    def _derived_subsets(self, gold):
+        return balanced_unbalanced(gold)
+
+
+@register
+class NLVRStructured(BinaryTask):
+    name = "nlvr-structured"
+    label = "NLVR (structured representations)"
+
+    def read_gold(self, data: bytes) -> GoldSet:
+        return gold_files.read_nlvr(data, self.name)
+
+    def parse(self, data, gold, max_bytes=None):
+        return prediction_files.parse_binary(data, gold, max_bytes=max_bytes, split_prefix=True)
+
+
+@register
+class NLVRImages(BinaryTask):
+    """NLVR judged on its images: every example has 6 (box permutations k = 0..5), all to predict.
+
+    Accuracy is over images; a sentence is consistent when all images of all its examples are right.
+    """
+
+    name = "nlvr-images"
+    label = "NLVR (images)"
+    n_images = prediction_files.IMAGES_PER_NLVR_EXAMPLE
+
+    def read_gold(self, data: bytes) -> GoldSet:
+        return gold_files.read_nlvr(data, self.name, n_images=self.n_images)
+
+    def parse(self, data, gold, max_bytes=None):
+        return prediction_files.parse_images(data, gold, max_bytes=max_bytes)
+
+    def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
+        return (gold_n, self.n_images)
+
+
+@register
+class VCR(TaskType):
+    """Multiple choice in two stages: Q->A, QA->R (given the gold answer), Q->AR (both)."""
+
+    name = "vcr"
+    label = "VCR"
+    metrics = ("q_a", "qa_r", "q_ar")
+    primary_metric = "q_ar"
+    tie_break_metric = None
+    subset_metrics = metrics
+
+    def read_gold(self, data: bytes) -> GoldSet:
+        return gold_files.read_vcr(data, self.name)
+
+    def parse(self, data, gold, max_bytes=None):
+        return prediction_files.parse_vcr(data, gold, max_bytes=max_bytes)
+
+    def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
+        return (gold_n, 5)
+
+    def _score_columns(self, gold, stacked, subsets):
+        staged = dict(zip(self.metrics, vcr_staged(stacked, gold.labels)))  # each (k, n)
+        columns = {"all": {metric: accuracy(correct) for metric, correct in staged.items()}}
+        for name, indices in subsets.items():
+            if len(indices):
+                columns[name] = {metric: accuracy(staged[metric][:, indices]) for metric in self.subset_metrics}
+        return columns
+
+    def encode(self, predictions: np.ndarray) -> bytes:
+        return encoding.pack_int8(predictions)
+
+    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
+        return encoding.unpack_int8(blob, self.prediction_shape(gold_n))
+
+    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
+        return encoding.unpack_int8_many(blobs, self.prediction_shape(gold_n))

@@ -1,0 +1,183 @@
+"""Typed SQLAlchemy 2.0 models: benchmarks, splits and subsets; teams, submissions and scores."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import numpy as np
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.db import db
+
+FEEDBACK_POLICIES = ("full", "ladder", "none")
+SUBMISSION_STATUSES = ("scored", "rejected")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands datetimes back naive; they were stored as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+class User(db.Model):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(256))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
+
+
+class Team(db.Model):
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    memberships: Mapped[list[Membership]] = relationship(back_populates="team", cascade="all, delete-orphan")
+
+
+class Membership(db.Model):
+    __tablename__ = "memberships"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True)
+    joined_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    user: Mapped[User] = relationship(back_populates="memberships")
+    team: Mapped[Team] = relationship(back_populates="memberships")
+
+
+class Benchmark(db.Model):
+    __tablename__ = "benchmarks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(120))
+    task_type: Mapped[str] = mapped_column(String(32))
+    description: Mapped[str] = mapped_column(Text, default="")
+    paper_url: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    splits: Mapped[list[Split]] = relationship(
+        back_populates="benchmark", order_by="Split.position", cascade="all, delete-orphan"
+    )
+
+
+class Split(db.Model):
+    __tablename__ = "splits"
+    __table_args__ = (
+        UniqueConstraint("benchmark_id", "slug"),
+        CheckConstraint(f"feedback IN {FEEDBACK_POLICIES}", name="feedback"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"), index=True)
+    slug: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(120))
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    gold_path: Mapped[str] = mapped_column(String(500))
+    gold_sha256: Mapped[str] = mapped_column(String(64))
+    example_count: Mapped[int] = mapped_column(Integer)
+    subset_field: Mapped[str | None] = mapped_column(String(64))
+    # Submission policy: quotas count scored submissions per team; None means unlimited.
+    per_day: Mapped[int | None] = mapped_column(Integer)
+    per_month: Mapped[int | None] = mapped_column(Integer)
+    total: Mapped[int | None] = mapped_column(Integer)
+    rejected_per_day: Mapped[int] = mapped_column(Integer, default=50)
+    feedback: Mapped[str] = mapped_column(String(16), default="full")
+    is_open: Mapped[bool] = mapped_column(Boolean, default=True)
+    revealed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    benchmark: Mapped[Benchmark] = relationship(back_populates="splits")
+    subsets: Mapped[list[Subset]] = relationship(
+        back_populates="split", order_by="Subset.id", cascade="all, delete-orphan"
+    )
+
+
+class Subset(db.Model):
+    __tablename__ = "subsets"
+    __table_args__ = (UniqueConstraint("split_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(120))
+    source: Mapped[str] = mapped_column(String(16))  # derived | annotation | field | ids
+    size: Mapped[int] = mapped_column(Integer)
+    # Example indices into the split's gold order, as little-endian int32.
+    members: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    split: Mapped[Split] = relationship(back_populates="subsets")
+
+    @property
+    def indices(self) -> np.ndarray:
+        return np.frombuffer(self.members, dtype="<i4")
+
+
+class Submission(db.Model):
+    """Every attempt, scored or rejected, so quotas and moderation can see all of them."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (CheckConstraint(f"status IN {SUBMISSION_STATUSES}", name="status"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    status: Mapped[str] = mapped_column(String(16))
+    model_name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    paper_url: Mapped[str | None] = mapped_column(String(500))
+    code_url: Mapped[str | None] = mapped_column(String(500))
+    anonymous: Mapped[bool] = mapped_column(Boolean, default=False)
+    file_sha256: Mapped[str] = mapped_column(String(64))
+    file_size: Mapped[int] = mapped_column(Integer)
+    # Problems found in a rejected file, as JSON [{"line": n, "message": "..."}].
+    errors: Mapped[str | None] = mapped_column(Text)
+    # Predictions aligned to the split's gold order, in the task type's compact encoding.
+    predictions: Mapped[bytes | None] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    hidden_reason: Mapped[str | None] = mapped_column(Text)
+
+    split: Mapped[Split] = relationship()
+    team: Mapped[Team] = relationship()
+    user: Mapped[User | None] = relationship()
+    scores: Mapped[list[Score]] = relationship(
+        back_populates="submission", cascade="all, delete-orphan", order_by="Score.id"
+    )
+
+
+class Score(db.Model):
+    __tablename__ = "scores"
+    __table_args__ = (UniqueConstraint("submission_id", "subset", "metric"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    subset: Mapped[str] = mapped_column(String(120))
+    metric: Mapped[str] = mapped_column(String(32))
+    value: Mapped[float] = mapped_column(Float)
+
+    submission: Mapped[Submission] = relationship(back_populates="scores")

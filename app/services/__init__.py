@@ -1,0 +1,1 @@
+"""Use cases. Each public function is one transaction and the only place that commits."""

@@ -1,0 +1,175 @@
+"""Benchmarks, splits and subsets: what maintainers add and everyone else looks up."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from sqlalchemy import func, select
+
+from app.db import db
+from app.evaluation import TASK_TYPES, GoldSet, ValidationError, get_task
+from app.evaluation.subsets import category_subsets, ids_subset
+from app.models import Benchmark, Split, Subset
+from app.services import gold_files, rescoring
+from app.services.errors import Conflict, InvalidInput, NotFound
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_.\- ]{0,119}$")
+
+
+def _check_slug(kind: str, value: str) -> None:
+    if not SLUG.match(value or ""):
+        raise InvalidInput(f"{kind} {value!r} must be lower-case letters, digits and dashes (at most 64)")
+
+
+def list_benchmarks() -> list[Benchmark]:
+    return list(db.session.scalars(select(Benchmark).order_by(Benchmark.name)))
+
+
+def get_benchmark(slug: str) -> Benchmark:
+    benchmark = db.session.scalar(select(Benchmark).where(Benchmark.slug == slug))
+    if benchmark is None:
+        raise NotFound(f"unknown benchmark {slug!r}")
+    return benchmark
+
+
+def get_split(benchmark_slug: str, split_slug: str) -> Split:
+    benchmark = get_benchmark(benchmark_slug)
+    split = db.session.scalar(
+        select(Split).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug)
+    )
+    if split is None:
+        raise NotFound(f"unknown split {split_slug!r} of benchmark {benchmark_slug!r}")
+    return split
+
+
+def list_splits() -> list[Split]:
+    return list(
+        db.session.scalars(select(Split).join(Split.benchmark).order_by(Benchmark.slug, Split.position))
+    )
+
+
+def add_benchmark(
+    slug: str, task_type: str, name: str, description: str = "", paper_url: str | None = None
+) -> Benchmark:
+    _check_slug("benchmark slug", slug)
+    if task_type not in TASK_TYPES:
+        raise InvalidInput(f"unknown task type {task_type!r}; choose one of {', '.join(TASK_TYPES)}")
+    if not name or not name.strip():
+        raise InvalidInput("a benchmark needs a name")
+    if paper_url and not re.match(r"^https?://", paper_url):
+        raise InvalidInput("paper URL must start with http:// or https://")
+    if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == slug)) is not None:
+        raise Conflict(f"benchmark {slug!r} already exists")
+    benchmark = Benchmark(
+        slug=slug, task_type=task_type, name=name.strip(), description=description or "", paper_url=paper_url
+    )
+    db.session.add(benchmark)
+    db.session.commit()
+    return benchmark
+
+
+def add_split(
+    benchmark_slug: str,
+    split_slug: str,
+    labels: bytes,
+    *,
+    hidden: bool = False,
+    name: str | None = None,
+    annotations: bytes | None = None,
+    subset_field: str | None = None,
+) -> Split:
+    """Import a gold file: copy it into the hidden-labels folder and derive the split's subsets."""
+    benchmark = get_benchmark(benchmark_slug)
+    _check_slug("split slug", split_slug)
+    existing = db.session.scalar(
+        select(Split.id).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug)
+    )
+    if existing is not None:
+        raise Conflict(f"split {split_slug!r} of {benchmark_slug!r} already exists")
+    task = get_task(benchmark.task_type)
+    try:
+        gold = task.read_gold(labels)
+        subsets = dict(task.derive_subsets(gold, subset_field))
+        if annotations is not None:
+            subsets.update(category_subsets(gold, annotations))
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid gold or annotation file: {exc.problems[0].message}", exc.problems) from exc
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+
+    relative, digest = gold_files.write_gold(benchmark.slug, split_slug, labels)
+    try:
+        position = db.session.scalar(
+            select(func.coalesce(func.max(Split.position), -1)).where(Split.benchmark_id == benchmark.id)
+        )
+        split = Split(
+            benchmark=benchmark,
+            slug=split_slug,
+            name=(name or split_slug).strip(),
+            hidden=hidden,
+            position=position + 1,
+            gold_path=relative,
+            gold_sha256=digest,
+            example_count=gold.n,
+            subset_field=subset_field,
+            feedback="full",
+        )
+        db.session.add(split)
+        for subset_name, indices in subsets.items():
+            split.subsets.append(_subset(subset_name, _source_of(subset_name, subset_field), indices))
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        gold_files.remove_gold(relative)
+        raise
+    return split
+
+
+def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> tuple[Subset, int]:
+    """Add a subset from a file of identifiers and score every stored submission on it.
+
+    Returns the subset and how many submissions were rescored.
+    """
+    split = get_split(benchmark_slug, split_slug)
+    if not SUBSET_NAME.match(name or "") or name == "all":
+        raise InvalidInput(
+            f"subset name {name!r} must start with a letter or digit, use letters, digits, ':', '-', '_', '.', "
+            "spaces (at most 120), and not be 'all'"
+        )
+    if db.session.scalar(select(Subset.id).where(Subset.split_id == split.id, Subset.name == name)):
+        raise Conflict(f"subset {name!r} of {benchmark_slug}/{split_slug} already exists")
+    gold = gold_files.load_gold(split)
+    try:
+        indices = ids_subset(gold, ids)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid identifier file: {exc.problems[0].message}", exc.problems) from exc
+    if len(indices) == 0:
+        raise InvalidInput("the identifier file names no examples")
+    subset = _subset(name, "ids", indices)
+    split.subsets.append(subset)
+    db.session.flush()
+    rescored = rescoring.score_new_subset(split, gold, name, indices)
+    db.session.commit()
+    return subset, rescored
+
+
+def subset_indices(split: Split) -> dict[str, np.ndarray]:
+    return {subset.name: subset.indices for subset in split.subsets}
+
+
+def _subset(name: str, source: str, indices: np.ndarray) -> Subset:
+    members = np.asarray(indices, dtype="<i4")
+    return Subset(name=name, source=source, size=int(members.size), members=members.tobytes())
+
+
+def _source_of(name: str, field: str | None) -> str:
+    if name.startswith("category:"):
+        return "annotation"
+    if field and name.startswith(f"{field}:"):
+        return "field"
+    return "derived"
+
+
+def gold_for(split: Split) -> GoldSet:
+    return gold_files.load_gold(split)

@@ -1,0 +1,80 @@
+"""The hidden-labels folder: imported gold files, written once (mode 0600) and read through a cache.
+
+Only this module opens gold files; everything else gets a parsed GoldSet.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from flask import current_app
+
+from app.evaluation import GoldSet, get_task
+from app.models import Split
+
+_CACHE_SIZE = 16
+_cache: OrderedDict[tuple[str, str], GoldSet] = OrderedDict()
+_lock = threading.Lock()
+
+
+class GoldFileError(RuntimeError):
+    """A gold file is missing or no longer matches the checksum recorded at import."""
+
+
+def labels_dir() -> Path:
+    return Path(current_app.config["HIDDEN_LABELS_DIR"])
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_gold(benchmark_slug: str, split_slug: str, data: bytes) -> tuple[str, str]:
+    """Store a gold file under the hidden-labels folder; return (path relative to it, sha256)."""
+    digest = sha256(data)
+    relative = Path(benchmark_slug) / f"{split_slug}-{digest[:16]}.jsonl"
+    target = labels_dir() / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(target.parent, 0o700)
+    tmp = target.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+    os.chmod(target, 0o600)
+    return str(relative), digest
+
+
+def remove_gold(relative: str) -> None:
+    try:
+        (labels_dir() / relative).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def load_gold(split: Split) -> GoldSet:
+    """The split's parsed gold labels, verified against the recorded sha256 on first load."""
+    path = labels_dir() / split.gold_path
+    key = (str(path), split.gold_sha256)
+    with _lock:
+        gold = _cache.get(key)
+        if gold is not None:
+            _cache.move_to_end(key)
+            return gold
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise GoldFileError(f"gold file for split {split.id} is missing from the hidden-labels folder") from exc
+    if sha256(data) != split.gold_sha256:
+        raise GoldFileError(f"gold file for split {split.id} does not match its recorded sha256")
+    gold = get_task(split.benchmark.task_type).read_gold(data)
+    with _lock:
+        _cache[key] = gold
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return gold

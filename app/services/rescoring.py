@@ -1,0 +1,37 @@
+"""Scoring stored submissions again, in one vectorised pass (new subset, corrected labels).
+
+Helpers for other services: they flush but never commit.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import insert, select
+
+from app.db import db
+from app.evaluation import GoldSet, get_task
+from app.models import Score, Split, Submission
+
+# Decoding and scoring in chunks bounds memory (a chunk of 2,000 NLVR2 submissions is ~14 MB of booleans).
+CHUNK = 2000
+
+
+def score_new_subset(split: Split, gold: GoldSet, name: str, indices: np.ndarray) -> int:
+    """Insert the scores on one new subset for every scored submission of the split."""
+    task = get_task(split.benchmark.task_type)
+    rows = db.session.execute(
+        select(Submission.id, Submission.predictions)
+        .where(Submission.split_id == split.id, Submission.status == "scored")
+        .order_by(Submission.id)
+    ).all()
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start : start + CHUNK]
+        stacked = np.stack([task.decode(blob, gold.n) for _, blob in chunk])
+        results = task.score_batch(gold, stacked, {name: indices})
+        values = [
+            {"submission_id": submission_id, "subset": name, "metric": metric, "value": value}
+            for (submission_id, _), result in zip(chunk, results)
+            for metric, value in result.get(name, {}).items()
+        ]
+        if values:
+            db.session.execute(insert(Score), values)
+    return len(rows)

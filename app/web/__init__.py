@@ -1,0 +1,1 @@
+"""Blueprints for the HTML pages."""
