@@ -27,10 +27,21 @@ def create_app(config: dict | None = None) -> Flask:
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 
-    from app import cli
-    from app.web import errors, public
+    from app import cli, security
+    from app.web import account, auth, errors, public, teams
+
+    security.init_app(app)
 
     app.register_blueprint(public.bp)
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(teams.bp)
+    app.register_blueprint(account.bp)
+    from app.web import submissions as submission_pages
+
+    app.register_blueprint(submission_pages.bp)
+    from app.api import v1 as api_v1
+
+    app.register_blueprint(api_v1.bp)
     errors.register(app)
     cli.register(app)
     return app

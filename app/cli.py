@@ -1,4 +1,4 @@
-"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|evaluate|demo ...`.
+"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|evaluate|demo|users|teams|tokens ...`.
 
 These names and options are an interface that scripts rely on. Errors exit with code 2.
 """
@@ -12,7 +12,7 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
-from app.services import catalog, demo, submissions
+from app.services import accounts, catalog, demo, submissions, teams
 from app.services.errors import ServiceError
 
 
@@ -87,6 +87,53 @@ def splits_add(benchmark, split, labels, hidden, name, annotations, subset_field
     )
 
 
+def _quota(value: str | None, option: str):
+    if value is None:
+        return catalog.UNSET
+    if value.lower() in {"none", "unlimited"}:
+        return None
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise CliError(f"{option} must be a whole number or 'none', got {value!r}") from exc
+    if number < 0:
+        raise CliError(f"{option} must be >= 0, got {number}")
+    return number
+
+
+@splits_cli.command("policy")
+@click.argument("benchmark")
+@click.argument("split")
+@click.option("--per-day", help="Scored submissions a team may make a day (UTC), or 'none'.")
+@click.option("--per-month", help="... a calendar month, or 'none'.")
+@click.option("--total", help="... in all, or 'none'.")
+@click.option("--rejected-per-day", help="Invalid files a team may send a day (a separate cap).")
+@click.option("--feedback", type=click.Choice(["full", "ladder", "none"]), help="What teams see on a hidden split.")
+@click.option("--open/--closed", "is_open", default=None, help="Accept submissions or not.")
+def splits_policy(benchmark, split, per_day, per_month, total, rejected_per_day, feedback, is_open):
+    """Set the submission policy of SPLIT of BENCHMARK (quotas, feedback, open/closed)."""
+    try:
+        updated = catalog.set_policy(
+            benchmark, split, per_day=_quota(per_day, "--per-day"), per_month=_quota(per_month, "--per-month"),
+            total=_quota(total, "--total"), rejected_per_day=_quota(rejected_per_day, "--rejected-per-day"),
+            feedback=feedback, is_open=is_open,
+        )
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"{benchmark}/{updated.slug}: {_policy_text(updated)}")
+
+
+def _policy_text(split) -> str:
+    def limit(value):
+        return "unlimited" if value is None else str(value)
+
+    return (
+        f"per day {limit(split.per_day)}, per month {limit(split.per_month)}, total {limit(split.total)}, "
+        f"rejected per day {split.rejected_per_day}, feedback {split.feedback}, "
+        f"{'open' if split.is_open else 'closed'}"
+    )
+
+
 @splits_cli.command("list")
 def splits_list():
     """List splits with their size, visibility and policy."""
@@ -142,6 +189,59 @@ def demo_command():
     click.echo("created " + ", ".join(f"{n} {what}" for what, n in created.items()))
 
 
+users_cli = AppGroup("users", help="Create user accounts.")
+teams_cli = AppGroup("teams", help="Create teams.")
+tokens_cli = AppGroup("tokens", help="Create API tokens.")
+
+
+def _user(email: str):
+    user = accounts.get_user_by_email(email)
+    if user is None:
+        raise CliError(f"no user with email {email!r}")
+    return user
+
+
+@users_cli.command("create")
+@click.argument("email")
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
+              help="At least 8 characters; asked for when not given.")
+@click.option("--admin", is_flag=True, help="Make the user a maintainer.")
+def users_create(email, password, admin):
+    """Create a user account for EMAIL."""
+    try:
+        user = accounts.create_user(email, password, admin=admin)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"created user {user.email}{' (admin)' if user.is_admin else ''}")
+
+
+@teams_cli.command("create")
+@click.argument("name")
+@click.option("--member", "emails", multiple=True, help="Email of an existing user to add; repeatable.")
+def teams_create(name, emails):
+    """Create team NAME with the given members."""
+    users = [_user(email) for email in emails]  # all checked before anything is created
+    try:
+        team = teams.create_team(name, members=users)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"created team {team.name} with {len(users)} member{'' if len(users) == 1 else 's'}")
+
+
+@tokens_cli.command("create")
+@click.argument("email")
+@click.option("--name", default="cli", show_default=True, help="A label to recognise the token by.")
+def tokens_create(email, name):
+    """Create an API token for EMAIL; the token is the last line of output and is not shown again."""
+    try:
+        token, plaintext = accounts.create_token(_user(email), name)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"created token {token.name!r} ({token.prefix}...) for {token.user.email}; it is shown only once:")
+    click.echo(plaintext)
+
+
 def register(app: Flask) -> None:
-    for command in (benchmarks_cli, splits_cli, subsets_cli, evaluate, demo_command):
+    for command in (benchmarks_cli, splits_cli, subsets_cli, evaluate, demo_command,
+                    users_cli, teams_cli, tokens_cli):
         app.cli.add_command(command)

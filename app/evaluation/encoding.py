@@ -24,15 +24,16 @@ def unpack_bools(blob: bytes, shape: tuple[int, ...]) -> np.ndarray:
     if len(blob) != _packed_size(shape):
         raise ValueError(f"packed predictions have {len(blob)} bytes; expected {_packed_size(shape)} for shape {shape}")
     bits = np.unpackbits(np.frombuffer(blob, dtype=np.uint8), count=count)
-    return bits.astype(bool).reshape(shape)
+    return bits.view(bool).reshape(shape)  # unpackbits gives 0/1 bytes: reinterpret, no copy
 
 
 def unpack_bools_many(blobs: Sequence[bytes], shape: tuple[int, ...]) -> np.ndarray:
     size = _packed_size(shape)
     _check_sizes(blobs, size)
     packed = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), size)
-    bits = np.unpackbits(packed, axis=1, count=int(np.prod(shape)))
-    return bits.astype(bool).reshape((len(blobs),) + tuple(shape))
+    # Unpack whole bytes and cut the padding off: unpackbits(count=...) along an axis is ~15x slower.
+    bits = np.unpackbits(packed, axis=1)[:, : int(np.prod(shape))]
+    return bits.view(bool).reshape((len(blobs),) + tuple(shape))
 
 
 def pack_int8(values: np.ndarray) -> bytes:
@@ -53,4 +54,6 @@ def unpack_int8_many(blobs: Sequence[bytes], shape: tuple[int, ...]) -> np.ndarr
 def _check_sizes(blobs: Sequence[bytes], size: int) -> None:
     wrong = [i for i, blob in enumerate(blobs) if len(blob) != size]
     if wrong:
-        raise ValueError(f"{len(wrong)} stored prediction blobs (first at position {wrong[0]}) do not have {size} bytes")
+        raise ValueError(
+            f"{len(wrong)} stored prediction blobs (first at position {wrong[0]}) do not have {size} bytes"
+        )

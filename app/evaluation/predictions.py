@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,9 +28,12 @@ IMAGES_PER_NLVR_EXAMPLE = 6
 # Around a cell: whitespace, including the '\r' of CRLF files, and the quotes of files written with
 # QUOTE_ALL (quoting is otherwise off, so a stray quote can never swallow the following lines).
 _CELL_PADDING = " \t\r\x0b\x0c\""
-_SPLIT_PREFIX = r"^[A-Za-z][A-Za-z0-9]*-"  # 'dev-', 'test-', 'hidden-' in front of an NLVR identifier
+# 'dev-', 'test-', 'hidden-' in front of an NLVR identifier; bounded, as it is spelled onto every gold key.
+_SPLIT_PREFIX = r"^[A-Za-z][A-Za-z0-9]{0,15}-"
 _IMAGE_EXTENSION = r"\.[A-Za-z]{2,5}$"  # '.png' (or any other image extension) after an image name
 _MISSING_SHOWN = 10
+_NOT_SPACE = np.ones(256, dtype=bool)
+_NOT_SPACE[list(b" \t\r\n\x0b\x0c")] = False  # what bytes.strip() removes
 
 VCR_ANSWER_COLUMNS = tuple(f"answer_{i}" for i in range(4))
 VCR_RATIONALE_COLUMNS = tuple(f"rationale_conditioned_on_a{a}_{r}" for a in range(4) for r in range(4))
@@ -65,7 +69,8 @@ def read_text(data: bytes, max_bytes: int | None = None) -> bytes:
     nul = data.find(b"\x00")
     if nul >= 0:
         raise ValidationError(
-            at(_line_at(data, nul), "binary content (NUL byte); upload a plain UTF-8 text file, not a spreadsheet or archive")
+            at(_line_at(data, nul),
+               "binary content (NUL byte); upload a plain UTF-8 text file, not a spreadsheet or archive")
         )
     try:
         data.decode("utf-8")
@@ -100,15 +105,22 @@ class _Layout:
         # Commas before the end of each line, differenced: the commas on each line.
         fields = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
         has_content = np.ones(len(starts), dtype=bool)
-        # Only comma-free lines can be blank; checking just those keeps the happy path loop-free.
-        for i in np.flatnonzero(fields == 1).tolist():
-            if not data[starts[i] : ends[i]].strip():
-                has_content[i] = False
+        # Only comma-free lines can be blank: usually a handful (checked one by one), but a file
+        # of many must not cost a Python loop, so then count non-space bytes with a cumulative sum.
+        candidates = np.flatnonzero(fields == 1)
+        if candidates.size <= 64:
+            for i in candidates.tolist():
+                has_content[i] = bool(data[starts[i] : ends[i]].strip())
+        else:
+            seen = np.concatenate(([0], np.cumsum(_NOT_SPACE[arr], dtype=np.int64)))
+            has_content[candidates] = seen[ends[candidates]] > seen[starts[candidates]]
         return cls(data, starts, ends, fields, np.flatnonzero(has_content))
 
+    def text(self, i: int) -> str:
+        return self.data[self.starts[i] : self.ends[i]].decode("utf-8").strip()
+
     def cells(self, i: int) -> list[str]:
-        text = self.data[self.starts[i] : self.ends[i]].decode("utf-8")
-        return [cell.strip(_CELL_PADDING) for cell in text.split(",")]
+        return [cell.strip(_CELL_PADDING) for cell in self.text(i).split(",")]
 
     def keep_well_formed(self, rows: np.ndarray, n_fields: int, problems: ProblemList) -> np.ndarray:
         """Rows with exactly ``n_fields`` fields; a problem for each of the others."""
@@ -117,7 +129,7 @@ class _Layout:
             lines = rows + 1
             problems.add_lines(
                 lines, np.flatnonzero(bad),
-                lambda r: f"expected {n_fields} columns, found {int(self.fields[rows[r]])}",
+                lambda r: f"expected {n_fields} columns, found {int(self.fields[rows[r]])}: {show(self.text(rows[r]))}",
             )
         return rows[~bad]
 
@@ -129,10 +141,13 @@ class _Layout:
         if rows.size == 0:
             return pd.DataFrame({c: pd.Series([], dtype=object) for c in range(n_fields)})
         first, last = int(rows[0]), int(rows[-1])
-        if last - first + 1 == rows.size:  # contiguous (the usual case): one slice, no copy per line
+        if last - first + 1 == rows.size:  # contiguous (the usual case): one slice
             chunk = self.data[self.starts[first] : self.ends[last]]
-        else:
-            chunk = b"\n".join(self.data[s:e] for s, e in zip(self.starts[rows].tolist(), self.ends[rows].tolist()))
+        else:  # skip blank or malformed lines with a byte mask
+            spans = np.diff(np.append(self.starts, len(self.data)))  # each line's bytes and its newline
+            keep = np.zeros(len(self.starts), dtype=bool)
+            keep[rows] = True
+            chunk = np.frombuffer(self.data, dtype=np.uint8)[np.repeat(keep, spans)].tobytes()
         try:
             frame = pd.read_csv(
                 io.BytesIO(chunk), engine="c", sep=",", header=None, names=list(range(n_fields)),
@@ -150,15 +165,75 @@ class _Layout:
         return pd.DataFrame([line.split(",") for line in lines], columns=list(range(n_fields)), dtype=object)
 
 
-def _clean(column: pd.Series) -> np.ndarray:
-    return column.str.strip(_CELL_PADDING).to_numpy(dtype=object)
+def _strip(cell: str) -> str:
+    return cell.strip(_CELL_PADDING)
+
+
+def _strip_all(cells: np.ndarray) -> np.ndarray:
+    return pd.Series(cells, dtype=object).str.strip(_CELL_PADDING).to_numpy(dtype=object)
+
+
+def _lookup(index: pd.Index, cells: np.ndarray, general: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Positions of ``cells`` in ``index`` (-1: unknown): one hash lookup of the cells as they are,
+    then ``general(rows)`` (cleaning, other spellings) for the rows, few or all, not found that way."""
+    positions = index.get_indexer(cells)
+    misses = np.flatnonzero(positions < 0)
+    if misses.size:
+        positions[misses] = general(misses)
+    return positions
+
+
+def _affixed(keys: pd.Index, first: str, prefix: bool, suffix: bool) -> pd.Index:
+    """``keys`` spelled like ``first``, the first identifier of a file ('dev-1572-0-3.png' for '1572-0-3').
+
+    Files name every row the same way, so one vectorised spelling of all keys lets a single hash
+    lookup resolve the whole file; rows spelled otherwise still go through the general path.
+    """
+    first = _strip(first)
+    prefixes = [""] + ([m[0] for m in [re.match(_SPLIT_PREFIX, first)] if m] if prefix else [])
+    suffixes = [""] + ([m[0] for m in [re.search(_IMAGE_EXTENSION, first)] if m] if suffix else [])
+    for head in prefixes:
+        for tail in suffixes:
+            if (head or tail) and first[len(head) : len(first) - len(tail)] in keys:
+                spelled = np.strings.add(np.strings.add(head, keys.to_numpy().astype(str)), tail)
+                return pd.Index(spelled.astype(object))
+    return keys
+
+
+def _without_prefix(index: pd.Index, ids: np.ndarray) -> np.ndarray:
+    """Positions of ids written with a split prefix ('dev-1572-0' for '1572-0'); -1 where that fails."""
+    stripped = pd.Series(ids, dtype=object).str.replace(_SPLIT_PREFIX, "", n=1, regex=True).to_numpy(dtype=object)
+    return np.where(stripped != ids, index.get_indexer(stripped), -1)
+
+
+def _identifier_positions(index: pd.Index, ids: np.ndarray, split_prefix: bool) -> np.ndarray:
+    """General path for identifiers: surrounding spaces or quotes, then an optional split prefix."""
+    ids = _strip_all(ids)
+    positions = index.get_indexer(ids)
+    if split_prefix:
+        misses = np.flatnonzero(positions < 0)
+        positions[misses] = _without_prefix(index, ids[misses])
+    return positions
+
+
+_LABEL_SPELLINGS = pd.Index(["true", "false", "True", "False", "TRUE", "FALSE"])  # even: true, odd: false
+
+
+def _read_labels(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(is_true, valid) for prediction cells: true/false in any case, spaces and quotes around allowed."""
+    codes = _LABEL_SPELLINGS.get_indexer(words)
+    misses = np.flatnonzero(codes < 0)
+    if misses.size:
+        lowered = pd.Series(_strip_all(words[misses]), dtype=object).str.lower().to_numpy(dtype=object)
+        codes[misses] = np.where(lowered == "true", 0, np.where(lowered == "false", 1, -1))
+    return (codes >= 0) & (codes % 2 == 0), codes >= 0
 
 
 def _align(
     positions: np.ndarray,
     size: int,
     lines: np.ndarray,
-    shown: np.ndarray,
+    cells: np.ndarray,
     problems: ProblemList,
     name_of: Callable[[int], str],
     what: str = "identifier",
@@ -166,7 +241,7 @@ def _align(
 ) -> None:
     """Unknown (position -1), duplicate and missing identifiers, each a problem naming lines and ids."""
     unknown = np.flatnonzero(positions < 0)
-    problems.add_lines(lines, unknown, lambda r: f"unknown {what} {show(shown[r])}{hint(r)}")
+    problems.add_lines(lines, unknown, lambda r: f"unknown {what} {show(_strip(cells[r]))}{hint(r)}")
     known = np.flatnonzero(positions >= 0)
     order = known[np.argsort(positions[known], kind="stable")]  # stable: first occurrence first
     ordered = positions[order]
@@ -176,7 +251,7 @@ def _align(
         first_row = dict(zip(order[repeated].tolist(), order[np.maximum.accumulate(run_starts)[repeated]].tolist()))
         problems.add_lines(
             lines, order[repeated],
-            lambda r: f"duplicate {what} {show(shown[r])} (first on line {int(lines[first_row[r]])})",
+            lambda r: f"duplicate {what} {show(_strip(cells[r]))} (first on line {int(lines[first_row[r]])})",
         )
     covered = np.zeros(size, dtype=bool)
     covered[positions[known]] = True
@@ -188,26 +263,35 @@ def _align(
         problems.add(Problem(None, f"missing predictions for {missing.size} {what}{plural} of {size}: {names}{more}"))
 
 
-def _lookup_with_prefix(index: pd.Index, ids: np.ndarray) -> np.ndarray:
-    """Gold rows of ``ids``; an id not found as written is tried again without a split prefix ('dev-')."""
-    positions = index.get_indexer(ids)
-    misses = np.flatnonzero(positions < 0)
-    if misses.size:
-        stripped = pd.Series(ids[misses], dtype=object).str.replace(_SPLIT_PREFIX, "", n=1, regex=True)
-        changed = (stripped.to_numpy(dtype=object) != ids[misses])
-        retried = index.get_indexer(stripped.to_numpy(dtype=object))
-        positions[misses] = np.where(changed, retried, -1)
-    return positions
-
-
 def _looks_like_header(cells: list[str]) -> bool:
     """'identifier,prediction', 'id,label', ...: a first cell with no digit (ids have them), no label."""
     return len(cells) == 2 and cells[1].lower() not in LABELS and not any(ch.isdigit() for ch in cells[0])
 
 
-def _no_rows(problems: ProblemList) -> None:
-    problems.add(Problem(None, "file contains no predictions"))
-    problems.raise_if_any()
+def _two_columns(
+    data: bytes, max_bytes: int | None, problems: ProblemList
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(names, words, physical lines) of an 'identifier,prediction' file with an optional header."""
+    data = read_text(data, max_bytes)
+    layout = _Layout.scan(data)
+    rows = layout.content
+    if _looks_like_header(layout.cells(int(rows[0]))):
+        rows = rows[1:]
+    if rows.size == 0:
+        problems.add(Problem(None, "file contains no predictions"))
+        problems.raise_if_any()
+    rows = layout.keep_well_formed(rows, 2, problems)
+    frame = layout.read(rows, 2)
+    return frame[0].to_numpy(dtype=object), frame[1].to_numpy(dtype=object), rows + 1
+
+
+def _check_labels(words: np.ndarray, names: np.ndarray, lines: np.ndarray, problems: ProblemList) -> np.ndarray:
+    is_true, valid = _read_labels(words)
+    problems.add_lines(
+        lines, np.flatnonzero(~valid),
+        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(names[r]))}; expected true or false",
+    )
+    return is_true
 
 
 def parse_binary(data: bytes, gold, *, max_bytes: int | None = None, split_prefix: bool = False) -> np.ndarray:
@@ -215,35 +299,16 @@ def parse_binary(data: bytes, gold, *, max_bytes: int | None = None, split_prefi
 
     ``split_prefix``: also accept identifiers with a split prefix (NLVR 'dev-1572-0' for '1572-0').
     """
-    data = read_text(data, max_bytes)
-    layout = _Layout.scan(data)
     problems = ProblemList()
-    rows = layout.content
-    if _looks_like_header(layout.cells(int(rows[0]))):
-        rows = rows[1:]
-    if rows.size == 0:
-        _no_rows(problems)
-    rows = layout.keep_well_formed(rows, 2, problems)
-    frame = layout.read(rows, 2)
-    lines = rows + 1
-    ids, words = _clean(frame[0]), _clean(frame[1])
-    is_true, valid = _read_labels(words)
-    problems.add_lines(
-        lines, np.flatnonzero(~valid),
-        lambda r: f"invalid prediction {show(words[r])} for {show(ids[r])}; expected true or false",
-    )
-    positions = _lookup_with_prefix(gold.id_index, ids) if split_prefix else gold.id_index.get_indexer(ids)
+    ids, words, lines = _two_columns(data, max_bytes, problems)
+    is_true = _check_labels(words, ids, lines, problems)
+    index = _affixed(gold.id_index, ids[0], prefix=split_prefix, suffix=False) if ids.size else gold.id_index
+    positions = _lookup(index, ids, lambda rows: _identifier_positions(gold.id_index, ids[rows], split_prefix))
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
     predictions = np.zeros(gold.n, dtype=bool)
     predictions[positions] = is_true
     return predictions
-
-
-def _read_labels(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    lowered = pd.Series(words, dtype=object).str.lower().to_numpy(dtype=object)
-    is_true = lowered == "true"
-    return is_true, is_true | (lowered == "false")
 
 
 def parse_images(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
@@ -252,33 +317,27 @@ def parse_images(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarr
     Accepted names: with or without the split prefix and the extension; 'n-m' must be a gold example
     and k in 0..5.
     """
-    data = read_text(data, max_bytes)
-    layout = _Layout.scan(data)
     problems = ProblemList()
-    rows = layout.content
-    if _looks_like_header(layout.cells(int(rows[0]))):
-        rows = rows[1:]
-    if rows.size == 0:
-        _no_rows(problems)
-    rows = layout.keep_well_formed(rows, 2, problems)
-    frame = layout.read(rows, 2)
-    lines = rows + 1
-    names, words = _clean(frame[0]), _clean(frame[1])
-    is_true, valid = _read_labels(words)
-    problems.add_lines(
-        lines, np.flatnonzero(~valid),
-        lambda r: f"invalid prediction {show(words[r])} for {show(names[r])}; expected true or false",
-    )
+    names, words, lines = _two_columns(data, max_bytes, problems)
+    is_true = _check_labels(words, names, lines, problems)
     n_images = gold.n_images
-    # 'dev-1572-0-3.png' -> example 'dev-1572-0' and image '3' (slicing is much faster than a regex split)
-    bare = pd.Series(names, dtype=object).str.replace(_IMAGE_EXTENSION, "", n=1, regex=True)
-    image = pd.Index([str(k) for k in range(n_images)]).get_indexer(bare.str[-1].to_numpy(dtype=object))
-    well_named = (bare.str[-2] == "-").to_numpy() & (image >= 0)
-    examples = _lookup_with_prefix(gold.id_index, bare.str[:-2].to_numpy(dtype=object))
-    positions = np.where(well_named & (examples >= 0), examples * n_images + image, -1)
+    well_named = np.ones(names.size, dtype=bool)  # for hints: 'n-m-k' with k in range
+
+    def general(rows: np.ndarray) -> np.ndarray:
+        # 'dev-1572-0-3.png' -> example 'dev-1572-0' and image '3' (slicing beats a regex split)
+        bare = pd.Series(_strip_all(names[rows]), dtype=object).str.replace(_IMAGE_EXTENSION, "", n=1, regex=True)
+        image = pd.Index([str(k) for k in range(n_images)]).get_indexer(bare.str[-1].to_numpy(dtype=object))
+        named = (bare.str[-2] == "-").to_numpy() & (image >= 0)
+        well_named[rows] = named
+        examples = _identifier_positions(gold.id_index, bare.str[:-2].to_numpy(dtype=object), split_prefix=True)
+        return np.where(named & (examples >= 0), examples * n_images + image, -1)
+
+    keys = gold.image_index
+    index = _affixed(keys, names[0], prefix=True, suffix=True) if names.size else keys
+    positions = _lookup(index, names, general)
     _align(
         positions, gold.n * n_images, lines, names, problems,
-        lambda i: f"{gold.ids[i // n_images]}-{i % n_images}", what="image",
+        lambda i: keys[i], what="image",
         hint=lambda r: "" if well_named[r] else f" (expected 'n-m-k' with image number k in 0-{n_images - 1})",
     )
     problems.raise_if_any()
@@ -301,7 +360,8 @@ def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
     _check_vcr_header(header, header_row + 1)
     rows = layout.content[1:]
     if rows.size == 0:
-        _no_rows(problems)
+        problems.add(Problem(None, "file contains no predictions"))
+        problems.raise_if_any()
     n_fields = len(header)
     rows = layout.keep_well_formed(rows, n_fields, problems)
     lines = rows + 1
@@ -315,11 +375,9 @@ def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
     scores = None if frame is None else frame[score_columns].to_numpy(dtype=np.float64)
     if scores is None or not np.isfinite(scores).all():
         frame = layout.read(rows, n_fields)
-        ids = _clean(frame[id_column])
-        scores = _vcr_scores_with_problems(frame, score_columns, ids, lines, problems)
-    else:
-        ids = _clean(frame[id_column])
-    positions = gold.id_index.get_indexer(ids)
+        scores = _vcr_scores_with_problems(frame, id_column, score_columns, lines, problems)
+    ids = frame[id_column].to_numpy(dtype=object)
+    positions = _lookup(gold.id_index, ids, lambda rows: gold.id_index.get_indexer(_strip_all(ids[rows])))
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
 
@@ -352,18 +410,19 @@ def _check_vcr_header(header: list[str], line: int) -> None:
 
 
 def _vcr_scores_with_problems(
-    frame: pd.DataFrame, score_columns: list[int], ids: np.ndarray, lines: np.ndarray, problems: ProblemList
+    frame: pd.DataFrame, id_column: int, score_columns: list[int], lines: np.ndarray, problems: ProblemList
 ) -> np.ndarray:
     """Scores from string cells; a problem for each cell that is not a finite number."""
+    ids = frame[id_column].to_numpy(dtype=object)
     scores = np.empty((len(frame), len(score_columns)), dtype=np.float64)
     for j, (column, name) in enumerate(zip(score_columns, VCR_SCORE_COLUMNS)):
-        cells = _clean(frame[column])
+        cells = _strip_all(frame[column].to_numpy(dtype=object))
         values = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
         scores[:, j] = values
         problems.add_lines(
             lines, np.flatnonzero(~np.isfinite(values)),
             lambda r, cells=cells, name=name: (
-                f"invalid score {show(cells[r])} in column {name} for {show(ids[r])}; expected a finite number"
+                f"invalid score {show(cells[r])} in column {name} for {show(_strip(ids[r]))}; expected a finite number"
             ),
         )
     return scores

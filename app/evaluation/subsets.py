@@ -52,10 +52,10 @@ def field_subsets(gold, field: str) -> dict[str, np.ndarray]:
         available = ", ".join(sorted(gold.fields)) or "none"
         raise ValueError(f"unknown subset field {field!r}; the gold file's fields are: {available}")
     codes, values = pd.factorize(gold.fields[field], sort=True)
-    order = np.argsort(codes, kind="stable")
+    order = np.argsort(codes, kind="stable")  # stable: ascending indices within each value
     bounds = np.searchsorted(codes[order], np.arange(len(values) + 1))
     return {
-        f"{field}:{value}": np.sort(order[bounds[j] : bounds[j + 1]]).astype(np.int32)
+        f"{field}:{value}": order[bounds[j] : bounds[j + 1]].astype(np.int32)
         for j, value in enumerate(values.tolist())
         if str(value) != ""
     }

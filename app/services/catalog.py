@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from app.db import db
 from app.evaluation import TASK_TYPES, GoldSet, ValidationError, get_task
 from app.evaluation.subsets import category_subsets, ids_subset
-from app.models import Benchmark, Split, Subset
+from app.models import FEEDBACK_POLICIES, Benchmark, Split, Subset
 from app.services import gold_files, rescoring
 from app.services.errors import Conflict, InvalidInput, NotFound
 
@@ -173,3 +173,43 @@ def _source_of(name: str, field: str | None) -> str:
 
 def gold_for(split: Split) -> GoldSet:
     return gold_files.load_gold(split)
+
+
+UNSET = object()
+
+
+def set_policy(
+    benchmark_slug: str,
+    split_slug: str,
+    *,
+    per_day=UNSET,
+    per_month=UNSET,
+    total=UNSET,
+    rejected_per_day=UNSET,
+    feedback: str | None = None,
+    is_open: bool | None = None,
+) -> Split:
+    """Change a split's submission policy; quotas are whole numbers >= 0 or None for unlimited."""
+    split = get_split(benchmark_slug, split_slug)
+    for field, value in (("per_day", per_day), ("per_month", per_month), ("total", total),
+                         ("rejected_per_day", rejected_per_day)):
+        if value is UNSET:
+            continue
+        if value is not None and (not isinstance(value, int) or value < 0):
+            raise InvalidInput(f"{field} must be a whole number >= 0 or unlimited, got {value!r}")
+        if field == "rejected_per_day" and value is None:
+            raise InvalidInput("rejected_per_day cannot be unlimited")
+        setattr(split, field, value)
+    if feedback is not None:
+        if feedback not in FEEDBACK_POLICIES:
+            raise InvalidInput(f"feedback must be one of {', '.join(FEEDBACK_POLICIES)}, got {feedback!r}")
+        split.feedback = feedback
+    if is_open is not None:
+        split.is_open = is_open
+    db.session.commit()
+    return split
+
+
+def open_splits() -> list[Split]:
+    """Splits that accept submissions, for the upload form."""
+    return [split for split in list_splits() if split.is_open]

@@ -1,6 +1,8 @@
 """Errors the use cases raise; the web, API and CLI layers turn them into answers."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from app.evaluation import Problem
 
 
@@ -16,6 +18,10 @@ class ServiceError(Exception):
         return [{"line": p.line, "message": p.message} for p in self.problems]
 
 
+class Forbidden(ServiceError):
+    status = 403
+
+
 class NotFound(ServiceError):
     status = 404
 
@@ -24,5 +30,19 @@ class Conflict(ServiceError):
     status = 409
 
 
+class TooLarge(ServiceError):
+    status = 413
+
+
 class InvalidInput(ServiceError):
     status = 422
+
+
+class QuotaExceeded(ServiceError):
+    """Over a submission quota; `retry_at` is when the next slot opens (None: never on this split)."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_at: datetime | None):
+        super().__init__(message)
+        self.retry_at = retry_at

@@ -1,37 +1,69 @@
-"""Scoring uploads: a dry run for maintainers, and storing a scored submission with its scores."""
+"""Submissions: validate, score and store an upload under the split's quotas; publication; moderation.
+
+Every attempt is stored with its status: scored submissions count against the quotas, rejected files
+against a separate daily cap, so a typo never costs a real slot but cannot be used to hammer the server.
+"""
 from __future__ import annotations
 
-from flask import current_app
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 
-from app.db import db
-from app.evaluation import ValidationError, get_task
-from app.models import Score, Split, Submission, Team, User, utcnow
+from flask import current_app
+from sqlalchemy import case, func, select
+
+from app.db import db, write_transaction
+from app.evaluation import Problem, ValidationError, get_task
+from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
 from app.services import catalog, uploads
-from app.services.errors import InvalidInput
+from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
 
 Scores = dict[str, dict[str, float]]
+URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
 
 
 def max_upload_bytes() -> int:
     return int(current_app.config["MAX_UPLOAD_MB"]) * 1024 * 1024
 
 
+# --- scoring -------------------------------------------------------------------------------------------
+
+
 def _parse_and_score(split: Split, data: bytes):
+    limit = max_upload_bytes()
+    if len(data) > limit:
+        raise TooLarge(
+            f"the file is {len(data) / 1048576:.1f} MB, over the limit of {current_app.config['MAX_UPLOAD_MB']} MB"
+        )
     task = get_task(split.benchmark.task_type)
     gold = catalog.gold_for(split)
     try:
-        predictions = task.parse(data, gold, max_bytes=max_upload_bytes())
+        predictions = task.parse(data, gold, max_bytes=limit)
     except ValidationError as exc:
-        raise InvalidInput(f"invalid prediction file: {len(exc.problems)} problem(s)", exc.problems) from exc
+        raise InvalidInput(_problem_summary(exc.problems), exc.problems) from exc
     scores = task.score(gold, predictions, catalog.subset_indices(split))
     return task, predictions, scores
 
 
+def _problem_summary(problems: list[Problem]) -> str:
+    count = len(problems)
+    return f"invalid prediction file: {problems[0].message}" + (f" (and {count - 1} more)" if count > 1 else "")
+
+
 def evaluate(benchmark_slug: str, split_slug: str, data: bytes) -> Scores:
-    """Score a prediction file against a split without storing anything."""
+    """Score a prediction file against a split without storing anything (maintainers' dry run)."""
     split = catalog.get_split(benchmark_slug, split_slug)
     _, _, scores = _parse_and_score(split, data)
     return scores
+
+
+def score_rows(scores: Scores) -> list[Score]:
+    return [
+        Score(subset=subset, metric=metric, value=float(value))
+        for subset, metrics in scores.items()
+        for metric, value in metrics.items()
+    ]
 
 
 def store_scored(
@@ -47,23 +79,12 @@ def store_scored(
     anonymous: bool = False,
     publish: bool = False,
 ) -> Submission:
-    """Validate, score and store one submission with its scores in one transaction."""
+    """Validate, score and store one submission outside any quota (the demo and maintainers' imports)."""
     task, predictions, scores = _parse_and_score(split, data)
-    digest = uploads.keep_original(data)
     submission = Submission(
-        split=split,
-        team=team,
-        user=user,
-        status="scored",
-        model_name=model_name,
-        description=description,
-        paper_url=paper_url,
-        code_url=code_url,
-        anonymous=anonymous,
-        file_sha256=digest,
-        file_size=len(data),
-        predictions=task.encode(predictions),
-        published_at=utcnow() if publish else None,
+        split=split, team=team, user=user, status="scored", model_name=model_name, description=description,
+        paper_url=paper_url, code_url=code_url, anonymous=anonymous, file_sha256=uploads.keep_original(data),
+        file_size=len(data), predictions=task.encode(predictions), published_at=utcnow() if publish else None,
     )
     submission.scores = score_rows(scores)
     db.session.add(submission)
@@ -71,9 +92,355 @@ def store_scored(
     return submission
 
 
-def score_rows(scores: Scores) -> list[Score]:
-    return [
-        Score(subset=subset, metric=metric, value=float(value))
-        for subset, metrics in scores.items()
-        for metric, value in metrics.items()
-    ]
+# --- quotas --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class QuotaStatus:
+    per_day: int | None
+    per_month: int | None
+    total: int | None
+    used_today: int
+    used_month: int
+    used_total: int
+    rejected_today: int
+    rejected_per_day: int
+
+    def _left(self, limit: int | None, used: int) -> int | None:
+        return None if limit is None else max(limit - used, 0)
+
+    @property
+    def left(self) -> dict[str, int | None]:
+        """Submissions left today / this month / in total (None: unlimited)."""
+        return {
+            "today": self._left(self.per_day, self.used_today),
+            "month": self._left(self.per_month, self.used_month),
+            "total": self._left(self.total, self.used_total),
+        }
+
+    def as_dict(self) -> dict:
+        return {
+            "limits": {"per_day": self.per_day, "per_month": self.per_month, "total": self.total},
+            "used": {"today": self.used_today, "month": self.used_month, "total": self.used_total},
+            "left": self.left,
+        }
+
+
+def _day_start(now: datetime) -> datetime:
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _month_start(now: datetime) -> datetime:
+    return _day_start(now).replace(day=1)
+
+
+def _next_month(now: datetime) -> datetime:
+    start = _month_start(now)
+    return start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+
+
+def quota_status(split: Split, team: Team, now: datetime | None = None) -> QuotaStatus:
+    """Counts of this team's attempts on this split: calendar day and month in UTC, and in total."""
+    now = now or utcnow()
+    day, month = _day_start(now), _month_start(now)
+    scored = Submission.status == "scored"
+    rejected = Submission.status == "rejected"
+    row = db.session.execute(
+        select(
+            func.count(case((scored, 1))),
+            func.count(case((scored & (Submission.created_at >= month), 1))),
+            func.count(case((scored & (Submission.created_at >= day), 1))),
+            func.count(case((rejected & (Submission.created_at >= day), 1))),
+        ).where(Submission.split_id == split.id, Submission.team_id == team.id)
+    ).one()
+    return QuotaStatus(
+        per_day=split.per_day, per_month=split.per_month, total=split.total,
+        used_total=row[0], used_month=row[1], used_today=row[2], rejected_today=row[3],
+        rejected_per_day=split.rejected_per_day,
+    )
+
+
+def _check_quota(status: QuotaStatus, now: datetime) -> None:
+    if status.total is not None and status.used_total >= status.total:
+        raise QuotaExceeded(f"the team has used all {status.total} submissions allowed on this split", None)
+    if status.per_month is not None and status.used_month >= status.per_month:
+        retry = _next_month(now)
+        raise QuotaExceeded(
+            f"the team has used its {status.per_month} submissions for this month; the next slot opens "
+            f"{retry:%Y-%m-%d %H:%M} UTC", retry,
+        )
+    if status.per_day is not None and status.used_today >= status.per_day:
+        retry = _day_start(now) + timedelta(days=1)
+        raise QuotaExceeded(
+            f"the team has used its {status.per_day} submissions for today; the next slot opens "
+            f"{retry:%Y-%m-%d %H:%M} UTC", retry,
+        )
+
+
+def _lock_team(team: Team) -> None:
+    """Serialise quota checks per team: a row lock on PostgreSQL (SQLite already holds its write lock)."""
+    if db.session.get_bind().dialect.name != "sqlite":
+        db.session.execute(select(Team.id).where(Team.id == team.id).with_for_update())
+
+
+# --- submitting ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Upload:
+    data: bytes
+    model_name: str
+    description: str = ""
+    paper_url: str | None = None
+    code_url: str | None = None
+    anonymous: bool = False
+
+
+@dataclass
+class SubmitResult:
+    submission: Submission
+    scores: Scores | None  # what the split's feedback policy releases to the team now
+    quota: QuotaStatus
+
+
+def _clean_url(field: str, value: str | None) -> str | None:
+    value = (value or "").strip()
+    if not value:
+        return None
+    if len(value) > 500 or not URL.match(value):
+        raise InvalidInput(f"{field} must be an http:// or https:// address of at most 500 characters")
+    return value
+
+
+def _clean_upload(upload: Upload) -> Upload:
+    name = (upload.model_name or "").strip()
+    if not name:
+        raise InvalidInput("model_name is required: name the model these predictions come from")
+    if len(name) > 200:
+        raise InvalidInput("model_name must have at most 200 characters")
+    description = (upload.description or "").strip()
+    if len(description) > 5000:
+        raise InvalidInput("description must have at most 5,000 characters")
+    return Upload(
+        data=upload.data, model_name=name, description=description,
+        paper_url=_clean_url("paper_url", upload.paper_url), code_url=_clean_url("code_url", upload.code_url),
+        anonymous=bool(upload.anonymous),
+    )
+
+
+def resolve_team(user: User, team_ref: str | int | None) -> Team:
+    """The team a user submits for: by id or name, or their only team when none is named."""
+    teams = user.teams
+    if team_ref in (None, ""):
+        if len(teams) == 1:
+            return teams[0]
+        if not teams:
+            raise Forbidden("you are not a member of any team; create or join one first")
+        raise InvalidInput("you belong to several teams: say which one with the team field")
+    ref = str(team_ref).strip()
+    for team in teams:
+        if str(team.id) == ref or team.name == ref:
+            return team
+    raise Forbidden(f"you are not a member of team {ref!r}")
+
+
+def submit(
+    user: User, team_ref: str | int | None, benchmark_slug: str, split_slug: str, upload: Upload,
+    now: datetime | None = None,
+) -> SubmitResult:
+    """Validate, score and store an upload for a team, consuming its quota in the same transaction.
+
+    Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed), TooLarge,
+    QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then stored as rejected).
+    """
+    split = catalog.get_split(benchmark_slug, split_slug)
+    team = resolve_team(user, team_ref)
+    if not split.is_open:
+        raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
+    upload = _clean_upload(upload)
+    # Parse and score before taking the lock: it is the slow part and touches no shared state.
+    try:
+        task, predictions, scores = _parse_and_score(split, upload.data)
+        problems = None
+    except InvalidInput as exc:
+        task = predictions = scores = None
+        problems = exc
+    digest = uploads.keep_original(upload.data) if problems is None else uploads.sha256(upload.data)
+
+    split_id, team_id, user_id = split.id, team.id, user.id
+    with write_transaction():
+        team = db.session.get(Team, team_id)
+        split = db.session.get(Split, split_id)
+        _lock_team(team)
+        now = now or utcnow()
+        status = quota_status(split, team, now)
+        submission = Submission(
+            split_id=split_id, team_id=team_id, user_id=user_id, model_name=upload.model_name,
+            description=upload.description, paper_url=upload.paper_url, code_url=upload.code_url,
+            anonymous=upload.anonymous, file_sha256=digest, file_size=len(upload.data), created_at=now,
+        )
+        if problems is not None:
+            if status.rejected_today >= status.rejected_per_day:
+                raise QuotaExceeded(
+                    f"the team has sent {status.rejected_per_day} invalid files today; fix the file and retry "
+                    "tomorrow", _day_start(now) + timedelta(days=1),
+                )
+            submission.status = "rejected"
+            submission.errors = json.dumps(problems.details())
+            db.session.add(submission)
+            db.session.commit()
+            raise problems
+        _check_quota(status, now)
+        submission.status = "scored"
+        submission.predictions = task.encode(predictions)
+        submission.scores = score_rows(scores)
+        db.session.add(submission)
+        db.session.commit()
+    status = quota_status(split, team, now)
+    return SubmitResult(submission, released_scores(submission), status)
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+
+def scores_of(submission: Submission) -> Scores:
+    result: Scores = {}
+    for score in submission.scores:
+        result.setdefault(score.subset, {})[score.metric] = score.value
+    return result
+
+
+def released_scores(submission: Submission) -> Scores | None:
+    """Scores the team may see now: all of them on public splits and under `full` feedback; on hidden
+    splits under `none` (and, until the Ladder lands, `ladder`) nothing until a maintainer reveals the split."""
+    if submission.status != "scored":
+        return None
+    split = submission.split
+    if not split.hidden or split.feedback == "full" or split.revealed_at is not None:
+        return scores_of(submission)
+    return None
+
+
+def can_view(user: User | None, submission: Submission) -> bool:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_admin) or user.is_member(submission.team_id)
+
+
+def get_for(user: User | None, submission_id: int) -> Submission:
+    """A submission its team's members and maintainers may see; everyone else gets NotFound."""
+    submission = db.session.get(Submission, submission_id)
+    if submission is None or not can_view(user, submission):
+        raise NotFound(f"no submission {submission_id}")
+    return submission
+
+
+def list_for(user: User) -> list[Submission]:
+    team_ids = [m.team_id for m in user.memberships]
+    if not team_ids:
+        return []
+    return list(
+        db.session.scalars(
+            select(Submission).where(Submission.team_id.in_(team_ids)).order_by(Submission.id.desc())
+        )
+    )
+
+
+def problems_of(submission: Submission) -> list[dict]:
+    return json.loads(submission.errors) if submission.errors else []
+
+
+# --- publication and moderation ------------------------------------------------------------------------
+
+
+def _own(user: User, submission_id: int) -> Submission:
+    submission = get_for(user, submission_id)
+    if not user.is_member(submission.team_id):
+        raise Forbidden("only the team's members can publish or unpublish its submissions")
+    return submission
+
+
+def publish(user: User, submission_id: int, description: str | None = None, paper_url: str | None = None,
+            code_url: str | None = None) -> Submission:
+    """Show a scored submission on the leaderboard; it needs a description or a paper URL."""
+    submission = _own(user, submission_id)
+    if submission.status != "scored":
+        raise Conflict("only scored submissions can be published")
+    if description is not None and description.strip():
+        if len(description.strip()) > 5000:
+            raise InvalidInput("description must have at most 5,000 characters")
+        submission.description = description.strip()
+    if paper_url:
+        submission.paper_url = _clean_url("paper_url", paper_url)
+    if code_url:
+        submission.code_url = _clean_url("code_url", code_url)
+    if not (submission.description or submission.paper_url):
+        raise InvalidInput("publishing needs a description or a paper_url")
+    if submission.published_at is None:
+        submission.published_at = utcnow()
+    db.session.commit()
+    return submission
+
+
+def unpublish(user: User, submission_id: int) -> Submission:
+    submission = _own(user, submission_id)
+    submission.published_at = None
+    db.session.commit()
+    return submission
+
+
+def hide(admin: User, submission_id: int, reason: str) -> Submission:
+    if not admin.is_admin:
+        raise Forbidden("only maintainers can hide entries")
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput("say why the entry is hidden (reason)")
+    submission = get_for(admin, submission_id)
+    submission.hidden_at = utcnow()
+    submission.hidden_reason = reason[:2000]
+    db.session.commit()
+    return submission
+
+
+def unhide(admin: User, submission_id: int) -> Submission:
+    if not admin.is_admin:
+        raise Forbidden("only maintainers can unhide entries")
+    submission = get_for(admin, submission_id)
+    submission.hidden_at = None
+    submission.hidden_reason = None
+    db.session.commit()
+    return submission
+
+
+def retry_after_seconds(exc: QuotaExceeded, now: datetime | None = None) -> int | None:
+    if exc.retry_at is None:
+        return None
+    return max(int((as_utc(exc.retry_at) - (now or utcnow())).total_seconds()) + 1, 1)
+
+
+def timestamp(moment: datetime) -> str:
+    return as_utc(moment).astimezone(timezone.utc).isoformat()
+
+
+@dataclass
+class SubmissionPage:
+    submission: Submission
+    scores: Scores | None
+    problems: list[dict]
+    quota: QuotaStatus | None  # for the team's members
+    is_member: bool
+    withheld_reason: str | None
+
+
+def page_for(user: User, submission_id: int) -> SubmissionPage:
+    """What the submission page shows to this viewer (a team member or a maintainer)."""
+    submission = get_for(user, submission_id)
+    is_member = user.is_member(submission.team_id)
+    scores = released_scores(submission)
+    if scores is None and user.is_admin and submission.status == "scored":
+        scores = scores_of(submission)  # maintainers see everything
+    withheld = None
+    if submission.status == "scored" and released_scores(submission) is None:
+        withheld = "Scores on this hidden split are held until the maintainers reveal it."
+    quota = quota_status(submission.split, submission.team) if is_member else None
+    return SubmissionPage(submission, scores, problems_of(submission), quota, is_member, withheld)

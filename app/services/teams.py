@@ -1,18 +1,42 @@
-"""Teams."""
+"""Teams, their members and one-time invite links."""
 from __future__ import annotations
 
-from sqlalchemy import select
+import secrets
+from collections.abc import Iterable
+from datetime import timedelta
+
+from sqlalchemy import select, update
 
 from app.db import db
-from app.models import Team
-from app.services.errors import Conflict, InvalidInput
+from app.models import Invite, Membership, Team, User, as_utc, utcnow
+from app.security import token_digest
+from app.services.errors import Conflict, InvalidInput, NotFound
+
+INVITE_LIFETIME = timedelta(days=7)
+INVITE_INVALID = "This invite link is unknown, has already been used or has expired. Ask a team member for a new one."
 
 
 def find_team(name: str) -> Team | None:
     return db.session.scalar(select(Team).where(Team.name == name))
 
 
-def create_team(name: str) -> Team:
+def get_team(team_id: int) -> Team:
+    team = db.session.get(Team, team_id)
+    if team is None:
+        raise NotFound("no such team")
+    return team
+
+
+def get_team_for(team_id: int, user: User) -> Team:
+    """The team, if the user is one of its members; otherwise the team is reported as missing."""
+    team = db.session.get(Team, team_id)
+    if team is None or not _is_member(team, user):
+        raise NotFound("no such team")
+    return team
+
+
+def create_team(name: str, creator: User | None = None, *, members: Iterable[User] = ()) -> Team:
+    """A new team; the creator and any given members join it in the same transaction."""
     name = (name or "").strip()
     if not name or len(name) > 80:
         raise InvalidInput("a team name must have 1 to 80 characters")
@@ -20,5 +44,80 @@ def create_team(name: str) -> Team:
         raise Conflict(f"team {name!r} already exists")
     team = Team(name=name)
     db.session.add(team)
+    joined: set[int] = set()
+    for user in ([creator] if creator else []) + list(members):
+        if user.id not in joined:
+            joined.add(user.id)
+            db.session.add(Membership(user=user, team=team))
     db.session.commit()
     return team
+
+
+def add_member(team: Team, user: User) -> None:
+    """Add a user to a team; nothing happens if they already belong to it."""
+    if not _is_member(team, user):
+        db.session.add(Membership(user=user, team=team))
+        db.session.commit()
+
+
+def members(team: Team) -> list[User]:
+    return list(db.session.scalars(
+        select(User).join(Membership, Membership.user_id == User.id)
+        .where(Membership.team_id == team.id).order_by(User.email)
+    ))
+
+
+def leave_team(team: Team, user: User) -> None:
+    membership = db.session.get(Membership, (user.id, team.id))
+    if membership is None:
+        raise NotFound("no such team")
+    db.session.delete(membership)
+    db.session.commit()
+
+
+def create_invite(team: Team, inviter: User) -> str:
+    """A one-time invite link token for the team, valid for a week; only its digest is stored."""
+    if not _is_member(team, inviter):
+        raise NotFound("no such team")
+    plaintext = secrets.token_urlsafe(32)
+    db.session.add(Invite(team=team, token_hash=token_digest(plaintext), created_by_id=inviter.id,
+                          expires_at=utcnow() + INVITE_LIFETIME))
+    db.session.commit()
+    return plaintext
+
+
+def find_invite(token: str) -> Invite:
+    """A usable invite (unused, unexpired) for this token, without consuming it."""
+    if not token or len(token) > 200:
+        raise NotFound(INVITE_INVALID)
+    invite = db.session.scalar(select(Invite).where(Invite.token_hash == token_digest(token)))
+    if invite is None or invite.used_at is not None or as_utc(invite.expires_at) <= utcnow():
+        raise NotFound(INVITE_INVALID)
+    return invite
+
+
+def accept_invite(token: str, user: User) -> Team:
+    """Join the invite's team and use the invite up (also when the user already is a member)."""
+    invite = find_invite(token)
+    now = utcnow()
+    # A conditional update claims the invite atomically, so two simultaneous uses cannot both succeed.
+    claimed = db.session.execute(
+        update(Invite)
+        .where(Invite.id == invite.id, Invite.used_at.is_(None))
+        .values(used_at=now, used_by_id=user.id)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    if claimed != 1:
+        db.session.rollback()
+        raise NotFound(INVITE_INVALID)
+    team = invite.team
+    if not _is_member(team, user):
+        db.session.add(Membership(user=user, team=team))
+    db.session.commit()
+    return team
+
+
+def _is_member(team: Team, user: User | None) -> bool:
+    if user is None or user.id is None:
+        return False
+    return db.session.get(Membership, (user.id, team.id)) is not None

@@ -34,3 +34,7 @@ def keep_original(data: bytes) -> str:
 def read_original(digest: str) -> bytes:
     with gzip.open(path_for(digest), "rb") as fh:
         return fh.read()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,414 @@
+"""The OpenAPI 3.1 description of API v1, served at /api/v1/openapi.json.
+
+Kept as a plain dict beside the views so a change to one is reviewed with the other; the test suite
+validates it and fuzzes every operation against it.
+"""
+from __future__ import annotations
+
+import copy
+
+VERSION = "1.0.0"
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _nullable(kind: str, **extra) -> dict:
+    return {"type": [kind, "null"], **extra}
+
+
+def _json(schema: dict, description: str, headers: dict | None = None) -> dict:
+    response = {"description": description, "content": {"application/json": {"schema": schema}}}
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+def _responses(ok: tuple[str, str, dict], *errors: str) -> dict:
+    code, description, schema = ok
+    result = {code: _json(schema, description)}
+    for error in errors:
+        result[error] = {"$ref": f"#/components/responses/{ERROR_RESPONSES[error][0]}"}
+    return result
+
+
+# status -> (component name, description)
+ERROR_RESPONSES = {
+    "401": ("Unauthorized", "No token, a malformed Authorization header, or an unknown or revoked token."),
+    "403": ("Forbidden", "The caller is not a member of the team (or not allowed to do this)."),
+    "404": ("NotFound", "Unknown benchmark, split or submission (others' submissions are reported as missing)."),
+    "409": ("Conflict", "The split is closed to submissions, or the submission cannot be published."),
+    "413": ("TooLarge", "The upload is over the size limit (MAX_UPLOAD_MB)."),
+    "422": ("Invalid", "Invalid input: missing or malformed fields, or an invalid prediction file; "
+                       "details name each problem by line."),
+    "429": ("TooManyRequests", "Over the split's submission quota (or the daily cap on invalid files)."),
+}
+
+SCHEMAS = {
+    "Error": {
+        "type": "object",
+        "required": ["error", "details"],
+        "properties": {
+            "error": {"type": "string", "description": "What went wrong, in a sentence."},
+            "details": {"type": "array", "items": _ref("Problem")},
+        },
+    },
+    "Problem": {
+        "type": "object",
+        "required": ["line", "message"],
+        "properties": {
+            "line": _nullable("integer", description="1-based line of the file; null: the whole file or request"),
+            "message": {"type": "string"},
+        },
+    },
+    "QuotaError": {
+        "allOf": [
+            _ref("Error"),
+            {
+                "type": "object",
+                "required": ["retry_at"],
+                "properties": {
+                    "retry_at": _nullable(
+                        "string", format="date-time",
+                        description="When the next slot opens (UTC); null when the split's total is used up.",
+                    )
+                },
+            },
+        ],
+    },
+    "Scores": {
+        "type": "object",
+        "description": "Percentages by subset (`all` is the whole split) and metric.",
+        "additionalProperties": {"type": "object", "additionalProperties": _nullable("number")},
+    },
+    "Quota": {
+        "type": "object",
+        "required": ["limits", "used", "left"],
+        "description": "Scored submissions of the team on this split; null limits are unlimited.",
+        "properties": {
+            "limits": {
+                "type": "object",
+                "required": ["per_day", "per_month", "total"],
+                "properties": {k: _nullable("integer") for k in ("per_day", "per_month", "total")},
+            },
+            "used": {
+                "type": "object",
+                "required": ["today", "month", "total"],
+                "properties": {k: {"type": "integer"} for k in ("today", "month", "total")},
+            },
+            "left": {
+                "type": "object",
+                "required": ["today", "month", "total"],
+                "properties": {k: _nullable("integer") for k in ("today", "month", "total")},
+            },
+        },
+    },
+    "SubmissionSummary": {
+        "type": "object",
+        "required": ["id", "benchmark", "split", "team", "model_name", "status", "submitted_at", "published"],
+        "properties": {
+            "id": {"type": "integer"},
+            "benchmark": {"type": "string", "description": "Benchmark slug."},
+            "split": {"type": "string", "description": "Split slug."},
+            "team": {"type": "string", "description": "Team name."},
+            "model_name": {"type": "string"},
+            "status": {"type": "string", "enum": ["scored", "rejected"]},
+            "submitted_at": {"type": "string", "format": "date-time"},
+            "published": {"type": "boolean"},
+        },
+    },
+    "SubmissionCreated": {
+        "allOf": [
+            _ref("SubmissionSummary"),
+            {
+                "type": "object",
+                "required": ["scores", "quota"],
+                "properties": {
+                    "scores": {
+                        "oneOf": [_ref("Scores"), {"type": "null"}],
+                        "description": "Null when the split's feedback policy withholds scores.",
+                    },
+                    "quota": _ref("Quota"),
+                },
+            },
+        ],
+    },
+    "Submission": {
+        "allOf": [
+            _ref("SubmissionSummary"),
+            {
+                "type": "object",
+                "required": ["sha256", "size", "scores", "errors", "description", "paper_url", "code_url",
+                             "anonymous", "published_at"],
+                "properties": {
+                    "sha256": {"type": "string", "description": "sha256 of the uploaded file."},
+                    "size": {"type": "integer", "description": "Size of the uploaded file in bytes."},
+                    "scores": {
+                        "oneOf": [_ref("Scores"), {"type": "null"}],
+                        "description": "Null for rejected files and where the feedback policy withholds scores.",
+                    },
+                    "errors": {
+                        "type": "array",
+                        "description": "Problems of a rejected file, by line.",
+                        "items": _ref("Problem"),
+                    },
+                    "description": {"type": "string"},
+                    "paper_url": _nullable("string"),
+                    "code_url": _nullable("string"),
+                    "anonymous": {"type": "boolean"},
+                    "published_at": _nullable("string", format="date-time"),
+                },
+            },
+        ],
+    },
+    "PublishRequest": {
+        "type": "object",
+        "description": "Publishing needs a description or a paper_url (given now or when submitting).",
+        "properties": {
+            "description": _nullable("string", maxLength=5000),
+            "paper_url": _nullable("string", format="uri"),
+            "code_url": _nullable("string", format="uri"),
+        },
+    },
+    "Split": {
+        "type": "object",
+        "required": ["slug", "name", "hidden", "examples", "open", "feedback"],
+        "properties": {
+            "slug": {"type": "string"},
+            "name": {"type": "string"},
+            "hidden": {"type": "boolean", "description": "A blind test: its labels never leave the server."},
+            "examples": {"type": "integer"},
+            "open": {"type": "boolean", "description": "Accepts submissions."},
+            "feedback": {"type": "string", "enum": ["full", "ladder", "none"]},
+        },
+    },
+    "Benchmark": {
+        "type": "object",
+        "required": ["slug", "name", "task_type", "description", "paper_url", "splits"],
+        "properties": {
+            "slug": {"type": "string"},
+            "name": {"type": "string"},
+            "task_type": {"type": "string"},
+            "description": {"type": "string"},
+            "paper_url": _nullable("string"),
+            "splits": {"type": "array", "items": _ref("Split")},
+        },
+    },
+    "LeaderboardEntry": {
+        "type": "object",
+        "required": ["rank", "model_name", "team", "submitted_at", "paper_url", "code_url", "scores"],
+        "properties": {
+            "rank": {"type": "integer", "minimum": 1},
+            "model_name": {"type": "string"},
+            "team": _nullable("string", description="Null when the team chose to appear anonymously."),
+            "submitted_at": {"type": "string", "format": "date-time"},
+            "paper_url": _nullable("string"),
+            "code_url": _nullable("string"),
+            "scores": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["value"],
+                        "properties": {"value": _nullable("number")},
+                    },
+                },
+            },
+        },
+    },
+    "Leaderboard": {
+        "type": "object",
+        "required": ["benchmark", "split", "scores_public", "entries"],
+        "properties": {
+            "benchmark": {"type": "string"},
+            "split": {"type": "string"},
+            "scores_public": {
+                "type": "boolean",
+                "description": "False while a hidden split's scores are held; entries is then empty.",
+            },
+            "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
+        },
+    },
+}
+
+RESPONSES = {
+    name: _json(_ref("Error"), description)
+    for status, (name, description) in ERROR_RESPONSES.items()
+    if status not in ("401", "429")
+}
+RESPONSES["Unauthorized"] = _json(
+    _ref("Error"), ERROR_RESPONSES["401"][1],
+    headers={"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Always `Bearer`."}},
+)
+RESPONSES["TooManyRequests"] = _json(
+    _ref("QuotaError"), ERROR_RESPONSES["429"][1],
+    headers={
+        "Retry-After": {
+            "schema": {"type": "string"},
+            "description": "Seconds until the next slot opens (absent when it never will).",
+        }
+    },
+)
+
+SUBMISSION_ID = {
+    "name": "submission_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "integer", "minimum": 1, "format": "int64"},
+}
+PUBLIC: list = []  # overrides the global bearer requirement
+
+PATHS = {
+    "/benchmarks": {
+        "get": {
+            "operationId": "listBenchmarks",
+            "summary": "Benchmarks and their splits",
+            "security": PUBLIC,
+            "responses": _responses(
+                ("200", "Every benchmark with its splits.", {
+                    "type": "object",
+                    "required": ["benchmarks"],
+                    "properties": {"benchmarks": {"type": "array", "items": _ref("Benchmark")}},
+                }),
+            ),
+        }
+    },
+    "/leaderboards/{benchmark}/{split}": {
+        "get": {
+            "operationId": "getLeaderboard",
+            "summary": "The published entries of a split, ranked",
+            "security": PUBLIC,
+            "parameters": [
+                {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
+                 "example": "nlvr2"},
+                {"name": "split", "in": "path", "required": True, "schema": {"type": "string"},
+                 "example": "test-u"},
+            ],
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "404"),
+        }
+    },
+    "/submissions": {
+        "post": {
+            "operationId": "createSubmission",
+            "summary": "Upload a prediction file; it is validated, scored and stored",
+            "description": (
+                "Every attempt is stored. A file with problems is kept as `rejected` (422, each problem "
+                "named by line) and does not use the quota; a valid one is `scored` (201)."
+            ),
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["file", "benchmark", "split", "model_name"],
+                            "properties": {
+                                "file": {"type": "string", "format": "binary",
+                                         "description": "The prediction file (CSV for every task type)."},
+                                "benchmark": {"type": "string", "description": "Benchmark slug.",
+                                              "example": "nlvr2"},
+                                "split": {"type": "string", "description": "Split slug.", "example": "test-u"},
+                                "team": {"type": "string",
+                                         "description": "Team id or name; optional for members of one team."},
+                                "model_name": {"type": "string", "maxLength": 200},
+                                "description": {"type": "string", "maxLength": 5000},
+                                "paper_url": {"type": "string", "format": "uri"},
+                                "code_url": {"type": "string", "format": "uri"},
+                                "anonymous": {"type": "string",
+                                              "enum": ["true", "false", "1", "0", "on", "off", "yes", "no"],
+                                              "description": "Appear on the leaderboard without the team name."},
+                            },
+                        },
+                        "encoding": {"file": {"contentType": "text/csv, application/octet-stream"}},
+                    }
+                },
+            },
+            "responses": {
+                **_responses(
+                    ("201", "Scored and stored; scores are null where the feedback policy withholds them.",
+                     _ref("SubmissionCreated")),
+                    "401", "403", "404", "409", "413", "422", "429",
+                ),
+            },
+        },
+        "get": {
+            "operationId": "listSubmissions",
+            "summary": "Submissions of the caller's teams, newest first",
+            "responses": _responses(
+                ("200", "The submissions.", {
+                    "type": "object",
+                    "required": ["submissions"],
+                    "properties": {"submissions": {"type": "array", "items": _ref("SubmissionSummary")}},
+                }),
+                "401",
+            ),
+        },
+    },
+    "/submissions/{submission_id}": {
+        "get": {
+            "operationId": "getSubmission",
+            "summary": "One submission (its team's members and maintainers)",
+            "parameters": [SUBMISSION_ID],
+            "responses": _responses(("200", "The submission.", _ref("Submission")), "401", "404"),
+        }
+    },
+    "/submissions/{submission_id}/publish": {
+        "post": {
+            "operationId": "publishSubmission",
+            "summary": "Show a scored submission on the leaderboard (team members)",
+            "parameters": [SUBMISSION_ID],
+            "requestBody": {
+                "required": False,
+                "content": {"application/json": {"schema": _ref("PublishRequest")}},
+            },
+            "responses": _responses(
+                ("200", "The published submission.", _ref("Submission")), "401", "403", "404", "409", "422"
+            ),
+        }
+    },
+    "/submissions/{submission_id}/unpublish": {
+        "post": {
+            "operationId": "unpublishSubmission",
+            "summary": "Take a submission off the leaderboard (team members)",
+            "parameters": [SUBMISSION_ID],
+            "responses": _responses(("200", "The submission.", _ref("Submission")), "401", "403", "404"),
+        }
+    },
+    "/openapi.json": {
+        "get": {
+            "operationId": "getOpenApi",
+            "summary": "This document",
+            "security": PUBLIC,
+            "responses": {"200": _json({"type": "object"}, "The OpenAPI 3.1 document.")},
+        }
+    },
+}
+
+DOCUMENT = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "Holdout API",
+        "version": VERSION,
+        "description": (
+            "Submit prediction files to blind-test benchmarks and read leaderboards. Authenticate with "
+            "`Authorization: Bearer <token>` (tokens from the Account page or "
+            "`flask --app wsgi tokens create EMAIL`). Errors are "
+            '`{"error": "...", "details": [{"line": n, "message": "..."}]}`.'
+        ),
+    },
+    "servers": [{"url": "/api/v1"}],
+    "security": [{"bearer": []}],
+    "paths": PATHS,
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": SCHEMAS,
+        "responses": RESPONSES,
+    },
+}
+
+
+def document() -> dict:
+    """A copy, so no caller can alter the served document."""
+    return copy.deepcopy(DOCUMENT)

@@ -1,0 +1,268 @@
+"""JSON API v1 at /api/v1: submit predictions, follow one's submissions, read benchmarks and leaderboards.
+
+Thin views: each parses its input, calls one service function and formats the result. Callers
+authenticate with `Authorization: Bearer <token>`; the session cookie is ignored here, so CSRF does not
+apply. Errors are `{"error": "...", "details": [{"line": n, "message": "..."}]}`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from flask import Blueprint, request, url_for
+
+from app.api import openapi
+from app.db import db
+from app.evaluation import Problem
+from app.models import Split, Submission, User
+from app.security import csrf, user_for_bearer
+from app.services import listings, submissions
+from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError, TooLarge
+from app.services.leaderboards import Entry
+from app.services.submissions import Upload, timestamp
+
+bp = Blueprint("api_v1", __name__, url_prefix="/api/v1")
+csrf.exempt(bp)
+
+# SQLite and PostgreSQL ids are signed 64-bit; a larger id cannot exist and must not reach the driver.
+MAX_ID = 2**63 - 1
+TRUE = {"true", "1", "on", "yes"}
+FALSE = {"false", "0", "off", "no", ""}
+REQUIRED_FIELDS = ("benchmark", "split", "model_name")
+
+
+class Unauthenticated(ServiceError):
+    status = 401
+
+
+# --- errors --------------------------------------------------------------------------------------------
+
+
+@bp.errorhandler(ServiceError)
+def service_error(exc: ServiceError):
+    db.session.rollback()
+    body: dict[str, Any] = {"error": exc.message, "details": exc.details()}
+    headers: dict[str, str] = {}
+    if isinstance(exc, QuotaExceeded):
+        body["retry_at"] = timestamp(exc.retry_at) if exc.retry_at else None
+        seconds = submissions.retry_after_seconds(exc)
+        if seconds is not None:
+            headers["Retry-After"] = str(seconds)
+    if isinstance(exc, Unauthenticated):
+        headers["WWW-Authenticate"] = 'Bearer realm="holdout"'
+    return body, exc.status, headers
+
+
+# --- input ---------------------------------------------------------------------------------------------
+
+
+def _caller() -> User:
+    header = request.headers.get("Authorization")
+    if not header:
+        raise Unauthenticated("authentication required: send the header 'Authorization: Bearer <token>'")
+    scheme, _, token = header.strip().partition(" ")
+    # The scheme name is case-insensitive (RFC 9110); the token itself is not.
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("malformed Authorization header: expected 'Bearer <token>'")
+    user = user_for_bearer(f"Bearer {token.strip()}")
+    if user is None:
+        raise Unauthenticated("the API token is invalid or has been revoked")
+    return user
+
+
+def _submission_id(value: int) -> int:
+    if value < 1 or value > MAX_ID:
+        raise NotFound(f"no submission {value}")
+    return value
+
+
+def _flag(name: str, raw: str | None) -> bool:
+    value = (raw or "").strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    raise InvalidInput(f"{name} must be true or false (also 1/0, on/off, yes/no), got {raw!r}")
+
+
+def _read_upload() -> bytes:
+    """The `file` part, read no further than one byte past the limit (the body was bounded by werkzeug)."""
+    limit = submissions.max_upload_bytes()
+    data = request.files["file"].read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"the file is larger than the limit of {limit // 1048576} MB")
+    return data
+
+
+def _check_required_fields() -> None:
+    missing = [] if "file" in request.files else ["file"]
+    missing += [name for name in REQUIRED_FIELDS if not request.form.get(name, "").strip()]
+    if missing:
+        raise InvalidInput(
+            f"missing required field{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
+            [Problem(None, f"{name} is required") for name in missing],
+        )
+
+
+def _publish_body() -> dict[str, str | None]:
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        return {}
+    body = request.get_json(force=True, silent=True)
+    if not isinstance(body, dict):
+        raise InvalidInput("the request body must be a JSON object with description, paper_url, code_url")
+    fields: dict[str, str | None] = {}
+    for name in ("description", "paper_url", "code_url"):
+        value = body.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(f"{name} must be a string or null")
+        fields[name] = value
+    return fields
+
+
+# --- output (pure formatting) --------------------------------------------------------------------------
+
+
+def _number(value: float) -> float | None:
+    # NaN/infinity have no JSON spelling.
+    return value if math.isfinite(value) else None
+
+
+def _scores(scores: dict[str, dict[str, float]] | None) -> dict | None:
+    if scores is None:
+        return None
+    return {subset: {metric: _number(v) for metric, v in metrics.items()} for subset, metrics in scores.items()}
+
+
+def _summary(submission: Submission) -> dict:
+    return {
+        "id": submission.id,
+        "benchmark": submission.split.benchmark.slug,
+        "split": submission.split.slug,
+        "team": submission.team.name,
+        "model_name": submission.model_name,
+        "status": submission.status,
+        "submitted_at": timestamp(submission.created_at),
+        "published": submission.published_at is not None,
+    }
+
+
+def _detail(submission: Submission) -> dict:
+    return _summary(submission) | {
+        "sha256": submission.file_sha256,
+        "size": submission.file_size,
+        "scores": _scores(submissions.released_scores(submission)),
+        "errors": submissions.problems_of(submission),
+        "description": submission.description,
+        "paper_url": submission.paper_url,
+        "code_url": submission.code_url,
+        "anonymous": submission.anonymous,
+        "published_at": timestamp(submission.published_at) if submission.published_at else None,
+    }
+
+
+def _split(split: Split) -> dict:
+    return {
+        "slug": split.slug,
+        "name": split.name,
+        "hidden": split.hidden,
+        "examples": split.example_count,
+        "open": split.is_open,
+        "feedback": split.feedback,
+    }
+
+
+def _entry(entry: Entry) -> dict:
+    return {
+        "rank": entry.rank,
+        "model_name": entry.model_name,
+        "team": entry.team,
+        "submitted_at": timestamp(entry.submitted_at),
+        "paper_url": entry.paper_url,
+        "code_url": entry.code_url,
+        "scores": {
+            subset: {metric: {"value": _number(value)} for metric, value in metrics.items()}
+            for subset, metrics in entry.scores.items()
+        },
+    }
+
+
+# --- views ---------------------------------------------------------------------------------------------
+
+
+@bp.get("/openapi.json")
+def openapi_document():
+    return openapi.document()
+
+
+@bp.get("/benchmarks")
+def benchmarks():
+    return {
+        "benchmarks": [
+            {
+                "slug": benchmark.slug,
+                "name": benchmark.name,
+                "task_type": benchmark.task_type,
+                "description": benchmark.description,
+                "paper_url": benchmark.paper_url,
+                "splits": [_split(split) for split in benchmark.splits],
+            }
+            for benchmark in listings.benchmarks()
+        ]
+    }
+
+
+@bp.get("/leaderboards/<benchmark>/<split>")
+def leaderboard(benchmark: str, split: str):
+    found, scores_public, entries = listings.leaderboard(benchmark, split)
+    return {
+        "benchmark": found.benchmark.slug,
+        "split": found.slug,
+        "scores_public": scores_public,
+        "entries": [_entry(entry) for entry in entries],
+    }
+
+
+@bp.post("/submissions")
+def create_submission():
+    user = _caller()
+    _check_required_fields()  # reading the form is where werkzeug answers 413 for an oversized body
+    form = request.form
+    upload = Upload(
+        data=_read_upload(),
+        model_name=form["model_name"],
+        description=form.get("description", ""),
+        paper_url=form.get("paper_url") or None,
+        code_url=form.get("code_url") or None,
+        anonymous=_flag("anonymous", form.get("anonymous")),
+    )
+    result = submissions.submit(user, form.get("team") or None, form["benchmark"].strip(),
+                                form["split"].strip(), upload)
+    body = _summary(result.submission) | {"scores": _scores(result.scores), "quota": result.quota.as_dict()}
+    location = url_for("api_v1.get_submission", submission_id=result.submission.id)
+    return body, 201, {"Location": location}
+
+
+@bp.get("/submissions")
+def list_submissions():
+    user = _caller()
+    return {"submissions": [_summary(submission) for submission in listings.submissions_for(user)]}
+
+
+@bp.get("/submissions/<int:submission_id>")
+def get_submission(submission_id: int):
+    user = _caller()
+    return _detail(submissions.get_for(user, _submission_id(submission_id)))
+
+
+@bp.post("/submissions/<int:submission_id>/publish")
+def publish_submission(submission_id: int):
+    user = _caller()
+    fields = _publish_body()
+    return _detail(submissions.publish(user, _submission_id(submission_id), **fields))
+
+
+@bp.post("/submissions/<int:submission_id>/unpublish")
+def unpublish_submission(submission_id: int):
+    user = _caller()
+    return _detail(submissions.unpublish(user, _submission_id(submission_id)))

@@ -1,0 +1,67 @@
+"""Authentication plumbing: sessions (Flask-Login), bearer tokens for the API, CSRF, login throttling."""
+from __future__ import annotations
+
+import hashlib
+
+from flask import Flask, redirect, request, url_for
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_login import LoginManager
+from flask_wtf.csrf import CSRFProtect
+
+from app.db import db
+from app.models import ApiToken, User
+
+login_manager = LoginManager()
+login_manager.login_view = "auth.login"
+login_manager.login_message = "Please log in to continue."
+login_manager.session_protection = "strong"
+csrf = CSRFProtect()
+# In-memory counters are per process; a deployment with several workers can point RATELIMIT_STORAGE_URI
+# at a shared store (e.g. memcached or redis) to make the limit global.
+limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="memory://")
+
+
+def token_digest(token: str) -> str:
+    """Tokens are long random strings, so a plain sha256 is a sound way to store them."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@login_manager.user_loader
+def load_user(user_id: str) -> User | None:
+    try:
+        return db.session.get(User, int(user_id))
+    except (TypeError, ValueError):
+        return None
+
+
+@login_manager.unauthorized_handler
+def unauthorized():
+    """API clients get a 401 JSON answer; browsers are sent to log in and come back afterwards."""
+    if request.path.startswith("/api/"):
+        return {"error": "authentication required", "details": []}, 401
+    # Only a page can be returned to; after a refused POST the user starts again from the login page.
+    if request.method in ("GET", "HEAD"):
+        return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+    return redirect(url_for("auth.login"))
+
+
+def user_for_bearer(header: str | None) -> User | None:
+    """The user behind an `Authorization: Bearer <token>` header, if the token is valid and not revoked."""
+    if not header or not header.startswith("Bearer "):
+        return None
+    token = header[len("Bearer "):].strip()
+    if not token or len(token) > 200:
+        return None
+    row = db.session.scalar(
+        db.select(ApiToken).where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
+    )
+    return row.user if row else None
+
+
+def init_app(app: Flask) -> None:
+    login_manager.init_app(app)
+    csrf.init_app(app)
+    app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
+    app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
+    limiter.init_app(app)

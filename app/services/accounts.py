@@ -1,0 +1,98 @@
+"""Accounts: registration, password checks and API tokens."""
+from __future__ import annotations
+
+import re
+import secrets
+from functools import lru_cache
+
+from sqlalchemy import select
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from app.db import db
+from app.models import ApiToken, User, utcnow
+from app.security import token_digest
+from app.services.errors import Conflict, InvalidInput, NotFound
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+MIN_PASSWORD = 8
+# Hashing cost grows with the input; a generous cap keeps a login form from becoming a CPU sink.
+MAX_PASSWORD = 1024
+TOKEN_PREFIX = "hd_"
+TOKEN_PREFIX_LENGTH = 10
+
+
+def normalise_email(email: str | None) -> str:
+    return (email or "").strip().lower()
+
+
+def get_user_by_email(email: str | None) -> User | None:
+    return db.session.scalar(select(User).where(User.email == normalise_email(email)))
+
+
+def create_user(email: str, password: str, *, admin: bool = False) -> User:
+    email = normalise_email(email)
+    if len(email) > 254 or not EMAIL.match(email):
+        raise InvalidInput("enter a valid email address")
+    if not password or len(password) < MIN_PASSWORD:
+        raise InvalidInput(f"a password needs at least {MIN_PASSWORD} characters")
+    if len(password) > MAX_PASSWORD:
+        raise InvalidInput(f"a password can have at most {MAX_PASSWORD} characters")
+    if get_user_by_email(email) is not None:
+        raise Conflict("an account with this email already exists")
+    user = User(email=email, password_hash=generate_password_hash(password), is_admin=admin)
+    db.session.add(user)
+    db.session.commit()
+    return user
+
+
+def register(email: str, password: str) -> User:
+    return create_user(email, password, admin=False)
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    return generate_password_hash(secrets.token_hex(16))
+
+
+def authenticate(email: str, password: str) -> User | None:
+    """The user with this email and password, or None.
+
+    An unknown email still costs one hash check, so timing does not tell which emails have accounts.
+    """
+    password = password or ""
+    user = get_user_by_email(email) if len(password) <= MAX_PASSWORD else None
+    if user is None:
+        check_password_hash(_dummy_hash(), password[:MAX_PASSWORD])
+        return None
+    return user if check_password_hash(user.password_hash, password) else None
+
+
+def create_token(user: User, name: str) -> tuple[ApiToken, str]:
+    """A new API token for the user; returns the row and the plaintext, which is never stored."""
+    name = (name or "").strip()
+    if not name or len(name) > 80:
+        raise InvalidInput("a token name must have 1 to 80 characters")
+    plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(user=user, name=name, token_hash=token_digest(plaintext),
+                     prefix=plaintext[:TOKEN_PREFIX_LENGTH])
+    db.session.add(token)
+    db.session.commit()
+    return token, plaintext
+
+
+def list_tokens(user: User) -> list[ApiToken]:
+    return list(db.session.scalars(
+        select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.created_at.desc(), ApiToken.id.desc())
+    ))
+
+
+def revoke_token(user: User, token_id: int) -> ApiToken:
+    """Revoke one of the user's own tokens; revoking twice keeps the first time."""
+    token = db.session.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user.id))
+    if token is None:
+        # Someone else's token is reported exactly like a missing one.
+        raise NotFound("no such token")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+        db.session.commit()
+    return token

@@ -1,0 +1,54 @@
+"""The account page: API tokens."""
+from __future__ import annotations
+
+from flask import Blueprint, flash, make_response, redirect, render_template, url_for
+from flask_login import current_user, login_required
+
+from app.services import accounts
+from app.services.errors import ServiceError
+from app.web.forms import ConfirmForm, TokenForm
+
+bp = Blueprint("account", __name__)
+
+
+def _me():
+    return current_user._get_current_object()
+
+
+def _page(form: TokenForm, *, new_token: str | None = None, status: int = 200):
+    response = make_response(render_template(
+        "account/index.html", form=form, tokens=accounts.list_tokens(_me()), confirm=ConfirmForm(),
+        new_token=new_token,
+    ), status)
+    if new_token:
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/account")
+@login_required
+def index():
+    return _page(TokenForm())
+
+
+@bp.post("/account/tokens")
+@login_required
+def create_token():
+    form = TokenForm()
+    if not form.validate_on_submit():
+        return _page(form, status=400)
+    try:
+        _, plaintext = accounts.create_token(_me(), form.name.data)
+    except ServiceError as exc:
+        form.form_errors.append(exc.message)
+        return _page(form, status=exc.status)
+    # The plaintext exists only in this response: it is not stored, flashed or put in the session.
+    return _page(TokenForm(formdata=None), new_token=plaintext)
+
+
+@bp.post("/account/tokens/<int:token_id>/revoke")
+@login_required
+def revoke_token(token_id: int):
+    token = accounts.revoke_token(_me(), token_id)
+    flash(f"Token {token.name!r} is revoked; scripts using it will be refused.")
+    return redirect(url_for("account.index"))

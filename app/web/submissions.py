@@ -1,0 +1,138 @@
+"""Uploading predictions from the browser, the submission page, publication and moderation."""
+from __future__ import annotations
+
+from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
+from flask_login import current_user, login_required
+from flask_wtf import FlaskForm
+from flask_wtf.file import FileField, FileRequired
+from wtforms import BooleanField, SelectField, StringField, TextAreaField
+from wtforms.validators import DataRequired, Length, Optional
+
+from app.services import catalog, leaderboards, submissions
+from app.services.errors import ServiceError
+
+bp = Blueprint("submissions", __name__)
+
+
+class UploadForm(FlaskForm):
+    team = SelectField("Team", validators=[DataRequired()])
+    split = SelectField("Benchmark and split", validators=[DataRequired()])
+    file = FileField("Prediction file", validators=[FileRequired("Choose a prediction file.")])
+    model_name = StringField("Model name", validators=[DataRequired(), Length(max=200)])
+    description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
+    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
+    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
+    anonymous = BooleanField("Show the entry anonymously (without the team name)")
+
+
+class PublishForm(FlaskForm):
+    description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
+    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
+    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
+
+
+class HideForm(FlaskForm):
+    reason = StringField("Reason", validators=[DataRequired(), Length(max=2000)])
+
+
+class ButtonForm(FlaskForm):
+    """A POST-only button: just the CSRF token."""
+
+
+def _upload_form() -> UploadForm:
+    form = UploadForm()
+    form.team.choices = [(str(team.id), team.name) for team in current_user.teams]
+    form.split.choices = [
+        (f"{split.benchmark.slug}/{split.slug}", f"{split.benchmark.name} — {split.name}{' (hidden)' if split.hidden else ''}")
+        for split in catalog.open_splits()
+    ]
+    if request.method == "GET" and request.args.get("split"):
+        form.split.data = request.args["split"]
+    return form
+
+
+def _wants_json() -> bool:
+    # The upload page's script posts with this header to show progress and then follows the redirect.
+    return request.headers.get("X-Requested-With") == "fetch"
+
+
+@bp.route("/submit", methods=["GET", "POST"])
+@login_required
+def new():
+    form = _upload_form()
+    if not form.validate_on_submit():
+        status = 422 if request.method == "POST" else 200
+        if _wants_json() and request.method == "POST":
+            details = [{"line": None, "message": f"{form[name].label.text}: {message}"}
+                       for name, messages in form.errors.items() for message in messages]
+            return jsonify(error="The form is incomplete.", details=details), 400 if "csrf_token" in form.errors else 422
+        return render_template("submissions/new.html", form=form), status
+    benchmark_slug, _, split_slug = form.split.data.partition("/")
+    upload = submissions.Upload(
+        data=form.file.data.read(), model_name=form.model_name.data, description=form.description.data or "",
+        paper_url=form.paper_url.data, code_url=form.code_url.data, anonymous=form.anonymous.data,
+    )
+    try:
+        result = submissions.submit(current_user, form.team.data, benchmark_slug, split_slug, upload)
+    except ServiceError as exc:
+        if _wants_json():
+            return jsonify(error=exc.message, details=exc.details()), exc.status
+        return render_template("submissions/new.html", form=form, error=exc), exc.status
+    target = url_for("submissions.show", submission_id=result.submission.id)
+    if _wants_json():
+        return jsonify(redirect=target, id=result.submission.id), 201
+    return redirect(target, code=303)
+
+
+@bp.get("/submissions")
+@login_required
+def mine():
+    return render_template("submissions/list.html", submissions=submissions.list_for(current_user))
+
+
+@bp.get("/submissions/<int:submission_id>")
+@login_required
+def show(submission_id: int):
+    view = submissions.page_for(current_user, submission_id)
+    return render_template(
+        "submissions/show.html", view=view, publish_form=PublishForm(obj=view.submission),
+        hide_form=HideForm(), button=ButtonForm(), metric_labels=leaderboards.METRIC_LABELS,
+    )
+
+
+@bp.post("/submissions/<int:submission_id>/publish")
+@login_required
+def publish(submission_id: int):
+    form = PublishForm()
+    if not form.validate_on_submit():
+        abort(400)
+    submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data)
+    return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
+
+
+@bp.post("/submissions/<int:submission_id>/unpublish")
+@login_required
+def unpublish(submission_id: int):
+    if not ButtonForm().validate_on_submit():
+        abort(400)
+    submissions.unpublish(current_user, submission_id)
+    return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
+
+
+@bp.post("/submissions/<int:submission_id>/hide")
+@login_required
+def hide(submission_id: int):
+    form = HideForm()
+    if not form.validate_on_submit():
+        abort(400)
+    submissions.hide(current_user, submission_id, form.reason.data)
+    return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
+
+
+@bp.post("/submissions/<int:submission_id>/unhide")
+@login_required
+def unhide(submission_id: int):
+    if not ButtonForm().validate_on_submit():
+        abort(400)
+    submissions.unhide(current_user, submission_id)
+    return redirect(url_for("submissions.show", submission_id=submission_id), code=303)

@@ -1,0 +1,87 @@
+"""Teams: my teams, a team's members, invite links, leaving."""
+from __future__ import annotations
+
+from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
+from flask_login import current_user, login_required
+
+from app.services import teams
+from app.services.errors import ServiceError
+from app.web.forms import ConfirmForm, TeamForm
+
+bp = Blueprint("teams", __name__)
+
+
+def _me():
+    return current_user._get_current_object()
+
+
+@bp.route("/teams", methods=["GET", "POST"])
+@login_required
+def index():
+    form = TeamForm()
+    status = 200
+    if form.validate_on_submit():
+        try:
+            team = teams.create_team(form.name.data, _me())
+        except ServiceError as exc:
+            form.form_errors.append(exc.message)
+            status = exc.status
+        else:
+            flash(f"Created team {team.name}.")
+            return redirect(url_for("teams.detail", team_id=team.id))
+    elif form.is_submitted():
+        status = 400
+    return render_template("teams/index.html", form=form, teams=_me().teams), status
+
+
+def _team_page(team, invite_url: str | None = None):
+    response = make_response(render_template(
+        "teams/detail.html", team=team, members=teams.members(team), confirm=ConfirmForm(), invite_url=invite_url,
+    ))
+    if invite_url:
+        # The link is a credential: keep it out of caches.
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/teams/<int:team_id>")
+@login_required
+def detail(team_id: int):
+    return _team_page(teams.get_team_for(team_id, _me()))
+
+
+@bp.post("/teams/<int:team_id>/invites")
+@login_required
+def create_invite(team_id: int):
+    team = teams.get_team_for(team_id, _me())
+    token = teams.create_invite(team, _me())
+    # Shown once, in this response only: the server keeps just the token's digest.
+    return _team_page(team, invite_url=url_for("teams.invite", token=token, _external=True))
+
+
+@bp.post("/teams/<int:team_id>/leave")
+@login_required
+def leave(team_id: int):
+    team = teams.get_team_for(team_id, _me())
+    name = team.name
+    teams.leave_team(team, _me())
+    flash(f"You left {name}.")
+    return redirect(url_for("teams.index"))
+
+
+@bp.route("/invites/<token>", methods=["GET", "POST"])
+@login_required
+def invite(token: str):
+    if request.method == "POST":
+        team = teams.accept_invite(token, _me())
+        flash(f"You are a member of {team.name}.")
+        return redirect(url_for("teams.detail", team_id=team.id))
+    found = teams.find_invite(token)
+    response = make_response(render_template(
+        "teams/invite.html", token=token, team=found.team, already_member=_me().is_member(found.team_id),
+        confirm=ConfirmForm(),
+    ))
+    # The token is in this page's URL; do not pass it on in Referer headers or keep it in caches.
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,88 @@
+// Upload page: drag and drop onto the file field, and send the form with a progress bar.
+// Without this script the form still works as a plain multipart POST.
+(function () {
+  "use strict";
+  var form = document.getElementById("upload-form");
+  if (!form) { return; }
+  var zone = document.getElementById("dropzone");
+  var input = form.querySelector('input[type="file"]');
+  var bar = document.getElementById("upload-progress");
+  var status = document.getElementById("upload-status");
+  var errors = document.getElementById("upload-errors");
+  var button = form.querySelector('button[type="submit"]');
+
+  ["dragenter", "dragover"].forEach(function (name) {
+    zone.addEventListener(name, function (event) { event.preventDefault(); zone.classList.add("over"); });
+  });
+  ["dragleave", "drop"].forEach(function (name) {
+    zone.addEventListener(name, function (event) { event.preventDefault(); zone.classList.remove("over"); });
+  });
+  zone.addEventListener("drop", function (event) {
+    if (event.dataTransfer && event.dataTransfer.files.length) {
+      input.files = event.dataTransfer.files;
+      status.textContent = "Ready: " + input.files[0].name;
+    }
+  });
+
+  function showErrors(message, details) {
+    errors.textContent = "";
+    var head = document.createElement("p");
+    var strong = document.createElement("strong");
+    strong.textContent = message;
+    head.appendChild(strong);
+    errors.appendChild(head);
+    if (details && details.length) {
+      var list = document.createElement("ul");
+      list.className = "problems";
+      details.forEach(function (detail) {
+        var item = document.createElement("li");
+        item.textContent = detail.message;
+        list.appendChild(item);
+      });
+      errors.appendChild(list);
+    }
+    errors.hidden = false;
+  }
+
+  form.addEventListener("submit", function (event) {
+    if (!window.FormData || !window.XMLHttpRequest) { return; }
+    event.preventDefault();
+    errors.hidden = true;
+    var request = new XMLHttpRequest();
+    request.open("POST", form.action);
+    request.setRequestHeader("X-Requested-With", "fetch");
+    request.setRequestHeader("Accept", "application/json");
+    bar.hidden = false;
+    bar.value = 0;
+    button.disabled = true;
+    status.textContent = "Uploading…";
+    request.upload.addEventListener("progress", function (e) {
+      if (e.lengthComputable) { bar.value = Math.round((100 * e.loaded) / e.total); }
+    });
+    request.upload.addEventListener("load", function () {
+      bar.value = 100;
+      status.textContent = "Uploaded; validating and scoring…";
+    });
+    request.addEventListener("load", function () {
+      var body = null;
+      try { body = JSON.parse(request.responseText); } catch (ignored) { body = null; }
+      if (request.status === 201 && body && body.redirect) {
+        status.textContent = "Scored.";
+        window.location.assign(body.redirect);
+        return;
+      }
+      button.disabled = false;
+      bar.hidden = true;
+      status.textContent = "";
+      if (body && body.error) { showErrors(body.error, body.details); }
+      else { showErrors("The upload failed (HTTP " + request.status + ")."); }
+    });
+    request.addEventListener("error", function () {
+      button.disabled = false;
+      bar.hidden = true;
+      status.textContent = "";
+      showErrors("The connection failed; please try again.");
+    });
+    request.send(new FormData(form));
+  });
+})();

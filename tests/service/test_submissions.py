@@ -1,0 +1,211 @@
+"""Submitting: scoring, quotas (day / month / total, rejected cap), feedback policy, publication."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import func, select
+from werkzeug.security import generate_password_hash
+
+from app import synthetic
+from app.db import db
+from app.models import Membership, Submission, Team, User
+from app.services import catalog, leaderboards, submissions
+from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
+from app.services.submissions import Upload
+
+NOW = datetime(2026, 3, 31, 22, 0, tzinfo=timezone.utc)
+
+
+def _user(email: str, team: Team | None = None, admin: bool = False) -> User:
+    user = User(email=email, password_hash=generate_password_hash("password123"), is_admin=admin)
+    db.session.add(user)
+    if team is not None:
+        db.session.add(Membership(user=user, team=team))
+    db.session.commit()
+    return user
+
+
+@pytest.fixture
+def world(ctx):
+    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+    gold = synthetic.nlvr2_gold(240, seed=4)
+    catalog.add_split("nlvr2", "dev", gold)
+    catalog.add_split("nlvr2", "test-u", synthetic.nlvr2_gold(240, split="test", seed=5), hidden=True)
+    lab, other = Team(name="Lab"), Team(name="Other")
+    db.session.add_all([lab, other])
+    db.session.commit()
+    member = _user("member@example.org", lab)
+    outsider = _user("outsider@example.org", other)
+    admin = _user("admin@example.org", admin=True)
+    return {"gold": gold, "hidden_gold": synthetic.nlvr2_gold(240, split="test", seed=5), "lab": lab,
+            "member": member, "outsider": outsider, "admin": admin}
+
+
+def _upload(gold: bytes, accuracy: float = 0.8, seed: int = 0, **kw) -> Upload:
+    return Upload(data=synthetic.predictions("nlvr2", gold, accuracy, seed=seed), model_name="M", **kw)
+
+
+def test_submit_scores_and_stores_everything(world, app):
+    result = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
+    sub = result.submission
+    assert sub.status == "scored" and sub.team.name == "Lab"
+    assert set(result.scores) >= {"all", "balanced", "unbalanced"}
+    assert result.scores == submissions.scores_of(sub)
+    # compact aligned predictions round-trip to what a fresh evaluation gives
+    fresh = submissions.evaluate("nlvr2", "dev", synthetic.predictions("nlvr2", world["gold"], 0.8, seed=0))
+    assert fresh == result.scores
+    from app.services import uploads
+
+    assert uploads.read_original(sub.file_sha256) == synthetic.predictions("nlvr2", world["gold"], 0.8, seed=0)
+
+
+@pytest.mark.parametrize(
+    "policy, made, expected",
+    [({"per_day": 2}, 2, "today"), ({"per_month": 3}, 3, "month"), ({"total": 1}, 1, "all 1")],
+)
+def test_quotas_refuse_the_next_submission(world, policy, made, expected):
+    catalog.set_policy("nlvr2", "dev", **policy)
+    for seed in range(made):
+        submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=seed), now=NOW)
+    with pytest.raises(QuotaExceeded) as info:
+        submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=99), now=NOW)
+    assert expected in info.value.message
+    assert db.session.scalar(select(func.count(Submission.id)).where(Submission.status == "scored")) == made
+
+
+def test_day_quota_reopens_at_utc_midnight_and_says_when(world):
+    catalog.set_policy("nlvr2", "dev", per_day=1)
+    submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
+    with pytest.raises(QuotaExceeded) as info:
+        submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=1), now=NOW)
+    assert info.value.retry_at == datetime(2026, 4, 1, tzinfo=timezone.utc)
+    assert "2026-04-01 00:00 UTC" in info.value.message
+    assert submissions.retry_after_seconds(info.value, NOW) == 2 * 3600 + 1
+    later = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=1),
+                               now=NOW + timedelta(hours=2, minutes=1))
+    assert later.quota.left["today"] == 0
+
+
+def test_month_quota_counts_calendar_month(world):
+    catalog.set_policy("nlvr2", "dev", per_month=1)
+    submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
+    with pytest.raises(QuotaExceeded) as info:
+        submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=1), now=NOW)
+    assert info.value.retry_at == datetime(2026, 4, 1, tzinfo=timezone.utc)
+
+
+def test_quota_is_per_team_and_per_split(world):
+    catalog.set_policy("nlvr2", "dev", per_day=1)
+    submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
+    submissions.submit(world["outsider"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
+    submissions.submit(world["member"], None, "nlvr2", "test-u", _upload(world["hidden_gold"]), now=NOW)
+
+
+def test_rejected_file_is_stored_with_problems_and_spares_the_quota(world):
+    catalog.set_policy("nlvr2", "dev", per_day=1)
+    bad = Upload(data=b"dev-0-0-0-0,perhaps\n", model_name="M")
+    with pytest.raises(InvalidInput) as info:
+        submissions.submit(world["member"], None, "nlvr2", "dev", bad, now=NOW)
+    assert any("line 1" in p.message for p in info.value.problems)
+    rejected = db.session.scalar(select(Submission).where(Submission.status == "rejected"))
+    assert rejected is not None and "line 1" in json.loads(rejected.errors)[0]["message"]
+    assert rejected.predictions is None
+    ok = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
+    assert ok.quota.used_today == 1 and ok.quota.rejected_today == 1
+
+
+def test_rejected_files_have_their_own_daily_cap(world):
+    catalog.set_policy("nlvr2", "dev", rejected_per_day=2)
+    bad = Upload(data=b"garbage\n", model_name="M")
+    for _ in range(2):
+        with pytest.raises(InvalidInput):
+            submissions.submit(world["member"], None, "nlvr2", "dev", bad, now=NOW)
+    with pytest.raises(QuotaExceeded, match="invalid files"):
+        submissions.submit(world["member"], None, "nlvr2", "dev", bad, now=NOW)
+
+
+def test_submit_errors(world, app):
+    member, gold = world["member"], world["gold"]
+    with pytest.raises(NotFound, match="nope"):
+        submissions.submit(member, None, "nope", "dev", _upload(gold))
+    with pytest.raises(NotFound, match="test-x"):
+        submissions.submit(member, None, "nlvr2", "test-x", _upload(gold))
+    with pytest.raises(Forbidden, match="Other"):
+        submissions.submit(member, "Other", "nlvr2", "dev", _upload(gold))
+    with pytest.raises(InvalidInput, match="model_name"):
+        submissions.submit(member, None, "nlvr2", "dev", Upload(data=b"x", model_name="  "))
+    with pytest.raises(InvalidInput, match="paper_url"):
+        submissions.submit(member, None, "nlvr2", "dev", _upload(gold, paper_url="javascript:alert(1)"))
+    app.config["MAX_UPLOAD_MB"] = 0
+    with pytest.raises(TooLarge, match="MB"):
+        submissions.submit(member, None, "nlvr2", "dev", _upload(gold))
+    app.config["MAX_UPLOAD_MB"] = 50
+    catalog.set_policy("nlvr2", "dev", is_open=False)
+    with pytest.raises(Conflict, match="closed"):
+        submissions.submit(member, None, "nlvr2", "dev", _upload(gold))
+    assert db.session.scalar(select(func.count(Submission.id))) == 0
+
+
+def test_hidden_split_feedback_policies(world):
+    catalog.set_policy("nlvr2", "test-u", feedback="full")
+    full = submissions.submit(world["member"], None, "nlvr2", "test-u", _upload(world["hidden_gold"]), now=NOW)
+    assert full.scores is not None
+    catalog.set_policy("nlvr2", "test-u", feedback="none")
+    held = submissions.submit(world["member"], None, "nlvr2", "test-u", _upload(world["hidden_gold"], seed=1),
+                              now=NOW)
+    assert held.scores is None
+    assert held.submission.scores  # stored all the same
+    page = submissions.page_for(world["member"], held.submission.id)
+    assert page.scores is None and page.withheld_reason
+    assert submissions.page_for(world["admin"], held.submission.id).scores is not None
+
+
+def test_submission_visibility(world):
+    result = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
+    assert submissions.get_for(world["admin"], result.submission.id)
+    with pytest.raises(NotFound):
+        submissions.get_for(world["outsider"], result.submission.id)
+    assert [s.id for s in submissions.list_for(world["member"])] == [result.submission.id]
+    assert submissions.list_for(world["outsider"]) == []
+
+
+def test_publish_unpublish_hide(world):
+    sub = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW).submission
+    split = catalog.get_split("nlvr2", "dev")
+    with pytest.raises(InvalidInput, match="description or a paper_url"):
+        submissions.publish(world["member"], sub.id)
+    with pytest.raises(NotFound):
+        submissions.publish(world["outsider"], sub.id, description="x")
+    with pytest.raises(Forbidden):
+        submissions.publish(world["admin"], sub.id, description="x")
+    submissions.publish(world["member"], sub.id, description="Our model", code_url="https://example.org/c")
+    assert [e.submission_id for e in leaderboards.leaderboard(split)] == [sub.id]
+    with pytest.raises(Forbidden):
+        submissions.hide(world["member"], sub.id, "spam")
+    with pytest.raises(InvalidInput):
+        submissions.hide(world["admin"], sub.id, " ")
+    submissions.hide(world["admin"], sub.id, "duplicate of #1")
+    assert leaderboards.leaderboard(split) == []
+    submissions.unhide(world["admin"], sub.id)
+    assert len(leaderboards.leaderboard(split)) == 1
+    submissions.unpublish(world["member"], sub.id)
+    assert leaderboards.leaderboard(split) == []
+
+
+def test_anonymous_entries_hide_the_team(world):
+    sub = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], anonymous=True,
+                             description="anon"), now=NOW).submission
+    submissions.publish(world["member"], sub.id)
+    [entry] = leaderboards.leaderboard(catalog.get_split("nlvr2", "dev"))
+    assert entry.team is None
+
+
+def test_several_teams_need_a_choice(world):
+    db.session.add(Membership(user=world["member"], team=db.session.scalar(select(Team).where(Team.name == "Other"))))
+    db.session.commit()
+    with pytest.raises(InvalidInput, match="several teams"):
+        submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]))
+    result = submissions.submit(world["member"], "Other", "nlvr2", "dev", _upload(world["gold"]))
+    assert result.submission.team.name == "Other"

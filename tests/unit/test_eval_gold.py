@@ -1,0 +1,128 @@
+"""Reading gold files: arrays, groups, fields, and problems that name the line."""
+import json
+
+import numpy as np
+import pytest
+
+from app.evaluation import GoldSet, ValidationError, get_task, read_gold
+
+
+def jsonl(records, end=b"\n"):
+    return b"\n".join(json.dumps(r).encode() for r in records) + end
+
+
+def nlvr2_record(identifier, label="True", left="L", right="R", sentence="S."):
+    return {"identifier": identifier, "label": label, "left_url": left, "right_url": right,
+            "sentence": sentence, "synset": "dog", "validation": {"1": label}}
+
+
+def messages(exc_info):
+    return [p.message for p in exc_info.value.problems]
+
+
+def test_nlvr2_gold_arrays_and_groups():
+    data = jsonl([
+        nlvr2_record("dev-850-0-0", "True"),
+        nlvr2_record("dev-850-1-0", "False"),
+        nlvr2_record("dev-850-0-1", "False"),
+        nlvr2_record("dev-851-0-0", "True"),
+    ], end=b"")  # the last line may lack its newline
+    gold = read_gold("nlvr2", data)
+    assert isinstance(gold, GoldSet) and gold.task == "nlvr2" and gold.n == 4
+    assert gold.ids.tolist() == ["dev-850-0-0", "dev-850-1-0", "dev-850-0-1", "dev-851-0-0"]
+    assert gold.labels.dtype == bool and gold.labels.tolist() == [True, False, False, True]
+    # pair_id is dropped: dev-850-*-0 share a group, dev-850-*-1 and dev-851-*-0 are others
+    assert gold.groups.dtype == np.int32 and gold.groups.tolist() == [0, 0, 1, 2]
+    assert gold.n_groups == 3
+    assert {"sentence", "left_url", "right_url"} <= set(gold.fields)
+    assert "label" not in gold.fields and "validation" not in gold.fields  # labels never become fields
+    assert gold.index["dev-850-0-1"] == 2
+    assert gold.id_index.get_indexer(["dev-851-0-0", "nope"]).tolist() == [3, -1]
+    assert gold.n_images == 1
+
+
+def test_nlvr_gold_groups_by_sentence_and_images_task_has_six_images():
+    data = jsonl([{"identifier": f"{n}-{m}", "label": ["true", "false"][m % 2], "sentence": f"s{n}"}
+                  for n in (1572, 3) for m in range(4)])
+    gold = get_task("nlvr-structured").read_gold(data)
+    assert gold.groups.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert gold.labels.tolist() == [True, False] * 4
+    images = get_task("nlvr-images").read_gold(data)
+    assert images.n_images == 6 and images.n == 8 and images.task == "nlvr-images"
+
+
+def test_vcr_gold_labels_and_scalar_fields():
+    data = jsonl([
+        {"annot_id": "val-0", "answer_label": 3, "rationale_label": 1, "region": "west", "question_number": 0,
+         "answer_choices": [["a"], ["b"]]},
+        {"annot_id": "val-1", "answer_label": 0, "rationale_label": 2, "region": "africa", "question_number": 1,
+         "answer_choices": [["c"]]},
+    ])
+    gold = read_gold("vcr", data)
+    assert gold.labels.dtype == np.int8 and gold.labels.tolist() == [[3, 1], [0, 2]]
+    assert gold.groups.tolist() == [0, 1]
+    assert gold.fields["region"].tolist() == ["west", "africa"]
+    assert gold.fields["question_number"].tolist() == ["0", "1"]
+    assert "answer_choices" not in gold.fields and "answer_label" not in gold.fields
+
+
+def test_gold_accepts_crlf_blank_lines_and_a_bom():
+    data = b"\xef\xbb\xbf" + jsonl([nlvr2_record("dev-1-0-0"), nlvr2_record("dev-1-1-0", "False")]).replace(
+        b"\n", b"\r\n") + b"\r\n\r\n"
+    gold = read_gold("nlvr2", data)
+    assert gold.labels.tolist() == [True, False]
+
+
+def test_gold_problems_name_line_and_identifier_without_echoing_labels():
+    data = jsonl([
+        nlvr2_record("dev-1-0-0"),
+        nlvr2_record("dev-1-0-0"),                      # line 2: duplicate
+        nlvr2_record("dev-1-1-0", label="Perhaps"),     # line 3: bad label
+        {"label": "True"},                              # line 4: no identifier
+        nlvr2_record("nonsense"),                       # line 5: wrong form
+        {"identifier": "dev-1-2-0", "label": "True"},   # line 6: no urls
+        [1, 2],                                         # line 7: not an object
+    ])
+    with pytest.raises(ValidationError) as info:
+        read_gold("nlvr2", data)
+    found = messages(info)
+    assert [p.line for p in info.value.problems] == [2, 3, 4, 5, 6, 7]
+    assert "line 2: duplicate identifier 'dev-1-0-0' (first on line 1)" in found
+    assert found[1].startswith("line 3:") and "'dev-1-1-0'" in found[1] and "Perhaps" not in found[1]
+    assert "'identifier'" in found[2]
+    assert "'nonsense'" in found[3]
+    assert "'left_url'" in found[4] and "'dev-1-2-0'" in found[4]
+    assert "JSON object" in found[5]
+
+
+def test_gold_invalid_json_names_the_line():
+    data = jsonl([nlvr2_record("dev-1-0-0")]) + b'{"identifier": "dev-1-1-0", "label": \n'
+    with pytest.raises(ValidationError) as info:
+        read_gold("nlvr2", data)
+    assert messages(info)[0].startswith("line 2: invalid JSON")
+
+
+@pytest.mark.parametrize("bad", [4, -1, "2", True, None])
+def test_vcr_gold_rejects_bad_labels(bad):
+    data = jsonl([{"annot_id": "val-0", "answer_label": 1, "rationale_label": 1},
+                  {"annot_id": "val-1", "answer_label": bad, "rationale_label": 1}])
+    with pytest.raises(ValidationError) as info:
+        read_gold("vcr", data)
+    assert messages(info)[0].startswith("line 2:") and "'val-1'" in messages(info)[0]
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n  \n", b"\xef\xbb\xbf"])
+def test_empty_gold_is_rejected(data):
+    with pytest.raises(ValidationError, match="empty"):
+        read_gold("nlvr2", data)
+
+
+def test_unknown_task_type_names_the_choices():
+    with pytest.raises(ValueError, match="unknown task type 'nlvr3'.*nlvr2"):
+        read_gold("nlvr3", b"{}")
+
+
+def test_gold_repr_does_not_show_labels():
+    gold = read_gold("nlvr2", jsonl([nlvr2_record("dev-1-0-0", "True"), nlvr2_record("dev-1-1-0", "False")]))
+    text = repr(gold)
+    assert "n=2" in text and "True" not in text and "False" not in text and "dev-1-0-0" not in text
