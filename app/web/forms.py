@@ -1,9 +1,10 @@
-"""Flask-WTF forms for the account pages. They check shape only; the services own the rules."""
+"""Flask-WTF forms for the pages. They check shape only; the services own the rules."""
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import EmailField, HiddenField, PasswordField, StringField
-from wtforms.validators import DataRequired, Length
+from flask_wtf.file import FileField, FileRequired
+from wtforms import BooleanField, EmailField, HiddenField, PasswordField, SelectField, StringField, TextAreaField
+from wtforms.validators import DataRequired, Length, Optional
 
 
 class RegisterForm(FlaskForm):
@@ -34,3 +35,24 @@ class TokenForm(FlaskForm):
 
 class ConfirmForm(FlaskForm):
     """A POST-only button: nothing but the CSRF token."""
+
+
+class UploadForm(FlaskForm):
+    team = SelectField("Team", validators=[DataRequired()])
+    split = SelectField("Benchmark and split", validators=[DataRequired()])
+    file = FileField("Prediction file", validators=[FileRequired("Choose a prediction file.")])
+    model_name = StringField("Model name", validators=[DataRequired(), Length(max=200)])
+    description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
+    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
+    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
+    anonymous = BooleanField("Show the entry anonymously (without the team name)")
+
+
+class PublishForm(FlaskForm):
+    description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
+    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
+    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
+
+
+class HideForm(FlaskForm):
+    reason = StringField("Reason", validators=[DataRequired(), Length(max=2000)])

@@ -3,40 +3,12 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
-from flask_wtf import FlaskForm
-from flask_wtf.file import FileField, FileRequired
-from wtforms import BooleanField, SelectField, StringField, TextAreaField
-from wtforms.validators import DataRequired, Length, Optional
 
 from app.services import catalog, leaderboards, submissions
 from app.services.errors import ServiceError
+from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
 bp = Blueprint("submissions", __name__)
-
-
-class UploadForm(FlaskForm):
-    team = SelectField("Team", validators=[DataRequired()])
-    split = SelectField("Benchmark and split", validators=[DataRequired()])
-    file = FileField("Prediction file", validators=[FileRequired("Choose a prediction file.")])
-    model_name = StringField("Model name", validators=[DataRequired(), Length(max=200)])
-    description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
-    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
-    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
-    anonymous = BooleanField("Show the entry anonymously (without the team name)")
-
-
-class PublishForm(FlaskForm):
-    description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
-    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
-    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
-
-
-class HideForm(FlaskForm):
-    reason = StringField("Reason", validators=[DataRequired(), Length(max=2000)])
-
-
-class ButtonForm(FlaskForm):
-    """A POST-only button: just the CSRF token."""
 
 
 def _upload_form() -> UploadForm:
@@ -96,7 +68,7 @@ def show(submission_id: int):
     view = submissions.page_for(current_user, submission_id)
     return render_template(
         "submissions/show.html", view=view, publish_form=PublishForm(obj=view.submission),
-        hide_form=HideForm(), button=ButtonForm(), metric_labels=leaderboards.METRIC_LABELS,
+        hide_form=HideForm(), button=ConfirmForm(), metric_labels=leaderboards.METRIC_LABELS,
     )
 
 
@@ -113,7 +85,7 @@ def publish(submission_id: int):
 @bp.post("/submissions/<int:submission_id>/unpublish")
 @login_required
 def unpublish(submission_id: int):
-    if not ButtonForm().validate_on_submit():
+    if not ConfirmForm().validate_on_submit():
         abort(400)
     submissions.unpublish(current_user, submission_id)
     return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
@@ -132,7 +104,7 @@ def hide(submission_id: int):
 @bp.post("/submissions/<int:submission_id>/unhide")
 @login_required
 def unhide(submission_id: int):
-    if not ButtonForm().validate_on_submit():
+    if not ConfirmForm().validate_on_submit():
         abort(400)
     submissions.unhide(current_user, submission_id)
     return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
