@@ -5,10 +5,11 @@ import os
 import secrets
 from pathlib import Path
 
-from flask import Flask
+from flask import Flask, request
+from werkzeug.routing import IntegerConverter
 
-from app.config import ConfigError, from_environment
-from app.db import db, migrate
+from app.config import ConfigError, from_environment, request_body_limit
+from app.db import begin_writes_immediately, db, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -22,29 +23,37 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(from_environment(app.instance_path))
     if config:
         app.config.update(config)
+    app.config.setdefault("MAX_CONTENT_LENGTH", request_body_limit(app.config["MAX_UPLOAD_MB"]))
     _ensure_secret_key(app)
+    # Integer URL parts larger than the database's BIGINT are no row of ours: make them a plain 404.
+    app.url_map.converters["int"] = BoundedIntConverter
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 
+    # Imported here: blueprints and the CLI import services, which need the models defined first.
     from app import cli, security
+    from app.api import v1 as api_v1
     from app.web import account, auth, errors, public, teams
-
-    security.init_app(app)
-
-    app.register_blueprint(public.bp)
-    app.register_blueprint(auth.bp)
-    app.register_blueprint(teams.bp)
-    app.register_blueprint(account.bp)
     from app.web import submissions as submission_pages
 
-    app.register_blueprint(submission_pages.bp)
-    from app.api import v1 as api_v1
-
-    app.register_blueprint(api_v1.bp)
+    security.init_app(app)
+    for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, api_v1.bp):
+        app.register_blueprint(blueprint)
     errors.register(app)
+    _register_write_requests(app)
     cli.register(app)
     return app
+
+
+def _register_write_requests(app: Flask) -> None:
+    @app.before_request
+    def _begin_writes() -> None:
+        begin_writes_immediately(request.method not in ("GET", "HEAD", "OPTIONS"))
+
+    @app.teardown_request
+    def _end_writes(_exc) -> None:
+        begin_writes_immediately(False)
 
 
 def _ensure_secret_key(app: Flask) -> None:
@@ -66,3 +75,9 @@ def _ensure_secret_key(app: Flask) -> None:
         "SECRET_KEY=$(python -c 'import secrets; print(secrets.token_hex(32))'), "
         "or set HOLDOUT_DEMO=1 for a local demo."
     )
+
+
+class BoundedIntConverter(IntegerConverter):
+    def __init__(self, map, *args, **kwargs):  # noqa: A002 (werkzeug's parameter name)
+        kwargs.setdefault("max", 2**63 - 1)
+        super().__init__(map, *args, **kwargs)

@@ -187,6 +187,9 @@ def demo_command():
     with click.progressbar(length=sum(len(b.splits) for b in demo.BENCHMARKS), label="demo splits") as bar:
         created = demo.load_demo(progress=lambda _name: bar.update(1))
     click.echo("created " + ", ".join(f"{n} {what}" for what, n in created.items()))
+    for email, password, admin, team in demo.DEMO_USERS:
+        role = "maintainer" if admin else f"member of {team}"
+        click.echo(f"demo login ({role}): {email} / {password}")
 
 
 users_cli = AppGroup("users", help="Create user accounts.")

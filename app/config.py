@@ -37,11 +37,14 @@ def from_environment(instance_path: str) -> dict:
         "HIDDEN_LABELS_DIR": os.environ.get("HIDDEN_LABELS_DIR") or str(ROOT / "hidden_labels"),
         "SUBMISSIONS_DIR": os.environ.get("SUBMISSIONS_DIR") or str(instance / "submissions"),
         "MAX_UPLOAD_MB": max_upload_mb,
-        # Werkzeug refuses bodies past this before they are read whole (413); a little slack for
-        # the multipart envelope and form fields around the file itself.
-        "MAX_CONTENT_LENGTH": max_upload_mb * 1024 * 1024 + 64 * 1024,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": os.environ.get("SESSION_COOKIE_SECURE", "").lower() in {"1", "true", "yes"},
         "HOLDOUT_DEMO": os.environ.get("HOLDOUT_DEMO", "").lower() in {"1", "true", "yes"},
     }
+
+
+def request_body_limit(max_upload_mb: int) -> int:
+    """Werkzeug refuses bodies past this before they are read whole (413); a little slack for the
+    multipart envelope and the form fields around the file itself."""
+    return int(max_upload_mb) * 1024 * 1024 + 64 * 1024

@@ -48,6 +48,16 @@ def write_transaction():
     yield
 
 
+def begin_writes_immediately(flag: bool) -> None:
+    """For the rest of this request, begin SQLite transactions as writers (see write_transaction).
+
+    A request that reads and then writes in a deferred transaction fails at once with "database is
+    locked" if another writer committed in between; state-changing requests avoid that by taking the
+    lock when they begin. No effect on PostgreSQL.
+    """
+    _immediate.set(flag)
+
+
 @event.listens_for(Engine, "connect")
 def _sqlite_connect(dbapi_connection, _record) -> None:
     if not type(dbapi_connection).__module__.startswith("sqlite3"):

@@ -50,13 +50,9 @@ def user_for_bearer(header: str | None) -> User | None:
     """The user behind an `Authorization: Bearer <token>` header, if the token is valid and not revoked."""
     if not header or not header.startswith("Bearer "):
         return None
-    token = header[len("Bearer "):].strip()
-    if not token or len(token) > 200:
-        return None
-    row = db.session.scalar(
-        db.select(ApiToken).where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
-    )
-    return row.user if row else None
+    from app.services import accounts  # services import this module for token_digest
+
+    return accounts.user_for_token(header[len("Bearer "):].strip())
 
 
 def init_app(app: Flask) -> None:

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import re
 import secrets
+from datetime import timedelta
 from functools import lru_cache
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
+from sqlalchemy.exc import OperationalError
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from app.db import db
-from app.models import ApiToken, User, utcnow
+from app.db import db, write_transaction
+from app.models import ApiToken, User, as_utc, utcnow
 from app.security import token_digest
 from app.services.errors import Conflict, InvalidInput, NotFound
 
@@ -96,3 +98,38 @@ def revoke_token(user: User, token_id: int) -> ApiToken:
         token.revoked_at = utcnow()
         db.session.commit()
     return token
+
+
+# Recording every use would turn each API read into a write; a few minutes' resolution is enough to tell
+# a live token from a forgotten one.
+TOKEN_USE_RESOLUTION = timedelta(minutes=5)
+
+
+def user_for_token(token: str) -> User | None:
+    """The owner of a valid, unrevoked API token (noting when it was last used), or None."""
+    if not token or len(token) > 200:
+        return None
+    row = db.session.scalar(
+        select(ApiToken).where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
+    )
+    if row is None:
+        return None
+    token_id, user_id, now = row.id, row.user_id, utcnow()
+    if row.last_used_at is None or as_utc(row.last_used_at) < now - TOKEN_USE_RESOLUTION:
+        _note_use(token_id, now)
+    return db.session.get(User, user_id)
+
+
+def _note_use(token_id: int, now) -> None:
+    # Best effort: a busy database must not fail the request the token authenticates.
+    try:
+        with write_transaction():
+            db.session.execute(
+                update(ApiToken)
+                .where(ApiToken.id == token_id)
+                .where(or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < now - TOKEN_USE_RESOLUTION))
+                .values(last_used_at=now)
+            )
+            db.session.commit()
+    except OperationalError:
+        db.session.rollback()

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from app import synthetic
 from app.db import db
 from app.models import Benchmark, Split, Submission
-from app.services import catalog, submissions, teams
+from app.services import accounts, catalog, submissions, teams
 from app.services.errors import NotFound
 
 
@@ -72,13 +72,26 @@ TEAMS = (
 )
 
 
+# Demo accounts so a newcomer can log in and try an upload; they exist only where `demo` was run.
+DEMO_USERS = (
+    ("member@demo.holdout", "holdout-demo", False, "Aurora Lab"),
+    ("admin@demo.holdout", "holdout-admin", True, None),
+)
+
+
 def load_demo(progress=None) -> dict[str, int]:
     """Create whatever part of the demo is missing; return counts of what was created."""
-    created = {"benchmarks": 0, "splits": 0, "teams": 0, "submissions": 0}
+    created = {"benchmarks": 0, "splits": 0, "teams": 0, "users": 0, "submissions": 0}
     for team_name, *_ in TEAMS:
         if teams.find_team(team_name) is None:
             teams.create_team(team_name)
             created["teams"] += 1
+    for email, password, admin, team_name in DEMO_USERS:
+        if accounts.get_user_by_email(email) is None:
+            user = accounts.create_user(email, password, admin=admin)
+            if team_name:
+                teams.add_member(teams.find_team(team_name), user)
+            created["users"] += 1
     for seed, spec in enumerate(BENCHMARKS):
         if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == spec.slug)) is None:
             catalog.add_benchmark(spec.slug, spec.task, spec.name, spec.description, "https://example.org/paper")

@@ -30,20 +30,28 @@ def max_upload_bytes() -> int:
 # --- scoring -------------------------------------------------------------------------------------------
 
 
-def _parse_and_score(split: Split, data: bytes):
+def _scoring_inputs(split: Split):
+    """What scoring needs from the database: the task type, the parsed gold labels and the subsets."""
+    return get_task(split.benchmark.task_type), catalog.gold_for(split), catalog.subset_indices(split)
+
+
+def _score_upload(inputs, data: bytes):
+    """Parse and score an upload; pure CPU work on what _scoring_inputs loaded."""
+    task, gold, subsets = inputs
     limit = max_upload_bytes()
     if len(data) > limit:
         raise TooLarge(
             f"the file is {len(data) / 1048576:.1f} MB, over the limit of {current_app.config['MAX_UPLOAD_MB']} MB"
         )
-    task = get_task(split.benchmark.task_type)
-    gold = catalog.gold_for(split)
     try:
         predictions = task.parse(data, gold, max_bytes=limit)
     except ValidationError as exc:
         raise InvalidInput(_problem_summary(exc.problems), exc.problems) from exc
-    scores = task.score(gold, predictions, catalog.subset_indices(split))
-    return task, predictions, scores
+    return task, predictions, task.score(gold, predictions, subsets)
+
+
+def _parse_and_score(split: Split, data: bytes):
+    return _score_upload(_scoring_inputs(split), data)
 
 
 def _problem_summary(problems: list[Problem]) -> str:
@@ -258,16 +266,19 @@ def submit(
     if not split.is_open:
         raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
     upload = _clean_upload(upload)
-    # Parse and score before taking the lock: it is the slow part and touches no shared state.
+    inputs = _scoring_inputs(split)
+    split_id, team_id, user_id = split.id, team.id, user.id
+    # Parse and score outside any transaction: it is the slow part and touches no shared state, and on
+    # SQLite a write request's transaction holds the database's write lock.
+    db.session.rollback()
     try:
-        task, predictions, scores = _parse_and_score(split, upload.data)
+        task, predictions, scores = _score_upload(inputs, upload.data)
         problems = None
     except InvalidInput as exc:
         task = predictions = scores = None
         problems = exc
     digest = uploads.keep_original(upload.data) if problems is None else uploads.sha256(upload.data)
 
-    split_id, team_id, user_id = split.id, team.id, user.id
     with write_transaction():
         team = db.session.get(Team, team_id)
         split = db.session.get(Split, split_id)

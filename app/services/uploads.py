@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 from flask import current_app
@@ -24,10 +25,16 @@ def keep_original(data: bytes) -> str:
     if target.exists():
         return digest
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as fh:
-        fh.write(data)
-    os.replace(tmp, target)
+    # A unique temporary name: two threads or processes may store the same file at the same moment.
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{digest[:12]}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
     return digest
 
 
