@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-fast demo benchmarks clean
+.PHONY: install system-deps run test benchmarks clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,10 @@ run: install
 	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi demo
 	HOLDOUT_DEMO=1 $(BIN)/gunicorn --bind $(HOST):$(PORT) --workers 2 --access-logfile - wsgi:app
 
-test: install
+system-deps:
+	bash scripts/install-system-deps.sh
+
+test: install system-deps
 	$(BIN)/python -m pytest
 
 benchmarks: install

@@ -35,10 +35,11 @@ def create_app(config: dict | None = None) -> Flask:
     from app import cli, security
     from app.api import v1 as api_v1
     from app.web import account, auth, errors, public, teams
+    from app.web import console
     from app.web import submissions as submission_pages
 
     security.init_app(app)
-    for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, api_v1.bp):
+    for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp):
         app.register_blueprint(blueprint)
     errors.register(app)
     _register_write_requests(app)

@@ -11,6 +11,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -152,6 +153,9 @@ class Split(db.Model):
     feedback: Mapped[str] = mapped_column(String(16), default="full")
     is_open: Mapped[bool] = mapped_column(Boolean, default=True)
     revealed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Bumped whenever what the public leaderboard shows may change (publish, hide, new subset, reveal...),
+    # so cached intervals and tiers are recomputed once per change, not per request.
+    board_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     benchmark: Mapped[Benchmark] = relationship(back_populates="splits")
@@ -184,7 +188,11 @@ class Submission(db.Model):
     """Every attempt, scored or rejected, so quotas and moderation can see all of them."""
 
     __tablename__ = "submissions"
-    __table_args__ = (CheckConstraint(f"status IN {SUBMISSION_STATUSES}", name="status"),)
+    __table_args__ = (
+        CheckConstraint(f"status IN {SUBMISSION_STATUSES}", name="status"),
+        # The quota count: one team's attempts on one split in a time window.
+        Index("ix_submissions_team_split_created", "team_id", "split_id", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
@@ -202,6 +210,9 @@ class Submission(db.Model):
     errors: Mapped[str | None] = mapped_column(Text)
     # Predictions aligned to the split's gold order, in the task type's compact encoding.
     predictions: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # What the split's feedback policy released to the team when it was scored, as JSON
+    # {"<subset>": {"<metric>": value}} (null: nothing released).
+    released: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -226,3 +237,73 @@ class Score(db.Model):
     value: Mapped[float] = mapped_column(Float)
 
     submission: Mapped[Submission] = relationship(back_populates="scores")
+
+
+class Reference(db.Model):
+    """A baseline or human-performance row from a paper, shown apart from ranked entries."""
+
+    __tablename__ = "reference_rows"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    # {"<subset>": {"<metric>": value}} as JSON, percentages like stored scores.
+    scores: Mapped[str] = mapped_column(Text)
+    source_url: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    split: Mapped[Split] = relationship()
+
+
+class AuditEvent(db.Model):
+    """One maintainer action, for the console's audit log."""
+
+    __tablename__ = "audit_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(200))
+    details: Mapped[str] = mapped_column(Text, default="")
+
+    actor: Mapped[User | None] = relationship()
+
+
+class LeaderboardCache(db.Model):
+    """Intervals, tiers and everything else a leaderboard page needs, computed once per board_version."""
+
+    __tablename__ = "leaderboard_cache"
+
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LadderState(db.Model):
+    """A team's Ladder on a hidden split: its best released loss and the submission that set it."""
+
+    __tablename__ = "ladder_states"
+    __table_args__ = (UniqueConstraint("team_id", "split_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    best_loss: Mapped[float | None] = mapped_column(Float)  # R; None until the first submission (+inf)
+    best_submission_id: Mapped[int | None] = mapped_column(ForeignKey("submissions.id", ondelete="SET NULL"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ProbeFlag(db.Model):
+    """A submission on a hidden split nearly identical to an earlier one of the same team (possible probing)."""
+
+    __tablename__ = "probe_flags"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    earlier_submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    distance: Mapped[float] = mapped_column(Float)  # share of examples whose prediction differs (0-1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)

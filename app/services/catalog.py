@@ -150,6 +150,7 @@ def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> t
     split.subsets.append(subset)
     db.session.flush()
     rescored = rescoring.score_new_subset(split, gold, name, indices)
+    split.board_version += 1
     db.session.commit()
     return subset, rescored
 
@@ -206,6 +207,7 @@ def set_policy(
         split.feedback = feedback
     if is_open is not None:
         split.is_open = is_open
+    split.board_version += 1  # the feedback policy decides whether hidden scores are shown
     db.session.commit()
     return split
 

@@ -95,6 +95,10 @@ def store_scored(
         file_size=len(data), predictions=task.encode(predictions), published_at=utcnow() if publish else None,
     )
     submission.scores = score_rows(scores)
+    release = _release_now(split, scores)
+    submission.released = None if release is None else json.dumps(release)
+    if publish:
+        split.board_version += 1
     db.session.add(submission)
     db.session.commit()
     return submission
@@ -305,6 +309,8 @@ def submit(
         submission.status = "scored"
         submission.predictions = task.encode(predictions)
         submission.scores = score_rows(scores)
+        release = _release_now(split, scores)
+        submission.released = None if release is None else json.dumps(release)
         db.session.add(submission)
         db.session.commit()
     status = quota_status(split, team, now)
@@ -321,15 +327,23 @@ def scores_of(submission: Submission) -> Scores:
     return result
 
 
+def _release_now(split: Split, scores: Scores) -> Scores | None:
+    """What the feedback policy releases at submission time: everything on public splits and under
+    `full`; nothing under `none` (and, until the Ladder lands, `ladder`)."""
+    if not split.hidden or split.feedback == "full" or split.revealed_at is not None:
+        return scores
+    return None
+
+
 def released_scores(submission: Submission) -> Scores | None:
-    """Scores the team may see now: all of them on public splits and under `full` feedback; on hidden
-    splits under `none` (and, until the Ladder lands, `ladder`) nothing until a maintainer reveals the split."""
+    """Scores the team may see now: all of them once the split is public, revealed or under `full`
+    feedback; otherwise what was released when it was scored (nothing under `none`)."""
     if submission.status != "scored":
         return None
     split = submission.split
     if not split.hidden or split.feedback == "full" or split.revealed_at is not None:
         return scores_of(submission)
-    return None
+    return json.loads(submission.released) if submission.released else None
 
 
 def can_view(user: User | None, submission: Submission) -> bool:
@@ -389,6 +403,7 @@ def publish(user: User, submission_id: int, description: str | None = None, pape
         raise InvalidInput("publishing needs a description or a paper_url")
     if submission.published_at is None:
         submission.published_at = utcnow()
+    submission.split.board_version += 1
     db.session.commit()
     return submission
 
@@ -396,6 +411,7 @@ def publish(user: User, submission_id: int, description: str | None = None, pape
 def unpublish(user: User, submission_id: int) -> Submission:
     submission = _own(user, submission_id)
     submission.published_at = None
+    submission.split.board_version += 1
     db.session.commit()
     return submission
 
@@ -409,6 +425,7 @@ def hide(admin: User, submission_id: int, reason: str) -> Submission:
     submission = get_for(admin, submission_id)
     submission.hidden_at = utcnow()
     submission.hidden_reason = reason[:2000]
+    submission.split.board_version += 1
     db.session.commit()
     return submission
 
@@ -419,6 +436,7 @@ def unhide(admin: User, submission_id: int) -> Submission:
     submission = get_for(admin, submission_id)
     submission.hidden_at = None
     submission.hidden_reason = None
+    submission.split.board_version += 1
     db.session.commit()
     return submission
 
