@@ -246,7 +246,7 @@ def create_submission():
 @bp.get("/submissions")
 def list_submissions():
     user = _caller()
-    return {"submissions": [_summary(submission) for submission in listings.submissions_for(user)]}
+    return {"submissions": [_summary(submission) for submission in submissions.list_for(user)]}
 
 
 @bp.get("/submissions/<int:submission_id>")

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.orm import joinedload, selectinload
+from sqlalchemy.orm import selectinload
 
 from app.db import db
-from app.models import Benchmark, Split, Submission, User
+from app.models import Benchmark, Split
 from app.services import catalog, leaderboards
 
 
@@ -13,21 +13,6 @@ def benchmarks() -> list[Benchmark]:
     """Every benchmark with its splits (in their display order)."""
     return list(
         db.session.scalars(select(Benchmark).options(selectinload(Benchmark.splits)).order_by(Benchmark.name))
-    )
-
-
-def submissions_for(user: User) -> list[Submission]:
-    """The submissions of every team the user belongs to, newest first, with split, benchmark and team."""
-    team_ids = [m.team_id for m in user.memberships]
-    if not team_ids:
-        return []
-    return list(
-        db.session.scalars(
-            select(Submission)
-            .where(Submission.team_id.in_(team_ids))
-            .options(joinedload(Submission.split).joinedload(Split.benchmark), joinedload(Submission.team))
-            .order_by(Submission.id.desc())
-        )
     )
 
 

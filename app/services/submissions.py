@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 from flask import current_app
 from sqlalchemy import case, func, select
+from sqlalchemy.orm import joinedload
 
 from app.db import db, write_transaction
 from app.evaluation import Problem, ValidationError, get_task
@@ -361,12 +362,16 @@ def get_for(user: User | None, submission_id: int) -> Submission:
 
 
 def list_for(user: User) -> list[Submission]:
+    """The submissions of every team the user belongs to, newest first, with split, benchmark and team."""
     team_ids = [m.team_id for m in user.memberships]
     if not team_ids:
         return []
     return list(
         db.session.scalars(
-            select(Submission).where(Submission.team_id.in_(team_ids)).order_by(Submission.id.desc())
+            select(Submission)
+            .where(Submission.team_id.in_(team_ids))
+            .options(joinedload(Submission.split).joinedload(Split.benchmark), joinedload(Submission.team))
+            .order_by(Submission.id.desc())
         )
     )
 
