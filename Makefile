@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install system-deps run test benchmarks clean
+.PHONY: install system-deps run test benchmarks serve-benchmark clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ install: $(STAMP)
 run: install
 	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi db upgrade
 	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi demo
-	HOLDOUT_DEMO=1 $(BIN)/gunicorn --bind $(HOST):$(PORT) --workers 2 --access-logfile - wsgi:app
+	HOLDOUT_DEMO=1 $(BIN)/gunicorn -c gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
 
 system-deps:
 	bash scripts/install-system-deps.sh
@@ -30,6 +30,9 @@ test: install system-deps
 
 benchmarks: install
 	$(BIN)/python benchmarks/scoring.py
+
+serve-benchmark: install
+	$(BIN)/python benchmarks/serve.py
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache

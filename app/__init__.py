@@ -6,9 +6,10 @@ import secrets
 from pathlib import Path
 
 from flask import Flask, request
+from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.routing import IntegerConverter
 
-from app.config import ConfigError, from_environment, request_body_limit
+from app.config import ConfigError, engine_options, from_environment, request_body_limit
 from app.db import begin_writes_immediately, db, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,9 +24,12 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(from_environment(app.instance_path))
     if config:
         app.config.update(config)
-    app.config.setdefault("MAX_CONTENT_LENGTH", request_body_limit(app.config["MAX_UPLOAD_MB"]))
+    # Flask's defaults already hold MAX_CONTENT_LENGTH = None, so setdefault would never apply the limit.
+    if not app.config.get("MAX_CONTENT_LENGTH"):
+        app.config["MAX_CONTENT_LENGTH"] = request_body_limit(app.config["MAX_UPLOAD_MB"])
+    app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", engine_options(app.config["SQLALCHEMY_DATABASE_URI"]))
     _ensure_secret_key(app)
-    # Integer URL parts larger than the database's BIGINT are no row of ours: make them a plain 404.
+    # Integer URL parts larger than an INTEGER id (32-bit on PostgreSQL) are no row of ours: a plain 404.
     app.url_map.converters["int"] = BoundedIntConverter
 
     db.init_app(app)
@@ -42,6 +46,9 @@ def create_app(config: dict | None = None) -> Flask:
     for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp):
         app.register_blueprint(blueprint)
     errors.register(app)
+    if app.config.get("TRUSTED_PROXIES"):
+        hops = int(app.config["TRUSTED_PROXIES"])
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     _register_write_requests(app)
     cli.register(app)
     return app
@@ -80,5 +87,5 @@ def _ensure_secret_key(app: Flask) -> None:
 
 class BoundedIntConverter(IntegerConverter):
     def __init__(self, map, *args, **kwargs):  # noqa: A002 (werkzeug's parameter name)
-        kwargs.setdefault("max", 2**63 - 1)
+        kwargs.setdefault("max", 2**31 - 1)
         super().__init__(map, *args, **kwargs)

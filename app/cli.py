@@ -1,4 +1,4 @@
-"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|evaluate|demo|users|teams|tokens ...`.
+"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|evaluate|demo|users|teams|tokens|references ...`.
 
 These names and options are an interface that scripts rely on. Errors exit with code 2.
 """
@@ -12,7 +12,7 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
-from app.services import accounts, catalog, demo, submissions, teams
+from app.services import accounts, backups, catalog, console, demo, references, submissions
 from app.services.errors import ServiceError
 
 
@@ -49,7 +49,7 @@ subsets_cli = AppGroup("subsets", help="Add subsets of a split.")
 def benchmarks_add(slug, task_type, name, description, paper_url):
     """Add a benchmark SLUG of a task type."""
     try:
-        benchmark = catalog.add_benchmark(slug, task_type, name, description, paper_url)
+        benchmark = console.add_benchmark(None, slug, task_type, name, description, paper_url, via="cli")
     except ServiceError as exc:
         raise _fail(exc) from exc
     click.echo(f"added benchmark {benchmark.slug} ({benchmark.task_type})")
@@ -75,8 +75,9 @@ def splits_add(benchmark, split, labels, hidden, name, annotations, subset_field
     gold = _read(labels, "labels file")
     notes = _read(annotations, "annotations file") if annotations else None
     try:
-        added = catalog.add_split(
-            benchmark, split, gold, hidden=hidden, name=name, annotations=notes, subset_field=subset_field
+        added = console.add_split(
+            None, benchmark, split, gold, hidden=hidden, name=name, annotations=notes, subset_field=subset_field,
+            via="cli",
         )
     except ServiceError as exc:
         raise _fail(exc) from exc
@@ -113,10 +114,10 @@ def _quota(value: str | None, option: str):
 def splits_policy(benchmark, split, per_day, per_month, total, rejected_per_day, feedback, is_open):
     """Set the submission policy of SPLIT of BENCHMARK (quotas, feedback, open/closed)."""
     try:
-        updated = catalog.set_policy(
-            benchmark, split, per_day=_quota(per_day, "--per-day"), per_month=_quota(per_month, "--per-month"),
+        updated = console.set_policy(
+            None, benchmark, split, per_day=_quota(per_day, "--per-day"), per_month=_quota(per_month, "--per-month"),
             total=_quota(total, "--total"), rejected_per_day=_quota(rejected_per_day, "--rejected-per-day"),
-            feedback=feedback, is_open=is_open,
+            feedback=feedback, is_open=is_open, via="cli",
         )
     except ServiceError as exc:
         raise _fail(exc) from exc
@@ -159,7 +160,7 @@ def subsets_add(benchmark, split, name, ids):
     """Add subset NAME to SPLIT from a file of identifiers; stored submissions are rescored on it."""
     data = _read(ids, "identifier file")
     try:
-        subset, rescored = catalog.add_subset(benchmark, split, name, data)
+        subset, rescored = console.add_subset(None, benchmark, split, name, data, via="cli")
     except ServiceError as exc:
         raise _fail(exc) from exc
     click.echo(f"added subset {subset.name} ({subset.size} examples); rescored {rescored} submissions")
@@ -212,7 +213,7 @@ def _user(email: str):
 def users_create(email, password, admin):
     """Create a user account for EMAIL."""
     try:
-        user = accounts.create_user(email, password, admin=admin)
+        user = console.create_user(None, email, password, admin=admin, via="cli")
     except ServiceError as exc:
         raise _fail(exc) from exc
     click.echo(f"created user {user.email}{' (admin)' if user.is_admin else ''}")
@@ -225,7 +226,7 @@ def teams_create(name, emails):
     """Create team NAME with the given members."""
     users = [_user(email) for email in emails]  # all checked before anything is created
     try:
-        team = teams.create_team(name, members=users)
+        team = console.create_team(None, name, users, via="cli")
     except ServiceError as exc:
         raise _fail(exc) from exc
     click.echo(f"created team {team.name} with {len(users)} member{'' if len(users) == 1 else 's'}")
@@ -237,14 +238,89 @@ def teams_create(name, emails):
 def tokens_create(email, name):
     """Create an API token for EMAIL; the token is the last line of output and is not shown again."""
     try:
-        token, plaintext = accounts.create_token(_user(email), name)
+        token, plaintext = console.create_token(None, _user(email), name, via="cli")
     except ServiceError as exc:
         raise _fail(exc) from exc
     click.echo(f"created token {token.name!r} ({token.prefix}...) for {token.user.email}; it is shown only once:")
     click.echo(plaintext)
 
 
+references_cli = AppGroup("references", help="Reference rows (baselines, human performance) on leaderboards.")
+
+
+@references_cli.command("add")
+@click.argument("benchmark")
+@click.argument("split")
+@click.option("--name", required=True, help='What the row is, e.g. "Human" or "Majority class".')
+@click.option("--scores", "scores_json", required=True,
+              help='Percentages as JSON, e.g. \'{"all": {"accuracy": 96.1, "consistency": 89.0}}\'.')
+@click.option("--source", "source_url", default=None, help="Where the figures come from (http(s) URL).")
+def references_add(benchmark, split, name, scores_json, source_url):
+    """Add a reference row to the leaderboard of SPLIT of BENCHMARK (shown apart, never ranked)."""
+    try:
+        reference = references.add_reference(benchmark, split, name, scores_json, source_url)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"added reference {reference.id} {reference.name!r} to {benchmark}/{split}: {reference.scores}")
+
+
+@references_cli.command("list")
+@click.argument("benchmark")
+@click.argument("split")
+def references_list(benchmark, split):
+    """List the reference rows of SPLIT of BENCHMARK."""
+    try:
+        rows = references.list_references(benchmark, split)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    if not rows:
+        click.echo("no reference rows")
+    for reference in rows:
+        click.echo(f"{reference.id}\t{reference.name}\t{reference.scores}\t{reference.source_url or ''}")
+
+
+@references_cli.command("remove")
+@click.argument("benchmark")
+@click.argument("split")
+@click.argument("reference_id", type=int)
+def references_remove(benchmark, split, reference_id):
+    """Remove reference row REFERENCE_ID (see `references list`) from SPLIT of BENCHMARK."""
+    try:
+        reference = references.remove_reference(benchmark, split, reference_id)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"removed reference {reference_id} {reference.name!r} from {benchmark}/{split}")
+
+
+@click.command("backup")
+@with_appcontext
+@click.argument("path", type=click.Path(dir_okay=False))
+def backup_command(path):
+    """Write a consistent archive (tar.gz) of the database, gold files and uploads to the new file PATH."""
+    try:
+        summary = backups.backup(Path(path))
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"wrote {summary.path}: {summary.rows} rows in {len(summary.tables)} tables (revision "
+               f"{summary.revision}), {summary.gold_files} gold files, {summary.uploads} uploads; it holds the "
+               "hidden labels: keep it private")
+
+
+@click.command("restore")
+@with_appcontext
+@click.argument("path", type=click.Path(dir_okay=False))
+def restore_command(path):
+    """Restore the archive PATH (from `backup`) into this empty deployment, then migrate to the newest schema."""
+    try:
+        summary = backups.restore(Path(path))
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"restored {summary.path}: {summary.rows} rows in {len(summary.tables)} tables (revision "
+               f"{summary.revision}, migrated to {summary.upgraded_to}), {summary.gold_files} gold files, "
+               f"{summary.uploads} uploads")
+
+
 def register(app: Flask) -> None:
     for command in (benchmarks_cli, splits_cli, subsets_cli, evaluate, demo_command,
-                    users_cli, teams_cli, tokens_cli):
+                    users_cli, teams_cli, tokens_cli, references_cli, backup_command, restore_command):
         app.cli.add_command(command)

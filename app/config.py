@@ -21,6 +21,19 @@ def _int(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
 
 
+def _share(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}") from exc
+    if not 0 <= value <= 1:
+        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}")
+    return value
+
+
 def from_environment(instance_path: str) -> dict:
     """Build the Flask config mapping from environment variables."""
     instance = Path(instance_path)
@@ -37,10 +50,16 @@ def from_environment(instance_path: str) -> dict:
         "HIDDEN_LABELS_DIR": os.environ.get("HIDDEN_LABELS_DIR") or str(ROOT / "hidden_labels"),
         "SUBMISSIONS_DIR": os.environ.get("SUBMISSIONS_DIR") or str(instance / "submissions"),
         "MAX_UPLOAD_MB": max_upload_mb,
+        # A submission on a hidden split closer than this share of examples to an earlier one of its team
+        # is flagged as possible probing.
+        "PROBE_DISTANCE": _share("PROBE_DISTANCE", 0.01),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": os.environ.get("SESSION_COOKIE_SECURE", "").lower() in {"1", "true", "yes"},
         "HOLDOUT_DEMO": os.environ.get("HOLDOUT_DEMO", "").lower() in {"1", "true", "yes"},
+        # Reverse proxies in front of the app (nginx: 1) whose X-Forwarded-For/-Proto/-Host are trusted, so
+        # the login throttle sees the client's address rather than the proxy's.
+        "TRUSTED_PROXIES": _int("TRUSTED_PROXIES", 0),
     }
 
 
@@ -48,3 +67,15 @@ def request_body_limit(max_upload_mb: int) -> int:
     """Werkzeug refuses bodies past this before they are read whole (413); a little slack for the
     multipart envelope and the form fields around the file itself."""
     return int(max_upload_mb) * 1024 * 1024 + 64 * 1024
+
+
+def engine_options(database_url: str) -> dict:
+    """SQLALCHEMY_ENGINE_OPTIONS for the database URL.
+
+    PostgreSQL: test a pooled connection before handing it out (pool_pre_ping), so connections broken by
+    a database restart or failover are replaced instead of failing a request, and give up connecting
+    after a few seconds, so an unreachable database answers 503 quickly instead of hanging workers.
+    """
+    if database_url.startswith("postgresql"):
+        return {"pool_pre_ping": True, "pool_recycle": 3600, "connect_args": {"connect_timeout": 5}}
+    return {}

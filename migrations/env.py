@@ -92,14 +92,30 @@ def run_migrations_online():
     connectable = get_engine()
 
     with connectable.connect() as connection:
-        context.configure(
-            connection=connection,
-            target_metadata=get_metadata(),
-            **conf_args
-        )
+        # SQLite: batch operations recreate a table (copy, DROP, rename); with foreign keys enforced the
+        # DROP deletes every row that references the table (ON DELETE CASCADE), so a downgrade would wipe
+        # subsets, submissions and scores. Enforcement is off while migrating (the pragma only takes
+        # effect outside a transaction, hence the driver connection) and checked afterwards.
+        sqlite = connection.dialect.name == 'sqlite'
+        if sqlite:
+            connection.connection.driver_connection.execute('PRAGMA foreign_keys=OFF')
+        try:
+            context.configure(
+                connection=connection,
+                target_metadata=get_metadata(),
+                **conf_args
+            )
 
-        with context.begin_transaction():
-            context.run_migrations()
+            with context.begin_transaction():
+                context.run_migrations()
+                if sqlite:
+                    broken = connection.exec_driver_sql('PRAGMA foreign_key_check').fetchall()
+                    if broken:
+                        raise RuntimeError(f'migration left rows with dangling foreign keys: {broken[:5]}')
+        finally:
+            if sqlite:
+                connection.rollback()
+                connection.connection.driver_connection.execute('PRAGMA foreign_keys=ON')
 
 
 if context.is_offline_mode():

@@ -197,9 +197,16 @@ SCHEMAS = {
     },
     "LeaderboardEntry": {
         "type": "object",
-        "required": ["rank", "model_name", "team", "submitted_at", "paper_url", "code_url", "scores"],
+        "required": ["rank", "submission_id", "model_name", "team", "submitted_at", "paper_url", "code_url",
+                     "scores"],
         "properties": {
-            "rank": {"type": "integer", "minimum": 1},
+            "rank": {
+                "type": "integer", "minimum": 1,
+                "description": "Significance-aware: an entry shares the rank of the entry above unless an exact "
+                               "McNemar test on the primary metric, Holm-corrected along the table, finds it "
+                               "significantly worse (p < 0.05); otherwise it is its position (1, 1, 3, ...).",
+            },
+            "submission_id": {"type": "integer", "description": "Its public page is /submissions/{id}."},
             "model_name": {"type": "string"},
             "team": _nullable("string", description="Null when the team chose to appear anonymously."),
             "submitted_at": {"type": "string", "format": "date-time"},
@@ -211,8 +218,14 @@ SCHEMAS = {
                     "type": "object",
                     "additionalProperties": {
                         "type": "object",
-                        "required": ["value"],
-                        "properties": {"value": _nullable("number")},
+                        "required": ["value", "ci_low", "ci_high"],
+                        "description": "A percentage and its 95% interval from a bootstrap over consistency "
+                                       "groups (sentences; VCR questions), shared across entries.",
+                        "properties": {
+                            "value": _nullable("number"),
+                            "ci_low": _nullable("number"),
+                            "ci_high": _nullable("number"),
+                        },
                     },
                 },
             },

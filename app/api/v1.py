@@ -24,8 +24,9 @@ from app.services.submissions import Upload, timestamp
 bp = Blueprint("api_v1", __name__, url_prefix="/api/v1")
 csrf.exempt(bp)
 
-# SQLite and PostgreSQL ids are signed 64-bit; a larger id cannot exist and must not reach the driver.
-MAX_ID = 2**63 - 1
+# Ids are INTEGER columns: 32-bit on PostgreSQL (which errors on a larger value), 64-bit on SQLite.
+# A larger id cannot exist and must not reach the driver.
+MAX_ID = 2**31 - 1
 TRUE = {"true", "1", "on", "yes"}
 FALSE = {"false", "0", "off", "no", ""}
 REQUIRED_FIELDS = ("benchmark", "split", "model_name")
@@ -172,16 +173,25 @@ def _split(split: Split) -> dict:
     }
 
 
+def _score(value: float, bounds: tuple[float | None, float | None]) -> dict:
+    low, high = bounds
+    return {"value": _number(value), "ci_low": None if low is None else _number(low),
+            "ci_high": None if high is None else _number(high)}
+
+
 def _entry(entry: Entry) -> dict:
+    """A leaderboard entry: its significance-aware rank, and every score with its 95% interval."""
     return {
         "rank": entry.rank,
+        "submission_id": entry.submission_id,
         "model_name": entry.model_name,
         "team": entry.team,
         "submitted_at": timestamp(entry.submitted_at),
         "paper_url": entry.paper_url,
         "code_url": entry.code_url,
         "scores": {
-            subset: {metric: {"value": _number(value)} for metric, value in metrics.items()}
+            subset: {metric: _score(value, entry.intervals.get(subset, {}).get(metric, (None, None)))
+                     for metric, value in metrics.items()}
             for subset, metrics in entry.scores.items()
         },
     }

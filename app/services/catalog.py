@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from app.db import db
 from app.evaluation import TASK_TYPES, GoldSet, ValidationError, get_task
 from app.evaluation.subsets import category_subsets, ids_subset
-from app.models import FEEDBACK_POLICIES, Benchmark, Split, Subset
+from app.models import FEEDBACK_POLICIES, Benchmark, Split, Subset, utcnow
 from app.services import gold_files, rescoring
 from app.services.errors import Conflict, InvalidInput, NotFound
 
@@ -208,6 +208,21 @@ def set_policy(
     if is_open is not None:
         split.is_open = is_open
     split.board_version += 1  # the feedback policy decides whether hidden scores are shown
+    db.session.commit()
+    return split
+
+
+def reveal_split(benchmark_slug: str, split_slug: str) -> Split:
+    """Publish the scores of a hidden split held under `none` or `ladder` (e.g. after a challenge ends)."""
+    split = get_split(benchmark_slug, split_slug)
+    if not split.hidden:
+        raise Conflict(f"{benchmark_slug}/{split_slug} is a public split: its scores are already shown")
+    if split.revealed_at is not None:
+        raise Conflict(f"{benchmark_slug}/{split_slug} was already revealed on {split.revealed_at:%Y-%m-%d %H:%M} UTC")
+    if split.feedback == "full":
+        raise Conflict(f"{benchmark_slug}/{split_slug} has feedback 'full': its scores are not held")
+    split.revealed_at = utcnow()
+    split.board_version += 1
     db.session.commit()
     return split
 

@@ -17,7 +17,8 @@ from sqlalchemy.orm import joinedload
 from app.db import db, write_transaction
 from app.evaluation import Problem, ValidationError, get_task
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
-from app.services import catalog, uploads
+from app.services import audit, catalog, uploads
+from app.services import integrity
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
 
 Scores = dict[str, dict[str, float]]
@@ -89,14 +90,17 @@ def store_scored(
     publish: bool = False,
 ) -> Submission:
     """Validate, score and store one submission outside any quota (the demo and maintainers' imports)."""
-    task, predictions, scores = _parse_and_score(split, data)
+    inputs = _scoring_inputs(split)
+    task, predictions, scores = _score_upload(inputs, data)
     submission = Submission(
         split=split, team=team, user=user, status="scored", model_name=model_name, description=description,
         paper_url=paper_url, code_url=code_url, anonymous=anonymous, file_sha256=uploads.keep_original(data),
         file_size=len(data), predictions=task.encode(predictions), published_at=utcnow() if publish else None,
     )
     submission.scores = score_rows(scores)
-    release = _release_now(split, scores)
+    db.session.add(submission)
+    db.session.flush()  # the Ladder and probe flags refer to the submission by id
+    release = _release_now(split, submission, inputs, predictions, scores)
     submission.released = None if release is None else json.dumps(release)
     if publish:
         split.board_version += 1
@@ -310,9 +314,11 @@ def submit(
         submission.status = "scored"
         submission.predictions = task.encode(predictions)
         submission.scores = score_rows(scores)
-        release = _release_now(split, scores)
-        submission.released = None if release is None else json.dumps(release)
         db.session.add(submission)
+        db.session.flush()  # the Ladder and probe flags refer to the submission by id
+        # Inside the write transaction: the Ladder's state and the probe check see every earlier submission.
+        release = _release_now(split, submission, inputs, predictions, scores)
+        submission.released = None if release is None else json.dumps(release)
         db.session.commit()
     status = quota_status(split, team, now)
     return SubmitResult(submission, released_scores(submission), status)
@@ -328,23 +334,27 @@ def scores_of(submission: Submission) -> Scores:
     return result
 
 
-def _release_now(split: Split, scores: Scores) -> Scores | None:
-    """What the feedback policy releases at submission time: everything on public splits and under
-    `full`; nothing under `none` (and, until the Ladder lands, `ladder`)."""
-    if not split.hidden or split.feedback == "full" or split.revealed_at is not None:
-        return scores
-    return None
+def _release_now(split: Split, submission: Submission, inputs, predictions, scores: Scores) -> Scores | None:
+    """What the feedback policy releases at submission time (and the probe check on hidden splits):
+    everything on public or revealed splits; on hidden ones every score to its count resolution under
+    `full`, the Ladder's accuracy under `ladder`, nothing under `none` (see services/integrity.py)."""
+    return integrity.after_scoring(submission, split, inputs, predictions, scores)
 
 
 def released_scores(submission: Submission) -> Scores | None:
-    """Scores the team may see now: all of them once the split is public, revealed or under `full`
-    feedback; otherwise what was released when it was scored (nothing under `none`)."""
+    """Scores the team may see now: all of them once the split is public or revealed; on a hidden split
+    every score to its count resolution under `full`, only what the Ladder released under `ladder`
+    (every other metric and subset withheld), nothing under `none`."""
     if submission.status != "scored":
         return None
     split = submission.split
-    if not split.hidden or split.feedback == "full" or split.revealed_at is not None:
+    if not split.hidden or split.revealed_at is not None:
         return scores_of(submission)
-    return json.loads(submission.released) if submission.released else None
+    if split.feedback == "full":
+        return integrity.full_release_for(split, scores_of(submission))
+    if split.feedback == "ladder":
+        return integrity.ladder_view(get_task(split.benchmark.task_type), submission.released)
+    return None
 
 
 def can_view(user: User | None, submission: Submission) -> bool:
@@ -431,6 +441,8 @@ def hide(admin: User, submission_id: int, reason: str) -> Submission:
     submission.hidden_at = utcnow()
     submission.hidden_reason = reason[:2000]
     submission.split.board_version += 1
+    # Audited here, in the same transaction, whichever page the maintainer hid it from.
+    audit.record(admin, "entry.hide", f"submission {submission.id}", {"via": "web", "reason": reason[:2000]})
     db.session.commit()
     return submission
 
@@ -442,6 +454,7 @@ def unhide(admin: User, submission_id: int) -> Submission:
     submission.hidden_at = None
     submission.hidden_reason = None
     submission.split.board_version += 1
+    audit.record(admin, "entry.unhide", f"submission {submission.id}", {"via": "web"})
     db.session.commit()
     return submission
 
@@ -464,17 +477,54 @@ class SubmissionPage:
     quota: QuotaStatus | None  # for the team's members
     is_member: bool
     withheld_reason: str | None
+    # (ci_low, ci_high) per subset and metric shown, where the split's scores are public or for maintainers
+    intervals: dict[str, dict[str, tuple]] | None = None
+    is_admin: bool = False
+    public_view: bool = False  # a visitor outside the team: a published entry, as the leaderboard shows it
+    breakdowns_held: bool = False  # per-category/per-field scores of a hidden split kept from this viewer
+    rank: int | None = None  # its significance-aware rank while it is on the public leaderboard
 
 
-def page_for(user: User, submission_id: int) -> SubmissionPage:
-    """What the submission page shows to this viewer (a team member or a maintainer)."""
-    submission = get_for(user, submission_id)
-    is_member = user.is_member(submission.team_id)
-    scores = released_scores(submission)
-    if scores is None and user.is_admin and submission.status == "scored":
-        scores = scores_of(submission)  # maintainers see everything
+def page_for(user: User | None, submission_id: int) -> SubmissionPage:
+    """What the submission page shows to this viewer: everything to the team's members and maintainers;
+    to anyone else a published, visible entry of a split whose scores are public (else NotFound).
+    Per-category and per-field breakdowns of a hidden split are shown to maintainers only."""
+    from app.services import leaderboards  # it decides what a leaderboard, hence the public, may see
+
+    submission = db.session.get(Submission, submission_id)
+    if submission is None:
+        raise NotFound(f"no submission {submission_id}")
+    authenticated = user is not None and getattr(user, "is_authenticated", False)
+    is_admin = bool(authenticated and user.is_admin)
+    is_member = bool(authenticated and user.is_member(submission.team_id))
+    public_view = not (is_admin or is_member)
+    split = submission.split
+    if public_view and not (
+        submission.status == "scored" and submission.published_at is not None and submission.hidden_at is None
+        and leaderboards.scores_are_public(split)
+    ):
+        raise NotFound(f"no submission {submission_id}")
+    released = released_scores(submission)
+    scores = released
+    if is_admin and submission.status == "scored":
+        scores = scores_of(submission)  # maintainers see everything, whatever the Ladder released
     withheld = None
-    if submission.status == "scored" and released_scores(submission) is None:
+    if submission.status == "scored" and released is None:
         withheld = "Scores on this hidden split are held until the maintainers reveal it."
-    quota = quota_status(submission.split, submission.team) if is_member else None
-    return SubmissionPage(submission, scores, problems_of(submission), quota, is_member, withheld)
+    held = False
+    if scores and not is_admin:
+        kinds = {subset.name: subset.source for subset in split.subsets}
+        shown = {name: values for name, values in scores.items()
+                 if name == "all" or not leaderboards.is_breakdown(split, kinds.get(name, "ids"))}
+        held = len(shown) < len(scores)
+        scores = shown
+    intervals = {}
+    if scores and (is_admin or leaderboards.scores_are_public(split)):
+        intervals = leaderboards.submission_intervals(submission, list(scores))
+    quota = quota_status(split, submission.team) if is_member else None
+    problems = problems_of(submission) if not public_view else []
+    rank = None
+    if submission.published_at is not None and submission.hidden_at is None:
+        rank = next((e.rank for e in leaderboards.leaderboard(split) if e.submission_id == submission.id), None)
+    return SubmissionPage(submission, scores, problems, quota, is_member, withheld, intervals, is_admin,
+                          public_view, held, rank)

@@ -1,11 +1,17 @@
 """Error pages (HTML) and JSON errors for the API; every error rolls the session back."""
 from __future__ import annotations
 
-from flask import Flask, render_template, request
+from flask import Flask, g, render_template, request
+from flask_wtf.csrf import CSRFError
+from markupsafe import escape
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from app.db import db
-from app.services.errors import ServiceError
+from app.security import login_manager
+from app.services.errors import QuotaExceeded, ServiceError
+from app.services.submissions import retry_after_seconds
 
 MESSAGES = {
     400: "The request could not be understood.",
@@ -19,38 +25,91 @@ MESSAGES = {
     500: "Something went wrong on our side. It has been logged.",
     503: "The service is briefly unavailable; please retry in a moment.",
 }
+DATABASE_RETRY_AFTER = 5  # seconds: a database restart or failover usually takes a few
+CSRF_MESSAGE = "The form has expired or did not come from this site. Go back, reload the page and send it again."
+# Statuses with a page of their own in templates/errors/; the rest use errors/error.html.
+PAGES = (403, 404, 413, 429, 500)
 
 
 def _wants_json() -> bool:
-    return request.path.startswith("/api/") or request.accept_mimetypes.best == "application/json"
+    """The API always answers JSON; elsewhere JSON goes to clients that prefer it to HTML (scripts, the
+    upload page's XMLHttpRequest), and browsers (or no Accept header at all) get a page."""
+    if request.path.startswith("/api/"):
+        return True
+    accept = request.accept_mimetypes
+    return accept["application/json"] > accept["text/html"]
 
 
-def _render(status: int, message: str, details: list[dict] | None = None):
+def _rollback() -> None:
+    try:
+        db.session.rollback()
+    except Exception:  # a broken connection must not hide the original error
+        pass
+
+
+def _render(status: int, message: str, details: list[dict] | None = None, headers: dict | None = None,
+            retry_after: int | None = None):
+    headers = headers or {}
     if _wants_json():
-        return {"error": message, "details": details or []}, status
-    return (
-        render_template("errors/error.html", status=status, message=message, details=details or []),
-        status,
-    )
+        return {"error": message, "details": details or []}, status, headers
+    templates = [f"errors/{status}.html", "errors/error.html"] if status in PAGES else ["errors/error.html"]
+    try:
+        page = render_template(templates, status=status, message=message, details=details or [],
+                               retry_after=retry_after)
+    except Exception:
+        # The error page itself failed (say the database is down and the layout asks who is logged in):
+        # answer with bare HTML rather than a traceback.
+        page = (f"<!doctype html><title>Error {status} · Holdout</title><h1>Error {status}</h1>"
+                f"<p>{escape(message)}</p>")
+    return page, status, headers
 
 
 def register(app: Flask) -> None:
     @app.errorhandler(ServiceError)
     def service_error(exc: ServiceError):
-        db.session.rollback()
-        return _render(exc.status, exc.message, exc.details())
+        _rollback()
+        headers, retry_after = {}, None
+        if isinstance(exc, QuotaExceeded):
+            retry_after = retry_after_seconds(exc)
+            if retry_after is not None:
+                headers["Retry-After"] = str(retry_after)
+        return _render(exc.status, exc.message, exc.details(), headers, retry_after)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
-        db.session.rollback()
+        _rollback()
         status = exc.code or 500
         message = MESSAGES.get(status, exc.description or "Error")
+        if isinstance(exc, CSRFError):
+            message = CSRF_MESSAGE
         if status == 413:
             message = f"The upload is larger than this server accepts ({app.config['MAX_UPLOAD_MB']} MB)."
-        return _render(status, message)
+        headers = {}
+        if status == 405 and getattr(exc, "valid_methods", None):
+            headers["Allow"] = ", ".join(exc.valid_methods)
+        # A 429 from the login throttle gets its Retry-After header from Flask-Limiter afterwards.
+        return _render(status, message, headers=headers)
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):
-        db.session.rollback()
+        _rollback()
         app.logger.exception("unhandled error on %s %s", request.method, request.path)
         return _render(500, MESSAGES[500])
+
+    @app.errorhandler(DBAPIError)
+    @app.errorhandler(PoolTimeout)
+    def database_error(exc: Exception):
+        """The database is unreachable, restarting or locked: 503 with Retry-After, not a traceback.
+        The pool (pre-ping on PostgreSQL) reconnects by itself once it is back. Other database errors
+        are bugs: 500 and logged."""
+        unavailable = isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)) or getattr(
+            exc, "connection_invalidated", False)
+        if not unavailable:
+            return unexpected(exc)
+        _rollback()
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        app.logger.warning("database unavailable on %s %s: %s", request.method, request.path,
+                           reason[0] if reason else type(exc).__name__)
+        # The layout asks who is logged in, which needs the database: render the page for a visitor.
+        g._login_user = login_manager.anonymous_user()
+        return _render(503, MESSAGES[503], headers={"Retry-After": str(DATABASE_RETRY_AFTER)})

@@ -4,8 +4,9 @@ from __future__ import annotations
 from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
+from app.security import login_manager
 from app.services import catalog, leaderboards, submissions
-from app.services.errors import ServiceError
+from app.services.errors import NotFound, ServiceError
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
 bp = Blueprint("submissions", __name__)
@@ -63,13 +64,20 @@ def mine():
 
 
 @bp.get("/submissions/<int:submission_id>")
-@login_required
 def show(submission_id: int):
-    view = submissions.page_for(current_user, submission_id)
-    return render_template(
-        "submissions/show.html", view=view, publish_form=PublishForm(obj=view.submission),
-        hide_form=HideForm(), button=ConfirmForm(), metric_labels=leaderboards.METRIC_LABELS,
-    )
+    # Open to everyone: page_for shows a published entry to the public and answers 404 for anything else;
+    # a visitor who is not logged in is asked to log in instead (it may be their team's submission).
+    try:
+        view = submissions.page_for(current_user, submission_id)
+    except NotFound:
+        if not current_user.is_authenticated:
+            return login_manager.unauthorized()
+        raise
+    # Forms (and the CSRF token they put in the session) only for the team and maintainers.
+    forms = {} if view.public_view else {
+        "publish_form": PublishForm(obj=view.submission), "hide_form": HideForm(), "button": ConfirmForm(),
+    }
+    return render_template("submissions/show.html", view=view, metric_labels=leaderboards.METRIC_LABELS, **forms)
 
 
 @bp.post("/submissions/<int:submission_id>/publish")

@@ -1,7 +1,6 @@
 """API v1: submitting, following and publishing submissions, and every error the interface promises."""
 from __future__ import annotations
 
-import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -78,7 +77,9 @@ def test_submit_list_get_publish_leaderboard_unpublish(app, client, world):
     [entry] = board["entries"]
     assert entry["rank"] == 1 and entry["model_name"] == "BigNet" and entry["team"] == "Lab"
     assert entry["code_url"] == "https://example.org/code"
-    assert entry["scores"]["all"]["accuracy"] == {"value": created["scores"]["all"]["accuracy"]}
+    accuracy = entry["scores"]["all"]["accuracy"]
+    assert accuracy["value"] == created["scores"]["all"]["accuracy"]
+    assert accuracy["ci_low"] < accuracy["value"] < accuracy["ci_high"]  # intervals: tests/api/test_leaderboard_api.py
 
     unpublished = client.post(f"/api/v1/submissions/{created['id']}/unpublish", headers=world.headers("member"))
     assert unpublished.status_code == 200 and unpublished.json["published"] is False
@@ -311,11 +312,9 @@ def test_session_cookie_does_not_authenticate(app, client, world):
 
 
 @pytest.fixture
-def small_app(tmp_path, migrated_database):
+def small_app(tmp_path, database_url):
     """An app that accepts prediction files of at most 1 MB (the request body is still allowed more)."""
-    database = tmp_path / "small.sqlite3"
-    shutil.copy(migrated_database, database)
-    app = create_app(make_config(tmp_path, database) | {"MAX_UPLOAD_MB": 1})
+    app = create_app(make_config(tmp_path, database_url) | {"MAX_UPLOAD_MB": 1})
     yield app
     with app.app_context():
         db.engine.dispose()

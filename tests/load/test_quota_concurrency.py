@@ -1,4 +1,5 @@
-"""Quotas hold under concurrency: 40 simultaneous uploads from 5 teams to gunicorn with 4 worker processes.
+"""Quotas hold under concurrency: 40 simultaneous uploads from 5 teams to gunicorn with 4 worker processes,
+on SQLite (BEGIN IMMEDIATE) and on PostgreSQL (SELECT ... FOR UPDATE on the team row).
 
 Each team may make 3 scored submissions a day; exactly 3 per team must be accepted, the rest answered 429,
 and the database must hold exactly 3 scored submissions per team.
@@ -40,7 +41,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _prepare(env: dict[str, str], database: Path) -> tuple[bytes, dict[str, str]]:
+def _prepare(env: dict[str, str]) -> tuple[bytes, dict[str, str]]:
     """Migrate a fresh database, add an NLVR2 split with a daily quota, and 5 one-user teams with tokens."""
     app = create_app({
         "SECRET_KEY": env["SECRET_KEY"],
@@ -108,19 +109,20 @@ def _wait_until_up(base: str, server: subprocess.Popen, log: Path, limit: float 
 
 
 @pytest.fixture
-def server(tmp_path):
-    """gunicorn with 4 sync workers on a migrated SQLite file; yields (base URL, gold, tokens, database)."""
-    database = tmp_path / "load.sqlite3"
+def server(tmp_path, database_backend):
+    """gunicorn with 4 sync workers on a fresh migrated database; yields (base URL, gold, tokens, database
+    URL, log)."""
+    database = database_backend.new_database(tmp_path, name="load")
     env = {
         **os.environ,
         "SECRET_KEY": secrets.token_hex(32),
-        "DATABASE_URL": f"sqlite:///{database}",
+        "DATABASE_URL": database,
         "HIDDEN_LABELS_DIR": str(tmp_path / "hidden_labels"),
         "SUBMISSIONS_DIR": str(tmp_path / "submissions"),
     }
     env.pop("HOLDOUT_DEMO", None)
     env.pop("MAX_UPLOAD_MB", None)
-    gold, tokens = _prepare(env, database)
+    gold, tokens = _prepare(env)
 
     port = _free_port()
     log = tmp_path / "gunicorn.log"
@@ -142,6 +144,7 @@ def server(tmp_path):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+        database_backend.drop(database)
 
 
 @pytest.mark.slow
@@ -176,7 +179,7 @@ def test_daily_quota_holds_under_parallel_uploads(server):
     for team in tokens:
         assert statuses[team] == Counter({201: PER_DAY, 429: PER_TEAM - PER_DAY}), (team, dict(statuses[team]))
 
-    app = create_app({"SECRET_KEY": "x", "SQLALCHEMY_DATABASE_URI": f"sqlite:///{database}"})
+    app = create_app({"SECRET_KEY": "x", "SQLALCHEMY_DATABASE_URI": database})
     with app.app_context():
         rows = db.session.execute(
             db.select(Team.name, Submission.status, db.func.count(Submission.id))

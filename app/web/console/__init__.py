@@ -21,3 +21,9 @@ def admin_required(view):
         return view(*args, **kwargs)
 
     return wrapped
+
+
+# The routes register themselves on `bp` when imported; imported last because they need `bp` and
+# `admin_required` from above.
+from app.web.console import views  # noqa: E402,F401
+from app.web.console import flags  # noqa: E402,F401

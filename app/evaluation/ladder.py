@@ -1,0 +1,140 @@
+"""The parameter-free Ladder: what a team may learn from its submissions to a hidden split.
+
+Reference: Avrim Blum and Moritz Hardt, "The Ladder: A Reliable Leaderboard for Machine Learning
+Competitions", ICML 2015 (arXiv:1502.04585), Algorithm 2 ("parameter-free Ladder").
+
+Per team and split the Ladder keeps the best released loss R (start +inf) and the per-example 0/1 loss
+vector of the submission that set it. For a new submission with loss vector l of mean L over n examples:
+
+    s = sample standard deviation (ddof=1) of l            (first submission)
+        sample standard deviation (ddof=1) of l - best     (afterwards)
+    if L < R - s / sqrt(n):  R = round(L * n) / n;  best = l
+    release R (unchanged otherwise)
+
+A new score is released only when it beats the team's best by more than the noise of a paired
+comparison, so a team learns next to nothing from submissions that do not really improve. That is what
+defeats adaptive attacks such as submitting many random vectors and keeping the lucky ones.
+
+Pure functions over numpy arrays; the services keep the state in the database.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .gold import GoldSet
+from .metrics import vcr_staged
+from .tasks import VCR, BinaryTask, TaskType
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """One team's Ladder on one split.
+
+    best_loss: R, the last released loss (+inf before the first submission).
+    best_losses: the 0/1 loss vector (float, shape (n,)) of the submission that set R, or None.
+    """
+
+    best_loss: float = math.inf
+    best_losses: np.ndarray | None = None
+
+    @property
+    def started(self) -> bool:
+        return math.isfinite(self.best_loss)
+
+
+@dataclass(frozen=True)
+class Step:
+    """The Ladder after one submission: its new state and whether the submission set a new best."""
+
+    ladder: Ladder
+    improved: bool
+    loss: float  # L, the new submission's mean loss (kept for maintainers, never released)
+    threshold: float  # s / sqrt(n), the margin the submission had to beat R by
+
+    @property
+    def released_loss(self) -> float:
+        return self.ladder.best_loss
+
+
+def _sample_std(values: np.ndarray) -> float:
+    # One example has no sample deviation; a margin of 0 then leaves only "strictly better" to decide.
+    return float(np.std(values, ddof=1)) if values.size > 1 else 0.0
+
+
+def step(ladder: Ladder, losses: np.ndarray) -> Step:
+    """Feed one submission's per-example 0/1 losses (shape (n,)) to the Ladder."""
+    losses = np.asarray(losses, dtype=np.float64).ravel()
+    n = losses.size
+    if n == 0:
+        raise ValueError("the Ladder needs at least one example")
+    if ladder.best_losses is not None and ladder.best_losses.shape != losses.shape:
+        raise ValueError(f"loss vectors differ in length: {ladder.best_losses.size} and {n}")
+    mean = float(losses.mean())
+    # Without the best vector (first submission, or the best submission was deleted) the deviation is
+    # that of l itself, as for the first submission.
+    reference = losses if ladder.best_losses is None else losses - ladder.best_losses
+    threshold = _sample_std(reference) / math.sqrt(n)
+    if mean < ladder.best_loss - threshold:
+        # The losses are 0/1, so L * n is a whole count up to floating-point noise: round it away.
+        released = round(mean * n) / n
+        return Step(Ladder(released, losses.copy()), True, mean, threshold)
+    return Step(ladder, False, mean, threshold)
+
+
+def run(loss_vectors) -> list[Step]:
+    """Feed a sequence of loss vectors from a fresh Ladder (for tests and analyses)."""
+    ladder, steps = Ladder(), []
+    for losses in loss_vectors:
+        result = step(ladder, losses)
+        steps.append(result)
+        ladder = result.ladder
+    return steps
+
+
+def zero_one_losses(task: TaskType, gold: GoldSet, predictions: np.ndarray) -> np.ndarray:
+    """The per-example 0/1 loss vector of the task's primary metric, as float64 (1.0 = wrong).
+
+    Binary tasks: one entry per prediction, so NLVR images are flattened to one entry per image (what
+    accuracy counts). VCR: one entry per question for Q->AR (right only if answer and rationale are).
+    """
+    predictions = np.asarray(predictions)
+    if isinstance(task, BinaryTask):
+        labels = gold.labels.reshape(gold.labels.shape + (1,) * (predictions.ndim - 1))
+        wrong = predictions.astype(bool, copy=False) != labels
+    elif isinstance(task, VCR):
+        wrong = ~vcr_staged(predictions, gold.labels)[2]
+    else:
+        raise ValueError(f"the Ladder has no 0/1 loss for task type {task.name!r}")
+    return wrong.ravel().astype(np.float64)
+
+
+def count_decimals(n: int) -> int:
+    """Decimals that tell every count k of n apart as a percentage 100*k/n, and no more.
+
+    Two counts differ by 100/n percentage points; rounding to d decimals keeps them apart as long as
+    10**-d <= 100/n, so d = ceil(log10(n / 100)) (at least 0). NLVR2 Test-U (6,967 examples): 2 decimals.
+    """
+    if n < 1:
+        raise ValueError("a count resolution needs at least one example")
+    return max(0, math.ceil(math.log10(n / 100) - 1e-12))
+
+
+def percentage_of_count(k: int, n: int) -> float:
+    """100*k/n rounded to count_decimals(n): the value identifies k and carries nothing more."""
+    return round(100.0 * k / n, count_decimals(n))
+
+
+def round_percentage(value: float, n: int) -> float:
+    """A percentage computed over n units, snapped to its count k = round(value*n/100) and rounded."""
+    return percentage_of_count(int(round(value * n / 100.0)), n)
+
+
+def released_accuracy(ladder: Ladder, n: int) -> float | None:
+    """The percentage the Ladder releases: accuracy 1 - R, to the count resolution (None before any)."""
+    if not ladder.started:
+        return None
+    errors = int(round(ladder.best_loss * n))
+    return percentage_of_count(n - errors, n)

@@ -1,0 +1,50 @@
+"""Is the database's schema the one this code was written for? Serving refuses an older (or unknown) one."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from flask import Flask
+
+from app.config import ConfigError
+from app.db import db
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+class SchemaOutOfDate(ConfigError):
+    """The database has not been migrated to the code's revision; the message says what to run."""
+
+
+def head_revision() -> str:
+    return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+
+
+def current_revision(app: Flask) -> str | None:
+    """The Alembic revision the database is at (None: never migrated)."""
+    with app.app_context():
+        try:
+            with db.engine.connect() as connection:
+                return MigrationContext.configure(connection).get_current_revision()
+        finally:
+            db.engine.dispose()  # no connection may outlive this check into a forked worker
+
+
+def require_current(app: Flask) -> None:
+    """Raise SchemaOutOfDate unless the database is at the newest migration."""
+    head = head_revision()
+    current = current_revision(app)
+    if current == head:
+        return
+    known = {script.revision for script in ScriptDirectory(str(MIGRATIONS)).walk_revisions()}
+    if current is not None and current not in known:
+        raise SchemaOutOfDate(
+            f"the database schema is at revision {current}, which this code does not know (it expects {head}); "
+            "is the database newer than the code? Deploy the matching code version."
+        )
+    at = "empty (never migrated)" if current is None else f"at revision {current}"
+    raise SchemaOutOfDate(
+        f"the database schema is {at} but this code needs revision {head}: run `flask --app wsgi db upgrade` "
+        "(with the same DATABASE_URL) before starting the server"
+    )

@@ -1,0 +1,419 @@
+"""Backups: one consistent archive of a deployment's state, restorable into an empty deployment.
+
+The archive is a tar.gz holding
+  manifest.json                   format, Alembic revision, row counts, sha256 and size of every other file
+  database/<table>.jsonl          every row of every table, one JSON object a line, ordered by primary key
+  hidden_labels/<gold path>       the gold file of every split (checked against the sha256 on record)
+  submissions/<aa>/<sha256>.gz    the original upload of every stored submission
+All tables are read in one read-only snapshot (PostgreSQL: REPEATABLE READ; SQLite: one read transaction,
+which WAL mode keeps on one snapshot), so rows agree with each other; the files are immutable and named
+by content, so the ones the snapshot refers to are the right ones. Binary columns are base64, times ISO
+8601, tagged so a restore needs no knowledge of the schema; the rows load into SQLite or PostgreSQL alike.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from flask import current_app
+from flask_migrate import downgrade, upgrade
+from sqlalchemy import MetaData, func, select, text
+
+from app.db import db
+from app.schema import MIGRATIONS
+from app.services.errors import Conflict, InvalidInput
+
+FORMAT = "holdout-backup"
+VERSION = 1
+MANIFEST = "manifest.json"
+VERSION_TABLE = "alembic_version"
+BATCH = 1000
+
+
+@dataclass
+class Summary:
+    """What a backup holds or a restore loaded."""
+
+    path: Path
+    revision: str
+    tables: dict[str, int] = field(default_factory=dict)
+    gold_files: int = 0
+    uploads: int = 0
+    upgraded_to: str | None = None  # restore: the revision the database was migrated to afterwards
+
+    @property
+    def rows(self) -> int:
+        return sum(self.tables.values())
+
+
+# --- values ------------------------------------------------------------------------------------------
+
+
+def _encode(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$b64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, datetime):
+        return {"$dt": value.isoformat()}
+    return value
+
+
+def _decode(value):
+    if isinstance(value, dict):
+        if "$b64" in value:
+            return base64.b64decode(value["$b64"])
+        if "$dt" in value:
+            moment = datetime.fromisoformat(value["$dt"])
+            # SQLite hands times back without a zone; the application stores UTC.
+            return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return value
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _revisions() -> list[str]:
+    """Every known revision, oldest first (the history is linear)."""
+    return [s.revision for s in reversed(list(ScriptDirectory(str(MIGRATIONS)).walk_revisions()))]
+
+
+def _current_revision(connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+# --- backup ------------------------------------------------------------------------------------------
+
+
+def backup(path: Path) -> Summary:
+    """Write the deployment's database, gold files and uploads to a new tar.gz at `path` (mode 0600).
+
+    Raises Conflict when `path` exists, InvalidInput when a file the database refers to is missing or no
+    longer matches its checksum (the message names it).
+    """
+    path = Path(path)
+    if path.exists():
+        raise Conflict(f"{path} already exists; choose a new name for the backup")
+    if not path.parent.is_dir():
+        raise InvalidInput(f"folder {path.parent} does not exist")
+    labels_dir = Path(current_app.config["HIDDEN_LABELS_DIR"])
+    uploads_dir = Path(current_app.config["SUBMISSIONS_DIR"])
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    os.close(fd)
+    os.chmod(tmp, 0o600)  # the archive holds the hidden labels
+    manifest = {"format": FORMAT, "version": VERSION, "created_at": datetime.now(timezone.utc).isoformat(),
+                "files": {}, "tables": {}}
+    summary = Summary(path=path, revision="")
+    try:
+        with tarfile.open(tmp, "w:gz", compresslevel=6) as archive:
+            with _snapshot() as connection:
+                revision = _current_revision(connection)
+                if revision is None:
+                    raise InvalidInput("the database has never been migrated: there is nothing to back up")
+                manifest["revision"] = summary.revision = revision
+                manifest["dialect"] = connection.dialect.name
+                metadata = MetaData()
+                metadata.reflect(bind=connection)
+                for table in metadata.sorted_tables:
+                    if table.name == VERSION_TABLE:
+                        continue
+                    count = _add_table(archive, manifest, connection, table)
+                    manifest["tables"][table.name] = summary.tables[table.name] = count
+                splits = connection.execute(text("SELECT id, gold_path, gold_sha256 FROM splits ORDER BY id")).all()
+                digests = connection.execute(
+                    text("SELECT DISTINCT file_sha256 FROM submissions WHERE status = 'scored' ORDER BY 1")
+                ).scalars().all()
+            for split_id, gold_path, gold_sha256 in splits:
+                source = _inside(labels_dir, gold_path, f"gold file of split {split_id}")
+                if not source.is_file():
+                    raise InvalidInput(f"the gold file of split {split_id} is missing: {source}")
+                _add_file(archive, manifest, f"hidden_labels/{PurePosixPath(gold_path).as_posix()}", source,
+                          expect=gold_sha256, what=f"the gold file of split {split_id}")
+                summary.gold_files += 1
+            for digest in digests:
+                source = uploads_dir / digest[:2] / f"{digest}.gz"
+                if not source.is_file():
+                    raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
+                _add_file(archive, manifest, f"submissions/{digest[:2]}/{digest}.gz", source)
+                summary.uploads += 1
+            data = json.dumps(manifest, indent=1, sort_keys=True).encode()
+            _add_bytes(archive, MANIFEST, data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return summary
+
+
+class _snapshot:
+    """A read-only connection on one snapshot of the whole database."""
+
+    def __enter__(self):
+        engine = db.engine
+        self.connection = engine.connect()
+        if engine.dialect.name == "postgresql":
+            self.connection = self.connection.execution_options(isolation_level="REPEATABLE READ")
+            self.transaction = self.connection.begin()
+            self.connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+        else:
+            self.transaction = self.connection.begin()
+        return self.connection
+
+    def __exit__(self, *_exc):
+        try:
+            self.transaction.rollback()
+        finally:
+            self.connection.close()
+
+
+def _add_table(archive: tarfile.TarFile, manifest: dict, connection, table) -> int:
+    order = list(table.primary_key.columns) or list(table.columns)
+    digest, count = hashlib.sha256(), 0
+    with tempfile.TemporaryFile() as spool:
+        result = connection.execution_options(stream_results=True, yield_per=BATCH).execute(
+            select(table).order_by(*order))
+        for row in result.mappings():
+            line = json.dumps({key: _encode(value) for key, value in row.items()}, ensure_ascii=False,
+                              separators=(",", ":")).encode() + b"\n"
+            spool.write(line)
+            digest.update(line)
+            count += 1
+        size = spool.tell()
+        spool.seek(0)
+        name = f"database/{table.name}.jsonl"
+        archive.addfile(_member(name, size), spool)
+    manifest["files"][name] = {"sha256": digest.hexdigest(), "size": size}
+    return count
+
+
+def _add_file(archive, manifest, name: str, source: Path, expect: str | None = None, what: str = "") -> None:
+    data = source.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if expect is not None and digest != expect:
+        raise InvalidInput(f"{what} no longer matches the sha256 on record: {source}")
+    _add_bytes(archive, name, data)
+    manifest["files"][name] = {"sha256": digest, "size": len(data)}
+
+
+def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    archive.addfile(_member(name, len(data)), io.BytesIO(data))
+
+
+def _member(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, 0o600, int(time.time())
+    return info
+
+
+def _inside(folder: Path, relative: str, what: str) -> Path:
+    """`folder/relative`, refusing anything that would land outside `folder`."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+        raise InvalidInput(f"{what} has an unsafe path: {relative!r}")
+    return folder.joinpath(*pure.parts)
+
+
+# --- restore -----------------------------------------------------------------------------------------
+
+
+def restore(path: Path) -> Summary:
+    """Load an archive written by `backup` into this (empty) deployment.
+
+    Verifies every file against the manifest first; refuses (Conflict) a database with rows in any table
+    or a file that exists with other content; migrates the database to the archive's revision, inserts
+    the rows in foreign-key order in one transaction (and moves PostgreSQL's id sequences past them),
+    writes the gold files (mode 0600) and uploads, then migrates to the newest revision.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput(f"no backup at {path}")
+    with tempfile.TemporaryDirectory(prefix="holdout-restore-") as staging_name:
+        staging = Path(staging_name)
+        manifest = _unpack(path, staging)
+        revision = manifest["revision"]
+        known = _revisions()
+        if revision not in known:
+            raise InvalidInput(f"the backup is at revision {revision}, which this code does not know; "
+                               "restore it with the code version that wrote it")
+        _require_empty_database()
+        labels_dir = Path(current_app.config["HIDDEN_LABELS_DIR"])
+        uploads_dir = Path(current_app.config["SUBMISSIONS_DIR"])
+        files = _placed_files(manifest, staging, labels_dir, uploads_dir)
+        _migrate_to(revision, known)
+        summary = Summary(path=path, revision=revision)
+        for source, target, digest, secret in files:
+            _place(source, target, digest, secret)
+            if secret:
+                summary.gold_files += 1
+            else:
+                summary.uploads += 1
+        summary.tables = _load_rows(staging, manifest)
+    upgrade()
+    summary.upgraded_to = known[-1]
+    return summary
+
+
+def _unpack(path: Path, staging: Path) -> dict:
+    """Extract the archive's regular files into `staging` and check them against the manifest."""
+    found: dict[str, str] = {}
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            for member in archive:
+                if not member.isfile():
+                    raise InvalidInput(f"the backup holds {member.name!r}, which is not a regular file")
+                target = _inside(staging, member.name, "an archive member")
+                if member.name in found:
+                    raise InvalidInput(f"the backup holds {member.name!r} twice")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                digest = hashlib.sha256()
+                with archive.extractfile(member) as source, open(target, "wb") as out:
+                    for chunk in iter(lambda: source.read(1 << 20), b""):
+                        digest.update(chunk)
+                        out.write(chunk)
+                found[member.name] = digest.hexdigest()
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise InvalidInput(f"{path} is not a readable backup archive: {exc}") from exc
+    if MANIFEST not in found:
+        raise InvalidInput(f"{path} has no {MANIFEST}: not a Holdout backup")
+    try:
+        manifest = json.loads((staging / MANIFEST).read_text())
+    except ValueError as exc:
+        raise InvalidInput(f"the backup's {MANIFEST} is not valid JSON") from exc
+    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise InvalidInput(f"{path} is not a Holdout backup of format version {VERSION}")
+    listed = manifest.get("files", {})
+    for name, entry in listed.items():
+        if name not in found:
+            raise InvalidInput(f"the backup is incomplete: {name} is missing")
+        if found[name] != entry.get("sha256"):
+            raise InvalidInput(f"the backup is damaged: {name} does not match its sha256")
+    extra = set(found) - set(listed) - {MANIFEST}
+    if extra:
+        raise InvalidInput(f"the backup holds files its manifest does not list: {', '.join(sorted(extra))}")
+    return manifest
+
+
+def _require_empty_database() -> None:
+    with db.engine.connect() as connection:
+        metadata = MetaData()
+        metadata.reflect(bind=connection)
+        for table in metadata.sorted_tables:
+            if table.name == VERSION_TABLE:
+                continue
+            if connection.execute(select(func.count()).select_from(table)).scalar_one():
+                raise Conflict(f"the database is not empty (table {table.name} has rows); restore needs an "
+                               "empty deployment: a new database and empty hidden-labels and submissions folders")
+
+
+def _placed_files(manifest: dict, staging: Path, labels_dir: Path, uploads_dir: Path):
+    """(staged file, destination, sha256, is a gold file) for every file; Conflict if a destination holds
+    something else."""
+    placed = []
+    for name, entry in sorted(manifest["files"].items()):
+        top, _, rest = name.partition("/")
+        if top == "hidden_labels":
+            target, secret = _inside(labels_dir, rest, "a gold file"), True
+        elif top == "submissions":
+            target, secret = _inside(uploads_dir, rest, "an upload"), False
+        elif top == "database":
+            continue
+        else:
+            raise InvalidInput(f"the backup holds an unexpected file {name!r}")
+        if target.exists() and _sha256_file(target) != entry["sha256"]:
+            raise Conflict(f"{target} already exists with other content; restore needs an empty deployment")
+        placed.append((staging / name, target, entry["sha256"], secret))
+    return placed
+
+
+def _place(source: Path, target: Path, digest: str, secret: bool) -> None:
+    if target.exists():
+        return  # identical (checked above)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if secret:
+        os.chmod(target.parent, 0o700)
+    tmp = target.with_name(f".{target.name}.restore")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out, open(source, "rb") as fh:
+        shutil.copyfileobj(fh, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, target)
+    os.chmod(target, 0o600)
+
+
+def _migrate_to(revision: str, known: list[str]) -> None:
+    with db.engine.connect() as connection:
+        current = _current_revision(connection)
+    if current == revision:
+        return
+    if current is None or known.index(current) < known.index(revision):
+        upgrade(revision=revision)
+    else:
+        downgrade(revision=revision)  # the database is empty: nothing is lost
+    db.session.remove()
+
+
+def _load_rows(staging: Path, manifest: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    with db.engine.begin() as connection:
+        metadata = MetaData()
+        metadata.reflect(bind=connection)
+        expected = set(manifest.get("tables", {}))
+        present = {t.name for t in metadata.sorted_tables} - {VERSION_TABLE}
+        if expected - present:
+            raise InvalidInput(f"the backup has tables the schema lacks: {', '.join(sorted(expected - present))}")
+        for table in metadata.sorted_tables:
+            if table.name not in expected:
+                continue
+            source = staging / "database" / f"{table.name}.jsonl"
+            count, batch = 0, []
+            with open(source, "rb") as fh:
+                for line in fh:
+                    row = {key: _decode(value) for key, value in json.loads(line).items()}
+                    unknown = set(row) - set(table.columns.keys())
+                    if unknown:
+                        raise InvalidInput(f"rows of {table.name} have columns the schema lacks: {sorted(unknown)}")
+                    batch.append(row)
+                    if len(batch) >= BATCH:
+                        connection.execute(table.insert(), batch)
+                        count, batch = count + len(batch), []
+            if batch:
+                connection.execute(table.insert(), batch)
+                count += len(batch)
+            if count != manifest["tables"][table.name]:
+                raise InvalidInput(f"the backup's {table.name} holds {count} rows, its manifest says "
+                                   f"{manifest['tables'][table.name]}")
+            counts[table.name] = count
+        if connection.dialect.name == "postgresql":
+            _reset_sequences(connection, metadata)
+    return counts
+
+
+def _reset_sequences(connection, metadata: MetaData) -> None:
+    """Move each serial id's sequence past the restored rows, so the next insert gets a new id."""
+    for table in metadata.sorted_tables:
+        for column in table.primary_key.columns:
+            sequence = connection.execute(
+                text("SELECT pg_get_serial_sequence(:table, :column)"),
+                {"table": table.name, "column": column.name},
+            ).scalar()
+            if sequence:
+                connection.execute(
+                    text(f'SELECT setval(:sequence, COALESCE((SELECT MAX("{column.name}") FROM "{table.name}"), 0) + 1, false)'),
+                    {"sequence": sequence},
+                )

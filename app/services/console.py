@@ -1,0 +1,259 @@
+"""The maintainers' use cases, audited: each records an audit event and then calls the service that does
+the work, which commits the event and the change in one transaction. The console pages and the
+maintainers' command line (actor None, via "cli") both come through here.
+
+Also the console's read-only views: the overview, a split's published entries, recent rejected attempts.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import joinedload, selectinload
+
+from app.db import db
+from app.models import Benchmark, Split, Submission, Team, User
+from app.services import accounts, audit, catalog, submissions, teams
+from app.services.errors import NotFound
+
+T = TypeVar("T")
+# What the rejected-attempts list shows of a file's first problem (the team saw the whole message).
+PROBLEM_PREVIEW = 300
+REJECTED_LIMIT = 100
+QUOTAS = ("per_day", "per_month", "total", "rejected_per_day")
+
+
+def _audited(actor: User | None, action: str, target: str, details: dict, via: str, work: Callable[[], T]) -> T:
+    """Record the event, then do the work (whose commit stores both); undo both if the work fails."""
+    def both() -> T:
+        audit.record(actor, action, target, {"via": via, **details})
+        return work()
+
+    return _undo_on_error(both)
+
+
+def _undo_on_error(work: Callable[[], T]) -> T:
+    try:
+        return work()
+    except Exception:
+        db.session.rollback()
+        raise
+
+
+def _file_facts(data: bytes) -> dict:
+    # Gold and identifier files are recorded by checksum and size only: the log must not hold labels.
+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+# --- benchmarks, splits, subsets -----------------------------------------------------------------------
+
+
+def add_benchmark(actor: User | None, slug: str, task_type: str, name: str, description: str = "",
+                  paper_url: str | None = None, *, via: str = "web") -> Benchmark:
+    return _audited(
+        actor, "benchmark.add", f"benchmark {slug}",
+        {"task_type": task_type, "name": name, "paper_url": paper_url}, via,
+        lambda: catalog.add_benchmark(slug, task_type, name, description, paper_url),
+    )
+
+
+def add_split(actor: User | None, benchmark_slug: str, split_slug: str, labels: bytes, *, hidden: bool = False,
+              name: str | None = None, annotations: bytes | None = None, subset_field: str | None = None,
+              via: str = "web") -> Split:
+    details = {"name": name, "hidden": hidden, "subset_field": subset_field, "gold": _file_facts(labels)}
+    if annotations is not None:
+        details["annotations"] = _file_facts(annotations)
+    return _audited(
+        actor, "split.add", f"{benchmark_slug}/{split_slug}", details, via,
+        lambda: catalog.add_split(benchmark_slug, split_slug, labels, hidden=hidden, name=name,
+                                  annotations=annotations, subset_field=subset_field),
+    )
+
+
+def set_policy(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "web", **policy) -> Split:
+    """Change a split's policy; `policy` takes catalog.set_policy's keywords (only those given change).
+
+    The audit event lists each setting that changes, as "old → new"."""
+    def shown(key: str, value) -> str:
+        if value is None:
+            return "unlimited"
+        if key == "is_open":
+            return "open" if value else "closed"
+        return str(value)
+
+    def work() -> Split:
+        split = catalog.get_split(benchmark_slug, split_slug)
+        changes = {}
+        for key, value in policy.items():
+            # UNSET leaves a quota as it is, None leaves feedback and open/closed as they are.
+            if value is catalog.UNSET or (value is None and key not in QUOTAS):
+                continue
+            if value != getattr(split, key):
+                changes[key] = f"{shown(key, getattr(split, key))} → {shown(key, value)}"
+        audit.record(actor, "split.policy", f"{benchmark_slug}/{split_slug}",
+                     {"via": via, **(changes or {"changes": "none"})})
+        return catalog.set_policy(benchmark_slug, split_slug, **policy)
+
+    return _undo_on_error(work)
+
+
+def reveal_split(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "web") -> Split:
+    return _audited(
+        actor, "split.reveal", f"{benchmark_slug}/{split_slug}", {}, via,
+        lambda: catalog.reveal_split(benchmark_slug, split_slug),
+    )
+
+
+def add_subset(actor: User | None, benchmark_slug: str, split_slug: str, name: str, ids: bytes, *,
+               via: str = "web"):
+    """Returns (subset, number of submissions rescored), as catalog.add_subset."""
+    return _audited(
+        actor, "subset.add", f"{benchmark_slug}/{split_slug}", {"subset": name, "ids": _file_facts(ids)}, via,
+        lambda: catalog.add_subset(benchmark_slug, split_slug, name, ids),
+    )
+
+
+# --- moderation ----------------------------------------------------------------------------------------
+
+
+def hide_entry(actor: User, submission_id: int, reason: str) -> Submission:
+    """Hide a published entry; submissions.hide records the audit event itself (the submission page
+    offers the same button), in the same transaction."""
+    return _undo_on_error(lambda: submissions.hide(actor, submission_id, reason))
+
+
+def unhide_entry(actor: User, submission_id: int) -> Submission:
+    return _undo_on_error(lambda: submissions.unhide(actor, submission_id))
+
+
+# --- accounts and teams (command line) -----------------------------------------------------------------
+
+
+def create_user(actor: User | None, email: str, password: str, *, admin: bool = False, via: str = "cli") -> User:
+    # Never the password, of course.
+    return _audited(
+        actor, "user.create", f"user {accounts.normalise_email(email)}", {"admin": admin}, via,
+        lambda: accounts.create_user(email, password, admin=admin),
+    )
+
+
+def create_team(actor: User | None, name: str, members: Iterable[User] = (), *, via: str = "cli") -> Team:
+    members = list(members)
+    return _audited(
+        actor, "team.create", f"team {(name or '').strip()}", {"members": [user.email for user in members]}, via,
+        lambda: teams.create_team(name, members=members),
+    )
+
+
+def create_token(actor: User | None, user: User, name: str, *, via: str = "cli"):
+    """Returns (token row, plaintext), as accounts.create_token; the log keeps the token's name only."""
+    return _audited(
+        actor, "token.create", f"user {user.email}", {"name": (name or "").strip()}, via,
+        lambda: accounts.create_token(user, name),
+    )
+
+
+# --- what the console shows ----------------------------------------------------------------------------
+
+
+@dataclass
+class SplitRow:
+    split: Split
+    scored: int
+    published: int
+    hidden_entries: int
+
+
+def overview() -> list[tuple[Benchmark, list[SplitRow]]]:
+    """Every benchmark with its splits, policies and entry counts."""
+    benchmarks = list(db.session.scalars(
+        select(Benchmark).options(selectinload(Benchmark.splits)).order_by(Benchmark.name)
+    ))
+    published = Submission.published_at.is_not(None)
+    counts = {
+        split_id: (scored, shown, hidden)
+        for split_id, scored, shown, hidden in db.session.execute(
+            select(
+                Submission.split_id,
+                func.count(Submission.id),
+                func.count(Submission.id).filter(published, Submission.hidden_at.is_(None)),
+                func.count(Submission.id).filter(published, Submission.hidden_at.is_not(None)),
+            )
+            .where(Submission.status == "scored")
+            .group_by(Submission.split_id)
+        )
+    }
+    return [
+        (benchmark, [SplitRow(split, *counts.get(split.id, (0, 0, 0))) for split in benchmark.splits])
+        for benchmark in benchmarks
+    ]
+
+
+@dataclass
+class SplitView:
+    split: Split
+    entries: list[Submission]  # published, shown or hidden, newest first, with their teams
+
+
+def split_view(benchmark_slug: str, split_slug: str) -> SplitView:
+    """What the console's page of a split shows: the split (policy, subsets) and its published entries."""
+    split = catalog.get_split(benchmark_slug, split_slug)
+    entries = list(db.session.scalars(
+        select(Submission)
+        .options(joinedload(Submission.team))
+        .where(Submission.split_id == split.id, Submission.status == "scored", Submission.published_at.is_not(None))
+        .order_by(Submission.published_at.desc(), Submission.id.desc())
+    ))
+    return SplitView(split, entries)
+
+
+def submission_for_console(submission_id: int) -> Submission:
+    submission = db.session.get(Submission, submission_id)
+    if submission is None:
+        raise NotFound(f"no submission {submission_id}")
+    return submission
+
+
+@dataclass
+class RejectedAttempt:
+    id: int
+    team: str
+    benchmark: str
+    split: str
+    created_at: datetime
+    problem_count: int
+    first_problem: str
+
+
+def rejected_attempts(limit: int = REJECTED_LIMIT) -> list[RejectedAttempt]:
+    """The most recent rejected files: who, where, when, and what was wrong (the messages the team saw,
+    which name lines and identifiers of the upload, never gold labels)."""
+    rows = db.session.execute(
+        select(Submission.id, Submission.created_at, Submission.errors, Team.name, Benchmark.slug, Split.slug)
+        .join(Team, Submission.team_id == Team.id)
+        .join(Split, Submission.split_id == Split.id)
+        .join(Benchmark, Split.benchmark_id == Benchmark.id)
+        .where(Submission.status == "rejected")
+        .order_by(Submission.created_at.desc(), Submission.id.desc())
+        .limit(limit)
+    ).all()
+    attempts = []
+    for submission_id, created_at, errors, team, benchmark, split in rows:
+        try:
+            problems = json.loads(errors) if errors else []
+        except ValueError:
+            problems = []
+        first = str(problems[0].get("message", "")) if problems and isinstance(problems[0], dict) else ""
+        if len(first) > PROBLEM_PREVIEW:
+            first = first[: PROBLEM_PREVIEW - 1] + "…"
+        attempts.append(RejectedAttempt(submission_id, team, benchmark, split, created_at, len(problems), first))
+    return attempts
+
+
+def audit_log(page: int = 1) -> audit.AuditPage:
+    return audit.page(page)

@@ -1,0 +1,261 @@
+"""Blind-test integrity: what a hidden split releases to a team, and flags for probing.
+
+- Release: on a hidden split (until a maintainer reveals it) a team sees, under `full`, every score
+  rounded to its count resolution (100*k/n to the fewest decimals that still tell every count k apart:
+  the value identifies k and carries nothing more); under `ladder`, only the accuracy the Ladder
+  (app/evaluation/ladder.py) releases for the primary metric; under `none`, nothing.
+- Probing: a submission on a hidden split that differs from one of the same team's earlier submissions
+  there on fewer than PROBE_DISTANCE of the examples (flipping a few predictions to read their labels off
+  the score) is flagged for the maintainers.
+
+Helpers for app/services/submissions.py: they add and flush inside its write transaction, never commit.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import aliased
+
+from app.db import db
+from app.evaluation import GoldSet, TaskType, get_task
+from app.evaluation import ladder as ladder_rule
+from app.models import Benchmark, LadderState, ProbeFlag, Split, Submission, Team, utcnow
+from app.services import catalog
+from app.services.errors import InvalidInput, NotFound
+
+Scores = dict[str, dict[str, float]]
+DEFAULT_PROBE_DISTANCE = 0.01
+# Earlier submissions compared per block: bounds memory (512 VCR-size submissions are ~65 MB of int8).
+PROBE_BLOCK = 512
+FLAGS_SHOWN = 500
+
+
+# --- release -------------------------------------------------------------------------------------------
+
+
+def _units(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], subset: str, metric: str) -> int | None:
+    """How many units (examples, images, groups) a percentage on (subset, metric) counts over."""
+    if subset == "all":
+        examples = gold.n
+    elif subset in subsets:
+        examples = len(subsets[subset])
+    else:
+        return None
+    if metric == "consistency":
+        if subset != "all":
+            return None
+        return gold.n_groups
+    # Accuracy over NLVR images counts images; VCR's metrics count questions.
+    return examples * (gold.n_images if metric == "accuracy" else 1)
+
+
+def full_release(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], scores: Scores) -> Scores:
+    """Every score, rounded to the resolution of its count (see ladder.count_decimals).
+
+    A score whose count is unknown (a metric or subset this code does not know) is withheld rather than
+    released with digits nobody checked.
+    """
+    released: Scores = {}
+    for subset, metrics in scores.items():
+        for metric, value in metrics.items():
+            units = _units(task, gold, subsets, subset, metric)
+            if units is None or units == 0 or value is None or not math.isfinite(value):
+                continue
+            released.setdefault(subset, {})[metric] = ladder_rule.round_percentage(value, units)
+    return released
+
+
+def full_release_for(split: Split, scores: Scores) -> Scores:
+    """full_release with the split's task, gold labels (cached) and subsets."""
+    return full_release(get_task(split.benchmark.task_type), catalog.gold_for(split), catalog.subset_indices(split),
+                        scores)
+
+
+def ladder_view(task: TaskType, released: str | None) -> Scores | None:
+    """What a team sees of a submission under `ladder`: the primary metric on the whole split, if it was
+    released; a release stored under another policy is cut down to that one figure."""
+    if not released:
+        return None
+    value = json.loads(released).get("all", {}).get(task.primary_metric)
+    return None if value is None else {"all": {task.primary_metric: value}}
+
+
+def ladder_release(submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray) -> Scores | None:
+    """Run one Ladder step for a new submission (flushed, so it has an id) and return the release."""
+    state = db.session.scalar(
+        select(LadderState).where(LadderState.team_id == submission.team_id,
+                                  LadderState.split_id == submission.split_id)
+    )
+    if state is None:
+        state = LadderState(team_id=submission.team_id, split_id=submission.split_id, best_loss=None)
+        db.session.add(state)
+    best_losses = None
+    if state.best_submission_id is not None:
+        best = db.session.get(Submission, state.best_submission_id)
+        if best is not None and best.predictions is not None:
+            best_losses = ladder_rule.zero_one_losses(task, gold, task.decode(best.predictions, gold.n))
+    current = ladder_rule.Ladder(math.inf if state.best_loss is None else state.best_loss, best_losses)
+    losses = ladder_rule.zero_one_losses(task, gold, predictions)
+    result = ladder_rule.step(current, losses)
+    if result.improved:
+        state.best_loss = result.ladder.best_loss
+        state.best_submission_id = submission.id
+    state.updated_at = utcnow()
+    db.session.flush()
+    value = ladder_rule.released_accuracy(result.ladder, losses.size)
+    return None if value is None else {"all": {task.primary_metric: value}}
+
+
+# --- probing -------------------------------------------------------------------------------------------
+
+
+def probe_distance() -> float:
+    return float(current_app.config.get("PROBE_DISTANCE", DEFAULT_PROBE_DISTANCE))
+
+
+def distances(task: TaskType, new: np.ndarray, stacked: np.ndarray) -> np.ndarray:
+    """Share of scored units (examples; NLVR images; VCR questions) on which each of k stacked earlier
+    predictions (k, *shape) differs from the new one (*shape): floats in [0, 1], shape (k,)."""
+    k = stacked.shape[0]
+    differs = stacked != new[None]
+    if task.name == "vcr":
+        # A VCR question is one unit, whichever of its five choices changed.
+        differs = differs.reshape(k, new.shape[0], -1).any(axis=-1)
+    return differs.reshape(k, -1).mean(axis=1)
+
+
+def flag_probes(submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray) -> ProbeFlag | None:
+    """Compare a new submission on a hidden split with every earlier scored one of its team there; flag the
+    nearest if it is closer than PROBE_DISTANCE (one flag per new submission; ties go to the latest)."""
+    threshold = probe_distance()
+    earlier = db.session.execute(
+        select(Submission.id, Submission.predictions)
+        .where(Submission.team_id == submission.team_id, Submission.split_id == submission.split_id,
+               Submission.status == "scored", Submission.id != submission.id,
+               Submission.predictions.is_not(None))
+        .order_by(Submission.id)
+    ).all()
+    if not earlier:
+        return None
+    new = np.asarray(predictions)
+    best_id, best_distance = None, math.inf
+    for start in range(0, len(earlier), PROBE_BLOCK):
+        block = earlier[start : start + PROBE_BLOCK]
+        found = distances(task, new, task.decode_many([blob for _, blob in block], gold.n))
+        i = int(np.flatnonzero(found == found.min())[-1])
+        if found[i] <= best_distance:
+            best_id, best_distance = block[i][0], float(found[i])
+    if best_distance >= threshold:
+        return None
+    flag = ProbeFlag(split_id=submission.split_id, team_id=submission.team_id, submission_id=submission.id,
+                     earlier_submission_id=best_id, distance=best_distance)
+    db.session.add(flag)
+    db.session.flush()
+    return flag
+
+
+def after_scoring(submission: Submission, split: Split, inputs, predictions: np.ndarray, scores: Scores) -> Scores | None:
+    """The integrity steps for a new scored submission (flushed) inside the caller's write transaction:
+    flag probing on a hidden split and return what the feedback policy releases now."""
+    task, gold, subsets = inputs
+    if split.hidden:
+        flag_probes(submission, task, gold, predictions)
+    if not split.hidden or split.revealed_at is not None:
+        return scores
+    if split.feedback == "full":
+        return full_release(task, gold, subsets, scores)
+    if split.feedback == "ladder":
+        return ladder_release(submission, task, gold, predictions)
+    return None
+
+
+# --- the console's list of flags -----------------------------------------------------------------------
+
+
+@dataclass
+class FlagRow:
+    id: int
+    benchmark: str
+    benchmark_slug: str
+    split: str
+    split_slug: str
+    team: str
+    team_id: int
+    submission_id: int
+    earlier_submission_id: int
+    distance: float  # 0-1
+    created_at: datetime
+
+
+@dataclass
+class FlagListing:
+    rows: list[FlagRow]
+    total: int
+    splits: list[Split]  # hidden splits, for the filter
+    teams: list[Team]  # teams that have flags, for the filter
+    split: Split | None
+    team: Team | None
+
+
+def _split_filter(ref: str | None) -> Split | None:
+    ref = (ref or "").strip()
+    if not ref:
+        return None
+    benchmark_slug, slash, split_slug = ref.partition("/")
+    if not slash or not benchmark_slug or not split_slug:
+        raise InvalidInput(f"split must be written benchmark/split, got {ref[:80]!r}")
+    return catalog.get_split(benchmark_slug, split_slug)
+
+
+def _team_filter(ref: str | None) -> Team | None:
+    ref = (ref or "").strip()
+    if not ref:
+        return None
+    if not ref.isdigit() or len(ref) > 18:
+        raise InvalidInput(f"team must be a team id, got {ref[:80]!r}")
+    team = db.session.get(Team, int(ref))
+    if team is None:
+        raise NotFound(f"no team {ref}")
+    return team
+
+
+def list_flags(split_ref: str | None = None, team_ref: str | None = None, limit: int = FLAGS_SHOWN) -> FlagListing:
+    """Probe flags, newest first, optionally for one split ('benchmark/split') and one team (id)."""
+    split, team = _split_filter(split_ref), _team_filter(team_ref)
+    query = (
+        select(ProbeFlag, Split, Benchmark, Team)
+        .join(Split, ProbeFlag.split_id == Split.id)
+        .join(Benchmark, Split.benchmark_id == Benchmark.id)
+        .join(Team, ProbeFlag.team_id == Team.id)
+    )
+    if split is not None:
+        query = query.where(ProbeFlag.split_id == split.id)
+    if team is not None:
+        query = query.where(ProbeFlag.team_id == team.id)
+    count = db.session.scalar(select(db.func.count()).select_from(query.order_by(None).subquery()))
+    rows = [
+        FlagRow(
+            id=flag.id, benchmark=benchmark.name, benchmark_slug=benchmark.slug, split=found_split.name,
+            split_slug=found_split.slug, team=found_team.name, team_id=found_team.id,
+            submission_id=flag.submission_id, earlier_submission_id=flag.earlier_submission_id,
+            distance=flag.distance, created_at=flag.created_at,
+        )
+        for flag, found_split, benchmark, found_team in db.session.execute(
+            query.order_by(ProbeFlag.created_at.desc(), ProbeFlag.id.desc()).limit(limit)
+        )
+    ]
+    flagged_team = aliased(Team)
+    teams = list(db.session.scalars(
+        select(flagged_team).where(flagged_team.id.in_(select(ProbeFlag.team_id))).order_by(flagged_team.name)
+    ))
+    splits = list(db.session.scalars(
+        select(Split).join(Benchmark, Split.benchmark_id == Benchmark.id).where(Split.hidden.is_(True))
+        .order_by(Benchmark.slug, Split.position)
+    ))
+    return FlagListing(rows, int(count or 0), splits, teams, split, team)

@@ -1,0 +1,144 @@
+"""The progress chart of a leaderboard: the best published primary score over time, as inline SVG.
+
+Rendered on the server so the page needs no script, font or network access. Only presentation
+attributes are used (no style="" attributes, which a strict Content-Security-Policy would block), and
+every team-written string is XML-escaped.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from xml.sax.saxutils import escape, quoteattr
+
+WIDTH, HEIGHT = 720, 300
+LEFT, RIGHT, TOP, BOTTOM = 58, 16, 16, 48  # margins: room for the axis labels
+FONT = "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif"
+INK, MUTED, GRID, ACCENT, REFERENCE = "#1d232a", "#5b6673", "#e3e7eb", "#1f5fa8", "#8a5a00"
+
+
+@dataclass(frozen=True)
+class Point:
+    moment: datetime
+    value: float  # percent
+    label: str  # the tooltip: model, team, score, date
+
+
+@dataclass(frozen=True)
+class Line:
+    value: float
+    label: str  # a reference row, e.g. "Human 96.1"
+
+
+def _nice_step(span: float, ticks: int = 5) -> float:
+    raw = max(span, 1e-9) / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 2.5, 5, 10):
+        if raw <= factor * power:
+            return factor * power
+    return 10 * power
+
+
+def _y_range(values: Sequence[float]) -> tuple[float, float, float]:
+    low, high = min(values), max(values)
+    pad = max((high - low) * 0.08, 1.0)
+    low, high = max(0.0, low - pad), min(100.0, high + pad)
+    step = _nice_step(high - low)
+    return math.floor(low / step) * step, math.ceil(high / step) * step, step
+
+
+_DAY_STEPS = (1, 2, 7, 14, 30, 61, 91, 182, 365, 730, 1826)
+
+
+def _time_ticks(start: datetime, end: datetime, most: int = 6) -> list[datetime]:
+    """UTC midnights a whole number of days apart (1 day ... 5 years), at most `most` of them."""
+    days = (end - start).total_seconds() / 86400
+    step = next((d for d in _DAY_STEPS if days / d <= most), _DAY_STEPS[-1])
+    first = start.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    if first < start:
+        first += timedelta(days=1)
+    ticks = []
+    moment = first
+    while moment <= end:
+        ticks.append(moment)
+        moment += timedelta(days=step)
+    return ticks
+
+
+def _fmt(number: float) -> str:
+    return f"{number:.1f}"
+
+
+def render(points: Sequence[Point], metric_label: str, references: Sequence[Line] = (),
+           title: str = "Best published score over time") -> str:
+    """An <svg> element (a string of markup) or "" when there is nothing to plot."""
+    if not points:
+        return ""
+    ordered = sorted(points, key=lambda p: p.moment)
+    values = [p.value for p in ordered] + [line.value for line in references]
+    y_low, y_high, y_step = _y_range(values)
+    start, end = ordered[0].moment, ordered[-1].moment
+    if end - start < timedelta(days=2):
+        start, end = start - timedelta(days=1), end + timedelta(days=1)
+    span = (end - start).total_seconds()
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(moment: datetime) -> float:
+        return LEFT + (moment - start).total_seconds() / span * plot_w
+
+    def y(value: float) -> float:
+        return TOP + (y_high - value) / (y_high - y_low) * plot_h
+
+    out = [
+        f'<svg class="progress-chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="100%" role="img" aria-labelledby="chart-title" font-family={quoteattr(FONT)} font-size="12">',
+        f'<title id="chart-title">{escape(title)}: {escape(metric_label)}</title>',
+    ]
+    # Horizontal grid and y-axis ticks.
+    tick = y_low
+    while tick <= y_high + 1e-9:
+        ty = y(tick)
+        out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{GRID}"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="{MUTED}">{tick:g}</text>')
+        tick += y_step
+    for moment in _time_ticks(start, end):
+        tx = x(moment)
+        out.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM + 4}" '
+                   f'stroke="{MUTED}"/>')
+        out.append(f'<text x="{tx:.1f}" y="{HEIGHT - BOTTOM + 17}" text-anchor="middle" fill="{MUTED}">'
+                   f'{moment:%Y-%m-%d}</text>')
+    out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
+    out.append(f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
+    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle" fill="{INK}">'
+               'Submission date (UTC)</text>')
+    out.append(f'<text transform="rotate(-90)" x="{-(TOP + plot_h / 2):.1f}" y="14" text-anchor="middle" '
+               f'fill="{INK}">{escape(metric_label)} (%)</text>')
+    # Reference rows as dashed horizontal lines.
+    for line in references:
+        ly = y(line.value)
+        out.append(f'<g class="reference"><title>{escape(line.label)}</title>'
+                   f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="{REFERENCE}" '
+                   f'stroke-dasharray="5 4"/>'
+                   f'<text x="{WIDTH - RIGHT - 4}" y="{ly - 4:.1f}" text-anchor="end" fill="{REFERENCE}">'
+                   f'{escape(line.label)}</text></g>')
+    # The record: a step line that rises when an entry beats every earlier one, held to the last date.
+    best = None
+    path: list[str] = []
+    for point in ordered:
+        if best is None or point.value > best:
+            px, py = x(point.moment), y(point.value)
+            path.append(f"M{px:.1f},{py:.1f}" if best is None else f"H{px:.1f}V{py:.1f}")
+            best = point.value
+    path.append(f"H{x(end):.1f}")
+    out.append(f'<path class="record" d="{"".join(path)}" fill="none" stroke="{ACCENT}" stroke-width="2"/>')
+    # Shared attributes on the group keep a thousand points small.
+    out.append(f'<g class="entries" fill="{ACCENT}" fill-opacity="0.55" stroke="#ffffff" stroke-width="1">')
+    out.extend(f'<circle cx="{x(point.moment):.1f}" cy="{y(point.value):.1f}" r="4"><title>{escape(point.label)}'
+               '</title></circle>' for point in ordered)
+    out.append("</g></svg>")
+    return "".join(out)
+
+
+def tooltip(model: str, team: str | None, value: float, moment: datetime) -> str:
+    return f"{model} ({team or 'Anonymous'}): {_fmt(value)}%, {moment.astimezone(timezone.utc):%Y-%m-%d}"

@@ -1,0 +1,14 @@
+"""The console's list of probe flags: near-identical submissions of one team on a hidden split."""
+from __future__ import annotations
+
+from flask import render_template, request
+
+from app.services import integrity
+from app.web.console import admin_required, bp
+
+
+@bp.get("/flags")
+@admin_required
+def flags():
+    listing = integrity.list_flags(request.args.get("split"), request.args.get("team"))
+    return render_template("console/flags.html", listing=listing, threshold=integrity.probe_distance())

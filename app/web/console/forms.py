@@ -1,0 +1,92 @@
+"""The console's forms. They check shape only (a number is a number); the services own the rules."""
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from flask_wtf.file import FileField, FileRequired
+from wtforms import BooleanField, SelectField, StringField
+from wtforms.fields import Field
+from wtforms.fields.choices import SelectChoice
+from wtforms.validators import DataRequired, Length, Optional, ValidationError
+from wtforms.widgets import TextInput
+
+from app.models import FEEDBACK_POLICIES
+
+
+class QuotaField(Field):
+    """A whole number, or blank / "unlimited" for no limit (None). Signs are left to the service, which
+    names the field when a number is out of range."""
+
+    widget = TextInput()
+
+    def __init__(self, label=None, validators=None, *, allow_unlimited: bool = True, **kwargs):
+        super().__init__(label, validators, **kwargs)
+        self.allow_unlimited = allow_unlimited
+        self.raw = ""
+
+    def _value(self) -> str:
+        if self.raw_data:
+            return self.raw_data[0]
+        return "" if self.data is None else str(self.data)
+
+    def process_formdata(self, valuelist):
+        self.raw = (valuelist[0] if valuelist else "").strip()
+        if not self.raw or self.raw.lower() in {"unlimited", "none"}:
+            self.data = None
+            if not self.allow_unlimited:
+                raise ValueError("enter a whole number (this one cannot be unlimited)")
+            return
+        try:
+            self.data = int(self.raw)
+        except ValueError as exc:
+            self.data = None
+            raise ValueError(f"{self.raw!r} is not a whole number") from exc
+
+
+class PolicyForm(FlaskForm):
+    per_day = QuotaField("Per day (UTC)", render_kw={"inputmode": "numeric", "placeholder": "unlimited"})
+    per_month = QuotaField("Per month", render_kw={"inputmode": "numeric", "placeholder": "unlimited"})
+    total = QuotaField("In total", render_kw={"inputmode": "numeric", "placeholder": "unlimited"})
+    rejected_per_day = QuotaField("Rejected files per day (a separate cap)", allow_unlimited=False,
+                                  render_kw={"inputmode": "numeric", "required": True})
+    feedback = SelectField(
+        "Feedback on a hidden split",
+        choices=[SelectChoice("full", "full: exact scores to the team"),
+                 SelectChoice("ladder", "ladder: a score only when it beats the team's best"),
+                 SelectChoice("none", "none: held until revealed")],
+        validators=[DataRequired()],
+    )
+    is_open = BooleanField("Open to submissions")
+
+    def validate_feedback(self, field):
+        if field.data not in FEEDBACK_POLICIES:
+            raise ValidationError(f"choose one of {', '.join(FEEDBACK_POLICIES)}")
+
+
+class SplitForm(FlaskForm):
+    benchmark = SelectField("Benchmark", validators=[DataRequired()])
+    slug = StringField("Split slug", validators=[DataRequired(), Length(max=64)],
+                       render_kw={"placeholder": "e.g. test-u", "maxlength": 64, "required": True,
+                                  "pattern": "[a-z0-9][a-z0-9-]*"})
+    name = StringField("Display name", validators=[Optional(), Length(max=120)],
+                       render_kw={"placeholder": "e.g. Test-U", "maxlength": 120})
+    gold = FileField("Gold file (JSON lines)", validators=[FileRequired("Choose the split's gold file.")])
+    annotations = FileField("Category annotations (optional, NLVR2 format)")
+    subset_field = StringField("Subset field (optional)", validators=[Optional(), Length(max=64)],
+                               render_kw={"placeholder": "e.g. region", "maxlength": 64})
+    hidden = BooleanField("Hidden test split: labels and per-example results never leave the server")
+
+
+class SubsetForm(FlaskForm):
+    name = StringField("Subset name", validators=[DataRequired(), Length(max=120)],
+                       render_kw={"placeholder": "e.g. hard", "maxlength": 120, "required": True})
+    ids = FileField("Identifier file (one a line, or JSON lines)",
+                    validators=[FileRequired("Choose a file of identifiers.")])
+
+
+class HideForm(FlaskForm):
+    reason = StringField("Reason", validators=[DataRequired(), Length(max=2000)],
+                         render_kw={"maxlength": 2000, "required": True, "placeholder": "why it is hidden"})
+
+
+class ButtonForm(FlaskForm):
+    """A POST-only button: nothing but the CSRF token."""

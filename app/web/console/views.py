@@ -1,0 +1,178 @@
+"""The console's pages: thin views over app.services.console (every change is audited there)."""
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from app.services import catalog, console
+from app.services.errors import ServiceError
+from app.web.console import admin_required, bp
+from app.web.console.forms import ButtonForm, HideForm, PolicyForm, SelectChoice, SplitForm, SubsetForm
+
+
+def _me():
+    return current_user._get_current_object()
+
+
+def _form_status(form) -> int:
+    """400 for a missing or stale CSRF token (as elsewhere on the site), 422 for a field's content."""
+    return 400 if "csrf_token" in form.errors else 422
+
+
+def _split_page(benchmark: str, split: str, *, status: int = 200, error: ServiceError | None = None,
+                policy_form: PolicyForm | None = None, subset_form: SubsetForm | None = None):
+    """The split's page; after a failed POST, the form that was sent keeps what was typed into it."""
+    view = console.split_view(benchmark, split)
+    if policy_form is None:
+        policy_form = PolicyForm(formdata=None, obj=view.split)
+    return render_template(
+        "console/split.html", split=view.split, entries=view.entries, error=error,
+        policy_form=policy_form, subset_form=subset_form or SubsetForm(formdata=None),
+        hide_form=HideForm(formdata=None), button=ButtonForm(formdata=None),
+    ), status
+
+
+@bp.get("/")
+@admin_required
+def index():
+    return render_template("console/index.html", benchmarks=console.overview())
+
+
+@bp.get("/splits/<benchmark>/<split>")
+@admin_required
+def split(benchmark: str, split: str):
+    return _split_page(benchmark, split)
+
+
+@bp.post("/splits/<benchmark>/<split>/policy")
+@admin_required
+def policy(benchmark: str, split: str):
+    form = PolicyForm()
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form), policy_form=form)
+    try:
+        console.set_policy(
+            _me(), benchmark, split, per_day=form.per_day.data, per_month=form.per_month.data,
+            total=form.total.data, rejected_per_day=form.rejected_per_day.data, feedback=form.feedback.data,
+            is_open=form.is_open.data,
+        )
+    except ServiceError as exc:
+        return _split_page(benchmark, split, status=exc.status, error=exc, policy_form=form)
+    flash(f"Saved the policy of {benchmark}/{split}.")
+    return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
+
+
+@bp.post("/splits/<benchmark>/<split>/reveal")
+@admin_required
+def reveal(benchmark: str, split: str):
+    form = ButtonForm()
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form))
+    try:
+        console.reveal_split(_me(), benchmark, split)
+    except ServiceError as exc:
+        return _split_page(benchmark, split, status=exc.status, error=exc)
+    flash(f"Revealed {benchmark}/{split}: its published entries and their scores are now public.")
+    return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
+
+
+@bp.post("/splits/<benchmark>/<split>/subsets")
+@admin_required
+def add_subset(benchmark: str, split: str):
+    form = SubsetForm()
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form), subset_form=form)
+    try:
+        subset, rescored = console.add_subset(_me(), benchmark, split, form.name.data.strip(), form.ids.data.read())
+    except ServiceError as exc:
+        return _split_page(benchmark, split, status=exc.status, error=exc, subset_form=form)
+    flash(f"Added subset {subset.name} ({subset.size:,} examples); rescored {rescored} "
+          f"submission{'' if rescored == 1 else 's'}.")
+    return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
+
+
+def _split_form() -> SplitForm:
+    form = SplitForm()
+    form.benchmark.choices = [SelectChoice(b.slug, f"{b.name} ({b.task_type})") for b in catalog.list_benchmarks()]
+    if request.method == "GET" and request.args.get("benchmark"):
+        form.benchmark.data = request.args["benchmark"]
+    return form
+
+
+@bp.route("/splits/new", methods=["GET", "POST"])
+@admin_required
+def new_split():
+    form = _split_form()
+    if not form.validate_on_submit():
+        status = _form_status(form) if request.method == "POST" else 200
+        return render_template("console/new_split.html", form=form, error=None), status
+    annotations = form.annotations.data.read() if form.annotations.data else None
+    try:
+        added = console.add_split(
+            _me(), form.benchmark.data, form.slug.data.strip(), form.gold.data.read(), hidden=form.hidden.data,
+            name=(form.name.data or "").strip() or None, annotations=annotations,
+            subset_field=(form.subset_field.data or "").strip() or None,
+        )
+    except ServiceError as exc:
+        return render_template("console/new_split.html", form=form, error=exc), exc.status
+    flash(f"Added split {added.benchmark.slug}/{added.slug} ({added.example_count:,} examples, "
+          f"{len(added.subsets)} subset{'' if len(added.subsets) == 1 else 's'}).")
+    return redirect(url_for("console.split", benchmark=added.benchmark.slug, split=added.slug), code=303)
+
+
+def _entry_action(submission_id: int, form, action):
+    """Hide or unhide, then back to the entry's split page (or that page with the problem named)."""
+    entry = console.submission_for_console(submission_id)
+    benchmark, split = entry.split.benchmark.slug, entry.split.slug
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form), error=_form_problem(form))
+    try:
+        action()
+    except ServiceError as exc:
+        return _split_page(benchmark, split, status=exc.status, error=exc)
+    return redirect(url_for("console.split", benchmark=benchmark, split=split) + f"#entry-{submission_id}",
+                    code=303)
+
+
+def _form_problem(form) -> ServiceError:
+    messages = [f"{form[name].label.text if name in form else name}: {message}"
+                for name, errors in form.errors.items() for message in errors]
+    return ServiceError("; ".join(messages) or "the form is incomplete")
+
+
+@bp.post("/entries/<int:submission_id>/hide")
+@admin_required
+def hide(submission_id: int):
+    form = HideForm()
+
+    def act():
+        entry = console.hide_entry(_me(), submission_id, form.reason.data)
+        flash(f"Hid entry {entry.id} ({entry.model_name}).")
+
+    return _entry_action(submission_id, form, act)
+
+
+@bp.post("/entries/<int:submission_id>/unhide")
+@admin_required
+def unhide(submission_id: int):
+    form = ButtonForm()
+
+    def act():
+        entry = console.unhide_entry(_me(), submission_id)
+        flash(f"Entry {entry.id} ({entry.model_name}) is shown again.")
+
+    return _entry_action(submission_id, form, act)
+
+
+@bp.get("/rejected")
+@admin_required
+def rejected():
+    return render_template("console/rejected.html", attempts=console.rejected_attempts())
+
+
+@bp.get("/audit")
+@admin_required
+def audit_log():
+    page = request.args.get("page", "1")
+    number = int(page) if page.isdigit() and len(page) < 10 else 1
+    return render_template("console/audit.html", log=console.audit_log(number))

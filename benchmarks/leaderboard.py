@@ -1,0 +1,237 @@
+"""Leaderboard speed: intervals and rank tiers for 100 / 1,000 entries, and page requests per second.
+
+Run from the repository root: `.venv/bin/python benchmarks/leaderboard.py`. Prints a table.
+
+1. Cold computation of a board's statistics on synthetic NLVR2 Test-U-size predictions (6,970 examples,
+   1,996 sentence groups, packed as stored): decode, scores and 95% cluster-bootstrap intervals of every
+   column (1,000 shared resamples), ranking and significance tiers (exact McNemar + Holm). Also the whole
+   service step on a database (read the rows, compute, store the compressed payload).
+2. A gunicorn server (2 workers, a free loopback port) on a temporary SQLite database prepared with the
+   migrations and 1,000 published entries (bulk insert): requests per second to the leaderboard page once
+   its cache is warm, next to /healthz on the same server; a fixed count of requests from a thread pool.
+Targets (issue 4): under 2 s for 1,000 entries cold; the page at no less than half the /healthz rate.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app import synthetic  # noqa: E402
+from app.evaluation import get_task, statistics  # noqa: E402
+
+N_EXAMPLES = 6970  # NLVR2 Test-U
+
+
+def synthetic_blobs(task, gold, count: int, seed: int = 0) -> list[bytes]:
+    """Stored predictions of `count` entries with accuracies spread over 55-90%, sentence-correlated."""
+    rng = np.random.default_rng(seed)
+    accuracy = rng.uniform(0.55, 0.90, size=(count, 1))
+    shared = rng.random((count, int(gold.groups.max()) + 1))[:, gold.groups]  # one draw per sentence ...
+    own = rng.random((count, gold.n))  # ... or one per example
+    draw = np.where(rng.random((count, gold.n)) < 0.3, shared, own)
+    correct = draw < accuracy
+    return [task.encode(np.where(row, gold.labels, ~gold.labels)) for row in correct]
+
+
+def board_statistics(task, gold, subsets, blobs: list[bytes]) -> list[int]:
+    """What the service computes for a board, without the database."""
+    stacked = task.decode_many(blobs, gold.n)
+    wanted = {"all": (None, task.metrics), **{name: (idx, task.subset_metrics) for name, idx in subsets.items()}}
+    table = statistics.intervals(task, gold, stacked, wanted)
+    primary = table[("all", "accuracy")].values
+    tie = table[("all", "consistency")].values
+    order = np.lexsort((np.arange(len(blobs)), -tie, -primary))
+    return statistics.tiers(statistics.primary_correctness(task, gold, stacked)[order]).ranks
+
+
+def time_statistics(counts: list[int]) -> list[tuple[str, float, float]]:
+    task = get_task("nlvr2")
+    gold = task.read_gold(synthetic.nlvr2_gold(N_EXAMPLES, split="test2", seed=3))
+    subsets = task.derive_subsets(gold)
+    rows = []
+    for count in counts:
+        blobs = synthetic_blobs(task, gold, count)
+        start = time.perf_counter()
+        board_statistics(task, gold, subsets, blobs)
+        rows.append((f"intervals + tiers, {count:,} entries (cold)", time.perf_counter() - start, 2.0))
+    return rows
+
+
+# --- a database with published entries -------------------------------------------------------------------
+
+
+def prepare_database(folder: Path, count: int) -> dict[str, str]:
+    """A migrated SQLite database with benchmark nlvr2, hidden split test-u (feedback full) and `count`
+    published entries; returns the environment a server needs to use it."""
+    from flask_migrate import upgrade
+    from sqlalchemy import insert
+
+    from app import create_app
+    from app.db import db
+    from app.models import Score, Submission, Team
+    from app.services import catalog
+
+    env = {
+        "DATABASE_URL": f"sqlite:///{folder / 'bench.sqlite3'}",
+        "HIDDEN_LABELS_DIR": str(folder / "hidden"),
+        "SUBMISSIONS_DIR": str(folder / "uploads"),
+        "SECRET_KEY": secrets.token_hex(32),
+    }
+    app = create_app({"SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"], "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"],
+                      "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"], "SECRET_KEY": env["SECRET_KEY"]})
+    gold_bytes = synthetic.nlvr2_gold(N_EXAMPLES, split="test2", seed=3)
+    with app.app_context():
+        upgrade()
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic NLVR2 for the benchmark.")
+        split = catalog.add_split("nlvr2", "test-u", gold_bytes, hidden=True, name="Test-U")
+        task = get_task("nlvr2")
+        gold = task.read_gold(gold_bytes)
+        blobs = synthetic_blobs(task, gold, count, seed=1)
+        scores = task.score_batch(gold, task.decode_many(blobs, gold.n), catalog.subset_indices(split))
+        teams = [Team(name=f"Team {i}") for i in range(50)]
+        db.session.add_all(teams)
+        db.session.flush()
+        start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+        rows = [
+            {"id": i + 1, "split_id": split.id, "team_id": teams[i % 50].id, "status": "scored",
+             "model_name": f"Model {i}", "description": f"Entry {i}: a synthetic model.", "anonymous": i % 7 == 0,
+             "paper_url": f"https://example.org/paper/{i}" if i % 3 == 0 else None, "code_url": None,
+             "file_sha256": f"{i:064x}", "file_size": 1, "predictions": blob,
+             "created_at": start + timedelta(hours=7 * i), "published_at": start + timedelta(hours=7 * i + 1)}
+            for i, blob in enumerate(blobs)
+        ]
+        db.session.execute(insert(Submission), rows)
+        db.session.execute(insert(Score), [
+            {"submission_id": i + 1, "subset": subset, "metric": metric, "value": value}
+            for i, result in enumerate(scores) for subset, metrics in result.items() for metric, value in metrics.items()
+        ])
+        split.board_version += 1
+        db.session.commit()
+        db.engine.dispose()
+    return env
+
+
+def time_service(env: dict[str, str]) -> tuple[str, float, float]:
+    """The whole first-reader step on the prepared database: read rows, compute, store the payload."""
+    from app import create_app
+    from app.db import db
+    from app.services import catalog, leaderboards
+
+    app = create_app({"SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"], "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"],
+                      "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"], "SECRET_KEY": env["SECRET_KEY"]})
+    with app.app_context():
+        split = catalog.get_split("nlvr2", "test-u")
+        catalog.gold_for(split)  # gold files are parsed once per process and kept; not part of the board
+        start = time.perf_counter()
+        count = len(leaderboards.snapshot(split).entries)
+        elapsed = time.perf_counter() - start
+        db.engine.dispose()
+    return f"first view after a change: read {count:,} entries, compute, store", elapsed, 2.0
+
+
+# --- requests per second ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def fetch(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        response.read()
+        return response.status
+
+
+def rate(url: str, requests: int, concurrency: int) -> float:
+    with ThreadPoolExecutor(concurrency) as pool:
+        start = time.perf_counter()
+        statuses = list(pool.map(fetch, [url] * requests))
+        elapsed = time.perf_counter() - start
+    bad = [status for status in statuses if status != 200]
+    if bad:
+        raise SystemExit(f"{len(bad)} requests to {url} failed")
+    return requests / elapsed
+
+
+def serve_and_measure(env: dict[str, str], requests: int, concurrency: int) -> list[tuple[str, float]]:
+    port = free_port()
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    process = subprocess.Popen(
+        [str(gunicorn), "--bind", f"127.0.0.1:{port}", "--workers", "2", "wsgi:app"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                fetch(base + "/healthz")
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise SystemExit("gunicorn did not start: " + process.stderr.read().decode()[-2000:])
+        page = base + "/leaderboards/nlvr2/test-u"
+        start = time.perf_counter()
+        fetch(page)  # warm-up: the first reader computes and stores the board
+        first = time.perf_counter() - start
+        rate(page, 20, 2)  # ... and both workers load it into memory
+        health = rate(base + "/healthz", requests, concurrency)
+        board = rate(page, requests, concurrency)
+        return [("first page view (computes the board)", first), ("/healthz", health),
+                ("/leaderboards/nlvr2/test-u (1,000 entries, page 1 of 10)", board)]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", type=int, default=1000, help="published entries on the served board")
+    parser.add_argument("--requests", type=int, default=2000, help="requests per rate measurement")
+    parser.add_argument("--concurrency", type=int, default=8, help="concurrent client threads")
+    args = parser.parse_args()
+
+    print(f"{'case':<66} {'time':>9} {'target':>8}  ok")
+    print("-" * 92)
+    for name, seconds, target in time_statistics([100, 1000]):
+        print(f"{name:<66} {seconds:>8.2f}s {target:>7.0f}s  {'yes' if seconds < target else 'NO'}")
+    folder = Path(tempfile.mkdtemp(prefix="holdout-board-"))
+    try:
+        env = prepare_database(folder, args.entries)
+        name, seconds, target = time_service(env)
+        print(f"{name:<66} {seconds:>8.2f}s {target:>7.0f}s  {'yes' if seconds < target else 'NO'}")
+        print()
+        print(f"gunicorn, 2 workers, {args.requests:,} requests per row from {args.concurrency} threads, after warm-up")
+        print(f"{'endpoint':<66} {'req/s':>9} {'target':>8}  ok")
+        print("-" * 92)
+        results = serve_and_measure(env, args.requests, args.concurrency)
+        (first_name, first), (health_name, health), (page_name, page) = results
+        print(f"{first_name:<66} {first:>8.2f}s {'':>8}")
+        print(f"{health_name:<66} {health:>9.0f} {'':>8}")
+        ratio = page / health
+        print(f"{page_name:<66} {page:>9.0f} {health / 2:>8.0f}  {'yes' if ratio >= 0.5 else 'NO'} "
+              f"({ratio:.0%} of /healthz)")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

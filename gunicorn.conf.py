@@ -1,0 +1,54 @@
+"""gunicorn settings for Holdout: `gunicorn -c gunicorn.conf.py --bind HOST:PORT wsgi:app` (`make run` uses it).
+
+Command-line options and GUNICORN_CMD_ARGS override anything here; WEB_CONCURRENCY sets the worker count.
+Put a reverse proxy (nginx) in front in production: it buffers slow uploads, so a sync worker is busy
+only while a request is actually being handled (README, "Production").
+"""
+import os
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this process may use (containers, taskset)
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+bind = os.environ.get("HOLDOUT_BIND", "127.0.0.1:8000")
+
+# Sync workers: a request validates, scores and stores an upload in milliseconds and is otherwise waiting
+# on the database, so 2 per core + 1 keeps the CPUs busy. Capped: every worker holds its own database
+# connections, and a dozen per server is plenty behind a proxy.
+workers = int(os.environ.get("WEB_CONCURRENCY") or min(2 * _cores() + 1, 12))
+worker_class = "sync"
+
+# A worker that does not answer for this long is killed and replaced (uploads are scored in
+# milliseconds; the upper bound is a 50 MB file over a slow link when no proxy buffers it).
+timeout = 60
+# On restart or SIGTERM, requests in flight get this long to finish before their worker is killed.
+graceful_timeout = 30
+keepalive = 5
+
+# Replace each worker after a while, so slow growth of a process's memory cannot accumulate.
+max_requests = 2000
+max_requests_jitter = 200
+
+# Each worker imports the app itself: no database connection or file handle is shared across a fork,
+# and a new deployment's code is picked up by every new worker.
+preload_app = False
+
+# Access log to stdout (the service manager collects it); errors to stderr.
+accesslog = "-"
+errorlog = "-"
+loglevel = os.environ.get("HOLDOUT_LOG_LEVEL", "info")
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
+
+# The worker heartbeat file is touched constantly; keep it in memory, not on disk.
+if os.path.isdir("/dev/shm"):
+    worker_tmp_dir = "/dev/shm"
+
+# gunicorn's control socket defaults to one path per user, which several instances on one host would
+# share; off unless a path is given.
+control_socket_disable = not os.environ.get("HOLDOUT_CONTROL_SOCKET")
+if os.environ.get("HOLDOUT_CONTROL_SOCKET"):
+    control_socket = os.environ["HOLDOUT_CONTROL_SOCKET"]

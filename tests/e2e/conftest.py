@@ -1,0 +1,180 @@
+"""Browser tests: the real app under gunicorn on a free loopback port, driven by Playwright in Debian's
+Chromium (never a downloaded browser). One server for the whole module keeps them reasonably fast.
+
+Without /usr/bin/chromium (or the playwright package) they skip with the reason, except when the
+environment variable CI is set: CI always has Chromium, so there they fail.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from flask_migrate import upgrade
+
+from app import create_app, synthetic
+from app.db import db
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ADMIN = ("maintainer@example.org", "maintainer-password")
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set, so the browser tests must run)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def sync_api():
+    if not CHROMIUM.exists():
+        _unavailable(f"Chromium not found at {CHROMIUM}: install Debian's chromium (make test does)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _unavailable("the playwright package is not installed (pip install -r requirements.txt)")
+    return sync_api
+
+
+@dataclass
+class Site:
+    base: str
+    database_url: str
+    env: dict[str, str]
+    dev_gold: bytes
+    seeded: list[int] = field(default_factory=list)
+
+    def app(self):
+        return create_app({
+            "SECRET_KEY": self.env["SECRET_KEY"], "SQLALCHEMY_DATABASE_URI": self.database_url,
+            "HIDDEN_LABELS_DIR": self.env["HIDDEN_LABELS_DIR"], "SUBMISSIONS_DIR": self.env["SUBMISSIONS_DIR"],
+        })
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _prepare(site: Site) -> None:
+    """Migrate; NLVR2 with a public dev split and three published entries of another team; a maintainer."""
+    from app.services import accounts, catalog, submissions, teams
+
+    app = site.app()
+    with app.app_context():
+        upgrade()
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Natural Language for Visual Reasoning for Real.",
+                              "https://arxiv.org/abs/1811.00491")
+        catalog.add_split("nlvr2", "dev", site.dev_gold, name="Dev")
+        accounts.create_user(*ADMIN, admin=True)
+        rival = accounts.create_user("rival@example.org", "rival-password")
+        team = teams.create_team("Baseline Lab", creator=rival)
+        for number, accuracy in enumerate((0.62, 0.71, 0.78)):
+            entry = submissions.store_scored(
+                catalog.get_split("nlvr2", "dev"), team,
+                synthetic.predictions("nlvr2", site.dev_gold, accuracy, seed=10 + number),
+                model_name=f"Baseline {number + 1}", user=rival, description="A baseline from the paper.",
+                paper_url="https://example.org/paper", publish=True,
+            )
+            site.seeded.append(entry.id)
+        db.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def site(sync_api, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("e2e")
+    database_url = f"sqlite:///{folder / 'holdout.sqlite3'}"
+    env = {
+        **os.environ,
+        "SECRET_KEY": secrets.token_hex(32),
+        "DATABASE_URL": database_url,
+        "HIDDEN_LABELS_DIR": str(folder / "hidden_labels"),
+        "SUBMISSIONS_DIR": str(folder / "submissions"),
+    }
+    for name in ("HOLDOUT_DEMO", "MAX_UPLOAD_MB", "WEB_CONCURRENCY", "GUNICORN_CMD_ARGS", "SESSION_COOKIE_SECURE"):
+        env.pop(name, None)
+    port = _free_port()
+    site = Site(f"http://127.0.0.1:{port}", database_url, env, synthetic.nlvr2_gold(800, seed=21))
+    _prepare(site)
+
+    log = folder / "gunicorn.log"
+    gunicorn = Path(sys.executable).parent / "gunicorn"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [str(gunicorn), "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--workers", "2",
+             "--timeout", "60", "wsgi:app"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"gunicorn exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{site.base}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"gunicorn did not answer /healthz within 60 s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield site
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(sync_api):
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser, site):
+    """A fresh browser profile (no cookies) on a desktop-sized window; everything stays on loopback."""
+    context = browser.new_context(base_url=site.base, accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(15_000)
+    # Nothing may leave the machine: every request for an external font, script or style is refused
+    # and counted, and a page that made one fails the test.
+    external: list[str] = []
+
+    def refuse(route):
+        external.append(route.request.url)
+        route.abort()
+
+    context.route(lambda url: not url.startswith(site.base), refuse)
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        context.close()
+    assert external == [], f"pages asked for external resources: {external}"
+
+
+def screenshot(page, name: str, *, full_page: bool = True) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path

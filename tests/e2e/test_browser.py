@@ -1,0 +1,192 @@
+"""In a real browser: a participant registers, forms a team, uploads predictions while the progress bar runs,
+publishes, finds the entry on the leaderboard, sorts it and downloads the CSV; a maintainer adds a split
+from the console. Screenshots of each page land in tests/e2e/artifacts/ for a person to look at."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+from sqlalchemy import select
+
+from app import synthetic
+from app.db import db
+from app.models import Score
+from tests.e2e.conftest import ADMIN, screenshot
+
+# Reports every change of the upload page's progress bar to the test, across the navigation that follows.
+WATCH_PROGRESS = """
+document.addEventListener("DOMContentLoaded", () => {
+  const bar = document.getElementById("upload-progress");
+  if (!bar) { return; }
+  const report = () => window.holdoutProgress(bar.hidden, Number(bar.value));
+  new MutationObserver(report).observe(bar, {attributes: true, attributeFilter: ["value", "hidden"]});
+});
+"""
+
+
+def _scores(site, submission_ids, metric: str) -> dict[int, float]:
+    app = site.app()
+    with app.app_context():
+        rows = db.session.execute(
+            select(Score.submission_id, Score.value)
+            .where(Score.submission_id.in_(submission_ids), Score.subset == "all", Score.metric == metric)
+        ).all()
+        db.engine.dispose()
+    return dict(rows)
+
+
+def _row_ids(page) -> list[int]:
+    return [int(value) for value in page.locator("tr.entry").evaluate_all(
+        "rows => rows.map(row => row.dataset.submissionId)")]
+
+
+def _no_horizontal_scroll(page) -> bool:
+    """The page itself fits the window; wide tables scroll inside their own box."""
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+def test_participant_uploads_publishes_sorts_and_downloads(page, site, sync_api, browser):
+    expect = sync_api.expect
+    email, password = "ada@example.org", "ada-password-1"
+
+    page.goto("/register")
+    expect(page).to_have_title("Register · Holdout")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Create account").click()
+    expect(page).to_have_url(re.compile(r"/teams$"))
+
+    page.get_by_label("Team name").fill("Vision Lab")
+    page.get_by_role("button", name="Create team").click()
+    expect(page.get_by_text("Created team Vision Lab.")).to_be_visible()
+
+    # Upload, watching the progress bar from the click to the scores page.
+    progress: list[tuple[bool, float]] = []
+    page.expose_function("holdoutProgress", lambda hidden, value: progress.append((hidden, value)))
+    page.add_init_script(WATCH_PROGRESS)
+    page.get_by_role("link", name="Submit").click()
+    expect(page).to_have_title("Submit predictions · Holdout")
+    predictions = synthetic.predictions("nlvr2", site.dev_gold, 0.74, seed=3)
+    page.get_by_label("Benchmark and split").select_option("nlvr2/dev")
+    page.get_by_label("Prediction file").set_input_files(
+        {"name": "predictions.csv", "mimeType": "text/csv", "buffer": predictions})
+    page.get_by_label("Model name").fill("Ada <Net>")
+    page.get_by_role("button", name="Upload and score").click()
+    expect(page).to_have_url(re.compile(r"/submissions/\d+$"))
+    submission_id = int(page.url.rsplit("/", 1)[1])
+    shown = [value for hidden, value in progress if not hidden]
+    assert shown, f"the progress bar never showed: {progress}"
+    assert shown[-1] == 100 and shown == sorted(shown), progress
+
+    expect(page.locator("h1")).to_have_text("Ada <Net>")
+    expect(page.get_by_role("heading", name="Scores")).to_be_visible()
+    accuracy = _scores(site, [submission_id], "accuracy")[submission_id]
+    expect(page.locator("main")).to_contain_text(f"{accuracy:.1f}")
+    screenshot(page, "submission-scored")
+
+    page.get_by_label("Description").fill("A small model with a big heart.")
+    page.get_by_label("Paper URL").fill("https://example.org/ada")
+    page.get_by_role("button", name="Publish").click()
+    expect(page.locator("main")).to_contain_text("published")
+    screenshot(page, "submission-published")
+
+    # The entry on the leaderboard.
+    page.goto("/leaderboards/nlvr2/dev")
+    expect(page).to_have_title(re.compile(r"NLVR2.*Dev.*· Holdout"))
+    row = page.locator(f'tr.entry[data-submission-id="{submission_id}"]')
+    expect(row).to_contain_text("Ada <Net>")
+    expect(row).to_contain_text("Vision Lab")
+    assert _row_ids(page)[:1] and set(_row_ids(page)) == {*site.seeded, submission_id}
+    assert _no_horizontal_scroll(page)
+    screenshot(page, "leaderboard")
+
+    # Sort by consistency: descending, then ascending on a second click of the same header.
+    consistency = _scores(site, _row_ids(page), "consistency")
+    page.locator('a.sort[href*="sort=all:consistency&"]').click()
+    expect(page).to_have_url(re.compile(r"sort=all(:|%3A)consistency&order=desc"))
+    descending = [consistency[i] for i in _row_ids(page)]
+    assert len(descending) == 4 and descending == sorted(descending, reverse=True)
+    page.locator('a.sort[href*="sort=all:consistency&"]').click()
+    expect(page).to_have_url(re.compile(r"sort=all(:|%3A)consistency&order=asc"))
+    ascending = [consistency[i] for i in _row_ids(page)]
+    assert ascending == sorted(ascending)
+    screenshot(page, "leaderboard-sorted")
+
+    # The CSV export, as a download.
+    with page.expect_download() as download_info:
+        page.get_by_role("link", name="CSV", exact=True).click()
+    download = download_info.value
+    assert download.suggested_filename == "nlvr2-dev.csv"
+    rows = list(csv.DictReader(io.StringIO(open(download.path(), encoding="utf-8").read())))
+    entries = [r for r in rows if r["type"] == "entry"]
+    assert {r["model"] for r in entries} == {"Ada <Net>", "Baseline 1", "Baseline 2", "Baseline 3"}
+    ours = next(r for r in entries if r["model"] == "Ada <Net>")
+    assert ours["team"] == "Vision Lab" and ours["paper_url"] == "https://example.org/ada"
+    assert float(ours["all:accuracy"]) == round(accuracy, 4)
+    assert float(ours["all:accuracy ci_low"]) <= accuracy <= float(ours["all:accuracy ci_high"])
+    assert sorted(int(r["rank"]) for r in entries)[0] == 1
+
+    # The same leaderboard on a phone: the page fits the screen, the table scrolls in its box.
+    phone = browser.new_context(base_url=site.base, viewport={"width": 390, "height": 844}, device_scale_factor=2,
+                                is_mobile=True, has_touch=True)
+    try:
+        small = phone.new_page()
+        small.goto("/leaderboards/nlvr2/dev")
+        expect(small.locator(f'tr.entry[data-submission-id="{submission_id}"]')).to_be_attached()
+        assert _no_horizontal_scroll(small)
+        screenshot(small, "leaderboard-phone")
+        small.goto(f"/submissions/{submission_id}")
+        screenshot(small, "submission-phone")
+    finally:
+        phone.close()
+
+
+def test_maintainer_adds_a_split_from_the_console(page, site, sync_api):
+    expect = sync_api.expect
+    page.goto("/login")
+    page.get_by_label("Email").fill(ADMIN[0])
+    page.get_by_label("Password").fill(ADMIN[1])
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("link", name="Console").click()
+    expect(page).to_have_title("Console · Holdout")
+    expect(page.locator("#split-nlvr2-dev")).to_contain_text("Dev")
+    assert _no_horizontal_scroll(page)
+    screenshot(page, "console-overview")
+
+    page.get_by_role("navigation", name="Console").get_by_role("link", name="Add a split").click()
+    expect(page).to_have_title("Add a split · Console · Holdout")
+    gold = synthetic.nlvr2_gold(240, split="test1", seed=9)
+    page.get_by_label("Benchmark").select_option("nlvr2")
+    page.get_by_label("Split slug").fill("test-p")
+    page.get_by_label("Display name").fill("Test-P")
+    page.get_by_label("Gold file (JSON lines)").set_input_files(
+        {"name": "test1.json", "mimeType": "application/json", "buffer": gold})
+    page.get_by_role("button", name="Add the split").click()
+    expect(page).to_have_url(re.compile(r"/console/splits/nlvr2/test-p$"))
+    expect(page.get_by_role("status")).to_contain_text("Added split nlvr2/test-p (240 examples")
+    expect(page.locator("main")).to_contain_text("balanced")
+    screenshot(page, "console-split")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert _no_horizontal_scroll(page)
+    screenshot(page, "console-split-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    page.goto("/console/audit")
+    first = page.locator("table.console-audit tbody tr").first
+    expect(first).to_contain_text("split.add")
+    expect(first).to_contain_text(ADMIN[0])
+    screenshot(page, "console-audit")
+
+    # The new split is on the benchmark's public page.
+    page.goto("/leaderboards/nlvr2")
+    expect(page.get_by_role("link", name="Test-P")).to_be_visible()
+    page.get_by_role("link", name="Test-P").click()
+    expect(page).to_have_url(re.compile(r"/leaderboards/nlvr2/test-p$"))
+
+
+def test_error_page_in_the_browser(page, sync_api):
+    response = page.goto("/no/such/page")
+    assert response.status == 404
+    sync_api.expect(page).to_have_title("Not found (404) · Holdout")
+    screenshot(page, "error-404")

@@ -1,0 +1,1 @@
+"""Security tests: leakage of hidden labels, access, CSRF, XSS, traversal, injection, headers, attacks."""

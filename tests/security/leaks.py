@@ -1,0 +1,47 @@
+"""Detectors for hidden-split leaks in a response body or a log line.
+
+- an identifier of a hidden split next to its gold label (`hfull-3-1-0,True`, `"hfull-3-1-0": true`,
+  `<td>hfull-3-1-0</td><td>True</td>`, `"identifier": "hfull-3-1-0", "label": "True"`);
+- a run of per-example booleans or 0/1 flags (a correctness vector, a prediction vector);
+- raw lines of a hidden gold file.
+"""
+from __future__ import annotations
+
+import re
+
+from tests.security.world import World
+
+# What may stand between an identifier and a label that belongs to it: quotes, punctuation, spaces, entities,
+# table or list markup, and the words `label` / `gold`; not other words ("...'; expected true or false").
+_BETWEEN = r"""(?:[\s"',:;=|\[\]{}()]|&#3[49];|&#x2[27];|&quot;|&apos;|</?[A-Za-z][^<>]{0,40}>|\blabel\b|\bgold\b){0,14}"""
+_LABEL = r"(true|false|yes|no|1|0)(?![\w.])"
+BOOLEAN_RUN = re.compile(r"(?:\b(?:true|false)\b[\s,;\"'\[\]]*){24,}", re.IGNORECASE)
+BIT_STRING = re.compile(r"(?<![0-9A-Za-z])[01]{32,}(?![0-9A-Za-z])")
+BIT_LIST = re.compile(r"(?:(?<![\d.])[01](?![\d.])[\s,;]+){32,}")
+TRUTH = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+class LeakDetector:
+    def __init__(self, world: World):
+        self.labels = {identifier: label for split in world.labels.values() for identifier, label in split.items()}
+        names = "|".join(re.escape(i) for i in sorted(self.labels, key=len, reverse=True))
+        self.pattern = re.compile(rf"(?<![\w-])({names})(?![\w-]){_BETWEEN}{_LABEL}", re.IGNORECASE)
+        self.gold_lines = [line for split in world.labels for line in world.gold[split].decode().splitlines()[:5]]
+
+    def leaks(self, text: str) -> list[str]:
+        """Every leak found in `text`, described (empty: none)."""
+        found = []
+        for match in self.pattern.finditer(text):
+            identifier, token = match.group(1), match.group(2).lower()
+            if TRUTH[token] == self.labels[identifier]:
+                found.append(f"{identifier} next to its gold label: {match.group(0)[:120]!r}")
+        for name, pattern in (("booleans", BOOLEAN_RUN), ("bit string", BIT_STRING), ("0/1 list", BIT_LIST)):
+            match = pattern.search(text)
+            if match:
+                found.append(f"a run of per-example {name}: {match.group(0)[:80]!r}")
+        found += [f"a gold file line: {line[:80]!r}" for line in self.gold_lines if line in text]
+        return found
+
+    def gold_bytes(self, text: str) -> list[str]:
+        """Only the raw gold-file check (applies to maintainers too: gold files are never served)."""
+        return [f"a gold file line: {line[:80]!r}" for line in self.gold_lines if line in text]

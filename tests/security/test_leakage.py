@@ -1,0 +1,209 @@
+"""No route, page, API answer, export, error message or log line carries a hidden split's gold labels or
+per-example correctness to anyone but a maintainer; gold files are private and never served.
+
+The crawler walks every GET route of the URL map (tests/security/crawler.py) as an anonymous visitor, a
+member of another team, the owner and a maintainer, on the world of tests/security/world.py.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import stat
+from pathlib import Path
+
+import pytest
+
+from app import create_app
+from app.config import from_environment
+from app.db import db
+from app.models import Split
+from tests.security import crawler
+from tests.security.leaks import LeakDetector
+from tests.security.world import HIDDEN, ROLES, build
+
+
+@pytest.fixture
+def world(app):
+    return build(app)
+
+
+def test_the_detector_finds_what_it_looks_for(world):
+    """The checks below can fail: each kind of leak, written as a page or a file would, is caught."""
+    detector = LeakDetector(world)
+    rows = world.rows("test-none")
+    identifier, label = rows[3]["identifier"], rows[3]["label"]
+    for leak in (f"{identifier},{label}", f'{{"{identifier}": {label.lower()}}}',
+                 f"<tr><td>{identifier}</td><td>{label}</td></tr>", f'"identifier": "{identifier}", "label": "{label}"',
+                 json.dumps([True, False] * 20), "0110" * 10, ", ".join("1" if i % 3 else "0" for i in range(40)),
+                 world.gold["test-full"].decode().splitlines()[0]):
+        assert detector.leaks(f"<p>before</p>{leak}<p>after</p>"), leak
+    # ...and an identifier beside something else is fine: the team's own (negated) line, or a message.
+    assert not detector.leaks(world.negated_line("test-none", 3))
+    assert not detector.leaks(f"line 6: invalid prediction 'maybe' for '{identifier}'; expected true or false")
+
+
+def test_no_response_outside_the_admins_carries_labels_or_per_example_results(app, world, caplog):
+    caplog.set_level(logging.DEBUG)
+    detector = LeakDetector(world)
+    urls = crawler.get_urls(app, world)
+    covered = {endpoint for endpoint, _ in urls}
+    get_rules = {rule.endpoint for rule in app.url_map.iter_rules() if "GET" in rule.methods}
+    assert covered == get_rules, f"no URL could be built for {sorted(get_rules - covered)}"
+
+    problems, statuses = [], {}
+    for role in ROLES:
+        for visit in crawler.crawl(app, world, role, urls):
+            statuses[(role, visit.url)] = visit.status
+            assert visit.status < 500, f"{role} GET {visit.url} answered {visit.status}"
+            found = detector.gold_bytes(visit.text) if role == "admin" else detector.leaks(visit.text)
+            problems += [f"{role} GET {visit.url}: {leak}" for leak in found]
+    for role, what, body in world.answers:
+        problems += [f"{role} {what}: {leak}" for leak in detector.leaks(body)]
+    for record in caplog.records:
+        line = record.getMessage() + (record.exc_text or "")
+        problems += [f"log {record.name}: {leak}" for leak in detector.leaks(line)]
+    assert not problems, "\n".join(problems[:40])
+
+    # The crawl saw the real pages, not only refusals: the owner's hidden submissions, the admin's console.
+    for split in HIDDEN:
+        for kind in ("published", "unpublished", "rejected"):
+            sid = world.submissions[f"owner:{split}:{kind}"]
+            assert statuses[("owner", f"/submissions/{sid}")] == 200
+            assert statuses[("owner", f"/api/v1/submissions/{sid}")] == 200
+            assert statuses[("other", f"/api/v1/submissions/{sid}")] == 404
+    assert statuses[("admin", "/console/")] == 200
+    assert statuses[("anonymous", "/leaderboards/nlvr2/test-full")] == 200
+
+
+def test_feedback_policies_hold_in_the_api_and_on_pages(app, world):
+    """What a team reads back of its hidden submissions: `full` every score to its count, `ladder` one
+    figure, `none` nothing; the same on the submission page."""
+    client = crawler.logged_in_client(app, "owner")
+    headers = world.headers("owner")
+    scores = {}
+    for split in HIDDEN:
+        sid = world.submissions[f"owner:{split}:unpublished"]
+        scores[split] = client.get(f"/api/v1/submissions/{sid}", headers=headers).json["scores"]
+    assert set(scores["test-full"]) >= {"all", "balanced", "unbalanced"}
+    for metrics in scores["test-full"].values():
+        for value in metrics.values():
+            assert value == round(value, 1)  # 160 examples: tenths identify every count (see ladder.py)
+    assert set(scores["test-ladder"]) == {"all"} and set(scores["test-ladder"]["all"]) == {"accuracy"}
+    assert scores["test-none"] is None
+
+    page = client.get(f"/submissions/{world.submissions['owner:test-ladder:unpublished']}").get_data(as_text=True)
+    assert "Accuracy" in page and "Consistency" not in page and "balanced" not in page
+    page = client.get(f"/submissions/{world.submissions['owner:test-none:unpublished']}").get_data(as_text=True)
+    assert "held until" in page and "Accuracy" not in page
+    listing = client.get("/api/v1/submissions", headers=headers).json["submissions"]
+    assert all("scores" not in item for item in listing)
+
+
+def test_hidden_scores_stay_off_public_boards_and_exports_until_revealed(app, world):
+    client = app.test_client()
+    for split in ("test-ladder", "test-none"):
+        board = client.get(f"/api/v1/leaderboards/nlvr2/{split}").json
+        assert board["entries"] == [] and board["scores_public"] is False
+        for fmt in ("csv", "json", "md", "tex"):
+            response = client.get(f"/leaderboards/nlvr2/{split}/export.{fmt}")
+            assert response.status_code in (200, 404, 409)
+            assert "owner model" not in response.get_data(as_text=True)
+
+
+def test_upload_errors_name_lines_and_identifiers_but_never_a_label(app, world):
+    detector = LeakDetector(world)
+    client = crawler.logged_in_client(app, "owner")
+    rows = world.rows("test-none")
+    lines = [world.negated_line("test-none", i) for i in range(len(rows))]
+    unknown = "hnone-9999-0-0"
+    faulty = lines[:3] + [lines[1], f"{unknown},false", f"{rows[4]['identifier']},perhaps", "a,b,c"]
+    api = client.post("/api/v1/submissions", headers=world.headers("owner"), content_type="multipart/form-data",
+                      data={"benchmark": "nlvr2", "split": "test-none", "model_name": "m",
+                            "file": (io.BytesIO(("\n".join(faulty) + "\n").encode()), "p.csv")})
+    assert api.status_code == 422
+    messages = " ".join(detail["message"] for detail in api.json["details"])
+    assert "line 4" in messages and rows[1]["identifier"] in messages  # the duplicate, by line and id
+    assert unknown in messages and "line 6" in messages and "perhaps" in messages
+    assert rows[10]["identifier"] in messages  # a missing identifier is named...
+    assert not detector.leaks(api.get_data(as_text=True))  # ...but no label is
+    page = client.get(f"/submissions/{world.submissions['owner:test-none:rejected']}").get_data(as_text=True)
+    assert "line 5" in page and not detector.leaks(page)
+
+
+def test_gold_files_are_private_and_never_served(app, world):
+    folder = Path(app.config["HIDDEN_LABELS_DIR"])
+    files = [path for path in folder.rglob("*") if path.is_file()]
+    assert len(files) == 1 + len(HIDDEN)
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    for path in [folder, *[p for p in folder.rglob("*") if p.is_dir()]]:
+        if path != folder:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+    with app.app_context():
+        relative = db.session.scalar(db.select(Split.gold_path).where(Split.slug == "test-none"))
+    detector = LeakDetector(world)
+    client = crawler.logged_in_client(app, "admin")
+    name = Path(relative).name
+    for path in (f"/static/{relative}", f"/static/{name}", f"/static/../hidden_labels/{relative}",
+                 f"/static/..%2Fhidden_labels%2F{relative.replace('/', '%2F')}", f"/hidden_labels/{relative}",
+                 f"/{relative}", f"/static/%2e%2e/%2e%2e/{relative}"):
+        response = client.get(path)
+        assert response.status_code in (400, 404), (path, response.status_code)
+        assert not detector.gold_bytes(response.get_data(as_text=True))
+
+
+def test_the_default_labels_folder_is_outside_every_served_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("HIDDEN_LABELS_DIR", raising=False)
+    labels = Path(from_environment(str(tmp_path))["HIDDEN_LABELS_DIR"]).resolve()
+    app = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": "sqlite://"})
+    for served in (app.static_folder, app.template_folder):
+        served = Path(served).resolve()
+        assert served not in labels.parents and labels != served and labels not in served.parents
+    # And git keeps the folder's contents (everything but its README and ignore file) out of the repository.
+    ignore = (Path(__file__).resolve().parents[2] / "hidden_labels" / ".gitignore").read_text().split()
+    assert "*" in ignore
+
+
+def test_logging_a_gold_set_shows_no_labels(app, world, caplog):
+    from app.services import catalog
+
+    with app.app_context():
+        gold = catalog.gold_for(catalog.get_split("nlvr2", "test-none"))
+    logging.getLogger("app").warning("gold: %r / %s", gold, gold)
+    text = caplog.text
+    assert "GoldSet(" in text and not LeakDetector(world).leaks(text)
+    assert "True" not in text and "False" not in text
+
+
+def test_a_500_answer_carries_no_traceback_or_exception_text(app, caplog):
+    """An unexpected error is logged for the maintainers; the answer is the plain error page or JSON."""
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    secret = "hnone-1-0-0,True"
+
+    def boom():
+        raise RuntimeError(f"exploded while reading {secret}")
+
+    app.add_url_rule("/boom-for-test", "boom_page", boom)
+    app.add_url_rule("/api/v1/boom-for-test", "boom_api", boom)
+    client = app.test_client()
+    for path in ("/boom-for-test", "/api/v1/boom-for-test"):
+        response = client.get(path)
+        assert response.status_code == 500
+        text = response.get_data(as_text=True)
+        assert "Traceback" not in text and "exploded" not in text and secret not in text
+    assert response.json["error"]
+    assert "exploded" in caplog.text
+
+
+def test_other_teams_and_anonymous_visitors_see_no_hidden_submission(app, world):
+    """The per-team pages and API answers of hidden-split submissions are the team's (and maintainers')."""
+    for role in ("anonymous", "other"):
+        client = crawler.logged_in_client(app, role)
+        for split in HIDDEN:
+            for kind in ("unpublished", "rejected"):
+                sid = world.submissions[f"owner:{split}:{kind}"]
+                page = client.get(f"/submissions/{sid}")
+                assert page.status_code in (302, 404), (role, split, kind, page.status_code)
+                api = client.get(f"/api/v1/submissions/{sid}", headers=world.headers(role))
+                assert api.status_code in (401, 404)

@@ -1,0 +1,175 @@
+"""Leaderboard exports: CSV (formula injection, quoting), LaTeX and Markdown escaping, the JSON shape, routes."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+import pytest
+
+from app import synthetic
+from app.services import catalog, exports, references, submissions, teams
+from app.services.leaderboards import Board, Column, Entry, ReferenceRow
+
+WHEN = datetime(2025, 3, 14, 9, 26, tzinfo=timezone.utc)
+COLUMNS = [Column("all", "accuracy", "Accuracy"), Column("all", "consistency", "Consistency"),
+           Column("balanced", "accuracy", "Balanced accuracy")]
+LATEX_SPECIALS = "a\\b{c}d$e&f#g^h_i%j~k"
+
+
+def _entry(rank: int, model: str, team: str | None, **kw) -> Entry:
+    return Entry(
+        rank=rank, submission_id=rank * 10, model_name=model, team=team, submitted_at=WHEN,
+        paper_url=kw.get("paper_url"), code_url=kw.get("code_url"), description="",
+        scores={"all": {"accuracy": 71.25, "consistency": 30.5}, "balanced": {"accuracy": 70.0}},
+        intervals={"all": {"accuracy": (70.0, 72.5), "consistency": (28.0, 33.0)}, "balanced": {"accuracy": (68.0, 72.0)}},
+    )
+
+
+def _board(*entries: Entry, refs: tuple[ReferenceRow, ...] = ()) -> Board:
+    benchmark = SimpleNamespace(slug="nlvr2", name="NLVR2")
+    split = SimpleNamespace(slug="test-u", name="Test-U")
+    return Board(benchmark, split, list(entries), True, COLUMNS, list(refs))
+
+
+# --- CSV -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1:A2)",
+                                  "\t=1+1", "\r=1"])
+def test_csv_defuses_formulas(text):
+    [row] = list(csv.reader(io.StringIO(exports.to_csv(_board(_entry(1, text, text))))))[1:]
+    assert row[1] == "'" + text and row[2] == "'" + text
+
+
+def test_csv_quotes_commas_quotes_and_newlines_and_keeps_numbers():
+    model = 'Big, "quoted"\nmodel'
+    text = exports.to_csv(_board(_entry(1, model, None, paper_url="https://example.org/a,b"),
+                                 refs=(ReferenceRow(1, "Human", None, WHEN, {"all": {"accuracy": 96.1}}),)))
+    header, entry, reference = list(csv.reader(io.StringIO(text)))
+    assert header[:7] == ["rank", "model", "team", "date", "all:accuracy", "all:accuracy ci_low",
+                          "all:accuracy ci_high"]
+    assert header[-3:] == ["paper_url", "code_url", "type"]
+    assert entry[:7] == ["1", model, "Anonymous", "2025-03-14", "71.25", "70.0", "72.5"]
+    assert entry[header.index("paper_url")] == "https://example.org/a,b" and entry[-1] == "entry"
+    assert reference[0] == "" and reference[1] == "Human" and reference[4] == "96.1" and reference[5] == ""
+    assert reference[-1] == "reference"
+    assert text.count("\r\n") == 3 and '"Big, ""quoted""\nmodel"' in text  # the cell's newline stays quoted
+
+
+def test_csv_cells_that_are_numbers_are_not_prefixed():
+    assert exports.csv_cell(-1.5) == -1.5 and exports.csv_cell("-1.5") == "'-1.5"
+
+
+# --- LaTeX -----------------------------------------------------------------------------------------------
+
+
+def test_latex_escapes_every_special_character():
+    assert exports.latex_escape(LATEX_SPECIALS) == (
+        r"a\textbackslash{}b\{c\}d\$e\&f\#g\textasciicircum{}h\_i\%j\textasciitilde{}k"
+    )
+    assert exports.latex_escape("two\nlines\r\nhere") == "two lines here"
+    assert exports.latex_escape("<|>") == r"\textless{}\textbar{}\textgreater{}"
+
+
+def test_latex_table_is_booktabs_with_escaped_team_strings():
+    board = _board(_entry(1, LATEX_SPECIALS, "Team_1 & 50%", paper_url="https://example.org/~x#y"),
+                   refs=(ReferenceRow(1, "Human {best}", None, WHEN, {"all": {"accuracy": 96.1}}),))
+    text = exports.to_latex(board)
+    assert "\\begin{tabular}{rlllrrrll}" in text and "\\toprule" in text and "\\bottomrule" in text
+    assert text.count("\\midrule") == 2  # header rule, then the reference rows apart
+    row = next(line for line in text.splitlines() if line.startswith("1 & "))
+    cells = row.removesuffix(" \\\\").split(" & ")
+    assert len(cells) == 4 + len(COLUMNS) + 2  # no stray & splits a cell
+    assert cells[1] == exports.latex_escape(LATEX_SPECIALS)
+    assert cells[2] == r"Team\_1 \& 50\%"
+    assert cells[4] == r"71.2 {\scriptsize [70.0, 72.5]}" or cells[4] == r"71.3 {\scriptsize [70.0, 72.5]}"
+    assert cells[-2] == r"https://example.org/\textasciitilde{}x\#y"
+    assert r"\textit{Human \{best\}}" in text
+    # No unescaped special character is left in any team-written cell.
+    for cell in (cells[1], cells[2], cells[-2]):
+        assert not re.search(r"(?<!\\)[&%$#_{}~^]", re.sub(r"\\[a-z]+\{\}|\\[{}$&#_%]", "", cell)), cell
+    assert "Q$\\to$A" in exports.to_latex(Board(SimpleNamespace(slug="vcr", name="VCR"),
+                                                SimpleNamespace(slug="val", name="Val"), [], True,
+                                                [Column("all", "q_a", "Q→A")]))
+
+
+# --- Markdown --------------------------------------------------------------------------------------------
+
+
+def test_markdown_escapes_pipes_and_backslashes():
+    board = _board(_entry(1, "a|b\\c", "x | y\nz", paper_url="https://example.org/a|b"))
+    text = exports.to_markdown(board)
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| Rank"))
+    row = next(line for line in lines if line.startswith("| 1 |"))
+    # Split on pipes not preceded by a backslash: the row has as many cells as the header.
+    split = lambda line: re.split(r"(?<!\\)\|", line.strip().strip("|"))  # noqa: E731
+    assert len(split(row)) == len(split(header)) == 4 + len(COLUMNS) + 2
+    assert "a\\|b\\\\c" in row and "x \\| y z" in row
+    assert "[paper](<https://example.org/a%7Cb>)" in row
+    assert "71.2 [70.0, 72.5]" in row or "71.3 [70.0, 72.5]" in row
+    assert exports.markdown_escape("*bold* _it_ [l](u) <b>") == "\\*bold\\* \\_it\\_ \\[l\\](u) \\<b\\>"
+
+
+# --- JSON ------------------------------------------------------------------------------------------------
+
+
+def test_json_shape():
+    body = json.loads(exports.to_json(_board(_entry(1, "M", None, code_url="https://example.org/c"), _entry(2, "N", "Lab"),
+                                             refs=(ReferenceRow(1, "Human", "https://example.org/h", WHEN,
+                                                                {"all": {"accuracy": 96.1}}),))))
+    assert body["benchmark"] == "nlvr2" and body["split"] == "test-u" and body["scores_public"] is True
+    assert [c["label"] for c in body["columns"]] == ["Accuracy", "Consistency", "Balanced accuracy"]
+    first, second = body["entries"]
+    assert first["rank"] == 1 and first["team"] == "Anonymous" and first["anonymous"] is True
+    assert second["team"] == "Lab" and second["anonymous"] is False
+    assert first["scores"]["all"]["accuracy"] == {"value": 71.25, "ci_low": 70.0, "ci_high": 72.5}
+    assert first["code_url"] == "https://example.org/c" and first["paper_url"] is None
+    assert datetime.fromisoformat(first["date"]) == WHEN
+    assert body["references"] == [{"name": "Human", "source_url": "https://example.org/h", "date": WHEN.isoformat(),
+                                   "scores": {"all": {"accuracy": {"value": 96.1}}}}]
+
+
+# --- the routes ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def published(app):
+    with app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+        gold = synthetic.nlvr2_gold(200, seed=2)
+        split = catalog.add_split("nlvr2", "dev", gold, name="Dev")
+        team = teams.create_team("=cmd|' /C calc'!A0")
+        submissions.store_scored(split, team, synthetic.predictions("nlvr2", gold, 0.8), model_name="@evil, \"m\"",
+                                 description="d", publish=True)
+        references.add_reference("nlvr2", "dev", "Human", '{"all": {"accuracy": 96.1}}')
+
+
+@pytest.mark.parametrize("fmt, content_type", [
+    ("csv", "text/csv"), ("json", "application/json"), ("md", "text/markdown"), ("tex", "application/x-tex"),
+])
+def test_export_routes(client, published, fmt, content_type):
+    response = client.get(f"/leaderboards/nlvr2/dev/export.{fmt}")
+    assert response.status_code == 200
+    assert response.content_type.startswith(content_type)
+    assert response.headers["Content-Disposition"] == f'attachment; filename="nlvr2-dev.{fmt}"'
+    body = response.get_data(as_text=True)
+    assert "Human" in body
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO(body)))
+        assert rows[1][:3] == ["1", "'@evil, \"m\"", "'=cmd|' /C calc'!A0"]
+
+
+def test_export_of_an_unknown_format_or_split_is_404(client, published):
+    assert client.get("/leaderboards/nlvr2/dev/export.xlsx").status_code == 404
+    assert client.get("/leaderboards/nlvr2/nope/export.csv").status_code == 404
+
+
+def test_export_page_links(client, published):
+    page = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
+    for fmt, label in (("csv", "CSV"), ("json", "JSON"), ("md", "Markdown"), ("tex", "LaTeX")):
+        assert f'<a href="/leaderboards/nlvr2/dev/export.{fmt}">{label}</a>' in page

@@ -1,0 +1,113 @@
+"""Serving in production: engine options, gunicorn.conf.py, and startup refusing an outdated schema."""
+from __future__ import annotations
+
+import os
+import runpy
+import subprocess
+import sys
+
+import pytest
+from flask_migrate import upgrade
+
+from app import create_app
+from app.config import engine_options
+from app.db import db
+from app.schema import SchemaOutOfDate, head_revision, require_current
+from tests.conftest import make_config
+from tests.load.servers import REPO, Deployment, Gunicorn
+
+
+def test_postgres_connections_are_pinged_and_time_out(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://holdout@127.0.0.1:5432/holdout")
+    options = create_app({"TESTING": True}).config["SQLALCHEMY_ENGINE_OPTIONS"]
+    assert options["pool_pre_ping"] is True and options["connect_args"]["connect_timeout"] > 0
+    assert engine_options("sqlite:///x.sqlite3") == {}
+
+
+def test_gunicorn_conf_defaults(monkeypatch):
+    monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
+    settings = runpy.run_path(str(REPO / "gunicorn.conf.py"))
+    cores = len(os.sched_getaffinity(0))
+    assert settings["workers"] == min(2 * cores + 1, 12)
+    assert settings["preload_app"] is False and settings["accesslog"] == "-"
+    assert settings["timeout"] > 0 and 0 < settings["graceful_timeout"] <= settings["timeout"]
+    if os.path.isdir("/dev/shm"):
+        assert settings["worker_tmp_dir"] == "/dev/shm"
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    assert runpy.run_path(str(REPO / "gunicorn.conf.py"))["workers"] == 3
+
+
+@pytest.fixture
+def unmigrated(database_backend, tmp_path):
+    url = database_backend.new_database(tmp_path, name="startup")
+    app = create_app(make_config(tmp_path, url))
+    yield app, url
+    with app.app_context():
+        db.engine.dispose()
+    database_backend.drop(url)
+
+
+def test_schema_check_names_the_command_to_run(unmigrated):
+    app, _ = unmigrated
+    with pytest.raises(SchemaOutOfDate, match=r"empty .*run `flask --app wsgi db upgrade`"):
+        require_current(app)
+    with app.app_context():
+        upgrade(revision="0002")
+    with pytest.raises(SchemaOutOfDate, match=rf"at revision 0002 but this code needs revision {head_revision()}"):
+        require_current(app)
+    with app.app_context():
+        upgrade()
+    require_current(app)
+
+
+@pytest.mark.slow
+def test_gunicorn_refuses_an_outdated_schema_and_flask_db_upgrade_still_runs(unmigrated, tmp_path):
+    app, url = unmigrated
+    with app.app_context():
+        upgrade(revision="0002")
+        db.engine.dispose()
+    env = Deployment(url, tmp_path).env
+
+    server = Gunicorn(env, tmp_path / "refused.log", workers=2)
+    try:
+        assert server.process.wait(timeout=60) == 4  # the master stops: no endless worker restarts
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert "refusing to serve" in log and "run `flask --app wsgi db upgrade`" in log
+
+    def flask(*args):
+        return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", *args], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    # The command line is never refused: it is how the schema is brought up to date.
+    assert flask("benchmarks", "list").returncode == 0
+    migrated = flask("db", "upgrade")
+    assert migrated.returncode == 0, migrated.stderr
+    server = Gunicorn(env, tmp_path / "served.log", workers=1)
+    try:
+        server.wait_until_up()
+    finally:
+        server.stop()
+
+
+def test_trusted_proxy_headers(tmp_path):
+    """Behind nginx (TRUSTED_PROXIES=1) the client's address comes from X-Forwarded-For, not the proxy."""
+    seen = {}
+
+    def build(proxies: int):
+        app = create_app(make_config(tmp_path, tmp_path / "proxy.sqlite3") | {"TRUSTED_PROXIES": proxies})
+
+        @app.get("/_test/remote")
+        def remote():
+            from flask import request
+
+            seen[proxies] = (request.remote_addr, request.scheme)
+            return ""
+
+        return app
+
+    for proxies in (0, 1):
+        build(proxies).test_client().get("/_test/remote", environ_base={"REMOTE_ADDR": "10.0.0.2"},
+                                         headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"})
+    assert seen == {0: ("10.0.0.2", "http"), 1: ("203.0.113.9", "https")}

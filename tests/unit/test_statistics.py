@@ -1,0 +1,212 @@
+"""Leaderboard statistics: cluster-bootstrap intervals, exact McNemar, Holm, rank tiers (worked out here)."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from app import synthetic
+from app.evaluation import get_task, statistics
+
+NLVR2 = get_task("nlvr2")
+VCR = get_task("vcr")
+
+
+@pytest.fixture(scope="module")
+def nlvr2():
+    """A synthetic NLVR2 split (4,000 examples, ~1,000 sentences) and its bias subsets."""
+    gold = NLVR2.read_gold(synthetic.nlvr2_gold(4000, split="test", seed=11))
+    return gold, NLVR2.derive_subsets(gold)
+
+
+def _predictions(gold, accuracy: float, seed: int, correlation: float) -> np.ndarray:
+    """Predictions whose errors cluster by sentence: with probability `correlation` a whole sentence
+    shares one draw, which is what makes the example-level standard error too small."""
+    rng = np.random.default_rng(seed)
+    shared = rng.random(int(gold.groups.max()) + 1)[gold.groups]
+    draw = np.where(rng.random(gold.n) < correlation, shared, rng.random(gold.n))
+    return np.where(draw < accuracy, gold.labels, ~gold.labels)
+
+
+def _clustered_se(correct: np.ndarray, groups: np.ndarray) -> float:
+    """Cluster-robust standard error of a ratio mean, in percentage points:
+    var = G/(G-1) * sum_g (y_g - r m_g)^2 / (sum_g m_g)^2 with y_g correct and m_g examples of group g."""
+    _, codes = np.unique(groups, return_inverse=True)
+    y = np.bincount(codes, weights=correct.astype(float))
+    m = np.bincount(codes).astype(float)
+    r = y.sum() / m.sum()
+    g = y.size
+    return 100 * math.sqrt(g / (g - 1) * ((y - r * m) ** 2).sum() / m.sum() ** 2)
+
+
+def _width(interval: statistics.Interval, i: int = 0) -> float:
+    return float(interval.high[i] - interval.low[i])
+
+
+def test_accuracy_interval_matches_the_clustered_standard_error(nlvr2):
+    gold, _ = nlvr2
+    predictions = _predictions(gold, 0.7, seed=1, correlation=0.7)
+    correct = predictions == gold.labels
+    table = statistics.intervals(NLVR2, gold, predictions[None], {"all": (None, ("accuracy",))})
+    clustered = _clustered_se(correct, gold.groups)
+    naive = 100 * math.sqrt(correct.mean() * (1 - correct.mean()) / gold.n)
+    # The data must tell the two apart, or the test could not catch an example-level bootstrap.
+    assert clustered / naive > 1.3
+    width = _width(table[("all", "accuracy")])
+    assert width == pytest.approx(2 * 1.96 * clustered, rel=0.2)
+    assert abs(width / (2 * 1.96 * naive) - 1) > 0.2
+    interval = table[("all", "accuracy")]
+    assert interval.low[0] < interval.values[0] < interval.high[0]
+    assert interval.values[0] == pytest.approx(100 * correct.mean())
+
+
+def test_consistency_and_bias_subset_intervals_match_their_clustered_errors(nlvr2):
+    gold, subsets = nlvr2
+    predictions = _predictions(gold, 0.75, seed=2, correlation=0.5)
+    correct = predictions == gold.labels
+    wanted = {"all": (None, ("consistency",)), **{name: (idx, ("accuracy",)) for name, idx in subsets.items()}}
+    table = statistics.intervals(NLVR2, gold, predictions[None], wanted)
+    # Consistency: one Bernoulli per sentence.
+    _, codes = np.unique(gold.groups, return_inverse=True)
+    consistent = np.bincount(codes, weights=~correct) == 0
+    se = _clustered_se(consistent, np.arange(consistent.size))
+    assert _width(table[("all", "consistency")]) == pytest.approx(2 * 1.96 * se, rel=0.2)
+    assert table[("all", "consistency")].values[0] == pytest.approx(100 * consistent.mean())
+    for name, idx in subsets.items():
+        se = _clustered_se(correct[idx], gold.groups[idx])
+        assert _width(table[(name, "accuracy")]) == pytest.approx(2 * 1.96 * se, rel=0.2), name
+        assert table[(name, "accuracy")].values[0] == pytest.approx(100 * correct[idx].mean())
+
+
+def test_vcr_resamples_questions():
+    gold = VCR.read_gold(synthetic.vcr_gold(3000, seed=4))
+    rng = np.random.default_rng(5)
+    predictions = np.stack([gold.labels[:, 0], *gold.labels[:, [1]].T.repeat(4, axis=0)], axis=1).astype(np.int8)
+    wrong = rng.random(gold.n) < 0.4
+    predictions[wrong, 0] = (predictions[wrong, 0] + 1) % 4
+    table = statistics.intervals(VCR, gold, predictions[None], {"all": (None, VCR.metrics)})
+    q_ar = table[("all", "q_ar")]
+    p = q_ar.values[0] / 100
+    assert q_ar.values[0] == pytest.approx(100 * (1 - wrong.mean()))
+    assert _width(q_ar) == pytest.approx(2 * 1.96 * 100 * math.sqrt(p * (1 - p) / gold.n), rel=0.2)
+    assert _width(table[("all", "qa_r")]) == 0  # every rationale right: no uncertainty to show
+
+
+def test_a_table_is_one_pass_and_each_entry_gets_its_own_interval_back(nlvr2):
+    """Resamples are shared: an entry's interval is the same alone or among others, and fixed by the seed."""
+    gold, subsets = nlvr2
+    stacked = np.stack([_predictions(gold, a, seed=s, correlation=0.3) for s, a in enumerate((0.6, 0.8, 0.9))])
+    wanted = {"all": (None, NLVR2.metrics), "balanced": (subsets["balanced"], ("accuracy",))}
+    together = statistics.intervals(NLVR2, gold, stacked, wanted)
+    for i in range(3):
+        alone = statistics.intervals(NLVR2, gold, stacked[i : i + 1], wanted)
+        for key in together:
+            assert alone[key].low[0] == pytest.approx(together[key].low[i])
+            assert alone[key].high[0] == pytest.approx(together[key].high[i])
+    again = statistics.intervals(NLVR2, gold, stacked, wanted)
+    np.testing.assert_array_equal(again[("all", "accuracy")].low, together[("all", "accuracy")].low)
+    other_seed = statistics.intervals(NLVR2, gold, stacked, wanted, seed=1)
+    assert not np.array_equal(other_seed[("all", "accuracy")].low, together[("all", "accuracy")].low)
+
+
+def test_resample_weights_draw_every_group_count_times():
+    blocks = list(statistics.resample_blocks(50, resamples=450, seed=3))
+    weights = np.concatenate(blocks)
+    assert weights.shape == (450, 50)
+    assert (weights.sum(axis=1) == 50).all()  # a resample has as many groups as the split
+    assert weights.mean() == pytest.approx(1.0)
+
+
+# --- McNemar, Holm, tiers --------------------------------------------------------------------------------
+
+
+def _exact_p(b: int, c: int) -> float:
+    n = b + c
+    tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
+    return float(min(Fraction(1), 2 * tail))
+
+
+def test_mcnemar_exact_by_hand():
+    # b = 2, c = 8: P(X <= 2 | n = 10) = (1 + 10 + 45) / 1024, two-sided doubles it.
+    assert statistics.mcnemar_exact([2], [8])[0] == pytest.approx(112 / 1024)
+    assert statistics.mcnemar_exact([8], [2])[0] == pytest.approx(112 / 1024)
+    assert statistics.mcnemar_exact([0], [0])[0] == 1.0  # no discordant pairs
+    assert statistics.mcnemar_exact([5], [5])[0] == 1.0
+    assert statistics.mcnemar_exact([0], [6])[0] == pytest.approx(2 / 64)
+
+
+@pytest.mark.parametrize("b, c", [(30, 20), (3000, 3200), (120, 40), (0, 3)])
+def test_mcnemar_matches_exact_fractions_for_large_counts(b, c):
+    assert statistics.mcnemar_exact([b], [c])[0] == pytest.approx(_exact_p(b, c), rel=1e-9, abs=1e-300)
+
+
+def test_holm_by_hand():
+    # Sorted: 0.005 x 4 = 0.02; 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04 -> max(0.06, 0.04) = 0.06.
+    adjusted = statistics.holm([0.01, 0.04, 0.03, 0.005])
+    np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06, 0.02])
+    np.testing.assert_allclose(statistics.holm([0.5, 0.9]), [1.0, 1.0])
+    assert statistics.holm([]).size == 0
+
+
+def _flip(correct: np.ndarray, right_to_wrong: int, wrong_to_right: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = correct.copy()
+    out[rng.choice(np.flatnonzero(correct), right_to_wrong, replace=False)] = False
+    out[rng.choice(np.flatnonzero(~correct), wrong_to_right, replace=False)] = True
+    return out
+
+
+def test_a_few_dozen_differences_both_ways_share_a_rank():
+    rng = np.random.default_rng(7)
+    a = rng.random(7000) < 0.75
+    b = _flip(a, right_to_wrong=30, wrong_to_right=20)
+    result = statistics.tiers(np.stack([a, b]))
+    assert result.ranks == [1, 1]
+    assert result.p_values[0] == pytest.approx(_exact_p(30, 20))  # about 0.2
+
+
+def test_five_points_apart_do_not_share_a_rank():
+    rng = np.random.default_rng(8)
+    a = rng.random(7000) < 0.75
+    b = _flip(a, right_to_wrong=380, wrong_to_right=30)  # 350 of 7,000 = 5 points
+    assert statistics.tiers(np.stack([a, b])).ranks == [1, 2]
+
+
+def test_identical_scores_share_a_rank_even_with_different_predictions():
+    rng = np.random.default_rng(9)
+    a = rng.random(1000) < 0.6
+    b = _flip(a, right_to_wrong=100, wrong_to_right=100)
+    result = statistics.tiers(np.stack([a, b, b]))
+    assert result.ranks == [1, 1, 1]
+    np.testing.assert_allclose(result.p_values, [1.0, 1.0])
+
+
+def test_holm_decides_along_the_table():
+    """A raw p of about 0.03 is significant alone but not after Holm over two comparisons; with a
+    clearly significant first gap the ranks are 1, 2, 2 (competition numbering after a shared rank)."""
+    assert 0.025 < _exact_p(20, 8) < 0.05
+    rng = np.random.default_rng(10)
+    top = rng.random(2000) < 0.7
+    second = _flip(top, right_to_wrong=20, wrong_to_right=8, seed=1)
+    third = _flip(second, right_to_wrong=1, wrong_to_right=0, seed=2)
+    assert statistics.tiers(np.stack([top, second])).ranks == [1, 2]  # alone: 0.036 < 0.05
+    assert statistics.tiers(np.stack([top, second, third])).ranks == [1, 1, 1]  # Holm: 2 x 0.036 > 0.05
+    far = _flip(top, right_to_wrong=300, wrong_to_right=0, seed=3)
+    close = _flip(far, right_to_wrong=2, wrong_to_right=1, seed=4)
+    tiers = statistics.tiers(np.stack([top, far, close]))
+    assert tiers.ranks == [1, 2, 2]
+    assert tiers.adjusted[0] < 0.05 <= tiers.adjusted[1]
+
+
+def test_primary_correctness_counts_each_image_of_nlvr_images():
+    task = get_task("nlvr-images")
+    gold = task.read_gold(synthetic.nlvr_gold(40, seed=1))
+    predictions = np.repeat(gold.labels[:, None], 6, axis=1)
+    predictions[0, 3] = ~predictions[0, 3]
+    correct = statistics.primary_correctness(task, gold, predictions[None])
+    assert correct.shape == (1, gold.n * 6) and correct.sum() == gold.n * 6 - 1
+    table = statistics.intervals(task, gold, predictions[None], {"all": (None, task.metrics)})
+    assert table[("all", "accuracy")].values[0] == pytest.approx(100 * (1 - 1 / (gold.n * 6)))
+    assert table[("all", "consistency")].values[0] == pytest.approx(100 * (1 - 1 / gold.n_groups))
