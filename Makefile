@@ -1,4 +1,5 @@
-# Holdout: `make run` serves the demo on 127.0.0.1:8000; `make test` runs the whole suite.
+# Holdout: `make run` serves the demo on 127.0.0.1:8000; `make test` runs the whole suite (on SQLite, and
+# again on a throwaway PostgreSQL cluster with TEST_POSTGRES=1 or when CI is set).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin

@@ -11,6 +11,7 @@ from flask_wtf.csrf import CSRFProtect
 
 from app.db import db
 from app.models import ApiToken, User
+from app.services.errors import InvalidInput, NotFound
 
 login_manager = LoginManager()
 login_manager.login_view = "auth.login"
@@ -75,7 +76,45 @@ def _security_headers(response):
     return response
 
 
+def _json_texts(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _json_texts(key)
+            yield from _json_texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_texts(item)
+
+
+def _check_text_input():
+    """Refuse input no field accepts, before CSRF or any query reads it.
+
+    A NUL byte: no text needs one, and PostgreSQL text refuses it (a 500 where a 4xx belongs). An address
+    with one is a 404; one in the query string, a form or a JSON body is a 422 naming the field. A form part
+    without a name (its key is None, which Flask-WTF's CSRF check cannot handle) is a 422 too. Every form the
+    CSRF check will read is read here first; multipart bodies of the API (exempt from CSRF) are left to the
+    API, so an unauthenticated upload is never parsed before its token is checked.
+    """
+    if "\x00" in request.path:
+        raise NotFound("there is nothing at an address with a NUL byte")
+    fields = [(f"query parameter {name!r}", v) for name, values in request.args.lists() for v in [name, *values]]
+    reads_form = request.method in ("POST", "PUT", "PATCH", "DELETE") and not request.path.startswith("/api/")
+    if reads_form or "form" in request.__dict__ or request.mimetype == "application/x-www-form-urlencoded":
+        for name, values in request.form.lists():
+            if name is None:
+                raise InvalidInput("a part of the form has no name")
+            fields += [(f"form field {name!r}", v) for v in [name, *values]]
+    if request.is_json:
+        fields += [("the JSON body", v) for v in _json_texts(request.get_json(silent=True))]
+    for where, value in fields:
+        if "\x00" in value:
+            raise InvalidInput(f"{where[:80]} contains a NUL byte, which no field accepts")
+
+
 def init_app(app: Flask) -> None:
+    app.before_request(_check_text_input)  # first: the CSRF check reads the form it vets
     login_manager.init_app(app)
     csrf.init_app(app)
     app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")

@@ -3,12 +3,13 @@
 Run from the repository root: `.venv/bin/python benchmarks/leaderboard.py`. Prints a table.
 
 1. Cold computation of a board's statistics on synthetic NLVR2 Test-U-size predictions (6,970 examples,
-   1,996 sentence groups, packed as stored): decode, scores and 95% cluster-bootstrap intervals of every
+   1,743 sentence groups, packed as stored): decode, scores and 95% cluster-bootstrap intervals of every
    column (1,000 shared resamples), ranking and significance tiers (exact McNemar + Holm). Also the whole
    service step on a database (read the rows, compute, store the compressed payload).
 2. A gunicorn server (2 workers, a free loopback port) on a temporary SQLite database prepared with the
    migrations and 1,000 published entries (bulk insert): requests per second to the leaderboard page once
-   its cache is warm, next to /healthz on the same server; a fixed count of requests from a thread pool.
+   its cache is warm, next to /healthz on the same server; a fixed count of requests from a thread pool,
+   each sending `Accept-Encoding: gzip` as browsers do.
 Targets (issue 4): under 2 s for 1,000 entries cold; the page at no less than half the /healthz rate.
 """
 from __future__ import annotations
@@ -64,12 +65,17 @@ def time_statistics(counts: list[int]) -> list[tuple[str, float, float]]:
     task = get_task("nlvr2")
     gold = task.read_gold(synthetic.nlvr2_gold(N_EXAMPLES, split="test2", seed=3))
     subsets = task.derive_subsets(gold)
+    # Two entries first: numpy's and BLAS's one-time set-up is not part of computing a board.
+    board_statistics(task, gold, subsets, synthetic_blobs(task, gold, 2))
     rows = []
     for count in counts:
         blobs = synthetic_blobs(task, gold, count)
-        start = time.perf_counter()
-        board_statistics(task, gold, subsets, blobs)
-        rows.append((f"intervals + tiers, {count:,} entries (cold)", time.perf_counter() - start, 2.0))
+        times = []
+        for _ in range(3):  # nothing is cached between runs: each is cold; the median of three is shown
+            start = time.perf_counter()
+            board_statistics(task, gold, subsets, blobs)
+            times.append(time.perf_counter() - start)
+        rows.append((f"intervals + tiers, {count:,} entries (cold, median of 3)", sorted(times)[1], 2.0))
     return rows
 
 
@@ -119,7 +125,9 @@ def prepare_database(folder: Path, count: int) -> dict[str, str]:
         db.session.execute(insert(Submission), rows)
         db.session.execute(insert(Score), [
             {"submission_id": i + 1, "subset": subset, "metric": metric, "value": value}
-            for i, result in enumerate(scores) for subset, metrics in result.items() for metric, value in metrics.items()
+            for i, result in enumerate(scores)
+            for subset, metrics in result.items()
+            for metric, value in metrics.items()
         ])
         split.board_version += 1
         db.session.commit()
@@ -141,6 +149,10 @@ def time_service(env: dict[str, str]) -> tuple[str, float, float]:
         start = time.perf_counter()
         count = len(leaderboards.snapshot(split).entries)
         elapsed = time.perf_counter() - start
+        # A change again, so that the server's first page view below computes the board itself.
+        split = catalog.get_split("nlvr2", "test-u")
+        split.board_version += 1
+        db.session.commit()
         db.engine.dispose()
     return f"first view after a change: read {count:,} entries, compute, store", elapsed, 2.0
 
@@ -155,7 +167,9 @@ def free_port() -> int:
 
 
 def fetch(url: str) -> int:
-    with urllib.request.urlopen(url, timeout=30) as response:
+    # As a browser asks; the body is read, not unzipped (the client's work is not the server's).
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as response:
         response.read()
         return response.status
 
@@ -171,11 +185,14 @@ def rate(url: str, requests: int, concurrency: int) -> float:
     return requests / elapsed
 
 
-def serve_and_measure(env: dict[str, str], requests: int, concurrency: int) -> list[tuple[str, float]]:
+def serve_and_measure(env: dict[str, str], requests: int, concurrency: int,
+                      rounds: int) -> list[tuple[str, float]]:
     port = free_port()
     gunicorn = Path(sys.executable).with_name("gunicorn")
     process = subprocess.Popen(
-        [str(gunicorn), "--bind", f"127.0.0.1:{port}", "--workers", "2", "wsgi:app"],
+        # The project's gunicorn.conf.py, but no worker recycling (max_requests) in the middle of a measurement.
+        [str(gunicorn), "-c", str(ROOT / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}", "--workers", "2",
+         "--max-requests", "0", "wsgi:app"],
         cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
@@ -193,9 +210,12 @@ def serve_and_measure(env: dict[str, str], requests: int, concurrency: int) -> l
         fetch(page)  # warm-up: the first reader computes and stores the board
         first = time.perf_counter() - start
         rate(page, 20, 2)  # ... and both workers load it into memory
-        health = rate(base + "/healthz", requests, concurrency)
-        board = rate(page, requests, concurrency)
-        return [("first page view (computes the board)", first), ("/healthz", health),
+        # Alternating rounds, best of each: other load on the machine only ever slows a round down.
+        health = board = 0.0
+        for _ in range(rounds):
+            health = max(health, rate(base + "/healthz", requests, concurrency))
+            board = max(board, rate(page, requests, concurrency))
+        return [("first page view after a change (reads gold, computes, stores)", first), ("/healthz", health),
                 ("/leaderboards/nlvr2/test-u (1,000 entries, page 1 of 10)", board)]
     finally:
         process.terminate()
@@ -207,6 +227,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1000, help="published entries on the served board")
     parser.add_argument("--requests", type=int, default=2000, help="requests per rate measurement")
     parser.add_argument("--concurrency", type=int, default=8, help="concurrent client threads")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each; the best is shown")
     args = parser.parse_args()
 
     print(f"{'case':<66} {'time':>9} {'target':>8}  ok")
@@ -219,10 +240,11 @@ def main() -> None:
         name, seconds, target = time_service(env)
         print(f"{name:<66} {seconds:>8.2f}s {target:>7.0f}s  {'yes' if seconds < target else 'NO'}")
         print()
-        print(f"gunicorn, 2 workers, {args.requests:,} requests per row from {args.concurrency} threads, after warm-up")
+        print(f"gunicorn, 2 workers; {args.requests:,} requests from {args.concurrency} threads a round, "
+              f"best of {args.rounds} alternating rounds, after warm-up")
         print(f"{'endpoint':<66} {'req/s':>9} {'target':>8}  ok")
         print("-" * 92)
-        results = serve_and_measure(env, args.requests, args.concurrency)
+        results = serve_and_measure(env, args.requests, args.concurrency, args.rounds)
         (first_name, first), (health_name, health), (page_name, page) = results
         print(f"{first_name:<66} {first:>8.2f}s {'':>8}")
         print(f"{health_name:<66} {health:>9.0f} {'':>8}")

@@ -27,6 +27,9 @@ def list_benchmarks() -> list[Benchmark]:
 
 
 def get_benchmark(slug: str) -> Benchmark:
+    # No row has a slug outside the pattern; not asking spares PostgreSQL text it refuses (NUL bytes).
+    if not isinstance(slug, str) or not SLUG.match(slug):
+        raise NotFound(f"unknown benchmark {str(slug)[:80]!r}")
     benchmark = db.session.scalar(select(Benchmark).where(Benchmark.slug == slug))
     if benchmark is None:
         raise NotFound(f"unknown benchmark {slug!r}")
@@ -35,6 +38,8 @@ def get_benchmark(slug: str) -> Benchmark:
 
 def get_split(benchmark_slug: str, split_slug: str) -> Split:
     benchmark = get_benchmark(benchmark_slug)
+    if not isinstance(split_slug, str) or not SLUG.match(split_slug):
+        raise NotFound(f"unknown split {str(split_slug)[:80]!r} of benchmark {benchmark_slug!r}")
     split = db.session.scalar(
         select(Split).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug)
     )

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 from flask import current_app
 from sqlalchemy import select
-from sqlalchemy.orm import aliased
 
 from app.db import db
 from app.evaluation import GoldSet, TaskType, get_task
@@ -34,6 +34,7 @@ DEFAULT_PROBE_DISTANCE = 0.01
 # Earlier submissions compared per block: bounds memory (512 VCR-size submissions are ~65 MB of int8).
 PROBE_BLOCK = 512
 FLAGS_SHOWN = 500
+MAX_ID = 2**31 - 1
 
 
 # --- release -------------------------------------------------------------------------------------------
@@ -160,7 +161,8 @@ def flag_probes(submission: Submission, task: TaskType, gold: GoldSet, predictio
     return flag
 
 
-def after_scoring(submission: Submission, split: Split, inputs, predictions: np.ndarray, scores: Scores) -> Scores | None:
+def after_scoring(submission: Submission, split: Split, inputs, predictions: np.ndarray,
+                  scores: Scores) -> Scores | None:
     """The integrity steps for a new scored submission (flushed) inside the caller's write transaction:
     flag probing on a hidden split and return what the feedback policy releases now."""
     task, gold, subsets = inputs
@@ -217,9 +219,10 @@ def _team_filter(ref: str | None) -> Team | None:
     ref = (ref or "").strip()
     if not ref:
         return None
-    if not ref.isdigit() or len(ref) > 18:
+    if not re.fullmatch(r"[0-9]{1,18}", ref):
         raise InvalidInput(f"team must be a team id, got {ref[:80]!r}")
-    team = db.session.get(Team, int(ref))
+    # Ids are 32-bit on PostgreSQL: a larger number is no team (and must not reach the database).
+    team = db.session.get(Team, int(ref)) if int(ref) <= MAX_ID else None
     if team is None:
         raise NotFound(f"no team {ref}")
     return team
@@ -250,9 +253,8 @@ def list_flags(split_ref: str | None = None, team_ref: str | None = None, limit:
             query.order_by(ProbeFlag.created_at.desc(), ProbeFlag.id.desc()).limit(limit)
         )
     ]
-    flagged_team = aliased(Team)
     teams = list(db.session.scalars(
-        select(flagged_team).where(flagged_team.id.in_(select(ProbeFlag.team_id))).order_by(flagged_team.name)
+        select(Team).where(Team.id.in_(select(ProbeFlag.team_id))).order_by(Team.name)
     ))
     splits = list(db.session.scalars(
         select(Split).join(Benchmark, Split.benchmark_id == Benchmark.id).where(Split.hidden.is_(True))

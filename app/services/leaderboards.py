@@ -5,7 +5,8 @@ vectorised pass over the split's stored predictions (app.evaluation.statistics) 
 what the board shows: publishing, hiding, a new subset, a reference row, a policy change all bump
 Split.board_version. The first reader after a bump computes the snapshot and stores it, compressed, in
 LeaderboardCache in a short transaction of its own; every later request of any worker reads it from
-there, and each process keeps the decoded snapshot in memory, so a page view is two small queries.
+there, and each process keeps the decoded snapshot (and the rendered page) in memory, so a page view is
+one small query.
 """
 from __future__ import annotations
 
@@ -21,9 +22,8 @@ from urllib.parse import urlencode
 
 import numpy as np
 from markupsafe import Markup
-from sqlalchemy import exists, insert, select, update
+from sqlalchemy import bindparam, exists, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import joinedload
 
 from app.db import db, write_transaction
 from app.evaluation import get_task, statistics
@@ -35,7 +35,9 @@ log = logging.getLogger(__name__)
 
 PER_PAGE = 100
 PAYLOAD_FORMAT = 1  # bump when the stored payload's shape changes: older rows are then recomputed
-METRIC_LABELS = {"accuracy": "Accuracy", "consistency": "Consistency", "q_a": "Q→A", "qa_r": "QA→R", "q_ar": "Q→AR"}
+METRIC_LABELS = {
+    "accuracy": "Accuracy", "consistency": "Consistency", "q_a": "Q→A", "qa_r": "QA→R", "q_ar": "Q→AR",
+}
 
 
 class InvalidQuery(ServiceError):
@@ -127,6 +129,11 @@ class Board:
     # Everything the rendered table depends on; pages with the same key render the same HTML.
     cache_key: tuple | None = None
 
+    @property
+    def primary(self) -> Column | None:
+        """The column the default ranking uses (NLVR, NLVR2: accuracy; VCR: Q→AR)."""
+        return primary_column(self.columns, self.benchmark.task_type)
+
     def sort_link(self, column: Column) -> str:
         """?sort=<subset>:<metric>&order=desc|asc: descending first, toggled when already sorted by it."""
         order = "asc" if self.sort == column and self.order == "desc" else "desc"
@@ -163,6 +170,11 @@ def columns(split: Split) -> list[Column]:
                 label = f"{subset.name.capitalize()} {METRIC_LABELS.get(metric, metric).lower()}"
                 result.append(Column(subset.name, metric, label))
     return result
+
+
+def primary_column(cols: list[Column], task_type: str) -> Column | None:
+    metric = get_task(task_type).primary_metric
+    return next((c for c in cols if c.subset == "all" and c.metric == metric), None)
 
 
 def is_breakdown(split: Split, subset_source: str) -> bool:
@@ -463,16 +475,21 @@ class BenchmarkInfo:
     splits: tuple[SplitInfo, ...]
 
 
+# Built once: SQLAlchemy then reuses its compiled form and result metadata (a fresh select costs more to
+# build than the query takes to run).
+_BENCHMARK_QUERY = (
+    select(Benchmark.id, Benchmark.slug, Benchmark.name, Benchmark.description, Benchmark.paper_url,
+           Benchmark.task_type, Split.id, Split.slug, Split.name, Split.hidden, Split.example_count,
+           Split.board_version, Split.feedback, Split.revealed_at)
+    .outerjoin(Split, Split.benchmark_id == Benchmark.id)
+    .where(Benchmark.slug == bindparam("slug"))
+    .order_by(Split.position, Split.id)
+)
+
+
 def _benchmark(slug: str) -> BenchmarkInfo:
     """The benchmark and its splits in one plain query; NotFound for an unknown slug."""
-    rows = db.session.connection().execute(
-        select(Benchmark.id, Benchmark.slug, Benchmark.name, Benchmark.description, Benchmark.paper_url,
-               Benchmark.task_type, Split.id, Split.slug, Split.name, Split.hidden, Split.example_count,
-               Split.board_version, Split.feedback, Split.revealed_at)
-        .outerjoin(Split, Split.benchmark_id == Benchmark.id)
-        .where(Benchmark.slug == slug)
-        .order_by(Split.position, Split.id)
-    ).all()
+    rows = db.session.connection().execute(_BENCHMARK_QUERY, {"slug": slug}).all()
     if not rows:
         raise NotFound(f"unknown benchmark {slug!r}")
     first = rows[0]
@@ -484,8 +501,8 @@ def _benchmark(slug: str) -> BenchmarkInfo:
 
 
 _views: OrderedDict[tuple, tuple[list, int]] = OrderedDict()
-_rendered: OrderedDict[tuple, Markup] = OrderedDict()
-_VIEWS_SIZE = 256
+_rendered: OrderedDict[tuple, Markup | bytes] = OrderedDict()
+_VIEWS_SIZE = 128  # per memo; a rendered page of 100 rows is about 200 kB
 
 
 def _remember(memo: OrderedDict, key: tuple, make):
@@ -528,7 +545,8 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
     key = (str(db.engine.url), split.id, snap.version, column.key if column else None, direction, number)
 
     def arrange() -> tuple[list, int]:
-        rows = _interleave(snap.entries, snap.references, snap.columns[0]) if column is None else _ordered(
+        primary = primary_column(snap.columns, benchmark.task_type)
+        rows = _interleave(snap.entries, snap.references, primary) if column is None else _ordered(
             [*snap.entries, *snap.references], column, direction)
         return _paginate(rows, number)
 
@@ -538,12 +556,17 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
                  number, pages, Markup(snap.chart), key + facts)
 
 
-def rendered(board: Board, render) -> Markup:
-    """The HTML of a board's table, rendered once per cache key by `render()` (the view's template):
-    100 rows of a table are most of a page's cost, and they are the same for every visitor."""
+def rendered(board: Board, render, *, extra: tuple = ()):
+    """What `render()` (a view's template) makes of a board, made once per board version, sort, page and
+    `extra` (the view's own distinctions): 100 rows of a table are most of a page's cost, and they are
+    the same for every visitor. A str result comes back as Markup; bytes as they are."""
+    def make():
+        result = render()
+        return Markup(result) if isinstance(result, str) else result
+
     if board.cache_key is None:
-        return Markup(render())
-    return _remember(_rendered, board.cache_key, lambda: Markup(render()))
+        return make()
+    return _remember(_rendered, (*board.cache_key, board.benchmark, *extra), make)
 
 
 def submission_intervals(submission: Submission, subset_names: list[str]) -> dict[str, dict[str, tuple]]:

@@ -134,7 +134,7 @@ def render(points: Sequence[Point], metric_label: str, references: Sequence[Line
     out.append(f'<path class="record" d="{"".join(path)}" fill="none" stroke="{ACCENT}" stroke-width="2"/>')
     # Shared attributes on the group keep a thousand points small.
     out.append(f'<g class="entries" fill="{ACCENT}" fill-opacity="0.55" stroke="#ffffff" stroke-width="1">')
-    out.extend(f'<circle cx="{x(point.moment):.1f}" cy="{y(point.value):.1f}" r="4"><title>{escape(point.label)}'
+    out.extend(f'<circle cx="{x(point.moment):.0f}" cy="{y(point.value):.0f}" r="4"><title>{escape(point.label)}'
                '</title></circle>' for point in ordered)
     out.append("</g></svg>")
     return "".join(out)

@@ -33,7 +33,9 @@ def parse_scores(split: Split, scores_json: str) -> Scores:
             raise InvalidInput(f"scores: unknown subset {subset!r}; this split has: {', '.join(sorted(subsets))}")
         allowed = task.metrics if subset == "all" else task.subset_metrics
         if not isinstance(metrics, dict) or not metrics:
-            raise InvalidInput(f"scores[{subset!r}] must be an object of metric: value, e.g. {{\"{allowed[0]}\": 50.0}}")
+            raise InvalidInput(
+                f"scores[{subset!r}] must be an object of metric: value, e.g. {{\"{allowed[0]}\": 50.0}}"
+            )
         for metric, value in metrics.items():
             if metric not in allowed:
                 raise InvalidInput(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from flask import current_app
@@ -224,7 +224,7 @@ def _clean_url(field: str, value: str | None) -> str | None:
     value = (value or "").strip()
     if not value:
         return None
-    if len(value) > 500 or not URL.match(value):
+    if len(value) > 500 or not URL.match(value) or "\x00" in value:
         raise InvalidInput(f"{field} must be an http:// or https:// address of at most 500 characters")
     return value
 
@@ -238,6 +238,10 @@ def _clean_upload(upload: Upload) -> Upload:
     description = (upload.description or "").strip()
     if len(description) > 5000:
         raise InvalidInput("description must have at most 5,000 characters")
+    # Text columns cannot hold NUL bytes on PostgreSQL; no name or description needs one.
+    for field, value in (("model_name", name), ("description", description)):
+        if "\x00" in value:
+            raise InvalidInput(f"{field} must not contain NUL bytes")
     return Upload(
         data=upload.data, model_name=name, description=description,
         paper_url=_clean_url("paper_url", upload.paper_url), code_url=_clean_url("code_url", upload.code_url),
@@ -320,7 +324,9 @@ def submit(
         release = _release_now(split, submission, inputs, predictions, scores)
         submission.released = None if release is None else json.dumps(release)
         db.session.commit()
-    status = quota_status(split, team, now)
+    # The counts read under the lock, plus this submission (no second query).
+    status = replace(status, used_today=status.used_today + 1, used_month=status.used_month + 1,
+                     used_total=status.used_total + 1)
     return SubmitResult(submission, released_scores(submission), status)
 
 
@@ -409,6 +415,8 @@ def publish(user: User, submission_id: int, description: str | None = None, pape
     if description is not None and description.strip():
         if len(description.strip()) > 5000:
             raise InvalidInput("description must have at most 5,000 characters")
+        if "\x00" in description:
+            raise InvalidInput("description must not contain NUL bytes")
         submission.description = description.strip()
     if paper_url:
         submission.paper_url = _clean_url("paper_url", paper_url)

@@ -28,7 +28,8 @@ def keep_original(data: bytes) -> str:
     # A unique temporary name: two threads or processes may store the same file at the same moment.
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{digest[:12]}-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as fh:
+        # Level 1: a prediction CSV shrinks ~4.4x instead of ~6x, in a third of the time (inside the upload).
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
             fh.write(data)
         os.replace(tmp, target)
     except BaseException:

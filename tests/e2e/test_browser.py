@@ -172,10 +172,27 @@ def test_maintainer_adds_a_split_from_the_console(page, site, sync_api):
     screenshot(page, "console-split-phone")
     page.set_viewport_size({"width": 1280, "height": 900})
 
+    # Hide a published entry with a reason, see it leave the leaderboard, and bring it back.
+    hidden_id = site.seeded[0]
+    page.goto("/console/splits/nlvr2/dev")
+    row = page.locator(f"#entry-{hidden_id}")
+    row.get_by_label(f"Reason for hiding entry {hidden_id}").fill("Same predictions as another entry.")
+    row.get_by_role("button", name="Hide").click()
+    expect(page.get_by_role("status")).to_contain_text(f"Hid entry {hidden_id}")
+    expect(page.locator(f"#entry-{hidden_id}")).to_contain_text("Same predictions as another entry.")
+    screenshot(page, "console-entries")
+    page.goto("/leaderboards/nlvr2/dev")
+    expect(page.locator(f'tr.entry[data-submission-id="{hidden_id}"]')).to_have_count(0)
+    page.goto("/console/splits/nlvr2/dev")
+    page.locator(f"#entry-{hidden_id}").get_by_role("button", name="Unhide").click()
+    expect(page.get_by_role("status")).to_contain_text("is shown again")
+    page.goto("/leaderboards/nlvr2/dev")
+    expect(page.locator(f'tr.entry[data-submission-id="{hidden_id}"]')).to_have_count(1)
+
     page.goto("/console/audit")
-    first = page.locator("table.console-audit tbody tr").first
-    expect(first).to_contain_text("split.add")
-    expect(first).to_contain_text(ADMIN[0])
+    actions = page.locator("table.console-audit tbody tr td:nth-child(3)").all_inner_texts()
+    assert actions[:3] == ["entry.unhide", "entry.hide", "split.add"], actions
+    expect(page.locator("table.console-audit tbody tr").first).to_contain_text(ADMIN[0])
     screenshot(page, "console-audit")
 
     # The new split is on the benchmark's public page.

@@ -13,7 +13,8 @@ from tests.security.world import World
 
 # What may stand between an identifier and a label that belongs to it: quotes, punctuation, spaces, entities,
 # table or list markup, and the words `label` / `gold`; not other words ("...'; expected true or false").
-_BETWEEN = r"""(?:[\s"',:;=|\[\]{}()]|&#3[49];|&#x2[27];|&quot;|&apos;|</?[A-Za-z][^<>]{0,40}>|\blabel\b|\bgold\b){0,14}"""
+_BETWEEN = (r"""(?:[\s"',:;=|\[\]{}()]|&#3[49];|&#x2[27];|&quot;|&apos;|</?[A-Za-z][^<>]{0,40}>"""
+            r"""|\blabel\b|\bgold\b){0,14}""")
 _LABEL = r"(true|false|yes|no|1|0)(?![\w.])"
 BOOLEAN_RUN = re.compile(r"(?:\b(?:true|false)\b[\s,;\"'\[\]]*){24,}", re.IGNORECASE)
 BIT_STRING = re.compile(r"(?<![0-9A-Za-z])[01]{32,}(?![0-9A-Za-z])")

@@ -196,3 +196,13 @@ def test_compressed_uploads_are_not_inflated(app):
         "/api/v1/submissions", headers={**world.headers("owner"), "Content-Encoding": "gzip"},
         content_type="multipart/form-data; boundary=----x", data=bomb)
     assert response.status_code in (400, 413, 415, 422)
+
+
+def test_registrations_are_throttled_per_address(app):
+    client = app.test_client()
+    statuses = [post_form(client, "/register", {"email": f"bot{i}@example.org", "password": "short"}).status_code
+                for i in range(10)]
+    assert 429 not in statuses
+    response = post_form(client, "/register", {"email": "bot@example.org", "password": "long enough password"})
+    assert response.status_code == 429
+    assert table_counts(app)["users"] == 0

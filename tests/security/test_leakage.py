@@ -34,7 +34,8 @@ def test_the_detector_finds_what_it_looks_for(world):
     rows = world.rows("test-none")
     identifier, label = rows[3]["identifier"], rows[3]["label"]
     for leak in (f"{identifier},{label}", f'{{"{identifier}": {label.lower()}}}',
-                 f"<tr><td>{identifier}</td><td>{label}</td></tr>", f'"identifier": "{identifier}", "label": "{label}"',
+                 f"<tr><td>{identifier}</td><td>{label}</td></tr>",
+                 f'"identifier": "{identifier}", "label": "{label}"',
                  json.dumps([True, False] * 20), "0110" * 10, ", ".join("1" if i % 3 else "0" for i in range(40)),
                  world.gold["test-full"].decode().splitlines()[0]):
         assert detector.leaks(f"<p>before</p>{leak}<p>after</p>"), leak

@@ -76,8 +76,9 @@ def test_upload_file_names_are_never_used_as_paths(app, tmp_path):
     client = crawler.logged_in_client(app, "owner")
     for i, name in enumerate(names):
         data = synthetic.predictions("nlvr2", world.gold["dev"], 0.6, seed=100 + i)
+        form = {"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(data), name)}
         api = client.post("/api/v1/submissions", headers=world.headers("owner"), content_type="multipart/form-data",
-                          data={"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(data), name)})
+                          data=form)
         assert api.status_code == 201, api.get_data(as_text=True)
     assert not target.exists()
     assert not (Path(app.config["HIDDEN_LABELS_DIR"]) / "x.jsonl").exists()

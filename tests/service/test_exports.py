@@ -25,7 +25,8 @@ def _entry(rank: int, model: str, team: str | None, **kw) -> Entry:
         rank=rank, submission_id=rank * 10, model_name=model, team=team, submitted_at=WHEN,
         paper_url=kw.get("paper_url"), code_url=kw.get("code_url"), description="",
         scores={"all": {"accuracy": 71.25, "consistency": 30.5}, "balanced": {"accuracy": 70.0}},
-        intervals={"all": {"accuracy": (70.0, 72.5), "consistency": (28.0, 33.0)}, "balanced": {"accuracy": (68.0, 72.0)}},
+        intervals={"all": {"accuracy": (70.0, 72.5), "consistency": (28.0, 33.0)},
+                   "balanced": {"accuracy": (68.0, 72.0)}},
     )
 
 
@@ -119,9 +120,9 @@ def test_markdown_escapes_pipes_and_backslashes():
 
 
 def test_json_shape():
-    body = json.loads(exports.to_json(_board(_entry(1, "M", None, code_url="https://example.org/c"), _entry(2, "N", "Lab"),
-                                             refs=(ReferenceRow(1, "Human", "https://example.org/h", WHEN,
-                                                                {"all": {"accuracy": 96.1}}),))))
+    human = ReferenceRow(1, "Human", "https://example.org/h", WHEN, {"all": {"accuracy": 96.1}})
+    board = _board(_entry(1, "M", None, code_url="https://example.org/c"), _entry(2, "N", "Lab"), refs=(human,))
+    body = json.loads(exports.to_json(board))
     assert body["benchmark"] == "nlvr2" and body["split"] == "test-u" and body["scores_public"] is True
     assert [c["label"] for c in body["columns"]] == ["Accuracy", "Consistency", "Balanced accuracy"]
     first, second = body["entries"]

@@ -111,3 +111,17 @@ def test_trusted_proxy_headers(tmp_path):
         build(proxies).test_client().get("/_test/remote", environ_base={"REMOTE_ADDR": "10.0.0.2"},
                                          headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"})
     assert seen == {0: ("10.0.0.2", "http"), 1: ("203.0.113.9", "https")}
+
+
+def test_nul_characters_are_refused_before_any_query(app, client):
+    """PostgreSQL cannot store or even compare text with NUL; the answer is a 4xx naming the field, on both."""
+    from tests.api import build_world, post_file
+
+    world = build_world(app)
+    assert client.get("/leaderboards/nlvr2%00").status_code in (404, 422)
+    assert client.get("/api/v1/leaderboards/nlvr2/dev%00").status_code in (404, 422)
+    response = client.get("/api/v1/leaderboards/nlvr2/dev?sort=a%00b")
+    assert response.status_code == 422 and "sort" in response.get_json()["error"]
+    response = post_file(client, world, "member", world.predictions(), model_name="model\x00name")
+    assert response.status_code == 422 and "model_name" in response.get_json()["error"]
+    assert post_file(client, world, "member", world.predictions(), model_name="model name").status_code == 201

@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app import synthetic
 from app.evaluation import get_task
@@ -163,3 +165,39 @@ def test_rounded_percentages_identify_every_count_and_no_more(n):
 
 def test_round_percentage_snaps_float_noise_to_the_count():
     assert ladder.round_percentage(100 * 3493 / 6967 + 1e-9, 6967) == round(100 * 3493 / 6967, 2) == 50.14
+
+
+# --- properties ----------------------------------------------------------------------------------------
+
+SEQUENCES = st.integers(2, 40).flatmap(
+    lambda n: st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=1, max_size=12)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(SEQUENCES)
+def test_released_loss_only_falls_and_is_always_a_submitted_loss(sequence):
+    vectors = [np.array(v, dtype=float) for v in sequence]
+    steps = ladder.run(vectors)
+    assert steps[0].improved
+    released = [s.released_loss for s in steps]
+    assert released == sorted(released, reverse=True)
+    n = len(sequence[0])
+    best = None
+    for vector, step in zip(vectors, steps):
+        if step.improved:
+            best = vector
+            assert step.released_loss == round(vector.mean() * n) / n
+        # The release is the loss of the submission holding the best vector, never anything else.
+        assert step.released_loss == round(best.mean() * n) / n
+        assert np.array_equal(step.ladder.best_losses, best)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 200_000), st.data())
+def test_every_count_survives_the_rounding(n, data):
+    k = data.draw(st.integers(0, n))
+    value = ladder.percentage_of_count(k, n)
+    assert int(round(value * n / 100)) == k
+    if k < n:
+        assert ladder.percentage_of_count(k + 1, n) > value

@@ -23,6 +23,15 @@ ROLES = {"anonymous": None, "user": "user@example.org", "member": "member@exampl
          "admin": "admin@example.org"}
 
 
+@pytest.fixture(autouse=True)
+def cheap_password_hashes(monkeypatch):
+    """These tests are about the console, not about passwords: a fast hash saves most of their run time."""
+    from werkzeug.security import generate_password_hash
+
+    monkeypatch.setattr(accounts, "generate_password_hash",
+                        lambda password: generate_password_hash(password, method="pbkdf2:sha256:1000"))
+
+
 @pytest.fixture
 def site(app):
     """NLVR2 with a public dev split and a hidden Test-U held under `none`; a published entry on each,

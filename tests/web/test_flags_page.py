@@ -67,7 +67,8 @@ def test_filter_by_split_and_team(app, client, site):
 
 @pytest.mark.parametrize(("query", "status"), [
     ("split=nlvr2", 422), ("split=nlvr2/unknown", 404), ("split=%27%20OR%201%3D1--/x", 404),
-    ("team=abc", 422), ("team=1%20OR%201%3D1", 422), ("team=999999", 404), ("team=99999999999999999999", 422),
+    ("team=abc", 422), ("team=1%20OR%201%3D1", 422), ("team=999999", 404), ("team=9999999999", 404),
+    ("team=99999999999999999999", 422), ("team=%C2%B2", 422), ("split=nlvr2/%00", 422), ("team=%00", 422),
 ])
 def test_bad_filters_are_named_not_500(app, client, site, query, status):
     login(client, "admin@example.org", PASSWORD)

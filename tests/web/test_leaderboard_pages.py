@@ -2,6 +2,7 @@
 cache, escaping of everything a team writes, and who sees which breakdowns."""
 from __future__ import annotations
 
+import gzip
 import html
 import re
 
@@ -15,7 +16,7 @@ from app.services import accounts, catalog, leaderboards, references, submission
 from tests.clients import login, logout
 
 ROW = re.compile(r'<tr class="(entry|reference)"(?: data-submission-id="(\d+)")?>\s*<td class="rank"[^>]*>([^<]*)</td>')
-CELL = re.compile(r'<td class="num"[^>]*>([0-9.]+)<span class="ci">([0-9.]+)–([0-9.]+)</span></td>')
+CELL = re.compile(r'<td class="num"[^>]*>([0-9.]+) ?<span class="ci">([0-9.]+)–([0-9.]+)</span></td>')
 
 
 def rows(page: str) -> list[tuple[str, int | None, str]]:
@@ -65,7 +66,7 @@ def test_entries_are_ranked_by_accuracy_with_intervals(app, client, site):
     assert [rank for _, _, rank in rows(page)] == ["1", "2", "3"]  # 35 and 20 points apart on 400 examples
     for value, ci_low, ci_high in CELL.findall(page):
         assert float(ci_low) <= float(value) <= float(ci_high)
-    assert 'title="95% interval' in page
+    assert '<span class="ci">' in page
     assert "resamples whole sentences" in page and "McNemar" in page and "Holm" in page
     assert "model-4" not in page
 
@@ -150,7 +151,8 @@ def test_pages_of_one_hundred_entries(app, client, site):
     third = client.get("/leaderboards/nlvr2/dev?page=3").get_data(as_text=True)
     assert len(entry_ids(first)) == 100 and len(entry_ids(third)) == 5
     assert set(entry_ids(first)).isdisjoint(entry_ids(third))
-    assert 'href="?page=2"' in first and 'href="?page=3"' in first and '<span aria-current="page" class="current">1' in first
+    assert 'href="?page=2"' in first and 'href="?page=3"' in first
+    assert '<span aria-current="page" class="current">1' in first
     assert {rank for _, _, rank in rows(first)} == {"1"}  # identical predictions: one tier
     sorted_second = client.get("/leaderboards/nlvr2/dev?sort=all:consistency&order=asc&page=2").get_data(as_text=True)
     assert len(entry_ids(sorted_second)) == 100
@@ -164,7 +166,8 @@ def test_pages_of_one_hundred_entries(app, client, site):
 def test_board_is_computed_once_per_change(app, client, site, monkeypatch):
     calls = []
     compute = leaderboards._compute
-    monkeypatch.setattr(leaderboards, "_compute", lambda split, version: calls.append(version) or compute(split, version))
+    monkeypatch.setattr(leaderboards, "_compute",
+                        lambda split, version: calls.append(version) or compute(split, version))
     first = publish(app, site, 0.7, 1)
     assert first in entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True))
     assert len(calls) == 1
@@ -308,3 +311,45 @@ def test_the_team_and_maintainers_still_see_their_controls(app, client, site):
     login(client, "admin@example.org", "password123")
     page = client.get(f"/submissions/{sid}").get_data(as_text=True)
     assert "Moderation" in page and "Left today" not in page
+
+
+def test_vcr_is_ranked_by_q_ar(app, client):
+    with app.app_context():
+        catalog.add_benchmark("vcr", "vcr", "VCR")
+        gold = synthetic.vcr_gold(600, seed=2)
+        split = catalog.add_split("vcr", "val", gold, name="Val")
+        team = teams.create_team("Lab")
+        answers_well = submissions.store_scored(
+            split, team, synthetic.predictions("vcr", gold, 0.9, seed=1, rationale_accuracy=0.3),
+            model_name="answers well", description="d", publish=True).id
+        both_well = submissions.store_scored(
+            split, team, synthetic.predictions("vcr", gold, 0.7, seed=2, rationale_accuracy=0.9),
+            model_name="both well", description="d", publish=True).id
+        references.add_reference("vcr", "val", "Human", '{"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 40.0}}')
+    page = client.get("/leaderboards/vcr/val").get_data(as_text=True)
+    assert rows(page) == [("entry", both_well, "1"), ("reference", None, "–"), ("entry", answers_well, "2")]
+    assert "Ranked by Q→AR" in page and "McNemar test on Q→AR" in page
+
+
+def test_an_entry_has_the_same_interval_on_its_page_as_on_the_board(app, client, site):
+    publish(app, site, 0.6, 1)
+    sid = publish(app, site, 0.8, 2)
+    board = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
+    row = board[board.index(f'data-submission-id="{sid}"'):]
+    accuracy_on_board = CELL.findall(row)[0]
+    page = client.get(f"/submissions/{sid}").get_data(as_text=True)
+    whole_split = page[page.index("whole split"):]
+    assert CELL.findall(whole_split)[0] == accuracy_on_board
+
+
+def test_visitors_without_a_session_share_one_cached_page_gzipped_when_asked(app, client, site):
+    publish(app, site, 0.8, 1)
+    plain = client.get("/leaderboards/nlvr2/dev")
+    zipped = client.get("/leaderboards/nlvr2/dev", headers={"Accept-Encoding": "gzip, deflate"})
+    assert zipped.headers["Content-Encoding"] == "gzip" and "Content-Encoding" not in plain.headers
+    assert gzip.decompress(zipped.get_data()) == plain.get_data()
+    assert {"Cookie", "Accept-Encoding"} <= set(zipped.headers["Vary"].replace(" ", "").split(","))
+    # A logged-in visitor gets the layout with their account, and the same table.
+    login(client, "member@example.org", "password123")
+    mine = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
+    assert "member@example.org" in mine and rows(mine) == rows(plain.get_data(as_text=True))
