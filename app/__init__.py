@@ -50,29 +50,8 @@ def create_app(config: dict | None = None) -> Flask:
         hops = int(app.config["TRUSTED_PROXIES"])
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     _register_write_requests(app)
-    _refuse_nul_characters(app)
     cli.register(app)
     return app
-
-
-def _refuse_nul_characters(app: Flask) -> None:
-    """No stored text holds a NUL character and PostgreSQL cannot even compare one: a URL part with it is
-    no page of ours (404), a query or form field with it is invalid input (422), before any query runs."""
-    from app.services.errors import InvalidInput, NotFound
-
-    @app.before_request
-    def _no_nul() -> None:
-        if "\x00" in request.path:
-            raise NotFound("there is nothing at this address")
-        fields = [request.args]
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            fields.append(request.form)
-            if request.is_json and b"\\u0000" in request.get_data():
-                raise InvalidInput("the JSON body contains a NUL character (\\u0000)")
-        for multidict in fields:
-            for name, value in multidict.items(multi=True):
-                if "\x00" in (name or "") or "\x00" in (value or ""):  # a nameless multipart part: None
-                    raise InvalidInput(f"field {(name or '').replace(chr(0), '')!r} contains a NUL character")
 
 
 def _register_write_requests(app: Flask) -> None:
