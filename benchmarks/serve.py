@@ -3,9 +3,9 @@
 Measures, on a deployment holding --stored scored submissions (bulk-inserted, --published of them on the
 public leaderboard):
   - the median wall time of an HTTP upload of a 6,970-line NLVR2 file (validated, scored, stored and
-    answered; no quotas), next to the wall time of a standalone Python process that scores the same file
+    answered; no quotas), next to the wall time of a standalone Python process that scores such a file
     the way the official NLVR2 metrics.py does (benchmarks/official_style_scorer.py, interpreter start-up
-    included);
+    included), the two alternated so that both see the same machine load;
   - requests per second of the leaderboard page and of /healthz (--clients concurrent clients);
   - the resident memory (VmRSS) of every gunicorn worker afterwards.
 
@@ -16,17 +16,17 @@ Prints a table; the targets are the issue's.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
 import secrets
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.error
 import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
@@ -103,9 +103,13 @@ def prepare(deployment: Deployment, stored: int, published: int) -> None:
         db.engine.dispose()
 
 
-def time_uploads(server: Gunicorn, deployment: Deployment, count: int) -> list[float]:
-    files = [synthetic.predictions("nlvr2", deployment.gold, 0.6 + 0.01 * i, seed=i) for i in range(count + 1)]
-    times = []
+def time_uploads_and_scorer(server: Gunicorn, deployment: Deployment, gold: Path, predictions: Path,
+                            count: int) -> tuple[list[float], list[float]]:
+    """Wall times of HTTP uploads (each a different file) and of standalone scorer runs, alternated so both
+    see the same machine load. The first of each warms up (the worker's gold cache, the page cache)."""
+    files = [synthetic.predictions("nlvr2", deployment.gold, 0.6 + 0.01 * (i % 30), seed=i) for i in range(count + 1)]
+    command = [sys.executable, str(REPO / "benchmarks" / "official_style_scorer.py"), str(gold), str(predictions)]
+    uploads, scorer = [], []
     for i, data in enumerate(files):
         request = upload_request(server.base, deployment.tokens["bench"], f"upload {i}", data, split="test-u")
         start = time.perf_counter()
@@ -113,42 +117,39 @@ def time_uploads(server: Gunicorn, deployment: Deployment, count: int) -> list[f
         elapsed = time.perf_counter() - start
         if status != 201:
             sys.exit(f"upload answered {status}: {body}")
-        if i:  # the first one warms the worker's gold cache
-            times.append(elapsed)
-    return times
-
-
-def time_scorer(gold: Path, predictions: Path, runs: int) -> list[float]:
-    command = [sys.executable, str(REPO / "benchmarks" / "official_style_scorer.py"), str(gold), str(predictions)]
-    times = []
-    for _ in range(runs + 1):
         start = time.perf_counter()
         subprocess.run(command, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return times[1:]
+        standalone = time.perf_counter() - start
+        if i:
+            uploads.append(elapsed)
+            scorer.append(standalone)
+    return uploads, scorer
 
 
-def rate(url: str, clients: int, seconds: float) -> float:
-    """Completed 200 answers per second with `clients` clients in a closed loop."""
-    for _ in range(3):  # warm every worker
-        urllib.request.urlopen(url, timeout=30).read()
-    done = [0] * clients
-    stop = time.monotonic() + seconds
+def _closed_loop(job: tuple[int, str, float]) -> int:
+    """One client process: plain HTTP/1.1 GETs over new connections until `stop_at`; counts 200 answers.
+    Raw sockets keep the client's own cost small next to the server's."""
+    port, path, stop_at = job
+    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    done = 0
+    while time.time() < stop_at:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(request)
+            first = sock.recv(65536)
+            while sock.recv(65536):
+                pass
+        done += first.startswith(b"HTTP/1.1 200")
+    return done
 
-    def loop(k: int) -> None:
-        while time.monotonic() < stop:
-            with urllib.request.urlopen(url, timeout=30) as response:
-                response.read()
-                if response.status == 200:
-                    done[k] += 1
 
-    threads = [threading.Thread(target=loop, args=(k,)) for k in range(clients)]
-    start = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(done) / (time.monotonic() - start)
+def rate(server: Gunicorn, path: str, clients: int, seconds: float) -> float:
+    """Completed 200 answers per second with `clients` client processes in a closed loop."""
+    for _ in range(3 * clients):  # warm every worker
+        urllib.request.urlopen(server.base + path, timeout=30).read()
+    start = time.time()
+    with multiprocessing.get_context("fork").Pool(clients) as pool:
+        done = pool.map(_closed_loop, [(server.port, path, start + seconds)] * clients)
+    return sum(done) / (time.time() - start)
 
 
 def expected_workers() -> int:
@@ -174,8 +175,8 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL cluster instead of SQLite")
     parser.add_argument("--stored", type=int, default=10_000, help="stored submissions (default 10,000)")
     parser.add_argument("--published", type=int, default=100, help="of which on the leaderboard (default 100)")
-    parser.add_argument("--uploads", type=int, default=20, help="timed uploads (default 20)")
-    parser.add_argument("--scorer-runs", type=int, default=10, help="timed standalone scorer runs (default 10)")
+    parser.add_argument("--uploads", type=int, default=30,
+                        help="timed uploads, each followed by a timed standalone scorer run (default 30)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients for the rates (default 4)")
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per rate (default 5)")
     args = parser.parse_args()
@@ -203,11 +204,9 @@ def main() -> None:
         try:
             server.wait_until_up()
             workers = sorted(server.wait_for_workers(expected_workers()))
-            uploads = time_uploads(server, deployment, args.uploads)
-            scorer = time_scorer(gold_path, predictions_path, args.scorer_runs)
-            page_url = f"{server.base}/leaderboards/nlvr2/test-p"
-            page_rate = rate(page_url, args.clients, args.seconds)
-            health_rate = rate(f"{server.base}/healthz", args.clients, args.seconds)
+            uploads, scorer = time_uploads_and_scorer(server, deployment, gold_path, predictions_path, args.uploads)
+            page_rate = rate(server, "/leaderboards/nlvr2/test-p", args.clients, args.seconds)
+            health_rate = rate(server, "/healthz", args.clients, args.seconds)
             rss = [rss_kib(pid) / 1024 for pid in sorted(children_of(server.process.pid))]
         finally:
             server.stop()

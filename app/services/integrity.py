@@ -73,7 +73,10 @@ def full_release(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], 
 
 
 def full_release_for(split: Split, scores: Scores) -> Scores:
-    """full_release with the split's task, gold labels (cached) and subsets."""
+    """full_release with the split's task, gold labels (cached) and subsets. Per-category and per-field
+    breakdowns of a hidden split are for maintainers only: teams get the whole split and the bias subsets."""
+    breakdowns = {subset.name for subset in split.subsets if subset.source != "derived"}
+    scores = {name: metrics for name, metrics in scores.items() if name not in breakdowns}
     return full_release(get_task(split.benchmark.task_type), catalog.gold_for(split), catalog.subset_indices(split),
                         scores)
 

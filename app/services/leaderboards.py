@@ -342,7 +342,6 @@ def _store(split_id: int, version: int, payload: bytes) -> None:
 _memo: OrderedDict[tuple[str, int], Snapshot] = OrderedDict()
 _memo_lock = threading.Lock()
 _MEMO_SIZE = 64
-compute_count = 0  # how many snapshots this process computed (tests and the benchmark read it)
 
 
 def _memo_get(split_id: int, version: int) -> Snapshot | None:
@@ -354,7 +353,6 @@ def _memo_get(split_id: int, version: int) -> Snapshot | None:
 def snapshot(split: Split) -> Snapshot:
     """The split's board at its current version: from this process's memory, else the stored payload,
     else computed now (and stored for everyone else)."""
-    global compute_count
     version = split.board_version or 0
     key = (str(db.engine.url), split.id)  # the database too: tests run many databases in one process
     with _memo_lock:
@@ -368,7 +366,6 @@ def snapshot(split: Split) -> Snapshot:
     found = _decode(version, row.payload) if row is not None and row.version == version else None
     if found is None:
         found = _compute(split, version)
-        compute_count += 1
         _store(split.id, version, _encode(found))
     found.chart = _chart(split, found)
     found.columns = columns(split)

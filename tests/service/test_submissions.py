@@ -209,3 +209,16 @@ def test_several_teams_need_a_choice(world):
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]))
     result = submissions.submit(world["member"], "Other", "nlvr2", "dev", _upload(world["gold"]))
     assert result.submission.team.name == "Other"
+
+
+def test_hidden_full_release_withholds_category_and_field_breakdowns(world, app):
+    gold = synthetic.nlvr2_gold(240, split="test", seed=9)
+    catalog.add_split("nlvr2", "test-c", gold, hidden=True, annotations=synthetic.nlvr2_annotations(gold, 20))
+    catalog.set_policy("nlvr2", "test-c", feedback="full")
+    result = submissions.submit(world["member"], None, "nlvr2", "test-c", _upload(gold), now=NOW)
+    stored = submissions.scores_of(result.submission)
+    assert any(name.startswith("category:") for name in stored)  # computed and kept for maintainers
+    assert "all" in result.scores and "balanced" in result.scores
+    assert not any(name.startswith("category:") for name in result.scores)
+    page = submissions.page_for(world["member"], result.submission.id)
+    assert not any(name.startswith("category:") for name in (page.scores or {}))
