@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
