@@ -11,8 +11,10 @@ One attack runs through the API (300 vectors per policy, the same vectors for bo
 the same labels) and shows the server keeps exactly the vectors the pure Ladder keeps. The Ladder's gain
 is a noisy quantity: the best of a few records still carries luck (about +0.8 points on average, with a
 standard deviation of about 0.6 points from one attack to the next, at this n and k), so a single run can
-land above a point. The acceptance figure is therefore the average over 100 attacks run on the same
-Ladder code (app/evaluation/ladder.py) the server runs, whose standard error is about 0.06 points.
+land above a point. The acceptance figure is therefore the expected gain, estimated as the mean over 100
+attacks run on the same Ladder code (app/evaluation/ladder.py) the server runs, with its 95% confidence
+bound (standard error about 0.05 points). The paper's own attack code (Ladder.jl, examples/attacks.jl)
+reports the same kind of figure: the vote's loss averaged over repeated attacks.
 """
 from __future__ import annotations
 
@@ -105,7 +107,7 @@ def test_boosting_attack_full_feedback_versus_the_ladder(app):
     # The server's Ladder is the pure one: it kept exactly the vectors the pure Ladder keeps.
     assert kept["ladder"] == _ladder_keeps(vectors, labels)
     full, ladder = figures["full"][0] - CHANCE, figures["ladder"][0] - CHANCE
-    print(f"\nboosting attack through the API, n = {N}, k = {K} random vectors per policy, chance {CHANCE:.0f}%:")
+    print(f"\none boosting attack through the API, n = {N}, k = {K} random vectors per policy, chance {CHANCE:.0f}%:")
     for label, policy, gain in (("full feedback", "full", full), ("Ladder", "ladder", ladder)):
         accuracy, count = figures[policy]
         print(f"  {label + ':':14} kept {count:3d}, majority vote {accuracy:.2f}% ({gain:+.2f} points)")
@@ -135,8 +137,12 @@ def test_the_ladder_keeps_the_attack_within_a_point_of_chance_on_average():
             vote = _vote(vectors[kept], rng)
             gains[policy].append(100.0 * float((vote == labels).mean()) - CHANCE)
     full, ladder = np.array(gains["full"]), np.array(gains["ladder"])
-    print(f"\nboosting attack, mean over 100 attacks (n = {N}, k = {K}), gain over chance in points:")
-    print(f"  full feedback: {full.mean():+.2f} (sd {full.std():.2f}, min {full.min():+.2f})")
-    print(f"  Ladder:        {ladder.mean():+.2f} (sd {ladder.std():.2f}, max {ladder.max():+.2f})")
-    assert full.mean() >= 3.0
-    assert ladder.mean() < 1.0
+    bounds = {}
+    print(f"\nboosting attack, expected gain over chance in points (mean of 100 attacks, n = {N}, k = {K}):")
+    for label, values in (("full feedback", full), ("Ladder", ladder)):
+        half_width = 1.96 * values.std(ddof=1) / np.sqrt(values.size)
+        bounds[label] = (values.mean() - half_width, values.mean() + half_width)
+        print(f"  {label + ':':14} {values.mean():+.2f} (95% CI {bounds[label][0]:+.2f} to {bounds[label][1]:+.2f}; "
+              f"one attack: sd {values.std(ddof=1):.2f}, range {values.min():+.2f} to {values.max():+.2f})")
+    assert bounds["full feedback"][0] >= 3.0, "exact scores should let the attack gain several points"
+    assert bounds["Ladder"][1] < 1.0, "the Ladder should hold the attack within a point of chance"
