@@ -109,7 +109,7 @@ def prepare_database(folder: Path, count: int) -> dict[str, str]:
         task = get_task("nlvr2")
         gold = task.read_gold(gold_bytes)
         blobs = synthetic_blobs(task, gold, count, seed=1)
-        scores = task.score_batch(gold, task.decode_many(blobs, gold.n), catalog.subset_indices(split))
+        scores = task.score_batch(gold, task.decode_many(blobs, gold.n), catalog.scoring_inputs(split).subsets)
         teams = [Team(name=f"Team {i}") for i in range(50)]
         db.session.add_all(teams)
         db.session.flush()

@@ -248,8 +248,12 @@ def create_submission():
     )
     result = submissions.submit(user, form.get("team") or None, form["benchmark"].strip(),
                                 form["split"].strip(), upload)
-    body = _summary(result.submission) | {"scores": _scores(result.scores), "quota": result.quota.as_dict()}
-    location = url_for("api_v1.get_submission", submission_id=result.submission.id)
+    body = {
+        "id": result.id, "benchmark": result.benchmark, "split": result.split, "team": result.team,
+        "model_name": result.model_name, "status": "scored", "submitted_at": timestamp(result.created_at),
+        "published": False, "scores": _scores(result.scores), "quota": result.quota.as_dict(),
+    }
+    location = url_for("api_v1.get_submission", submission_id=result.id)
     return body, 201, {"Location": location}
 
 

@@ -55,6 +55,29 @@ class GoldSet:
         return pd.Index(self.ids, dtype=object)
 
     @cached_property
+    def _id_bytes(self) -> np.ndarray:
+        return np.array([identifier.encode("utf-8") for identifier in self.ids.tolist()] or [b""])
+
+    @cached_property
+    def _sorted_id_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self._id_bytes, kind="stable")
+        return self._id_bytes[order], order
+
+    def positions_of_bytes(self, cells: np.ndarray) -> np.ndarray:
+        """Rows of ``cells`` (a numpy bytes array, 'S<width>') that spell a gold id exactly; -1 elsewhere.
+
+        A binary search over the sorted ids in C: prediction files name every example, and this settles
+        a well-formed file without making a Python string of any cell.
+        """
+        if self.n == 0 or cells.size == 0:
+            return np.full(cells.size, -1, dtype=np.int64)
+        if cells.size == self.n and (cells == self._id_bytes).all():
+            return np.arange(self.n, dtype=np.int64)  # the usual file: every id, in the gold file's order
+        keys, order = self._sorted_id_bytes
+        at = np.minimum(np.searchsorted(keys, cells), keys.size - 1)
+        return np.where(keys[at] == cells, order[at], -1).astype(np.int64)
+
+    @cached_property
     def image_index(self) -> pd.Index:
         """Keys 'n-m-k' of every image (k < n_images) in the order of the aligned predictions (n, n_images)."""
         if self.n_images == 1:

@@ -4,7 +4,9 @@ Every parse runs the same stages:
 1. ``read_text``: size limit, binary content, UTF-8, byte-order mark, emptiness.
 2. ``_Layout``: one numpy pass over the bytes finds every physical line, its number of fields and
    the blank lines, so each row keeps its real line number whatever pandas would count.
-3. One ``pandas.read_csv`` (C engine) call on the lines that have the right number of fields.
+3. The cells of the lines that have the right number of fields: for identifier,true|false files a
+   fixed-width numpy bytes view of each column (cells spelled exactly as expected settle there), for the
+   others one ``pandas.read_csv`` (C engine) call.
 4. Task-specific checks on the cells, then ``_align``: unknown, duplicate and missing identifiers,
    joined on identifiers through ``pandas.Index.get_indexer`` (never on row order).
 Python-level loops only format problems (at most a few dozen) or handle rare layouts.
@@ -268,21 +270,73 @@ def _looks_like_header(cells: list[str]) -> bool:
     return len(cells) == 2 and cells[1].lower() not in LABELS and not any(ch.isdigit() for ch in cells[0])
 
 
-def _two_columns(
-    data: bytes, max_bytes: int | None, problems: ProblemList
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(names, words, physical lines) of an 'identifier,prediction' file with an optional header."""
-    data = read_text(data, max_bytes)
-    layout = _Layout.scan(data)
+def _two_column_rows(data: bytes, max_bytes: int | None, problems: ProblemList) -> tuple[_Layout, np.ndarray]:
+    """The layout of an 'identifier,prediction' file and its rows with exactly two fields (header skipped)."""
+    layout = _Layout.scan(read_text(data, max_bytes))
     rows = layout.content
     if _looks_like_header(layout.cells(int(rows[0]))):
         rows = rows[1:]
     if rows.size == 0:
         problems.add(Problem(None, "file contains no predictions"))
         problems.raise_if_any()
-    rows = layout.keep_well_formed(rows, 2, problems)
+    return layout, layout.keep_well_formed(rows, 2, problems)
+
+
+def _two_columns(
+    data: bytes, max_bytes: int | None, problems: ProblemList
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(names, words, physical lines) of an 'identifier,prediction' file with an optional header."""
+    layout, rows = _two_column_rows(data, max_bytes, problems)
     frame = layout.read(rows, 2)
     return frame[0].to_numpy(dtype=object), frame[1].to_numpy(dtype=object), rows + 1
+
+
+@dataclass
+class _Column:
+    """One column of a two-column file as byte spans, one per row. Cells are decoded only where the
+    byte-level fast path does not settle them, or for a message."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+
+    # Cells longer than this skip the fixed-width fast path (one absurd cell must not cost rows x its size).
+    FIXED_WIDTH_LIMIT = 64
+
+    @classmethod
+    def pair(cls, layout: _Layout, rows: np.ndarray) -> tuple[_Column, _Column]:
+        """(first, second) column of rows that hold exactly one comma; the second without a final '\r'."""
+        arr = np.frombuffer(layout.data, dtype=np.uint8)
+        commas = np.flatnonzero(arr == 0x2C)
+        starts, ends = layout.starts[rows], layout.ends[rows]
+        comma = commas[np.searchsorted(commas, starts)]
+        ends = ends - (arr[np.maximum(ends - 1, 0)] == 0x0D)  # CRLF: the '\r' is padding either way
+        return cls(layout.data, starts, comma), cls(layout.data, comma + 1, ends)
+
+    @property
+    def size(self) -> int:
+        return int(self.starts.size)
+
+    def __getitem__(self, row) -> str:
+        return self.data[int(self.starts[row]) : int(self.ends[row])].decode("utf-8")
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The decoded cells of ``rows`` as an object array of str."""
+        starts, ends = self.starts[rows].tolist(), self.ends[rows].tolist()
+        return np.array([self.data[a:b].decode("utf-8") for a, b in zip(starts, ends)] or [], dtype=object)
+
+    def fixed(self) -> np.ndarray:
+        """Every cell's bytes as a numpy bytes array ('S<width>'); cells over the width limit become b''
+        (which matches no identifier or label, so they take the general path)."""
+        lengths = self.ends - self.starts
+        width = int(min(lengths.max(initial=1), self.FIXED_WIDTH_LIMIT)) or 1
+        arr = np.frombuffer(self.data, dtype=np.uint8)
+        offsets = np.arange(width)
+        index = np.minimum(self.starts[:, None] + offsets, arr.size - 1)
+        matrix = arr[index]
+        matrix[offsets >= lengths[:, None]] = 0
+        matrix[lengths > width] = 0
+        return np.ascontiguousarray(matrix).view(f"S{width}").ravel()
 
 
 def _check_labels(words: np.ndarray, names: np.ndarray, lines: np.ndarray, problems: ProblemList) -> np.ndarray:
@@ -300,10 +354,29 @@ def parse_binary(data: bytes, gold, *, max_bytes: int | None = None, split_prefi
     ``split_prefix``: also accept identifiers with a split prefix (NLVR 'dev-1572-0' for '1572-0').
     """
     problems = ProblemList()
-    ids, words, lines = _two_columns(data, max_bytes, problems)
-    is_true = _check_labels(words, ids, lines, problems)
-    index = _affixed(gold.id_index, ids[0], prefix=split_prefix, suffix=False) if ids.size else gold.id_index
-    positions = _lookup(index, ids, lambda rows: _identifier_positions(gold.id_index, ids[rows], split_prefix))
+    layout, rows = _two_column_rows(data, max_bytes, problems)
+    lines = rows + 1
+    ids, words = _Column.pair(layout, rows)
+    # Fast path in bytes: labels spelled exactly, identifiers exactly as in the gold file. Whatever it
+    # leaves (padding, quotes, split prefixes, typos) takes the general path, cell by cell.
+    fixed_words = words.fixed()
+    is_true = (fixed_words == b"true") | (fixed_words == b"True") | (fixed_words == b"TRUE")
+    valid = is_true | (fixed_words == b"false") | (fixed_words == b"False") | (fixed_words == b"FALSE")
+    unsettled = np.flatnonzero(~valid)
+    if unsettled.size:
+        is_true[unsettled], valid[unsettled] = _read_labels(words.take(unsettled))
+    problems.add_lines(
+        lines, np.flatnonzero(~valid),
+        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(ids[r]))}; expected true or false",
+    )
+    positions = gold.positions_of_bytes(ids.fixed())
+    misses = np.flatnonzero(positions < 0)
+    if misses.size:
+        cells = ids.take(misses)
+        index = _affixed(gold.id_index, cells[0], prefix=split_prefix, suffix=False)
+        positions[misses] = _lookup(
+            index, cells, lambda rows: _identifier_positions(gold.id_index, cells[rows], split_prefix)
+        )
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
     predictions = np.zeros(gold.n, dtype=bool)

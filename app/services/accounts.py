@@ -109,15 +109,17 @@ def user_for_token(token: str) -> User | None:
     """The owner of a valid, unrevoked API token (noting when it was last used), or None."""
     if not token or len(token) > 200:
         return None
-    row = db.session.scalar(
-        select(ApiToken).where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
-    )
-    if row is None:
+    found = db.session.execute(
+        select(ApiToken, User).join(ApiToken.user)
+        .where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
+    ).first()
+    if found is None:
         return None
-    token_id, user_id, now = row.id, row.user_id, utcnow()
+    row, user = found
+    token_id, now = row.id, utcnow()
     if row.last_used_at is None or as_utc(row.last_used_at) < now - TOKEN_USE_RESOLUTION:
-        _note_use(token_id, now)
-    return db.session.get(User, user_id)
+        _note_use(token_id, now)  # a new transaction: the user is read again when next used
+    return user
 
 
 def _note_use(token_id: int, now) -> None:

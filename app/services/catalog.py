@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import func, select
+from sqlalchemy.orm import contains_eager
 
 from app.db import db
-from app.evaluation import TASK_TYPES, GoldSet, ValidationError, get_task
+from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_task
 from app.evaluation.subsets import category_subsets, ids_subset
 from app.models import FEEDBACK_POLICIES, Benchmark, Split, Subset, utcnow
 from app.services import gold_files, rescoring
@@ -37,15 +39,16 @@ def get_benchmark(slug: str) -> Benchmark:
 
 
 def get_split(benchmark_slug: str, split_slug: str) -> Split:
-    benchmark = get_benchmark(benchmark_slug)
-    if not isinstance(split_slug, str) or not SLUG.match(split_slug):
-        raise NotFound(f"unknown split {str(split_slug)[:80]!r} of benchmark {benchmark_slug!r}")
-    split = db.session.scalar(
-        select(Split).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug)
-    )
-    if split is None:
-        raise NotFound(f"unknown split {split_slug!r} of benchmark {benchmark_slug!r}")
-    return split
+    """The split with its benchmark, in one query (every upload starts here)."""
+    if all(isinstance(slug, str) and SLUG.match(slug) for slug in (benchmark_slug, split_slug)):
+        split = db.session.scalar(
+            select(Split).join(Split.benchmark).options(contains_eager(Split.benchmark))
+            .where(Benchmark.slug == benchmark_slug, Split.slug == split_slug)
+        )
+        if split is not None:
+            return split
+    get_benchmark(benchmark_slug)  # names an unknown benchmark rather than the split
+    raise NotFound(f"unknown split {str(split_slug)[:80]!r} of benchmark {benchmark_slug!r}")
 
 
 def list_splits() -> list[Split]:
@@ -160,8 +163,24 @@ def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> t
     return subset, rescored
 
 
-def subset_indices(split: Split) -> dict[str, np.ndarray]:
-    return {subset.name: subset.indices for subset in split.subsets}
+@dataclass(frozen=True)
+class ScoringInputs:
+    """What scoring an upload to a split needs from the database: the task type, the gold labels (cached
+    per process), the subsets' members and each subset's source (derived, annotation, field, ids)."""
+
+    task: TaskType
+    gold: GoldSet
+    subsets: dict[str, np.ndarray]
+    sources: dict[str, str]
+
+
+def scoring_inputs(split: Split) -> ScoringInputs:
+    subsets = list(split.subsets)
+    return ScoringInputs(
+        task=get_task(split.benchmark.task_type), gold=gold_for(split),
+        subsets={subset.name: subset.indices for subset in subsets},
+        sources={subset.name: subset.source for subset in subsets},
+    )
 
 
 def _subset(name: str, source: str, indices: np.ndarray) -> Subset:

@@ -26,7 +26,7 @@ from app.db import db
 from app.evaluation import GoldSet, TaskType, get_task
 from app.evaluation import ladder as ladder_rule
 from app.models import Benchmark, LadderState, ProbeFlag, Split, Submission, Team, utcnow
-from app.services import catalog
+from app.services import catalog, leaderboards
 from app.services.errors import InvalidInput, NotFound
 
 Scores = dict[str, dict[str, float]]
@@ -72,13 +72,12 @@ def full_release(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], 
     return released
 
 
-def full_release_for(split: Split, scores: Scores) -> Scores:
-    """full_release with the split's task, gold labels (cached) and subsets. Per-category and per-field
-    breakdowns of a hidden split are for maintainers only: teams get the whole split and the bias subsets."""
-    breakdowns = {subset.name for subset in split.subsets if subset.source != "derived"}
-    scores = {name: metrics for name, metrics in scores.items() if name not in breakdowns}
-    return full_release(get_task(split.benchmark.task_type), catalog.gold_for(split), catalog.subset_indices(split),
-                        scores)
+def full_release_for(split: Split, inputs: catalog.ScoringInputs, scores: Scores) -> Scores:
+    """full_release of what a team may see: per-category and per-field breakdowns of a hidden split are
+    for maintainers only, so teams get the whole split and the bias subsets."""
+    shown = {name: metrics for name, metrics in scores.items()
+             if not leaderboards.is_breakdown(split, inputs.sources.get(name, "derived"))}
+    return full_release(inputs.task, inputs.gold, inputs.subsets, shown)
 
 
 def ladder_view(task: TaskType, released: str | None) -> Scores | None:
@@ -164,11 +163,11 @@ def flag_probes(submission: Submission, task: TaskType, gold: GoldSet, predictio
     return flag
 
 
-def after_scoring(submission: Submission, split: Split, inputs, predictions: np.ndarray,
+def after_scoring(submission: Submission, split: Split, inputs: catalog.ScoringInputs, predictions: np.ndarray,
                   scores: Scores) -> Scores | None:
     """The integrity steps for a new scored submission (flushed) inside the caller's write transaction:
     flag probing on a hidden split and return what the feedback policy releases now."""
-    task, gold, subsets = inputs
+    task, gold, subsets = inputs.task, inputs.gold, inputs.subsets
     if split.hidden:
         flag_probes(submission, task, gold, predictions)
     if not split.hidden or split.revealed_at is not None:

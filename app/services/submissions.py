@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from flask import current_app
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, insert, select
 from sqlalchemy.orm import joinedload
 
 from app.db import db, write_transaction
 from app.evaluation import Problem, ValidationError, get_task
-from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
+from app.models import Membership, Score, Split, Submission, Team, User, as_utc, utcnow
 from app.services import audit, catalog, uploads
 from app.services import integrity
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
@@ -32,14 +32,9 @@ def max_upload_bytes() -> int:
 # --- scoring -------------------------------------------------------------------------------------------
 
 
-def _scoring_inputs(split: Split):
-    """What scoring needs from the database: the task type, the parsed gold labels and the subsets."""
-    return get_task(split.benchmark.task_type), catalog.gold_for(split), catalog.subset_indices(split)
-
-
-def _score_upload(inputs, data: bytes):
-    """Parse and score an upload; pure CPU work on what _scoring_inputs loaded."""
-    task, gold, subsets = inputs
+def _score_upload(inputs: catalog.ScoringInputs, data: bytes):
+    """Parse and score an upload; pure CPU work on what catalog.scoring_inputs loaded."""
+    task, gold, subsets = inputs.task, inputs.gold, inputs.subsets
     limit = max_upload_bytes()
     if len(data) > limit:
         raise TooLarge(
@@ -53,7 +48,7 @@ def _score_upload(inputs, data: bytes):
 
 
 def _parse_and_score(split: Split, data: bytes):
-    return _score_upload(_scoring_inputs(split), data)
+    return _score_upload(catalog.scoring_inputs(split), data)
 
 
 def _problem_summary(problems: list[Problem]) -> str:
@@ -90,7 +85,7 @@ def store_scored(
     publish: bool = False,
 ) -> Submission:
     """Validate, score and store one submission outside any quota (the demo and maintainers' imports)."""
-    inputs = _scoring_inputs(split)
+    inputs = catalog.scoring_inputs(split)
     task, predictions, scores = _score_upload(inputs, data)
     submission = Submission(
         split=split, team=team, user=user, status="scored", model_name=model_name, description=description,
@@ -156,9 +151,10 @@ def _next_month(now: datetime) -> datetime:
     return start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
 
 
-def quota_status(split: Split, team: Team, now: datetime | None = None) -> QuotaStatus:
+def quota_status(split: Split, team: Team | int, now: datetime | None = None) -> QuotaStatus:
     """Counts of this team's attempts on this split: calendar day and month in UTC, and in total."""
     now = now or utcnow()
+    team_id = team if isinstance(team, int) else team.id
     day, month = _day_start(now), _month_start(now)
     scored = Submission.status == "scored"
     rejected = Submission.status == "rejected"
@@ -168,7 +164,7 @@ def quota_status(split: Split, team: Team, now: datetime | None = None) -> Quota
             func.count(case((scored & (Submission.created_at >= month), 1))),
             func.count(case((scored & (Submission.created_at >= day), 1))),
             func.count(case((rejected & (Submission.created_at >= day), 1))),
-        ).where(Submission.split_id == split.id, Submission.team_id == team.id)
+        ).where(Submission.split_id == split.id, Submission.team_id == team_id)
     ).one()
     return QuotaStatus(
         per_day=split.per_day, per_month=split.per_month, total=split.total,
@@ -194,10 +190,10 @@ def _check_quota(status: QuotaStatus, now: datetime) -> None:
         )
 
 
-def _lock_team(team: Team) -> None:
+def _lock_team(team_id: int) -> None:
     """Serialise quota checks per team: a row lock on PostgreSQL (SQLite already holds its write lock)."""
     if db.session.get_bind().dialect.name != "sqlite":
-        db.session.execute(select(Team.id).where(Team.id == team.id).with_for_update())
+        db.session.execute(select(Team.id).where(Team.id == team_id).with_for_update())
 
 
 # --- submitting ----------------------------------------------------------------------------------------
@@ -215,7 +211,15 @@ class Upload:
 
 @dataclass
 class SubmitResult:
-    submission: Submission
+    """The answer to an upload, read inside its transaction: the caller needs no query to report it."""
+
+    submission: Submission  # expired by the commit: reading it queries again
+    id: int
+    benchmark: str  # slugs
+    split: str
+    team: str
+    model_name: str
+    created_at: datetime
     scores: Scores | None  # what the split's feedback policy releases to the team now
     quota: QuotaStatus
 
@@ -251,7 +255,11 @@ def _clean_upload(upload: Upload) -> Upload:
 
 def resolve_team(user: User, team_ref: str | int | None) -> Team:
     """The team a user submits for: by id or name, or their only team when none is named."""
-    teams = user.teams
+    # One query (rather than the user's memberships, then each team): every upload starts here.
+    teams = list(db.session.scalars(
+        select(Team).join(Membership, Membership.team_id == Team.id).where(Membership.user_id == user.id)
+        .order_by(func.lower(Team.name))
+    ))
     if team_ref in (None, ""):
         if len(teams) == 1:
             return teams[0]
@@ -279,8 +287,9 @@ def submit(
     if not split.is_open:
         raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
     upload = _clean_upload(upload)
-    inputs = _scoring_inputs(split)
+    inputs = catalog.scoring_inputs(split)
     split_id, team_id, user_id = split.id, team.id, user.id
+    benchmark_slug, team_name = split.benchmark.slug, team.name
     # Parse and score outside any transaction: it is the slow part and touches no shared state, and on
     # SQLite a write request's transaction holds the database's write lock.
     db.session.rollback()
@@ -293,11 +302,10 @@ def submit(
     digest = uploads.keep_original(upload.data) if problems is None else uploads.sha256(upload.data)
 
     with write_transaction():
-        team = db.session.get(Team, team_id)
-        split = db.session.get(Split, split_id)
-        _lock_team(team)
+        split = db.session.get(Split, split_id)  # the policy as it is now, under the lock
+        _lock_team(team_id)
         now = now or utcnow()
-        status = quota_status(split, team, now)
+        status = quota_status(split, team_id, now)
         submission = Submission(
             split_id=split_id, team_id=team_id, user_id=user_id, model_name=upload.model_name,
             description=upload.description, paper_url=upload.paper_url, code_url=upload.code_url,
@@ -317,17 +325,24 @@ def submit(
         _check_quota(status, now)
         submission.status = "scored"
         submission.predictions = task.encode(predictions)
-        submission.scores = score_rows(scores)
         db.session.add(submission)
-        db.session.flush()  # the Ladder and probe flags refer to the submission by id
+        db.session.flush()  # the scores, the Ladder and probe flags refer to the submission by id
+        db.session.execute(insert(Score), [
+            {"submission_id": submission.id, "subset": subset, "metric": metric, "value": float(value)}
+            for subset, metrics in scores.items() for metric, value in metrics.items()
+        ])
         # Inside the write transaction: the Ladder's state and the probe check see every earlier submission.
         release = _release_now(split, submission, inputs, predictions, scores)
         submission.released = None if release is None else json.dumps(release)
+        result = SubmitResult(
+            submission, submission.id, benchmark_slug, split.slug, team_name, submission.model_name, now,
+            _team_view(split, scores, submission.released, inputs),
+            # The counts read under the lock, plus this submission.
+            replace(status, used_today=status.used_today + 1, used_month=status.used_month + 1,
+                    used_total=status.used_total + 1),
+        )
         db.session.commit()
-    # The counts read under the lock, plus this submission (no second query).
-    status = replace(status, used_today=status.used_today + 1, used_month=status.used_month + 1,
-                     used_total=status.used_total + 1)
-    return SubmitResult(submission, released_scores(submission), status)
+    return result
 
 
 # --- reading -------------------------------------------------------------------------------------------
@@ -349,17 +364,23 @@ def _release_now(split: Split, submission: Submission, inputs, predictions, scor
 
 def released_scores(submission: Submission) -> Scores | None:
     """Scores the team may see now: all of them once the split is public or revealed; on a hidden split
-    every score to its count resolution under `full`, only what the Ladder released under `ladder`
-    (every other metric and subset withheld), nothing under `none`."""
+    every score to its count resolution under `full` (per-category and per-field breakdowns withheld),
+    only what the Ladder released under `ladder` (every other metric and subset withheld), nothing under
+    `none`."""
     if submission.status != "scored":
         return None
-    split = submission.split
+    return _team_view(submission.split, scores_of(submission), submission.released)
+
+
+def _team_view(split: Split, scores: Scores, released: str | None,
+               inputs: catalog.ScoringInputs | None = None) -> Scores | None:
+    """released_scores from a submission's scores and stored release (inputs: if already loaded)."""
     if not split.hidden or split.revealed_at is not None:
-        return scores_of(submission)
+        return scores
     if split.feedback == "full":
-        return integrity.full_release_for(split, scores_of(submission))
+        return integrity.full_release_for(split, inputs or catalog.scoring_inputs(split), scores)
     if split.feedback == "ladder":
-        return integrity.ladder_view(get_task(split.benchmark.task_type), submission.released)
+        return integrity.ladder_view(inputs.task if inputs else get_task(split.benchmark.task_type), released)
     return None
 
 

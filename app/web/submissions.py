@@ -51,9 +51,9 @@ def new():
         if _wants_json():
             return jsonify(error=exc.message, details=exc.details()), exc.status
         return render_template("submissions/new.html", form=form, error=exc), exc.status
-    target = url_for("submissions.show", submission_id=result.submission.id)
+    target = url_for("submissions.show", submission_id=result.id)
     if _wants_json():
-        return jsonify(redirect=target, id=result.submission.id), 201
+        return jsonify(redirect=target, id=result.id), 201
     return redirect(target, code=303)
 
 

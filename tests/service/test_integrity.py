@@ -149,7 +149,7 @@ def _units(split, subset, metric):
     gold = catalog.gold_for(split)
     if metric == "consistency":
         return gold.n_groups
-    return gold.n if subset == "all" else len(catalog.subset_indices(split)[subset])
+    return gold.n if subset == "all" else len(catalog.scoring_inputs(split).subsets[subset])
 
 
 def test_full_feedback_rounds_every_score_to_its_count(world):
