@@ -59,23 +59,25 @@ class GoldSet:
         return np.array([identifier.encode("utf-8") for identifier in self.ids.tolist()] or [b""])
 
     @cached_property
-    def _sorted_id_bytes(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self._id_bytes, kind="stable")
-        return self._id_bytes[order], order
+    def _id_hash_index(self) -> pd.Index | None:
+        if self._id_bytes.dtype.itemsize > HASHED_WIDTH:
+            return None  # ids this long are left to the caller's general path
+        index = pd.Index(byte_hashes(self._id_bytes))
+        return index if index.is_unique else None  # two ids sharing a hash: no hash lookup for this gold set
 
     def positions_of_bytes(self, cells: np.ndarray) -> np.ndarray:
         """Rows of ``cells`` (a numpy bytes array, 'S<width>') that spell a gold id exactly; -1 elsewhere.
 
-        A binary search over the sorted ids in C: prediction files name every example, and this settles
-        a well-formed file without making a Python string of any cell.
+        Prediction files name every example: this settles a well-formed file in C, without making a
+        Python string of any cell (a hash table over 64-bit hashes of the ids, then an exact comparison).
         """
-        if self.n == 0 or cells.size == 0:
-            return np.full(cells.size, -1, dtype=np.int64)
+        if self.n == 0 or cells.size == 0 or cells.dtype.itemsize > HASHED_WIDTH or self._id_hash_index is None:
+            return np.full(cells.size, -1, dtype=np.int64)  # the caller's general path decides
         if cells.size == self.n and (cells == self._id_bytes).all():
             return np.arange(self.n, dtype=np.int64)  # the usual file: every id, in the gold file's order
-        keys, order = self._sorted_id_bytes
-        at = np.minimum(np.searchsorted(keys, cells), keys.size - 1)
-        return np.where(keys[at] == cells, order[at], -1).astype(np.int64)
+        rows = self._id_hash_index.get_indexer(byte_hashes(cells))
+        # Equal hashes are not proof: compare the bytes.
+        return np.where((rows >= 0) & (self._id_bytes[rows] == cells), rows, -1).astype(np.int64)
 
     @cached_property
     def image_index(self) -> pd.Index:
@@ -89,6 +91,24 @@ class GoldSet:
     @cached_property
     def index(self) -> dict[str, int]:
         return {identifier: row for row, identifier in enumerate(self.ids.tolist())}
+
+
+# Odd 64-bit multipliers, one per 8-byte word of a cell (identifiers over 64 bytes take the general path).
+HASHED_WIDTH = 64
+_HASH_MULTIPLIERS = np.random.default_rng(0x601D).integers(1, 2**63, size=HASHED_WIDTH // 8, dtype=np.uint64) * 2 + 1
+
+
+def byte_hashes(cells: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each cell of a numpy bytes array ('S<width>', width <= 64), the same for the
+    same bytes whatever the array's width (NUL padding adds nothing)."""
+    width = cells.dtype.itemsize
+    words = -(-width // 8)
+    if words > _HASH_MULTIPLIERS.size:
+        raise ValueError(f"cells of {width} bytes are too wide to hash")
+    raw = np.zeros((cells.size, words * 8), dtype=np.uint8)
+    raw[:, :width] = np.ascontiguousarray(cells).view(np.uint8).reshape(cells.size, width)
+    # Integer arrays wrap modulo 2**64: what a hash wants.
+    return (raw.view("<u8") * _HASH_MULTIPLIERS[:words]).sum(axis=1, dtype=np.uint64)
 
 
 def read_gold(task: str, data: bytes) -> GoldSet:

@@ -245,19 +245,18 @@ def _align(
     unknown = np.flatnonzero(positions < 0)
     problems.add_lines(lines, unknown, lambda r: f"unknown {what} {show(_strip(cells[r]))}{hint(r)}")
     known = np.flatnonzero(positions >= 0)
-    order = known[np.argsort(positions[known], kind="stable")]  # stable: first occurrence first
-    ordered = positions[order]
-    repeated = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
-    if repeated.size:
+    counts = np.bincount(positions[known], minlength=size)
+    if counts.max(initial=0) > 1:  # some identifier is repeated: find each repeat and its first line
+        order = known[np.argsort(positions[known], kind="stable")]  # stable: first occurrence first
+        ordered = positions[order]
+        repeated = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
         run_starts = np.where(np.r_[True, ordered[1:] != ordered[:-1]], np.arange(ordered.size), 0)
         first_row = dict(zip(order[repeated].tolist(), order[np.maximum.accumulate(run_starts)[repeated]].tolist()))
         problems.add_lines(
             lines, order[repeated],
             lambda r: f"duplicate {what} {show(_strip(cells[r]))} (first on line {int(lines[first_row[r]])})",
         )
-    covered = np.zeros(size, dtype=bool)
-    covered[positions[known]] = True
-    missing = np.flatnonzero(~covered)
+    missing = np.flatnonzero(counts == 0)
     if missing.size:
         names = ", ".join(show(name_of(int(i))) for i in missing[:_MISSING_SHOWN])
         more = f" and {missing.size - _MISSING_SHOWN} more" if missing.size > _MISSING_SHOWN else ""
@@ -300,7 +299,8 @@ class _Column:
     starts: np.ndarray
     ends: np.ndarray
 
-    # Cells longer than this skip the fixed-width fast path (one absurd cell must not cost rows x its size).
+    # Cells longer than this skip the fixed-width fast path (one absurd cell must not cost rows x its size);
+    # the gold ids' hash lookup takes cells up to this width.
     FIXED_WIDTH_LIMIT = 64
 
     @classmethod

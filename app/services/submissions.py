@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from flask import current_app
-from sqlalchemy import case, func, insert, select
+from sqlalchemy import bindparam, case, func, insert, select
 from sqlalchemy.orm import joinedload
 
 from app.db import db, write_transaction
@@ -151,21 +151,28 @@ def _next_month(now: datetime) -> datetime:
     return start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
 
 
+def _quota_counts():
+    scored, rejected = Submission.status == "scored", Submission.status == "rejected"
+    day, month = bindparam("day"), bindparam("month")
+    return select(
+        func.count(case((scored, 1))),
+        func.count(case((scored & (Submission.created_at >= month), 1))),
+        func.count(case((scored & (Submission.created_at >= day), 1))),
+        func.count(case((rejected & (Submission.created_at >= day), 1))),
+    ).where(Submission.split_id == bindparam("split_id"), Submission.team_id == bindparam("team_id"))
+
+
+# Built once: every upload runs it, and building the expression costs more than running it on SQLite.
+QUOTA_COUNTS = _quota_counts()
+
+
 def quota_status(split: Split, team: Team | int, now: datetime | None = None) -> QuotaStatus:
     """Counts of this team's attempts on this split: calendar day and month in UTC, and in total."""
     now = now or utcnow()
-    team_id = team if isinstance(team, int) else team.id
-    day, month = _day_start(now), _month_start(now)
-    scored = Submission.status == "scored"
-    rejected = Submission.status == "rejected"
-    row = db.session.execute(
-        select(
-            func.count(case((scored, 1))),
-            func.count(case((scored & (Submission.created_at >= month), 1))),
-            func.count(case((scored & (Submission.created_at >= day), 1))),
-            func.count(case((rejected & (Submission.created_at >= day), 1))),
-        ).where(Submission.split_id == split.id, Submission.team_id == team_id)
-    ).one()
+    row = db.session.execute(QUOTA_COUNTS, {
+        "split_id": split.id, "team_id": team if isinstance(team, int) else team.id,
+        "day": _day_start(now), "month": _month_start(now),
+    }).one()
     return QuotaStatus(
         per_day=split.per_day, per_month=split.per_month, total=split.total,
         used_total=row[0], used_month=row[1], used_today=row[2], rejected_today=row[3],
@@ -299,7 +306,9 @@ def submit(
     except InvalidInput as exc:
         task = predictions = scores = None
         problems = exc
-    digest = uploads.keep_original(upload.data) if problems is None else uploads.sha256(upload.data)
+    digest = uploads.sha256(upload.data)
+    # A scored upload keeps its original; written beside the transaction, waited for before the commit.
+    kept = uploads.start_keeping(upload.data, digest) if problems is None else None
 
     with write_transaction():
         split = db.session.get(Split, split_id)  # the policy as it is now, under the lock
@@ -341,6 +350,7 @@ def submit(
             replace(status, used_today=status.used_today + 1, used_month=status.used_month + 1,
                     used_total=status.used_total + 1),
         )
+        kept.result()  # an acknowledged submission has its original on disk
         db.session.commit()
     return result
 

@@ -74,7 +74,11 @@ def test_gunicorn_refuses_an_outdated_schema_and_flask_db_upgrade_still_runs(unm
     finally:
         server.stop()
     log = server.log.read_text()
-    assert code == 4, log  # the master stops: no endless worker restarts
+    # The master stops: no endless worker restarts. Its exit code is 4 (a worker failed to load), or 1 when
+    # both workers fail at the same moment: gunicorn then meets the second failure while halting for the
+    # first and exits through the resulting traceback.
+    assert code in (1, 4), log
+    assert "App failed to load" in log, log
     assert "refusing to serve" in log and "run `flask --app wsgi db upgrade`" in log, log
 
     def flask(*args):

@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from app.evaluation import GoldSet, ValidationError, get_task, read_gold
@@ -126,3 +127,64 @@ def test_gold_repr_does_not_show_labels():
     gold = read_gold("nlvr2", jsonl([nlvr2_record("dev-1-0-0", "True"), nlvr2_record("dev-1-1-0", "False")]))
     text = repr(gold)
     assert "n=2" in text and "True" not in text and "False" not in text and "dev-1-0-0" not in text
+
+
+# --- the byte-level identifier lookup behind the prediction parser's fast path ---------------------------
+
+
+def _nlvr2_gold(ids):
+    return read_gold("nlvr2", jsonl([nlvr2_record(i) for i in ids]))
+
+
+def test_positions_of_bytes_in_order_shuffled_unknown_and_repeated():
+    ids = [f"dev-{n}-{p}-{s}" for n in range(40) for p in range(2) for s in range(2)]
+    gold = _nlvr2_gold(ids)
+    in_order = np.array([i.encode() for i in ids])
+    assert gold.positions_of_bytes(in_order).tolist() == list(range(len(ids)))
+    rng = np.random.default_rng(1)
+    shuffled = rng.permutation(len(ids))
+    assert gold.positions_of_bytes(in_order[shuffled]).tolist() == shuffled.tolist()
+    # Unknown, empty, a prefix and an extension of a real id, a repeat; the array's width does not matter.
+    cells = np.array([b"dev-3-1-0", b"dev-999-0-0", b"", b"dev-3-1-", b"dev-3-1-00", b"dev-3-1-0"], dtype="S40")
+    assert gold.positions_of_bytes(cells).tolist() == [ids.index("dev-3-1-0"), -1, -1, -1, -1,
+                                                       ids.index("dev-3-1-0")]
+
+
+def test_positions_of_bytes_checks_the_bytes_not_only_the_hash(monkeypatch):
+    gold = _nlvr2_gold(["dev-1-0-0", "dev-2-0-0"])
+    from app.evaluation import gold as gold_module
+
+    # Every cell hashes alike: only the exact comparison can tell the ids apart.
+    monkeypatch.setattr(gold_module, "byte_hashes", lambda cells: np.zeros(cells.size, dtype=np.uint64))
+    monkeypatch.setitem(gold.__dict__, "_id_hash_index", pd.Index(np.array([0, 1], dtype=np.uint64)))
+    # (Not both ids in gold order: that file is recognised before any hashing.)
+    assert gold.positions_of_bytes(np.array([b"dev-2-0-0", b"dev-1-0-0"])).tolist() == [-1, 0]
+
+
+def test_byte_hashes_ignore_padding_and_tell_bytes_apart():
+    from app.evaluation.gold import byte_hashes
+
+    narrow = byte_hashes(np.array([b"abc", b"abd", b"x" * 17], dtype="S17"))
+    wide = byte_hashes(np.array([b"abc", b"abd", b"x" * 17], dtype="S64"))
+    assert narrow.tolist() == wide.tolist() and len(set(narrow.tolist())) == 3
+    with pytest.raises(ValueError):
+        byte_hashes(np.array([b"y" * 65]))
+
+
+def test_parser_fast_path_and_general_path_agree_on_every_spelling():
+    """Cells the byte-level path settles and cells it leaves to the general path parse alike."""
+    ids = [f"dev-{n}-{p}-0" for n in range(30) for p in range(2)]
+    gold = _nlvr2_gold(ids)
+    task = get_task("nlvr2")
+    rng = np.random.default_rng(7)
+    truth = rng.random(len(ids)) < 0.5
+    spellings = [("{i},{w}", str), ('"{i}","{w}"', str), (" {i} , {w} ", str.upper), ("{i},{w}\r", str.lower)]
+    for k, (pattern, case) in enumerate(spellings):
+        lines = [pattern.format(i=i, w=case(str(bool(t)))) for i, t in zip(ids, truth)]
+        order = rng.permutation(len(lines))
+        mixed = [lines[j] if j % 2 else f"{ids[j]},{bool(truth[j])}" for j in order]  # half plain, half not
+        parsed = task.parse(("\n".join(mixed) + "\n").encode(), gold)
+        assert parsed.tolist() == truth.tolist(), pattern
+    long_id_gold = _nlvr2_gold(["dev-" + "7" * 80 + "-0-0", "dev-1-0-0"])  # over the fast path's width
+    parsed = task.parse(("dev-" + "7" * 80 + "-0-0,true\ndev-1-0-0,false\n").encode(), long_id_gold)
+    assert parsed.tolist() == [True, False]
