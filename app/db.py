@@ -31,14 +31,31 @@ migrate = Migrate(compare_type=True, render_as_batch=True)
 _immediate: ContextVar[bool] = ContextVar("sqlite_immediate", default=False)
 
 
+def _on_sqlite() -> bool:
+    return db.session.get_bind().dialect.name == "sqlite"
+
+
+def release_write_lock() -> None:
+    """Before slow work that touches no shared state: end a transaction that may hold SQLite's write lock
+    (write requests take it when they begin). PostgreSQL reads take no lock, so its transaction stays open
+    for the write_transaction(continue_open=True) that follows: one round trip to end it and two to begin
+    again (a pooled connection is pinged) are saved."""
+    if _on_sqlite():
+        db.session.rollback()
+
+
 @contextmanager
-def write_transaction():
+def write_transaction(continue_open: bool = False):
     """Begin the session's next transaction as a writer.
 
     SQLite: BEGIN IMMEDIATE takes the write lock up front, so two requests cannot both read a quota and
     then both insert (a deferred transaction would fail to upgrade instead of waiting). PostgreSQL callers
-    add SELECT ... FOR UPDATE on the row they serialise on. Ends any transaction already open.
+    add SELECT ... FOR UPDATE on the row they serialise on. Ends any transaction already open, except on
+    PostgreSQL with continue_open (READ COMMITTED: each later statement still sees every commit).
     """
+    if continue_open and not _on_sqlite() and db.session().in_transaction():
+        yield
+        return
     db.session.rollback()
     token = _immediate.set(True)
     try:

@@ -294,6 +294,9 @@ class LadderState(db.Model):
     best_submission_id: Mapped[int | None] = mapped_column(ForeignKey("submissions.id", ondelete="SET NULL"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
+    # Set to a submission not yet inserted, the state is written after it, in the same flush.
+    best_submission: Mapped[Submission | None] = relationship(foreign_keys=[best_submission_id])
+
 
 class ProbeFlag(db.Model):
     """A submission on a hidden split nearly identical to an earlier one of the same team (possible probing)."""
@@ -307,3 +310,5 @@ class ProbeFlag(db.Model):
     earlier_submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
     distance: Mapped[float] = mapped_column(Float)  # share of examples whose prediction differs (0-1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+    submission: Mapped[Submission] = relationship(foreign_keys=[submission_id])

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import contains_eager
+from sqlalchemy.orm import contains_eager, joinedload
 
 from app.db import db
 from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_task
@@ -38,13 +38,15 @@ def get_benchmark(slug: str) -> Benchmark:
     return benchmark
 
 
-def get_split(benchmark_slug: str, split_slug: str) -> Split:
-    """The split with its benchmark, in one query (every upload starts here)."""
+def get_split(benchmark_slug: str, split_slug: str, with_subsets: bool = False) -> Split:
+    """The split with its benchmark (and its subsets if asked: what scoring needs), in one query (every
+    upload starts here)."""
     if all(isinstance(slug, str) and SLUG.match(slug) for slug in (benchmark_slug, split_slug)):
-        split = db.session.scalar(
-            select(Split).join(Split.benchmark).options(contains_eager(Split.benchmark))
-            .where(Benchmark.slug == benchmark_slug, Split.slug == split_slug)
-        )
+        query = (select(Split).join(Split.benchmark).options(contains_eager(Split.benchmark))
+                 .where(Benchmark.slug == benchmark_slug, Split.slug == split_slug))
+        if with_subsets:
+            query = query.options(joinedload(Split.subsets))
+        split = db.session.scalars(query).unique().one_or_none()
         if split is not None:
             return split
     get_benchmark(benchmark_slug)  # names an unknown benchmark rather than the split

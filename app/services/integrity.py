@@ -90,7 +90,7 @@ def ladder_view(task: TaskType, released: str | None) -> Scores | None:
 
 
 def ladder_release(submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray) -> Scores | None:
-    """Run one Ladder step for a new submission (flushed, so it has an id) and return the release."""
+    """Run one Ladder step for a new submission (inserted or not) and return the release."""
     state = db.session.scalar(
         select(LadderState).where(LadderState.team_id == submission.team_id,
                                   LadderState.split_id == submission.split_id)
@@ -108,9 +108,8 @@ def ladder_release(submission: Submission, task: TaskType, gold: GoldSet, predic
     result = ladder_rule.step(current, losses)
     if result.improved:
         state.best_loss = result.ladder.best_loss
-        state.best_submission_id = submission.id
+        state.best_submission = submission
     state.updated_at = utcnow()
-    db.session.flush()
     value = ladder_rule.released_accuracy(result.ladder, losses.size)
     return None if value is None else {"all": {task.primary_metric: value}}
 
@@ -137,13 +136,15 @@ def flag_probes(submission: Submission, task: TaskType, gold: GoldSet, predictio
     """Compare a new submission on a hidden split with every earlier scored one of its team there; flag the
     nearest if it is closer than PROBE_DISTANCE (one flag per new submission; ties go to the latest)."""
     threshold = probe_distance()
-    earlier = db.session.execute(
+    query = (
         select(Submission.id, Submission.predictions)
         .where(Submission.team_id == submission.team_id, Submission.split_id == submission.split_id,
-               Submission.status == "scored", Submission.id != submission.id,
-               Submission.predictions.is_not(None))
+               Submission.status == "scored", Submission.predictions.is_not(None))
         .order_by(Submission.id)
-    ).all()
+    )
+    if submission.id is not None:  # already inserted: not compared with itself
+        query = query.where(Submission.id != submission.id)
+    earlier = db.session.execute(query).all()
     if not earlier:
         return None
     new = np.asarray(predictions)
@@ -156,17 +157,17 @@ def flag_probes(submission: Submission, task: TaskType, gold: GoldSet, predictio
             best_id, best_distance = block[i][0], float(found[i])
     if best_distance >= threshold:
         return None
-    flag = ProbeFlag(split_id=submission.split_id, team_id=submission.team_id, submission_id=submission.id,
+    flag = ProbeFlag(split_id=submission.split_id, team_id=submission.team_id, submission=submission,
                      earlier_submission_id=best_id, distance=best_distance)
     db.session.add(flag)
-    db.session.flush()
     return flag
 
 
 def after_scoring(submission: Submission, split: Split, inputs: catalog.ScoringInputs, predictions: np.ndarray,
                   scores: Scores) -> Scores | None:
-    """The integrity steps for a new scored submission (flushed) inside the caller's write transaction:
-    flag probing on a hidden split and return what the feedback policy releases now."""
+    """The integrity steps for a new scored submission inside the caller's write transaction: flag probing
+    on a hidden split and return what the feedback policy releases now. The submission need not be
+    inserted yet (call under no_autoflush then): the flag and the Ladder state are written after it."""
     task, gold, subsets = inputs.task, inputs.gold, inputs.subsets
     if split.hidden:
         flag_probes(submission, task, gold, predictions)

@@ -14,7 +14,7 @@ from flask import current_app
 from sqlalchemy import bindparam, case, func, insert, select
 from sqlalchemy.orm import joinedload
 
-from app.db import db, write_transaction
+from app.db import db, release_write_lock, write_transaction
 from app.evaluation import Problem, ValidationError, get_task
 from app.models import Membership, Score, Split, Submission, Team, User, as_utc, utcnow
 from app.services import audit, catalog, uploads
@@ -197,10 +197,14 @@ def _check_quota(status: QuotaStatus, now: datetime) -> None:
         )
 
 
-def _lock_team(team_id: int) -> None:
-    """Serialise quota checks per team: a row lock on PostgreSQL (SQLite already holds its write lock)."""
-    if db.session.get_bind().dialect.name != "sqlite":
-        db.session.execute(select(Team.id).where(Team.id == team_id).with_for_update())
+def _split_under_team_lock(split_id: int, team_id: int) -> Split:
+    """The split's policy as it is now, with quota checks serialised per team: a row lock on the team on
+    PostgreSQL, taken by the same statement (SQLite already holds its write lock)."""
+    if db.session.get_bind().dialect.name == "sqlite":
+        return db.session.get(Split, split_id)
+    return db.session.scalars(
+        select(Split).join(Team, Team.id == team_id).where(Split.id == split_id).with_for_update(of=Team)
+    ).one()
 
 
 # --- submitting ----------------------------------------------------------------------------------------
@@ -289,7 +293,7 @@ def submit(
     Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed), TooLarge,
     QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then stored as rejected).
     """
-    split = catalog.get_split(benchmark_slug, split_slug)
+    split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     team = resolve_team(user, team_ref)
     if not split.is_open:
         raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
@@ -297,9 +301,9 @@ def submit(
     inputs = catalog.scoring_inputs(split)
     split_id, team_id, user_id = split.id, team.id, user.id
     benchmark_slug, team_name = split.benchmark.slug, team.name
-    # Parse and score outside any transaction: it is the slow part and touches no shared state, and on
+    # Parse and score outside the write lock: it is the slow part and touches no shared state, and on
     # SQLite a write request's transaction holds the database's write lock.
-    db.session.rollback()
+    release_write_lock()
     try:
         task, predictions, scores = _score_upload(inputs, upload.data)
         problems = None
@@ -310,9 +314,8 @@ def submit(
     # A scored upload keeps its original; written beside the transaction, waited for before the commit.
     kept = uploads.start_keeping(upload.data, digest) if problems is None else None
 
-    with write_transaction():
-        split = db.session.get(Split, split_id)  # the policy as it is now, under the lock
-        _lock_team(team_id)
+    with write_transaction(continue_open=True):
+        split = _split_under_team_lock(split_id, team_id)
         now = now or utcnow()
         status = quota_status(split, team_id, now)
         submission = Submission(
@@ -334,15 +337,17 @@ def submit(
         _check_quota(status, now)
         submission.status = "scored"
         submission.predictions = task.encode(predictions)
+        # Inside the write transaction: the Ladder's state and the probe check see every earlier submission.
+        # Before the insert, so that the submission is written once, with its release.
+        with db.session.no_autoflush:
+            release = _release_now(split, submission, inputs, predictions, scores)
+        submission.released = None if release is None else json.dumps(release)
         db.session.add(submission)
-        db.session.flush()  # the scores, the Ladder and probe flags refer to the submission by id
+        db.session.flush()  # the submission, then its Ladder state or probe flag; the scores need its id
         db.session.execute(insert(Score), [
             {"submission_id": submission.id, "subset": subset, "metric": metric, "value": float(value)}
             for subset, metrics in scores.items() for metric, value in metrics.items()
         ])
-        # Inside the write transaction: the Ladder's state and the probe check see every earlier submission.
-        release = _release_now(split, submission, inputs, predictions, scores)
-        submission.released = None if release is None else json.dumps(release)
         result = SubmitResult(
             submission, submission.id, benchmark_slug, split.slug, team_name, submission.model_name, now,
             _team_view(split, scores, submission.released, inputs),
