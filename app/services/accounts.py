@@ -8,10 +8,11 @@ from functools import lru_cache
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import joinedload
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.db import db, write_transaction
-from app.models import ApiToken, User, as_utc, utcnow
+from app.models import ApiToken, Membership, User, as_utc, utcnow
 from app.security import token_digest
 from app.services.errors import Conflict, InvalidInput, NotFound
 
@@ -109,13 +110,15 @@ def user_for_token(token: str) -> User | None:
     """The owner of a valid, unrevoked API token (noting when it was last used), or None."""
     if not token or len(token) > 200:
         return None
-    found = db.session.execute(
-        select(ApiToken, User).join(ApiToken.user)
+    row = db.session.scalars(
+        select(ApiToken)
         .where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
-    ).first()
-    if found is None:
+        # The owner and their teams in the same query: an API upload needs them next (resolve_team).
+        .options(joinedload(ApiToken.user).joinedload(User.memberships).joinedload(Membership.team))
+    ).unique().one_or_none()
+    if row is None:
         return None
-    row, user = found
+    user = row.user
     token_id, now = row.id, utcnow()
     if row.last_used_at is None or as_utc(row.last_used_at) < now - TOKEN_USE_RESOLUTION:
         _note_use(token_id, now)  # a new transaction: the user is read again when next used

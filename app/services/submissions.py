@@ -16,7 +16,7 @@ from sqlalchemy.orm import joinedload
 
 from app.db import db, release_write_lock, write_transaction
 from app.evaluation import Problem, ValidationError, get_task
-from app.models import Membership, Score, Split, Submission, Team, User, as_utc, utcnow
+from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
 from app.services import audit, catalog, uploads
 from app.services import integrity
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
@@ -266,11 +266,7 @@ def _clean_upload(upload: Upload) -> Upload:
 
 def resolve_team(user: User, team_ref: str | int | None) -> Team:
     """The team a user submits for: by id or name, or their only team when none is named."""
-    # One query (rather than the user's memberships, then each team): every upload starts here.
-    teams = list(db.session.scalars(
-        select(Team).join(Membership, Membership.team_id == Team.id).where(Membership.user_id == user.id)
-        .order_by(func.lower(Team.name))
-    ))
+    teams = user.teams  # loaded with an API token's owner (accounts.user_for_token)
     if team_ref in (None, ""):
         if len(teams) == 1:
             return teams[0]
