@@ -7,22 +7,16 @@ environment variable CI is set: CI always has Chromium, so there they fail.
 from __future__ import annotations
 
 import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from flask_migrate import upgrade
 
-from app import create_app, synthetic
+from app import synthetic
 from app.db import db
+from tests.load.servers import Deployment, Gunicorn
 
-REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -49,23 +43,15 @@ def sync_api():
 
 @dataclass
 class Site:
+    """The server under test and what the tests need to know of its data."""
+
     base: str
-    database_url: str
-    env: dict[str, str]
+    deployment: Deployment
     dev_gold: bytes
     seeded: list[int] = field(default_factory=list)
 
     def app(self):
-        return create_app({
-            "SECRET_KEY": self.env["SECRET_KEY"], "SQLALCHEMY_DATABASE_URI": self.database_url,
-            "HIDDEN_LABELS_DIR": self.env["HIDDEN_LABELS_DIR"], "SUBMISSIONS_DIR": self.env["SUBMISSIONS_DIR"],
-        })
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return self.deployment.app()
 
 
 def _prepare(site: Site) -> None:
@@ -95,50 +81,19 @@ def _prepare(site: Site) -> None:
 @pytest.fixture(scope="module")
 def site(sync_api, tmp_path_factory):
     folder = tmp_path_factory.mktemp("e2e")
-    database_url = f"sqlite:///{folder / 'holdout.sqlite3'}"
-    env = {
-        **os.environ,
-        "SECRET_KEY": secrets.token_hex(32),
-        "DATABASE_URL": database_url,
-        "HIDDEN_LABELS_DIR": str(folder / "hidden_labels"),
-        "SUBMISSIONS_DIR": str(folder / "submissions"),
-    }
-    for name in ("HOLDOUT_DEMO", "MAX_UPLOAD_MB", "WEB_CONCURRENCY", "GUNICORN_CMD_ARGS", "SESSION_COOKIE_SECURE"):
+    deployment = Deployment(f"sqlite:///{folder / 'holdout.sqlite3'}", folder)
+    env = deployment.env
+    for name in ("WEB_CONCURRENCY", "SESSION_COOKIE_SECURE"):
         env.pop(name, None)
-    port = _free_port()
-    site = Site(f"http://127.0.0.1:{port}", database_url, env, synthetic.nlvr2_gold(800, seed=21))
+    site = Site("", deployment, synthetic.nlvr2_gold(800, seed=21))
     _prepare(site)
-
-    log = folder / "gunicorn.log"
-    gunicorn = Path(sys.executable).parent / "gunicorn"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [str(gunicorn), "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-             "--timeout", "60", "wsgi:app"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
+    server = Gunicorn(env, folder / "gunicorn.log", workers=2)
+    site.base = server.base
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"gunicorn exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{site.base}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"gunicorn did not answer /healthz within 60 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+        server.wait_until_up()
         yield site
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
+        server.stop()
 
 
 @pytest.fixture(scope="module")
