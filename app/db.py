@@ -44,6 +44,16 @@ def release_write_lock() -> None:
         db.session.rollback()
 
 
+def begin_reading() -> None:
+    """Begin the session's transaction for reading only, unless one is open: on PostgreSQL in autocommit
+    mode, which spares the round trips of BEGIN and ROLLBACK (reads see the latest commits either way under
+    READ COMMITTED). For the pages everyone reads; a write later in the request still goes through
+    write_transaction, which ends this and begins a real transaction."""
+    if _on_sqlite() or db.session().in_transaction():
+        return
+    db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+
+
 @contextmanager
 def write_transaction(continue_open: bool = False):
     """Begin the session's next transaction as a writer.

@@ -25,7 +25,7 @@ from markupsafe import Markup
 from sqlalchemy import bindparam, exists, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.db import db, write_transaction
+from app.db import begin_reading, db, write_transaction
 from app.evaluation import get_task, statistics
 from app.models import Benchmark, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
 from app.services import gold_files, progress_chart
@@ -521,6 +521,7 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
 
     Once the split's snapshot is in memory this is one query (the benchmark and its splits).
     """
+    begin_reading()
     benchmark = _benchmark(benchmark_slug)
     if split_slug:
         split = next((s for s in benchmark.splits if s.slug == split_slug), None)
