@@ -24,6 +24,8 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(from_environment(app.instance_path))
     if config:
         app.config.update(config)
+        if config.get("TESTING") and "LEADERBOARD_PAGE_TTL" not in config:
+            app.config["LEADERBOARD_PAGE_TTL"] = 0  # tests read pages right after changing them
     # Flask's defaults already hold MAX_CONTENT_LENGTH = None, so setdefault would never apply the limit.
     if not app.config.get("MAX_CONTENT_LENGTH"):
         app.config["MAX_CONTENT_LENGTH"] = request_body_limit(app.config["MAX_UPLOAD_MB"])

@@ -34,6 +34,19 @@ def _share(name: str, default: float) -> float:
     return value
 
 
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from exc
+    if not 0 <= value <= 3600:
+        raise ConfigError(f"{name} must be between 0 and 3600 seconds, got {raw!r}")
+    return value
+
+
 def from_environment(instance_path: str) -> dict:
     """Build the Flask config mapping from environment variables."""
     instance = Path(instance_path)
@@ -60,6 +73,9 @@ def from_environment(instance_path: str) -> dict:
         # Reverse proxies in front of the app (nginx: 1) whose X-Forwarded-For/-Proto/-Host are trusted, so
         # the login throttle sees the client's address rather than the proxy's.
         "TRUSTED_PROXIES": _int("TRUSTED_PROXIES", 0),
+        # A leaderboard page served to visitors without a session is reused for this long without asking
+        # the database (0: never). Pages for logged-in users are always current.
+        "LEADERBOARD_PAGE_TTL": _seconds("LEADERBOARD_PAGE_TTL", 2.0),
     }
 
 

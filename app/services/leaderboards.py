@@ -14,15 +14,18 @@ import json
 import logging
 import math
 import threading
+import time
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlencode
 
 import numpy as np
+from flask import current_app
 from markupsafe import Markup
-from sqlalchemy import bindparam, exists, insert, select, update
+from sqlalchemy import bindparam, event, exists, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db import begin_reading, db, write_transaction
@@ -513,6 +516,38 @@ def _remember(memo: OrderedDict, key: tuple, make):
         while len(memo) > _VIEWS_SIZE:
             memo.popitem(last=False)
     return value
+
+
+_recent_pages: OrderedDict[tuple, tuple[float, bytes]] = OrderedDict()
+_changes = 0  # boards this process has changed: part of recent_page's key, so its own changes show at once
+
+
+@event.listens_for(Split.board_version, "set")
+def _board_changed(_target, _value, _old, _initiator) -> None:
+    global _changes
+    _changes += 1
+
+
+def recent_page(key: tuple, make: Callable[[], bytes]) -> bytes:
+    """A page for visitors without a session, reused for LEADERBOARD_PAGE_TTL seconds without asking the
+    database: a popular board is read far more often than it changes, and a page up to that old is as
+    good as current. (Each worker keeps its own; a change made in this worker is seen here at once.)"""
+    ttl = float(current_app.config.get("LEADERBOARD_PAGE_TTL") or 0)
+    if ttl <= 0:
+        return make()
+    key = (str(db.engine.url), _changes, *key)
+    now = time.monotonic()
+    with _memo_lock:
+        found = _recent_pages.get(key)
+        if found is not None and found[0] > now:
+            return found[1]
+    body = make()
+    with _memo_lock:
+        _recent_pages[key] = (now + ttl, body)
+        _recent_pages.move_to_end(key)
+        while len(_recent_pages) > _VIEWS_SIZE:
+            _recent_pages.popitem(last=False)
+    return body
 
 
 def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | None = None,

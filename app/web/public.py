@@ -24,24 +24,31 @@ def healthz():
 @bp.get("/leaderboards/<benchmark>")
 @bp.get("/leaderboards/<benchmark>/<split>")
 def leaderboard(benchmark: str, split: str | None = None):
-    board = leaderboards.board(benchmark, split, sort=request.args.get("sort"), order=request.args.get("order"),
-                               page=request.args.get("page"))
-    task = get_task(board.benchmark.task_type)
+    def board():
+        return leaderboards.board(benchmark, split, sort=request.args.get("sort"), order=request.args.get("order"),
+                                  page=request.args.get("page"))
 
-    def page() -> str:
+    def page(board) -> str:
+        task = get_task(board.benchmark.task_type)
         # The table is the same for every visitor: rendered once per board version, sort and page.
         table = leaderboards.rendered(board, lambda: render_template("public/_board.html", board=board, task=task))
         return render_template("public/leaderboard.html", board=board, task=task, table=table)
 
     if request.cookies:
-        return page()  # a session: the layout shows who is logged in
-    # Without cookies every visitor gets the same page: keep its bytes (it is read far more than it changes),
-    # gzipped once for browsers that accept it (a page of 100 rows and its chart is about 160 kB, 20 kB zipped).
+        return page(board())  # a session: the layout shows who is logged in, and the board as it is now
+    # Without cookies every visitor gets the same page: its bytes are kept per board version (it is read far
+    # more than it changes), gzipped once for browsers that accept it (100 rows and the chart: ~160 kB, 20 kB
+    # zipped), and reused for a moment without asking the database at all (LEADERBOARD_PAGE_TTL).
     zipped = request.accept_encodings["gzip"] > 0
-    body = leaderboards.rendered(
-        board, lambda: gzip.compress(page().encode(), 6, mtime=0) if zipped else page().encode(),
-        extra=(request.full_path, zipped),
-    )
+
+    def anonymous() -> bytes:
+        current = board()
+        return leaderboards.rendered(
+            current, lambda: gzip.compress(page(current).encode(), 6, mtime=0) if zipped else page(current).encode(),
+            extra=(request.full_path, zipped),
+        )
+
+    body = leaderboards.recent_page((request.full_path, zipped), anonymous)
     response = Response(body, content_type="text/html; charset=utf-8")
     if zipped:
         response.headers["Content-Encoding"] = "gzip"

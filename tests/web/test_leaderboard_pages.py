@@ -197,6 +197,49 @@ def test_board_is_computed_once_per_change(app, client, site, monkeypatch):
     assert len(calls) == 3
 
 
+def test_anonymous_pages_are_reused_for_the_configured_moment(app, client, site, monkeypatch):
+    """LEADERBOARD_PAGE_TTL: a visitor without a session may get a page up to that old, served without a
+    query; a change made in this process shows at once, one made elsewhere once the moment is over; a
+    logged-in visitor always gets the board as it is. Tests run with it off unless they ask (as here)."""
+    from sqlalchemy import event, update
+
+    from app.models import Split
+
+    assert app.config["LEADERBOARD_PAGE_TTL"] == 0  # the test default
+    app.config["LEADERBOARD_PAGE_TTL"] = 30
+    clock = [1000.0]
+    monkeypatch.setattr(leaderboards.time, "monotonic", lambda: clock[0])
+    first = publish(app, site, 0.7, 1)
+    assert entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)) == [first]
+
+    statements = []
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    page = client.get("/leaderboards/nlvr2/dev")
+    assert entry_ids(page.get_data(as_text=True)) == [first] and statements == []  # no query at all
+    zipped = client.get("/leaderboards/nlvr2/dev", headers={"Accept-Encoding": "gzip"})
+    assert zipped.headers["Content-Encoding"] == "gzip"
+    assert entry_ids(gzip.decompress(zipped.data).decode()) == [first]
+
+    # A change through this process's services: seen at once.
+    second = publish(app, site, 0.9, 2)
+    assert entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)) == [second, first]
+
+    # A change made by another server (here: plain SQL, which this process's models never see).
+    with app.app_context():
+        db.session.execute(update(Submission).where(Submission.id == second).values(published_at=None))
+        db.session.execute(update(Split).where(Split.slug == "dev").values(board_version=Split.board_version + 1))
+        db.session.commit()
+    assert entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)) == [second, first]  # not yet
+    login(client, "member@example.org", "password123")
+    assert entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)) == [first]  # a session: now
+    logout(client)
+    client.delete_cookie("session")
+    clock[0] += 31
+    assert entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)) == [first]  # the moment is over
+
+
 # --- escaping --------------------------------------------------------------------------------------------
 
 EVIL_MODEL = '<script>alert("m")</script>'
