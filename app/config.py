@@ -1,6 +1,7 @@
 """Settings read from the environment, so one build runs anywhere."""
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -21,30 +22,25 @@ def _int(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
 
 
-def _share(name: str, default: float) -> float:
+def _number(name: str, default: float, low: float, high: float, what: str) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
         value = float(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}") from exc
-    if not 0 <= value <= 1:
-        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}")
+    except ValueError:
+        value = math.nan
+    if not low <= value <= high:  # also NaN and words
+        raise ConfigError(f"{name} must be {what}, got {raw!r}")
     return value
+
+
+def _share(name: str, default: float) -> float:
+    return _number(name, default, 0, 1, "a number between 0 and 1")
 
 
 def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from exc
-    if not 0 <= value <= 3600:
-        raise ConfigError(f"{name} must be between 0 and 3600 seconds, got {raw!r}")
-    return value
+    return _number(name, default, 0, 3600, "a number of seconds between 0 and 3600")
 
 
 def from_environment(instance_path: str) -> dict:
