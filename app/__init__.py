@@ -11,6 +11,7 @@ from werkzeug.routing import IntegerConverter
 
 from app.config import ConfigError, engine_options, from_environment, request_body_limit
 from app.db import begin_writes_immediately, db, migrate
+from app.evaluation.display import score_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -48,6 +49,7 @@ def create_app(config: dict | None = None) -> Flask:
     for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp):
         app.register_blueprint(blueprint)
     errors.register(app)
+    app.jinja_env.filters["score"] = score_text  # the one way a score is written (app.evaluation.display)
     if app.config.get("TRUSTED_PROXIES"):
         hops = int(app.config["TRUSTED_PROXIES"])
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)

@@ -111,17 +111,24 @@ def _quota(value: str | None, option: str):
 @click.option("--rejected-per-day", help="Invalid files a team may send a day (a separate cap).")
 @click.option("--feedback", type=click.Choice(["full", "ladder", "none"]), help="What teams see on a hidden split.")
 @click.option("--open/--closed", "is_open", default=None, help="Accept submissions or not.")
-def splits_policy(benchmark, split, per_day, per_month, total, rejected_per_day, feedback, is_open):
-    """Set the submission policy of SPLIT of BENCHMARK (quotas, feedback, open/closed)."""
+@click.option("--default", "pin", is_flag=True, help="Make SPLIT the benchmark's landing page.")
+def splits_policy(benchmark, split, per_day, per_month, total, rejected_per_day, feedback, is_open, pin):
+    """Set the submission policy of SPLIT of BENCHMARK (quotas, feedback, open/closed) or pin it as the
+    benchmark's landing split (--default)."""
+    policy_given = any(v is not None for v in (per_day, per_month, total, rejected_per_day, feedback, is_open))
     try:
-        updated = console.set_policy(
-            None, benchmark, split, per_day=_quota(per_day, "--per-day"), per_month=_quota(per_month, "--per-month"),
-            total=_quota(total, "--total"), rejected_per_day=_quota(rejected_per_day, "--rejected-per-day"),
-            feedback=feedback, is_open=is_open, via="cli",
-        )
+        if pin:
+            updated = console.pin_default_split(None, benchmark, split, via="cli")
+        if policy_given or not pin:
+            updated = console.set_policy(
+                None, benchmark, split, per_day=_quota(per_day, "--per-day"),
+                per_month=_quota(per_month, "--per-month"), total=_quota(total, "--total"),
+                rejected_per_day=_quota(rejected_per_day, "--rejected-per-day"), feedback=feedback,
+                is_open=is_open, via="cli",
+            )
     except ServiceError as exc:
         raise _fail(exc) from exc
-    click.echo(f"{benchmark}/{updated.slug}: {_policy_text(updated)}")
+    click.echo(f"{benchmark}/{updated.slug}: {_policy_text(updated)}" + ("; the landing split" if pin else ""))
 
 
 def _policy_text(split) -> str:

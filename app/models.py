@@ -122,6 +122,9 @@ class Benchmark(db.Model):
     description: Mapped[str] = mapped_column(Text, default="")
     paper_url: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The landing split a maintainer pinned (None: the first hidden split, else the first split). A plain id,
+    # not a foreign key: benchmarks and splits would otherwise refer to each other in a cycle.
+    default_split_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     splits: Mapped[list[Split]] = relationship(
         back_populates="benchmark", order_by="Split.position", cascade="all, delete-orphan"

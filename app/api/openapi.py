@@ -35,6 +35,7 @@ def _responses(ok: tuple[str, str, dict], *errors: str) -> dict:
 
 # status -> (component name, description)
 ERROR_RESPONSES = {
+    "400": ("BadRequest", "A malformed query parameter (for example an unknown view)."),
     "401": ("Unauthorized", "No token, a malformed Authorization header, or an unknown or revoked token."),
     "403": ("Forbidden", "The caller is not a member of the team (or not allowed to do this)."),
     "404": ("NotFound", "Unknown benchmark, split or submission (others' submissions are reported as missing)."),
@@ -202,10 +203,14 @@ SCHEMAS = {
         "properties": {
             "rank": {
                 "type": "integer", "minimum": 1,
-                "description": "Significance-aware: an entry shares the rank of the entry above unless an exact "
-                               "McNemar test on the primary metric, Holm-corrected along the table, finds it "
-                               "significantly worse (p < 0.05); otherwise it is its position (1, 1, 3, ...).",
+                "description": "1 + the number of entries significantly better on the primary metric: a one-sided "
+                               "exact McNemar test against each entry above, Holm-corrected over that entry's own "
+                               "comparisons (alpha 0.05); equal primary scores share a rank. Never decreases down "
+                               "the table.",
             },
+            "rank_low": _nullable("integer", description="Lower end of the 95% rank interval (the entry's rank "
+                                                         "in the bootstrap resamples)."),
+            "rank_high": _nullable("integer", description="Upper end of the 95% rank interval."),
             "submission_id": {"type": "integer", "description": "Its public page is /submissions/{id}."},
             "model_name": {"type": "string"},
             "team": _nullable("string", description="Null when the team chose to appear anonymously."),
@@ -241,7 +246,35 @@ SCHEMAS = {
                 "type": "boolean",
                 "description": "False while a hidden split's scores are held; entries is then empty.",
             },
+            "view": {"type": "string", "enum": ["entries", "teams"],
+                     "description": "`teams`: each team's best entry, ranked among those."},
             "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
+        },
+    },
+    "Models": {
+        "type": "object",
+        "required": ["benchmark", "ranked_by", "splits", "columns", "models"],
+        "description": "One row per model (a team and its model name, trimmed, case-insensitive; each anonymous "
+                       "entry is its own model) with its latest published entry on each split whose scores are "
+                       "public.",
+        "properties": {
+            "benchmark": {"type": "string"},
+            "ranked_by": _nullable("string", description="The split the rows are ranked by (its board order)."),
+            "splits": {"type": "array", "items": {"type": "object"}},
+            "columns": {"type": "array", "items": {
+                "type": "object", "required": ["key", "split", "subset", "metric", "label"],
+                "properties": {"key": {"type": "string"}, "split": {"type": "string"}, "subset": {"type": "string"},
+                               "metric": {"type": "string"}, "label": {"type": "string"},
+                               "examples": _nullable("integer")}}},
+            "models": {"type": "array", "items": {
+                "type": "object", "required": ["rank", "rank_low", "rank_high", "model", "team", "anonymous", "cells"],
+                "properties": {
+                    "rank": _nullable("integer"), "rank_low": _nullable("integer"), "rank_high": _nullable("integer"),
+                    "model": {"type": "string"}, "team": {"type": "string"}, "anonymous": {"type": "boolean"},
+                    "cells": {"type": "object", "description": "Column key -> the entry's submission_id, value, "
+                                                              "ci_low and ci_high.",
+                              "additionalProperties": {"type": "object"}},
+                }}},
         },
     },
 }
@@ -298,8 +331,23 @@ PATHS = {
                  "example": "nlvr2"},
                 {"name": "split", "in": "path", "required": True, "schema": {"type": "string"},
                  "example": "test-u"},
+                {"name": "view", "in": "query", "required": False,
+                 "schema": {"type": "string", "enum": ["entries", "teams"]},
+                 "description": "`teams` keeps each team's best entry (anonymous entries count apart)."},
             ],
-            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "404"),
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
+        }
+    },
+    "/leaderboards/{benchmark}/models": {
+        "get": {
+            "operationId": "getModels",
+            "summary": "One row per model across the benchmark's splits",
+            "security": PUBLIC,
+            "parameters": [
+                {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
+                 "example": "nlvr2"},
+            ],
+            "responses": _responses(("200", "The models view.", _ref("Models")), "404"),
         }
     },
     "/submissions": {

@@ -16,7 +16,7 @@ from app.db import db
 from app.evaluation import Problem
 from app.models import Split, Submission, User
 from app.security import csrf, user_for_bearer
-from app.services import listings, submissions
+from app.services import exports, listings, submissions
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError, TooLarge
 from app.services.leaderboards import Entry
 from app.services.submissions import Upload, timestamp
@@ -183,6 +183,8 @@ def _entry(entry: Entry) -> dict:
     """A leaderboard entry: its significance-aware rank, and every score with its 95% interval."""
     return {
         "rank": entry.rank,
+        "rank_low": entry.rank_low,
+        "rank_high": entry.rank_high,
         "submission_id": entry.submission_id,
         "model_name": entry.model_name,
         "team": entry.team,
@@ -224,13 +226,19 @@ def benchmarks():
 
 @bp.get("/leaderboards/<benchmark>/<split>")
 def leaderboard(benchmark: str, split: str):
-    found, scores_public, entries = listings.leaderboard(benchmark, split)
+    board = listings.leaderboard(benchmark, split, request.args.get("view"))
     return {
-        "benchmark": found.benchmark.slug,
-        "split": found.slug,
-        "scores_public": scores_public,
-        "entries": [_entry(entry) for entry in entries],
+        "benchmark": board.benchmark.slug,
+        "split": board.split.slug,
+        "scores_public": board.scores_public,
+        "view": board.view,
+        "entries": [_entry(entry) for entry in board.entries],
     }
+
+
+@bp.get("/leaderboards/<benchmark>/models")
+def models(benchmark: str):
+    return exports.models_document(benchmark)
 
 
 @bp.post("/submissions")

@@ -1,4 +1,4 @@
-"""Uncertainty for leaderboards: cluster-bootstrap intervals, exact McNemar tests, Holm, rank tiers.
+"""Uncertainty for leaderboards: cluster-bootstrap intervals, significance-aware ranks, rank intervals.
 
 Pure (numpy and the standard library). Every metric of a task is a ratio of per-group sums:
 accuracy on a subset is (correct judgements of the subset's examples in each group) over (how many
@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import betainc
+from scipy.stats import rankdata
 
 from .gold import GoldSet
 from .metrics import vcr_staged
@@ -55,6 +57,7 @@ class Interval:
     values: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    samples: np.ndarray | None = None  # (k, resamples) where asked for (bootstrap's keep): rank intervals
 
 
 # --- from predictions to per-group counts ----------------------------------------------------------------
@@ -164,9 +167,10 @@ def resample_blocks(n_groups: int, resamples: int = RESAMPLES, seed: int = SEED)
 
 def bootstrap(
     ratios: Mapping[tuple[str, str], Ratio], n_groups: int, *, resamples: int = RESAMPLES, seed: int = SEED,
-    confidence: float = CONFIDENCE,
+    confidence: float = CONFIDENCE, keep: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], Interval]:
-    """Percentile intervals for every ratio of k entries, on shared group resamples."""
+    """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled values
+    of `keep` come back too, for rank intervals)."""
     draws: dict[tuple[str, str], list[np.ndarray]] = {key: [] for key in ratios}
     for weights in resample_blocks(n_groups, resamples, seed):
         for key, ratio in ratios.items():
@@ -176,8 +180,8 @@ def bootstrap(
                 w = weights[:, ratio.groups]
             denominators = w.astype(np.float64) @ ratio.denominators  # (b,)
             numerators = ratio.numerators @ w.T  # (k, b) -- the matrix product that does the work
-            keep = denominators > 0  # a subset can miss every one of its groups in a resample
-            draws[key].append(numerators[:, keep] / denominators[keep] * 100.0)
+            present = denominators > 0  # a subset can miss every one of its groups in a resample
+            draws[key].append(numerators[:, present] / denominators[present] * 100.0)
     tail = (1.0 - confidence) / 2.0 * 100.0
     result = {}
     for key, ratio in ratios.items():
@@ -188,95 +192,94 @@ def bootstrap(
             result[key] = Interval(values, nan, nan.copy())
             continue
         low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
-        result[key] = Interval(values, low, high)
+        result[key] = Interval(values, low, high, samples if key == keep else None)
     return result
 
 
 def intervals(
     task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]], *,
-    resamples: int = RESAMPLES, seed: int = SEED,
+    resamples: int = RESAMPLES, seed: int = SEED, keep: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], Interval]:
     """Point estimates and 95% cluster-bootstrap intervals of every wanted (subset, metric), k entries."""
     _, n_groups = group_codes(gold)
-    return bootstrap(metric_ratios(task, gold, stacked, wanted), n_groups, resamples=resamples, seed=seed)
+    return bootstrap(metric_ratios(task, gold, stacked, wanted), n_groups, resamples=resamples, seed=seed,
+                     keep=keep)
 
 
 # --- paired tests and tiers ------------------------------------------------------------------------------
 
 
-def _log_factorials(n: int) -> np.ndarray:
-    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1, dtype=np.float64)))])
-
-
-def mcnemar_exact(b: Sequence[int] | np.ndarray, c: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Two-sided exact McNemar p-values for discordant counts b (only A right) and c (only B right).
-
-    Under the null each discordant pair goes either way with probability 1/2:
-    p = min(1, 2 * P(X <= min(b, c))), X ~ Binomial(b + c, 1/2); summed in log space, so 30,000
-    discordant pairs are as exact as 30.
-    """
-    b = np.atleast_1d(np.asarray(b, dtype=np.int64))
-    c = np.atleast_1d(np.asarray(c, dtype=np.int64))
-    n = b + c
-    p = np.ones(n.shape, dtype=np.float64)
-    if n.size == 0 or n.max() == 0:
-        return p
-    log_fact = _log_factorials(int(n.max()))
-    log_half = math.log(2.0)
-    for i, (trials, smaller) in enumerate(zip(n.tolist(), np.minimum(b, c).tolist())):
-        if trials == 0 or 2 * smaller >= trials:
-            continue  # no discordant pairs, or a perfect split: p = 1
-        j = np.arange(smaller + 1)
-        terms = log_fact[trials] - log_fact[j] - log_fact[trials - j] - trials * log_half
-        top = terms.max()
-        tail = math.exp(top) * float(np.exp(terms - top).sum())
-        p[i] = min(1.0, 2.0 * tail)
+def one_sided_p(better: np.ndarray, worse: np.ndarray) -> np.ndarray:
+    """Exact one-sided McNemar p-values that the first of two entries is better: P(X >= better) for
+    X ~ Binomial(better + worse, 1/2), where `better` counts the judgements only the first got right and
+    `worse` those only the second got right. Vectorised (the regularised incomplete beta function)."""
+    better = np.asarray(better, dtype=np.float64)
+    worse = np.asarray(worse, dtype=np.float64)
+    p = np.ones(np.broadcast(better, worse).shape, dtype=np.float64)
+    some = better > 0
+    # P(X >= x; n, 1/2) = I_{1/2}(x, n - x + 1)
+    p[some] = betainc(np.broadcast_to(better, p.shape)[some], np.broadcast_to(worse, p.shape)[some] + 1.0, 0.5)
     return p
 
 
-def discordant(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Counts over the last axis of (only a right, only b right) for bool arrays of the same shape."""
-    a = np.asarray(a, dtype=bool)
-    b = np.asarray(b, dtype=bool)
-    return (a & ~b).sum(axis=-1), (~a & b).sum(axis=-1)
-
-
-def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values (same order as given), capped at 1."""
-    p = np.asarray(p_values, dtype=np.float64)
-    m = p.size
-    if m == 0:
-        return p.copy()
-    order = np.argsort(p, kind="stable")
-    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.minimum(stepped, 1.0)
-    return adjusted
-
-
 @dataclass(frozen=True)
-class Tiers:
-    ranks: list[int]  # 1-based; an entry shares the rank of the one above when not significantly worse
-    p_values: np.ndarray  # (k-1,) raw McNemar p between each entry and the one above
-    adjusted: np.ndarray  # (k-1,) Holm-adjusted along the table
+class Ranks:
+    ranks: np.ndarray  # (k,) 1 + entries significantly better, in table order
+    better: np.ndarray  # (k,) how many entries above are significantly better (after Holm), before monotonicity
 
 
-def tiers(correct_in_rank_order: np.ndarray, alpha: float = ALPHA) -> Tiers:
-    """Significance-aware ranks for k entries already in ranking order.
+_RANK_BLOCK = 256  # entries compared with everyone above them at a time: bounds memory for 10,000 entries
 
-    correct_in_rank_order: (k, units) bool, per-judgement correctness on the primary metric. Each entry
-    is compared with the one above by an exact McNemar test; the k-1 p-values are Holm-corrected
-    together; an entry keeps the rank of the entry above unless the adjusted p is below alpha, and
-    otherwise takes its position (1, 1, 3, ...).
+
+def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = ALPHA) -> Ranks:
+    """Significance-aware ranks for k entries already in table order.
+
+    An entry's rank is 1 + the number of entries above it that are significantly better on the primary
+    metric: a one-sided exact McNemar test against each of them, Holm-corrected over that entry's own
+    comparisons (as many as there are entries above it), alpha 0.05. Entries with identical primary scores
+    never separate (p = 1). The discordant counts of all pairs come from one matrix product of the
+    correctness matrix. An entry is never ranked better than one above it (a running maximum), so ranks
+    never decrease down the table.
+
+    correct: (k, units) bool, per-judgement correctness on the primary metric; primary: (k,) scores.
     """
-    correct = np.asarray(correct_in_rank_order, dtype=bool)
+    correct = np.asarray(correct, dtype=bool)
+    primary = np.asarray(primary, dtype=np.float64)
     k = correct.shape[0]
     if k == 0:
-        return Tiers([], np.ones(0), np.ones(0))
-    only_above, only_below = discordant(correct[:-1], correct[1:])
-    p = mcnemar_exact(only_above, only_below)
-    adjusted = holm(p)
-    ranks = [1]
-    for position in range(1, k):
-        ranks.append(ranks[-1] if adjusted[position - 1] >= alpha else position + 1)
-    return Tiers(ranks, p, adjusted)
+        return Ranks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    matrix = correct.astype(np.float32)  # counts up to 2^24 are exact in float32
+    right = matrix.sum(axis=1, dtype=np.float64)
+    better = np.zeros(k, dtype=np.int64)
+    for start in range(1, k, _RANK_BLOCK):
+        stop = min(k, start + _RANK_BLOCK)
+        both = (matrix[start:stop] @ matrix[:stop].T).astype(np.float64)  # (b, stop): right on both
+        above_only = right[None, :stop] - both  # judgements only the entry above got right
+        below_only = right[start:stop, None] - both
+        p = one_sided_p(above_only, below_only)
+        rows = np.arange(start, stop)
+        above = np.arange(stop)[None, :] < rows[:, None]
+        p[~above] = np.inf  # only entries strictly above count; they sort last and are never rejected
+        p[above & (primary[None, :stop] == primary[start:stop, None])] = 1.0  # equal scores never separate
+        p.sort(axis=1)
+        m = rows[:, None]  # comparisons of each entry: the entries above it
+        steps = np.arange(stop)[None, :]
+        thresholds = alpha / np.maximum(m - steps, 1)
+        fails = (p > thresholds) | (steps >= m)
+        better[start:stop] = np.argmax(fails, axis=1)  # Holm: reject up to the first failure
+    ranks = np.maximum.accumulate(1 + better)
+    return Ranks(ranks, better)
+
+
+def rank_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) 95% rank intervals from bootstrap resamples of the primary metric, (k, resamples):
+    an entry's rank in each resample is 1 + the entries with a higher resampled score."""
+    samples = np.asarray(samples, dtype=np.float64)
+    k = samples.shape[0]
+    if k == 0 or samples.shape[1] == 0:
+        return np.ones(k, dtype=np.int64), np.full(k, k, dtype=np.int64)
+    ranks = rankdata(-samples, method="min", axis=0)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low = np.percentile(ranks, tail, axis=1, method="lower")
+    high = np.percentile(ranks, 100.0 - tail, axis=1, method="higher")
+    return low.astype(np.int64), high.astype(np.int64)

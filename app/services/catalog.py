@@ -238,6 +238,15 @@ def set_policy(
     return split
 
 
+def pin_default_split(benchmark_slug: str, split_slug: str) -> Split:
+    """Make this split the benchmark's landing page (the board /leaderboards/<benchmark> shows)."""
+    split = get_split(benchmark_slug, split_slug)
+    split.benchmark.default_split_id = split.id
+    split.board_version += 1  # pages reused from memory (leaderboards.recent_page) see the change
+    db.session.commit()
+    return split
+
+
 def reveal_split(benchmark_slug: str, split_slug: str) -> Split:
     """Publish the scores of a hidden split held under `none` or `ladder` (e.g. after a challenge ends)."""
     split = get_split(benchmark_slug, split_slug)

@@ -102,6 +102,13 @@ def set_policy(actor: User | None, benchmark_slug: str, split_slug: str, *, via:
     return _undo_on_error(work)
 
 
+def pin_default_split(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "web") -> Split:
+    return _audited(
+        actor, "benchmark.default_split", benchmark_slug, {"split": split_slug}, via,
+        lambda: catalog.pin_default_split(benchmark_slug, split_slug),
+    )
+
+
 def reveal_split(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "web") -> Split:
     return _audited(
         actor, "split.reveal", f"{benchmark_slug}/{split_slug}", {}, via,

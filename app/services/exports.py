@@ -1,7 +1,10 @@
-"""Exports of a leaderboard for papers and scripts: CSV, JSON, Markdown and LaTeX (booktabs).
+"""Exports of a leaderboard for papers and scripts: CSV, JSON, Markdown and LaTeX (a booktabs table float).
 
-Every row has the rank, model, team ("Anonymous" for anonymous entries), date, each column's value with
-its 95% interval (ci_low, ci_high) and the paper and code links; reference rows follow, unranked.
+Every row has the rank (and its 95% rank interval), model, team ("Anonymous" for anonymous entries), date,
+each chosen column's value with its 95% interval (ci_low, ci_high) and the paper and code links; reference
+rows follow, unranked. The models view (one row per model across splits) exports through the same
+functions: its rows answer value(column) and interval(column) like a board's entries. Scores are written
+as text by app.evaluation.display.score_text, the one rounding every page uses.
 Everything a team wrote is escaped for the format: CSV cells that a spreadsheet would run as a formula
 are defused, Markdown punctuation is backslash-escaped, and LaTeX special characters are replaced.
 """
@@ -12,7 +15,10 @@ import io
 import json
 from dataclasses import dataclass
 
-from app.services import leaderboards
+from datetime import datetime, timezone
+
+from app.evaluation.display import score_text
+from app.services import across_splits, leaderboards
 from app.services.errors import NotFound
 from app.services.leaderboards import Board, Column, Entry, ReferenceRow
 
@@ -31,13 +37,30 @@ class Export:
     filename: str
 
 
-def export(benchmark_slug: str, split_slug: str, fmt: str) -> Export:
-    """The whole leaderboard of a split (every page) in a format; NotFound for an unknown format."""
+def _check(fmt: str) -> None:
     if fmt not in FORMATS:
         raise NotFound(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    board = leaderboards.board(benchmark_slug, split_slug)
-    text = {"csv": to_csv, "json": to_json, "md": to_markdown, "tex": to_latex}[fmt](board)
-    return Export(text.encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}.{fmt}")
+
+
+def export(benchmark_slug: str, split_slug: str, fmt: str, *, view: str | None = None,
+           chosen: str | None = None, intervals: bool = True) -> Export:
+    """The whole leaderboard of a split (every page, the chosen view and columns) in a format; NotFound for
+    an unknown format. `intervals=False` leaves the score intervals out of the LaTeX table."""
+    _check(fmt)
+    board = leaderboards.board(benchmark_slug, split_slug, view=view, chosen=chosen, paginate=False)
+    text = {"csv": to_csv, "json": to_json, "md": to_markdown,
+            "tex": lambda b: to_latex(b, intervals=intervals)}[fmt](board)
+    suffix = "-teams" if board.view == "teams" else ""
+    return Export(text.encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}{suffix}.{fmt}")
+
+
+def export_models(benchmark_slug: str, fmt: str, *, intervals: bool = True) -> Export:
+    """The models view of a benchmark (one row per model across splits) in a format."""
+    _check(fmt)
+    table = across_splits.models_table(benchmark_slug)
+    text = {"csv": to_csv, "json": models_json, "md": to_markdown,
+            "tex": lambda t: to_latex(t, intervals=intervals)}[fmt](table)
+    return Export(text.encode("utf-8"), FORMATS[fmt], f"{table.benchmark.slug}-models.{fmt}")
 
 
 def _team(entry: Entry) -> str:
@@ -45,12 +68,8 @@ def _team(entry: Entry) -> str:
 
 
 def _date(row: Entry | ReferenceRow) -> str:
-    moment = row.submitted_at if isinstance(row, Entry) else row.created_at
+    moment = row.created_at if row.kind == "reference" else row.submitted_at
     return f"{moment:%Y-%m-%d}"
-
-
-def _one(value: float | None) -> str:
-    return "" if value is None else f"{value:.1f}"
 
 
 def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
@@ -59,7 +78,8 @@ def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
     if value is None:
         return "–"
     low, high = row.interval(column)
-    return f"{value:.1f}" + (f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else "")
+    bounds = f" [{score_text(low)}, {score_text(high)}]" if low is not None and high is not None else ""
+    return score_text(value) + bounds
 
 
 def _is_web(url: str | None) -> bool:
@@ -89,18 +109,19 @@ def to_csv(board: Board) -> str:
     header = ["rank", "model", "team", "date"]
     for column in board.columns:
         header += [column.key, f"{column.key} ci_low", f"{column.key} ci_high"]
-    header += ["paper_url", "code_url", "type"]
+    header += ["rank_low", "rank_high", "paper_url", "code_url", "type"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180; quotes cells with commas, quotes, newlines
     writer.writerow(header)
     for row in [*board.entries, *board.references]:
-        is_entry = isinstance(row, Entry)
+        is_entry = row.kind == "entry"
         cells = [row.rank if is_entry else "", row.model_name if is_entry else row.name,
                  _team(row) if is_entry else "", _date(row)]
         for column in board.columns:
             low, high = row.interval(column)
             cells += [_round(row.value(column)), _round(low), _round(high)]
-        cells += [row.paper_url if is_entry else row.source_url, row.code_url if is_entry else None, row.kind]
+        cells += [row.rank_low if is_entry else None, row.rank_high if is_entry else None,
+                  row.paper_url if is_entry else row.source_url, row.code_url if is_entry else None, row.kind]
         writer.writerow([csv_cell(cell) for cell in cells])
     return out.getvalue()
 
@@ -108,10 +129,14 @@ def to_csv(board: Board) -> str:
 # --- JSON ------------------------------------------------------------------------------------------------
 
 
-def _scores(row: Entry) -> dict:
+def _scores(row: Entry, columns: list[Column] | None = None) -> dict:
+    """Scores of the chosen columns (every score when None) with their intervals."""
+    keys = None if columns is None else {column.key for column in columns}
     result: dict[str, dict] = {}
     for subset, metrics in row.scores.items():
         for metric, value in metrics.items():
+            if keys is not None and f"{subset}:{metric}" not in keys:
+                continue
             low, high = row.interval(Column(subset, metric, ""))
             result.setdefault(subset, {})[metric] = {"value": value, "ci_low": low, "ci_high": high}
     return result
@@ -122,10 +147,14 @@ def to_json(board: Board) -> str:
         "benchmark": board.benchmark.slug,
         "split": board.split.slug,
         "scores_public": board.scores_public,
-        "columns": [{"subset": c.subset, "metric": c.metric, "label": c.label} for c in board.columns],
+        "view": board.view,
+        "columns": [{"subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size}
+                    for c in board.columns],
         "entries": [
             {
                 "rank": entry.rank,
+                "rank_low": entry.rank_low,
+                "rank_high": entry.rank_high,
                 "submission_id": entry.submission_id,
                 "model": entry.model_name,
                 "team": _team(entry),
@@ -133,7 +162,7 @@ def to_json(board: Board) -> str:
                 "date": entry.submitted_at.isoformat(),
                 "paper_url": entry.paper_url,
                 "code_url": entry.code_url,
-                "scores": _scores(entry),
+                "scores": _scores(entry, board.columns),
             }
             for entry in board.entries
         ],
@@ -144,6 +173,41 @@ def to_json(board: Board) -> str:
         ],
     }
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+
+
+def models_document(benchmark_slug: str) -> dict:
+    """The models view as the API and the JSON export give it."""
+    return _models_body(across_splits.models_table(benchmark_slug))
+
+
+def models_json(table: across_splits.ModelsTable) -> str:
+    return json.dumps(_models_body(table), ensure_ascii=False, indent=2) + "\n"
+
+
+def _models_body(table: across_splits.ModelsTable) -> dict:
+    return {
+        "benchmark": table.benchmark.slug,
+        "ranked_by": table.ranking_split.slug if table.ranking_split else None,
+        "splits": [{"slug": s.slug, "name": s.name} for s in table.splits],
+        "columns": [{"key": c.key, "split": c.split_slug, "subset": c.subset, "metric": c.metric, "label": c.label,
+                     "examples": c.size} for c in table.columns],
+        "models": [
+            {
+                "rank": row.rank,
+                "rank_low": row.rank_low,
+                "rank_high": row.rank_high,
+                "model": row.model_name,
+                "team": _team(row),
+                "anonymous": row.team is None,
+                "cells": {
+                    column.key: {"submission_id": cell.submission_id, "value": cell.value, "ci_low": cell.low,
+                                 "ci_high": cell.high}
+                    for column in table.columns if (cell := row.cell(column)) is not None
+                },
+            }
+            for row in table.entries
+        ],
+    }
 
 
 # --- Markdown --------------------------------------------------------------------------------------------
@@ -172,7 +236,7 @@ def to_markdown(board: Board) -> str:
     header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
     lines = [
         f"**{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name)}**: scores in %, "
-        "95% cluster-bootstrap intervals in brackets.",
+        "95% cluster-bootstrap intervals in brackets; ranks count the entries significantly better.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---"]) + "|",
@@ -218,36 +282,87 @@ def _latex_label(label: str) -> str:
     return latex_escape(label).replace("→", r"$\to$")
 
 
-def _latex_cell(row: Entry | ReferenceRow, column: Column) -> str:
+_LATEX_SHORT = {"accuracy": "Acc.", "consistency": "Cons."}
+
+
+def _latex_header(column: Column) -> str:
+    """Short headers, so that the default columns fit a column of a two-column paper."""
+    label = column.label
+    for word, short in (("accuracy", "acc."), ("Accuracy", "Acc."), ("consistency", "cons."),
+                        ("Consistency", "Cons."), ("Unbalanced", "Unbal."), ("Balanced", "Bal.")):
+        label = label.replace(word, short)
+    return _latex_label(label)
+
+
+def _latex_value(row, column: Column, best: dict[str, float]) -> str:
     value = row.value(column)
     if value is None:
         return "--"
+    text = score_text(value)
+    return f"\\textbf{{{text}}}" if row.kind == "entry" and best.get(column.key) == value else text
+
+
+def _latex_interval(row, column: Column) -> str:
     low, high = row.interval(column)
-    bounds = f" {{\\scriptsize [{low:.1f}, {high:.1f}]}}" if low is not None and high is not None else ""
-    return f"{value:.1f}{bounds}"
+    if low is None or high is None:
+        return ""
+    return f"{{\\scriptsize {score_text(low)}--{score_text(high)}}}"
 
 
-def to_latex(board: Board) -> str:
-    spec = "rlll" + "r" * len(board.columns) + "ll"
-    header = ["Rank", "Model", "Team", "Date", *(_latex_label(c.label) for c in board.columns), "Paper", "Code"]
+def _latex_model(row) -> str:
+    if row.kind == "reference":
+        return f"\\textit{{{latex_escape(row.name)}}}"
+    return f"{latex_escape(row.model_name)} ({latex_escape(_team(row))})"
+
+
+def _best(board) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for column in board.columns:
+        values = [v for v in (entry.value(column) for entry in board.entries) if v is not None]
+        if values:
+            found[column.key] = max(values)
+    return found
+
+
+def to_latex(board, *, intervals: bool = True, today: datetime | None = None) -> str:
+    """A complete table float (booktabs + tabularx, \\columnwidth wide): rank, model (team), the chosen
+    columns with each column's best value bold and, unless intervals=False, the 95% intervals on a line
+    beneath in small type. Links are left out (papers cite them in the text)."""
+    today = today or datetime.now(timezone.utc)
+    best = _best(board)
+    title = f"{latex_escape(board.benchmark.name)} {latex_escape(board.split.name)}"
+    label = "tab:" + "-".join(part for part in (board.benchmark.slug, board.split.slug) if part)
+    spec = "@{}rX" + "r" * len(board.columns) + "@{}"
+    header = ["", "Model (team)", *(_latex_header(c) for c in board.columns)]
     lines = [
-        f"% {latex_escape(board.benchmark.name)} {latex_escape(board.split.name)} leaderboard (Holdout): scores in %,",
-        "% 95% cluster-bootstrap intervals in brackets. Needs \\usepackage{booktabs}.",
-        f"\\begin{{tabular}}{{{spec}}}",
+        f"% {title} leaderboard exported by Holdout on {today:%Y-%m-%d}.",
+        "% Needs \\usepackage{booktabs} and \\usepackage{tabularx}.",
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        "\\setlength{\\tabcolsep}{3pt}",
+        f"\\begin{{tabularx}}{{\\columnwidth}}{{{spec}}}",
         "\\toprule",
         " & ".join(header) + " \\\\",
         "\\midrule",
     ]
     for entry in board.entries:
-        cells = [str(entry.rank), latex_escape(entry.model_name), latex_escape(_team(entry)), _date(entry),
-                 *(_latex_cell(entry, c) for c in board.columns),
-                 latex_escape(entry.paper_url), latex_escape(entry.code_url)]
-        lines.append(" & ".join(cells) + " \\\\")
+        lines.append(" & ".join([str(entry.rank), _latex_model(entry),
+                                 *(_latex_value(entry, c, best) for c in board.columns)]) + " \\\\")
+        if intervals and any(entry.interval(c)[0] is not None for c in board.columns):
+            lines.append(" & ".join(["", "", *(_latex_interval(entry, c) for c in board.columns)]) + " \\\\")
     if board.references:
         lines.append("\\midrule")
         for reference in board.references:
-            cells = ["--", f"\\textit{{{latex_escape(reference.name)}}}", "", _date(reference),
-                     *(_latex_cell(reference, c) for c in board.columns), latex_escape(reference.source_url), ""]
-            lines.append(" & ".join(cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
+            lines.append(" & ".join(["--", _latex_model(reference),
+                                     *(_latex_value(reference, c, best) for c in board.columns)]) + " \\\\")
+    what = "; 95\\% cluster-bootstrap intervals beneath" if intervals else ""
+    lines += [
+        "\\bottomrule",
+        "\\end{tabularx}",
+        f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
+        "rank = 1 + entries significantly better (one-sided exact McNemar, Holm).}",
+        f"\\label{{{label}}}",
+        "\\end{table}",
+    ]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,8 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from datetime import datetime
 from urllib.parse import urlencode
 
@@ -37,14 +38,17 @@ from app.services.errors import NotFound, ServiceError
 log = logging.getLogger(__name__)
 
 PER_PAGE = 100
-PAYLOAD_FORMAT = 1  # bump when the stored payload's shape changes: older rows are then recomputed
+PAYLOAD_FORMAT = 2  # bump when the stored payload's shape changes: older rows are then recomputed
 METRIC_LABELS = {
     "accuracy": "Accuracy", "consistency": "Consistency", "q_a": "Q→A", "qa_r": "QA→R", "q_ar": "Q→AR",
 }
 
 
+VIEWS = ("entries", "teams")  # every published entry, or each team's best (anonymous entries count apart)
+
+
 class InvalidQuery(ServiceError):
-    """A malformed sort, order or page parameter."""
+    """A malformed sort, order, page, view or columns parameter."""
 
     status = 400
 
@@ -57,6 +61,7 @@ class Column:
     subset: str
     metric: str
     label: str
+    size: int | None = None  # examples the column counts over (shown in its header)
 
     @property
     def key(self) -> str:
@@ -65,7 +70,7 @@ class Column:
 
 @dataclass
 class Entry:
-    rank: int  # significance-aware: shared with the entry above unless significantly better (see statistics)
+    rank: int  # 1 + entries significantly better (statistics.significance_ranks)
     submission_id: int
     model_name: str
     team: str | None  # None when the team chose to appear anonymously
@@ -77,8 +82,27 @@ class Entry:
     # (ci_low, ci_high) per subset and metric; None bounds where no interval exists
     intervals: dict[str, dict[str, tuple[float | None, float | None]]] = field(default_factory=dict)
     position: int = 0  # 1-based place in the default ranking
+    rank_low: int | None = None  # 95% rank interval from the bootstrap resamples
+    rank_high: int | None = None
+    team_key: str = ""  # what view=teams groups by: "team:<id>", or "anonymous:<submission id>"
+    model_key: str = ""  # what the models view groups by: the team key plus the model name, trimmed, folded
+    # Ranks among each team's best entry (view=teams); None for an entry that is not its team's best.
+    team_rank: int | None = None
+    team_rank_low: int | None = None
+    team_rank_high: int | None = None
 
     kind = "entry"
+
+    @property
+    def rank_interval(self) -> str:
+        """'2–5' (or '3' when the interval is one rank)."""
+        if self.rank_low is None or self.rank_high is None:
+            return ""
+        return str(self.rank_low) if self.rank_low == self.rank_high else f"{self.rank_low}–{self.rank_high}"
+
+    def as_team_best(self) -> Entry:
+        """This entry as a row of view=teams: ranked among the teams' best entries."""
+        return replace(self, rank=self.team_rank, rank_low=self.team_rank_low, rank_high=self.team_rank_high)
 
     def value(self, column: Column) -> float | None:
         return self.scores.get(column.subset, {}).get(column.metric)
@@ -112,7 +136,15 @@ class Snapshot:
     entries: list[Entry]
     references: list[ReferenceRow]
     chart: str = ""
-    columns: list[Column] = field(default_factory=list)
+    columns: list[Column] = field(default_factory=list)  # the default columns
+    available: list[Column] = field(default_factory=list)  # every column a visitor may choose
+
+    @cached_property
+    def team_entries(self) -> list[Entry]:
+        return [entry.as_team_best() for entry in self.entries if entry.team_rank is not None]
+
+    def rows(self, view: str) -> list[Entry]:
+        return self.team_entries if view == "teams" else self.entries
 
 
 @dataclass
@@ -131,22 +163,46 @@ class Board:
     chart: Markup = Markup("")
     # Everything the rendered table depends on; pages with the same key render the same HTML.
     cache_key: tuple | None = None
+    view: str = "entries"
+    available: list[Column] = field(default_factory=list)  # every column a visitor may choose
+    chosen: str | None = None  # the columns parameter as given (None: the default columns)
 
     @property
     def primary(self) -> Column | None:
         """The column the default ranking uses (NLVR, NLVR2: accuracy; VCR: Q→AR)."""
-        return primary_column(self.columns, self.benchmark.task_type)
+        return primary_column(self.available or self.columns, self.benchmark.task_type)
+
+    @cached_property
+    def best(self) -> dict[str, float]:
+        """Each column's best value among the ranked entries (shown bold)."""
+        found: dict[str, float] = {}
+        for column in self.columns:
+            values = [v for v in (entry.value(column) for entry in self.entries) if v is not None]
+            if values:
+                found[column.key] = max(values)
+        return found
+
+    def is_best(self, row, column: Column) -> bool:
+        value = row.value(column)
+        return row.kind == "entry" and value is not None and value == self.best.get(column.key)
+
+    def _query(self, **params) -> str:
+        base = {"view": self.view if self.view != "entries" else None, "columns": self.chosen}
+        if self.sort is not None:
+            base.update(sort=self.sort.key, order=self.order)
+        base.update(params)
+        return "?" + urlencode({k: v for k, v in base.items() if v is not None}, safe=":,")
 
     def sort_link(self, column: Column) -> str:
         """?sort=<subset>:<metric>&order=desc|asc: descending first, toggled when already sorted by it."""
         order = "asc" if self.sort == column and self.order == "desc" else "desc"
-        return f"?sort={column.key}&order={order}"
+        return self._query(sort=column.key, order=order)
 
     def page_link(self, page: int) -> str:
-        params = {"page": page}
-        if self.sort is not None:
-            return f"?sort={self.sort.key}&order={self.order}&" + urlencode(params)
-        return "?" + urlencode(params)
+        return self._query(page=page)
+
+    def view_link(self, view: str) -> str:
+        return self._query(view=view if view != "entries" else None, page=None)
 
     def sorted_by(self, column: Column) -> str | None:
         """'descending'/'ascending' for the column the table is sorted by (aria-sort), else None."""
@@ -163,16 +219,48 @@ def scores_are_public(split: Split | SplitInfo) -> bool:
     return not split.hidden or split.feedback == "full" or split.revealed_at is not None
 
 
-def columns(split: Split) -> list[Column]:
-    """Every metric on the whole split, then accuracy on the derived bias subsets (NLVR2)."""
+def _subset_label(name: str, metric: str) -> str:
+    """'Balanced accuracy', 'hard-cardinality accuracy', 'region west Q→AR'."""
+    readable = name.split(":", 1)[1] if name.startswith("category:") else name.replace(":", " ")
+    metric_label = METRIC_LABELS.get(metric, metric)
+    metric_label = metric_label.lower() if metric in ("accuracy", "consistency") else metric_label
+    return f"{readable[:1].upper()}{readable[1:]} {metric_label}"
+
+
+def available_columns(split: Split) -> list[Column]:
+    """Every column a visitor may choose: each metric on the whole split, then the task's subset metrics
+    on every subset the public may see (derived bias subsets first), each with its number of examples."""
     task = get_task(split.benchmark.task_type)
-    result = [Column("all", metric, METRIC_LABELS.get(metric, metric)) for metric in task.metrics]
-    for subset in split.subsets:
-        if subset.source == "derived":
-            for metric in task.subset_metrics:
-                label = f"{subset.name.capitalize()} {METRIC_LABELS.get(metric, metric).lower()}"
-                result.append(Column(subset.name, metric, label))
+    result = [Column("all", metric, METRIC_LABELS.get(metric, metric), split.example_count) for metric in task.metrics]
+    visible = [s for s in split.subsets if not is_breakdown(split, s.source)]
+    for subset in sorted(visible, key=lambda s: (s.source != "derived", s.name)):
+        for metric in task.subset_metrics:
+            result.append(Column(subset.name, metric, _subset_label(subset.name, metric), subset.size))
     return result
+
+
+def columns(split: Split) -> list[Column]:
+    """The default columns: every metric on the whole split, then accuracy on the derived bias subsets."""
+    derived = {s.name for s in split.subsets if s.source == "derived"}
+    return [c for c in available_columns(split) if c.subset == "all" or c.subset in derived]
+
+
+def choose_columns(available: list[Column], defaults: list[Column], chosen: str | None) -> list[Column]:
+    """The columns named by ?columns=all:accuracy,category:hard-cardinality:accuracy,... (in that order);
+    the default columns when none are named. InvalidQuery names an unknown key and the valid ones."""
+    if chosen is None or not chosen.strip():
+        return defaults
+    by_key = {column.key: column for column in available}
+    picked: list[Column] = []
+    for key in (part.strip() for part in chosen.split(",")):
+        if not key:
+            continue
+        if key not in by_key:
+            valid = ", ".join(by_key)
+            raise InvalidQuery(f"columns: unknown column {key[:80]!r}; choose from {valid}")
+        if by_key[key] not in picked:
+            picked.append(by_key[key])
+    return picked or defaults
 
 
 def primary_column(cols: list[Column], task_type: str) -> Column | None:
@@ -192,12 +280,17 @@ def public_subsets(split: Split) -> dict[str, np.ndarray]:
     return {s.name: s.indices for s in split.subsets if not is_breakdown(split, s.source)}
 
 
-def default_split(benchmark: Benchmark) -> Split | None:
-    """The blind test (the last hidden split) where there is one, else the last split added."""
+def default_split(benchmark: Benchmark | BenchmarkInfo) -> Split | SplitInfo | None:
+    """The landing split: the one a maintainer pinned, else the blind test (the first hidden split), else
+    the first split. Adding a split later never moves it off a hidden split or a pinned one."""
+    pinned = benchmark.default_split_id
+    for split in benchmark.splits:
+        if split.id == pinned:
+            return split
     hidden = [split for split in benchmark.splits if split.hidden]
     if hidden:
-        return hidden[-1]
-    return benchmark.splits[-1] if benchmark.splits else None
+        return hidden[0]
+    return benchmark.splits[0] if benchmark.splits else None
 
 
 # --- computing a snapshot --------------------------------------------------------------------------------
@@ -212,7 +305,8 @@ def _compute(split: Split, version: int) -> Snapshot:
     task = get_task(split.benchmark.task_type)
     rows = db.session.execute(
         select(Submission.id, Submission.model_name, Submission.anonymous, Team.name, Submission.created_at,
-               Submission.paper_url, Submission.code_url, Submission.description, Submission.predictions)
+               Submission.paper_url, Submission.code_url, Submission.description, Submission.predictions,
+               Submission.team_id)
         .join(Team, Submission.team_id == Team.id)
         .where(
             Submission.split_id == split.id,
@@ -228,15 +322,22 @@ def _compute(split: Split, version: int) -> Snapshot:
         stacked = task.decode_many([row.predictions for row in rows], gold.n)
         wanted = {"all": (None, task.metrics)}
         wanted.update({name: (indices, task.subset_metrics) for name, indices in public_subsets(split).items()})
-        table = statistics.intervals(task, gold, stacked, wanted)
-        primary = table[("all", task.primary_metric)].values
+        primary_key = ("all", task.primary_metric)
+        table = statistics.intervals(task, gold, stacked, wanted, keep=primary_key)
+        primary = table[primary_key].values
         tie = table[("all", task.tie_break_metric)].values if task.tie_break_metric else np.zeros(len(rows))
         times = np.array([as_utc(row.created_at).timestamp() for row in rows])
         ids = np.array([row.id for row in rows])
         # Primary metric (descending), tie-break metric (descending), then submission time and id.
         order = np.lexsort((ids, times, -np.nan_to_num(tie, nan=-1.0), -np.nan_to_num(primary, nan=-1.0)))
-        ranks = statistics.tiers(statistics.primary_correctness(task, gold, stacked)[order]).ranks
-        for position, (i, rank) in enumerate(zip(order.tolist(), ranks), start=1):
+        correct = statistics.primary_correctness(task, gold, stacked)[order]
+        samples = table[primary_key].samples[order]
+        ranked = _ranks(correct, primary[order], samples)
+        team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
+        best = _first_of_each(team_keys)  # positions of each team's best entry
+        team_ranked = _ranks(correct[best], primary[order][best], samples[best])
+        by_position = {position: index for index, position in enumerate(best)}
+        for position, i in enumerate(order.tolist()):
             row = rows[i]
             scores: dict[str, dict[str, float]] = {}
             intervals: dict[str, dict[str, tuple[float | None, float | None]]] = {}
@@ -246,13 +347,43 @@ def _compute(split: Split, version: int) -> Snapshot:
                     continue  # an empty subset has no score
                 scores.setdefault(subset, {})[metric] = value
                 intervals.setdefault(subset, {})[metric] = (_finite(interval.low[i]), _finite(interval.high[i]))
+            team_index = by_position.get(position)
             entries.append(Entry(
-                rank=rank, submission_id=row.id, model_name=row.model_name,
+                rank=ranked[0][position], submission_id=row.id, model_name=row.model_name,
                 team=None if row.anonymous else row.name, submitted_at=as_utc(row.created_at),
                 paper_url=row.paper_url, code_url=row.code_url, description=row.description or "",
-                scores=scores, intervals=intervals, position=position,
+                scores=scores, intervals=intervals, position=position + 1,
+                rank_low=ranked[1][position], rank_high=ranked[2][position],
+                team_key=team_keys[position], model_key=model_key(team_keys[position], row.model_name),
+                team_rank=None if team_index is None else team_ranked[0][team_index],
+                team_rank_low=None if team_index is None else team_ranked[1][team_index],
+                team_rank_high=None if team_index is None else team_ranked[2][team_index],
             ))
     return Snapshot(version, entries, _references(split))
+
+
+def _ranks(correct: np.ndarray, primary: np.ndarray, samples: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """Significance-aware ranks and 95% rank intervals of entries in table order."""
+    ranks = statistics.significance_ranks(correct, primary).ranks
+    low, high = statistics.rank_intervals(samples)
+    return ranks.tolist(), low.tolist(), high.tolist()
+
+
+def _first_of_each(keys: list[str]) -> list[int]:
+    seen: set[str] = set()
+    firsts = []
+    for position, key in enumerate(keys):
+        if key not in seen:
+            seen.add(key)
+            firsts.append(position)
+    return firsts
+
+
+def model_key(team_key: str, model_name: str) -> str:
+    """A model is a team plus its model name, trimmed and case-folded; each anonymous entry is its own."""
+    if team_key.startswith("anonymous:"):
+        return team_key
+    return f"{team_key}/{' '.join(model_name.split()).casefold()}"
 
 
 def _references(split: Split) -> list[ReferenceRow]:
@@ -265,7 +396,8 @@ def _chart(split: Split, snapshot: Snapshot) -> str:
     metric = task.primary_metric
     points = [
         progress_chart.Point(e.submitted_at, e.scores["all"][metric],
-                             progress_chart.tooltip(e.model_name, e.team, e.scores["all"][metric], e.submitted_at))
+                             progress_chart.tooltip(e.model_name, e.team, e.scores["all"][metric], e.submitted_at),
+                             f"/submissions/{e.submission_id}")
         for e in snapshot.entries if metric in e.scores.get("all", {})
     ]
     lines = [
@@ -284,7 +416,8 @@ def _encode(snapshot: Snapshot) -> bytes:
         "entries": [
             [e.rank, e.submission_id, e.model_name, e.team, e.submitted_at.isoformat(), e.paper_url, e.code_url,
              e.description, e.scores, {s: {m: list(b) for m, b in ms.items()} for s, ms in e.intervals.items()},
-             e.position]
+             e.position, e.rank_low, e.rank_high, e.team_key, e.model_key, e.team_rank, e.team_rank_low,
+             e.team_rank_high]
             for e in snapshot.entries
         ],
         "references": [
@@ -305,8 +438,10 @@ def _decode(version: int, payload: bytes) -> Snapshot | None:
         Entry(rank=rank, submission_id=sid, model_name=model, team=team,
               submitted_at=datetime.fromisoformat(moment), paper_url=paper, code_url=code, description=text,
               scores=scores, intervals={s: {m: (b[0], b[1]) for m, b in ms.items()} for s, ms in bounds.items()},
-              position=position)
-        for rank, sid, model, team, moment, paper, code, text, scores, bounds, position in body["entries"]
+              position=position, rank_low=low, rank_high=high, team_key=team_key, model_key=key, team_rank=t_rank,
+              team_rank_low=t_low, team_rank_high=t_high)
+        for (rank, sid, model, team, moment, paper, code, text, scores, bounds, position, low, high, team_key, key,
+             t_rank, t_low, t_high) in body["entries"]
     ]
     references = [
         ReferenceRow(rid, name, url, datetime.fromisoformat(moment), scores)
@@ -372,6 +507,7 @@ def snapshot(split: Split) -> Snapshot:
         _store(split.id, version, _encode(found))
     found.chart = _chart(split, found)
     found.columns = columns(split)
+    found.available = available_columns(split)
     with _memo_lock:
         _memo[key] = found
         _memo.move_to_end(key)
@@ -473,6 +609,7 @@ class BenchmarkInfo:
     paper_url: str | None
     task_type: str
     splits: tuple[SplitInfo, ...]
+    default_split_id: int | None = None
 
 
 # Built once: SQLAlchemy then reuses its compiled form and result metadata (a fresh select costs more to
@@ -480,14 +617,14 @@ class BenchmarkInfo:
 _BENCHMARK_QUERY = (
     select(Benchmark.id, Benchmark.slug, Benchmark.name, Benchmark.description, Benchmark.paper_url,
            Benchmark.task_type, Split.id, Split.slug, Split.name, Split.hidden, Split.example_count,
-           Split.board_version, Split.feedback, Split.revealed_at)
+           Split.board_version, Split.feedback, Split.revealed_at, Benchmark.default_split_id)
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .where(Benchmark.slug == bindparam("slug"))
     .order_by(Split.position, Split.id)
 )
 
 
-def _benchmark(slug: str) -> BenchmarkInfo:
+def benchmark_info(slug: str) -> BenchmarkInfo:
     """The benchmark and its splits in one plain query; NotFound for an unknown slug."""
     rows = db.session.connection().execute(_BENCHMARK_QUERY, {"slug": slug}).all()
     if not rows:
@@ -497,7 +634,7 @@ def _benchmark(slug: str) -> BenchmarkInfo:
         SplitInfo(row[6], row[7], row[8], bool(row[9]), row[10], row[11] or 0, row[12], row[13])
         for row in rows if row[6] is not None
     )
-    return BenchmarkInfo(first[0], first[1], first[2], first[3] or "", first[4], first[5], splits)
+    return BenchmarkInfo(first[0], first[1], first[2], first[3] or "", first[4], first[5], splits, first[14])
 
 
 _views: OrderedDict[tuple, tuple[list, int]] = OrderedDict()
@@ -550,14 +687,25 @@ def recent_page(key: tuple, make: Callable[[], bytes]) -> bytes:
     return body
 
 
+def _parse_view(view: str | None) -> str:
+    if view in (None, ""):
+        return "entries"
+    if view not in VIEWS:
+        raise InvalidQuery(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
+    return view
+
+
 def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | None = None,
-          order: str | None = None, page: str | int | None = None) -> Board:
-    """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort/order/page.
+          order: str | None = None, page: str | int | None = None, view: str | None = None,
+          chosen: str | None = None, paginate: bool = True) -> Board:
+    """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort, order, page, view
+    or columns. `view="teams"` keeps each team's best entry (ranked among those); `chosen` names the
+    columns; `paginate=False` puts every row on one page (exports).
 
     Once the split's snapshot is in memory this is one query (the benchmark and its splits).
     """
     begin_reading()
-    benchmark = _benchmark(benchmark_slug)
+    benchmark = benchmark_info(benchmark_slug)
     if split_slug:
         split = next((s for s in benchmark.splits if s.slug == split_slug), None)
         if split is None:
@@ -567,26 +715,33 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
     if split is None:
         return Board(benchmark, None, [], True)
     number = _parse_page(page)
+    shown_view = _parse_view(view)
     if not scores_are_public(split):
-        cols = columns(db.session.get(Split, split.id))
+        full = db.session.get(Split, split.id)
+        available = available_columns(full)
+        cols = choose_columns(available, columns(full), chosen)
         column, direction = _parse_sort(cols, sort, order)
         if number > 1:
             raise InvalidQuery(f"page {number} is past the last page (1)")
-        return Board(benchmark, split, [], False, cols, sort=column, order=direction)
+        return Board(benchmark, split, [], False, cols, sort=column, order=direction, view=shown_view,
+                     available=available, chosen=chosen or None)
     snap = _memo_get(split.id, split.board_version) or snapshot(db.session.get(Split, split.id))
-    column, direction = _parse_sort(snap.columns, sort, order)
-    key = (str(db.engine.url), split.id, snap.version, column.key if column else None, direction, number)
+    cols = choose_columns(snap.available, snap.columns, chosen)
+    column, direction = _parse_sort(cols, sort, order)
+    entries = snap.rows(shown_view)
+    key = (str(db.engine.url), split.id, snap.version, column.key if column else None, direction, number,
+           shown_view, tuple(c.key for c in cols), paginate)
 
     def arrange() -> tuple[list, int]:
-        primary = primary_column(snap.columns, benchmark.task_type)
-        rows = _interleave(snap.entries, snap.references, primary) if column is None else _ordered(
-            [*snap.entries, *snap.references], column, direction)
-        return _paginate(rows, number)
+        primary = primary_column(snap.available, benchmark.task_type)
+        rows = _interleave(entries, snap.references, primary) if column is None else _ordered(
+            [*entries, *snap.references], column, direction)
+        return _paginate(rows, number) if paginate else (rows, 1)
 
     shown, pages = _remember(_views, key, arrange)
     facts = (benchmark.slug, split.slug, split.name, split.hidden, split.example_count)
-    return Board(benchmark, split, snap.entries, True, snap.columns, snap.references, shown, column, direction,
-                 number, pages, Markup(snap.chart), key + facts)
+    return Board(benchmark, split, entries, True, cols, snap.references, shown, column, direction,
+                 number, pages, Markup(snap.chart), key + facts, shown_view, snap.available, chosen or None)
 
 
 def rendered(board: Board, render, *, extra: tuple = ()):

@@ -16,7 +16,8 @@ def benchmarks() -> list[Benchmark]:
     )
 
 
-def leaderboard(benchmark_slug: str, split_slug: str) -> tuple[Split, bool, list[leaderboards.Entry]]:
-    """A split's ranked published entries and whether its scores are public (NotFound for unknown slugs)."""
-    split = catalog.get_split(benchmark_slug, split_slug)
-    return split, leaderboards.scores_are_public(split), leaderboards.leaderboard(split)
+def leaderboard(benchmark_slug: str, split_slug: str, view: str | None = None) -> leaderboards.Board:
+    """A split's ranked published entries, every one or each team's best (NotFound for unknown slugs,
+    InvalidQuery for an unknown view)."""
+    catalog.get_split(benchmark_slug, split_slug)  # NotFound names the benchmark or the split
+    return leaderboards.board(benchmark_slug, split_slug, view=view, paginate=False)

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from xml.sax.saxutils import escape, quoteattr
 
-WIDTH, HEIGHT = 720, 300
-LEFT, RIGHT, TOP, BOTTOM = 58, 16, 16, 48  # margins: room for the axis labels
+from app.evaluation.display import score_text
+
+WIDTH, HEIGHT = 560, 280  # narrow enough that its text stays readable scaled down to a phone's width
+LEFT, RIGHT, TOP, BOTTOM = 52, 14, 14, 46  # margins: room for the axis labels
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif"
 INK, MUTED, GRID, ACCENT, REFERENCE = "#1d232a", "#5b6673", "#e3e7eb", "#1f5fa8", "#8a5a00"
 
@@ -23,6 +25,7 @@ class Point:
     moment: datetime
     value: float  # percent
     label: str  # the tooltip: model, team, score, date
+    href: str | None = None  # the entry's page: a tap on a touch screen opens it (no hover there)
 
 
 @dataclass(frozen=True)
@@ -51,36 +54,50 @@ def _y_range(values: Sequence[float]) -> tuple[float, float, float]:
 _DAY_STEPS = (1, 2, 7, 14, 30, 61, 91, 182, 365, 730, 1826)
 
 
-def _time_ticks(start: datetime, end: datetime, most: int = 6) -> list[datetime]:
-    """UTC midnights a whole number of days apart (1 day ... 5 years), at most `most` of them."""
+def _time_ticks(start: datetime, end: datetime, most: int = 5) -> list[tuple[datetime, str]]:
+    """(moment, label) ticks, at most `most`: UTC midnights a whole number of days apart for spans under
+    about four months ('Mar 14'), else first days of months a whole number of months apart ('Mar 2025')."""
     days = (end - start).total_seconds() / 86400
-    step = next((d for d in _DAY_STEPS if days / d <= most), _DAY_STEPS[-1])
-    first = start.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-    if first < start:
-        first += timedelta(days=1)
+    start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+    if days <= 120:
+        step = next((d for d in _DAY_STEPS if days / d <= most), _DAY_STEPS[-1])
+        moment = start.replace(hour=0, minute=0, second=0, microsecond=0)
+        if moment < start:
+            moment += timedelta(days=1)
+        ticks = []
+        while moment <= end:
+            ticks.append((moment, f"{moment:%b} {moment.day}"))
+            moment += timedelta(days=step)
+        return ticks
+    months = days / 30.44
+    step = next((m for m in (1, 2, 3, 6, 12, 24, 60) if months / m <= most), 120)
+    year, month = start.year, start.month
     ticks = []
-    moment = first
-    while moment <= end:
-        ticks.append(moment)
-        moment += timedelta(days=step)
+    while True:
+        moment = datetime(year, month, 1, tzinfo=timezone.utc)
+        if moment > end:
+            break
+        if moment >= start and (year * 12 + month - 1) % step == 0:
+            ticks.append((moment, f"{moment:%b %Y}" if step < 12 else f"{year}"))
+        month += 1
+        if month > 12:
+            year, month = year + 1, 1
     return ticks
 
 
-def _fmt(number: float) -> str:
-    return f"{number:.1f}"
-
-
 def render(points: Sequence[Point], metric_label: str, references: Sequence[Line] = (),
-           title: str = "Best published score over time") -> str:
-    """An <svg> element (a string of markup) or "" when there is nothing to plot."""
+           title: str = "Best published score over time", now: datetime | None = None) -> str:
+    """An <svg> element (a string of markup) or "" when there is nothing to plot. The time axis spans the
+    entries' dates and never reaches past `now`."""
     if not points:
         return ""
+    now = now or datetime.now(timezone.utc)
     ordered = sorted(points, key=lambda p: p.moment)
     values = [p.value for p in ordered] + [line.value for line in references]
     y_low, y_high, y_step = _y_range(values)
     start, end = ordered[0].moment, ordered[-1].moment
     if end - start < timedelta(days=2):
-        start, end = start - timedelta(days=1), end + timedelta(days=1)
+        start, end = start - timedelta(days=1), min(end + timedelta(days=1), max(now, end))
     span = (end - start).total_seconds()
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
@@ -92,7 +109,7 @@ def render(points: Sequence[Point], metric_label: str, references: Sequence[Line
 
     out = [
         f'<svg class="progress-chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="100%" role="img" aria-labelledby="chart-title" font-family={quoteattr(FONT)} font-size="12">',
+        f'width="100%" role="img" aria-labelledby="chart-title" font-family={quoteattr(FONT)} font-size="13">',
         f'<title id="chart-title">{escape(title)}: {escape(metric_label)}</title>',
     ]
     # Horizontal grid and y-axis ticks.
@@ -102,12 +119,12 @@ def render(points: Sequence[Point], metric_label: str, references: Sequence[Line
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{GRID}"/>')
         out.append(f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="{MUTED}">{tick:g}</text>')
         tick += y_step
-    for moment in _time_ticks(start, end):
+    for moment, label in _time_ticks(start, end):
         tx = x(moment)
         out.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM + 4}" '
                    f'stroke="{MUTED}"/>')
         out.append(f'<text x="{tx:.1f}" y="{HEIGHT - BOTTOM + 17}" text-anchor="middle" fill="{MUTED}">'
-                   f'{moment:%Y-%m-%d}</text>')
+                   f'{label}</text>')
     out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
     out.append(f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
     out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle" fill="{INK}">'
@@ -134,11 +151,15 @@ def render(points: Sequence[Point], metric_label: str, references: Sequence[Line
     out.append(f'<path class="record" d="{"".join(path)}" fill="none" stroke="{ACCENT}" stroke-width="2"/>')
     # Shared attributes on the group keep a thousand points small.
     out.append(f'<g class="entries" fill="{ACCENT}" fill-opacity="0.55" stroke="#ffffff" stroke-width="1">')
-    out.extend(f'<circle cx="{x(point.moment):.0f}" cy="{y(point.value):.0f}" r="4"><title>{escape(point.label)}'
-               '</title></circle>' for point in ordered)
+    for point in ordered:
+        circle = (f'<circle cx="{x(point.moment):.0f}" cy="{y(point.value):.0f}" r="5"><title>{escape(point.label)}'
+                  '</title></circle>')
+        # A link makes the point tappable and focusable; its page says what the tooltip says and more.
+        out.append(f'<a href={quoteattr(point.href)} aria-label={quoteattr(point.label)}>{circle}</a>'
+                   if point.href else circle)
     out.append("</g></svg>")
     return "".join(out)
 
 
 def tooltip(model: str, team: str | None, value: float, moment: datetime) -> str:
-    return f"{model} ({team or 'Anonymous'}): {_fmt(value)}%, {moment.astimezone(timezone.utc):%Y-%m-%d}"
+    return f"{model} ({team or 'Anonymous'}): {score_text(value)}%, {moment.astimezone(timezone.utc):%Y-%m-%d}"

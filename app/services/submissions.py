@@ -457,10 +457,26 @@ def publish(user: User, submission_id: int, description: str | None = None, pape
     if not (submission.description or submission.paper_url):
         raise InvalidInput("publishing needs a description or a paper_url")
     if submission.published_at is None:
+        _refuse_duplicate(submission)
         submission.published_at = utcnow()
     submission.split.board_version += 1
     db.session.commit()
     return submission
+
+
+def _refuse_duplicate(submission: Submission) -> None:
+    """A crowded board stays readable: the same predictions a team already has on the board are not
+    published twice (Conflict names the entry)."""
+    twin = db.session.execute(
+        select(Submission.id, Submission.model_name).where(
+            Submission.team_id == submission.team_id, Submission.split_id == submission.split_id,
+            Submission.id != submission.id, Submission.published_at.is_not(None), Submission.hidden_at.is_(None),
+            Submission.status == "scored", Submission.predictions == submission.predictions,
+        ).order_by(Submission.id).limit(1)
+    ).first()
+    if twin is not None:
+        raise Conflict(f"these predictions are identical to the team's published submission {twin.id} "
+                       f"({twin.model_name!r}) on this split; unpublish that one first or publish different predictions")
 
 
 def unpublish(user: User, submission_id: int) -> Submission:
@@ -559,6 +575,12 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         # The release itself may already leave the breakdowns out (integrity.full_release_for).
         held = any(leaderboards.is_breakdown(split, kind) for kind in kinds.values())
         scores = shown
+    if scores and not is_admin and split.hidden and split.revealed_at is None and split.feedback == "full":
+        # The release rounds to count resolution; a page writes the stored value (itself 100 * count / n)
+        # once, like the board, so the two never differ by a double rounding.
+        stored = scores_of(submission)
+        scores = {subset: {metric: stored.get(subset, {}).get(metric, value) for metric, value in metrics.items()}
+                  for subset, metrics in scores.items()}
     intervals = {}
     if scores and (is_admin or leaderboards.scores_are_public(split)):
         intervals = leaderboards.submission_intervals(submission, list(scores))

@@ -6,7 +6,7 @@ import gzip
 from flask import Blueprint, Response, render_template, request
 
 from app.evaluation import get_task
-from app.services import catalog, exports, leaderboards
+from app.services import across_splits, catalog, exports, leaderboards
 
 bp = Blueprint("public", __name__)
 
@@ -26,7 +26,8 @@ def healthz():
 def leaderboard(benchmark: str, split: str | None = None):
     def board():
         return leaderboards.board(benchmark, split, sort=request.args.get("sort"), order=request.args.get("order"),
-                                  page=request.args.get("page"))
+                                  page=request.args.get("page"), view=request.args.get("view"),
+                                  chosen=_columns())
 
     def page(board) -> str:
         task = get_task(board.benchmark.task_type)
@@ -56,8 +57,29 @@ def leaderboard(benchmark: str, split: str | None = None):
     return response
 
 
-@bp.get("/leaderboards/<benchmark>/<split>/export.<fmt>")
-def export(benchmark: str, split: str, fmt: str):
-    result = exports.export(benchmark, split, fmt)
+def _columns() -> str | None:
+    """?columns=a,b or ?columns=a&columns=b (the chooser's checkboxes) as one comma-separated list."""
+    given = [value for value in request.args.getlist("columns") if value]
+    return ",".join(given) if given else None
+
+
+def _download(result: exports.Export) -> Response:
     return Response(result.body, mimetype=None, content_type=result.mimetype,
                     headers={"Content-Disposition": f'attachment; filename="{result.filename}"'})
+
+
+@bp.get("/leaderboards/<benchmark>/<split>/export.<fmt>")
+def export(benchmark: str, split: str, fmt: str):
+    return _download(exports.export(benchmark, split, fmt, view=request.args.get("view"),
+                                    chosen=_columns(), intervals=request.args.get("ci") != "0"))
+
+
+@bp.get("/leaderboards/<benchmark>/models")
+def models(benchmark: str):
+    table = across_splits.models_table(benchmark)
+    return render_template("public/models.html", table=table, task=get_task(table.benchmark.task_type))
+
+
+@bp.get("/leaderboards/<benchmark>/models/export.<fmt>")
+def models_export(benchmark: str, fmt: str):
+    return _download(exports.export_models(benchmark, fmt, intervals=request.args.get("ci") != "0"))

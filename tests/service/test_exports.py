@@ -76,23 +76,27 @@ def test_latex_escapes_every_special_character():
     assert exports.latex_escape("<|>") == r"\textless{}\textbar{}\textgreater{}"
 
 
-def test_latex_table_is_booktabs_with_escaped_team_strings():
+def test_latex_table_is_a_booktabs_float_with_escaped_team_strings():
     board = _board(_entry(1, LATEX_SPECIALS, "Team_1 & 50%", paper_url="https://example.org/~x#y"),
                    refs=(ReferenceRow(1, "Human {best}", None, WHEN, {"all": {"accuracy": 96.1}}),))
-    text = exports.to_latex(board)
-    assert "\\begin{tabular}{rlllrrrll}" in text and "\\toprule" in text and "\\bottomrule" in text
+    text = exports.to_latex(board, today=WHEN)
+    assert "\\begin{table}" in text and "\\end{table}" in text
+    assert "\\begin{tabularx}{\\columnwidth}{@{}rXrrr@{}}" in text and "\\toprule" in text and "\\bottomrule" in text
+    assert "\\caption{NLVR2 Test-U leaderboard (Holdout, 2025-03-14)" in text and "\\label{tab:nlvr2-test-u}" in text
     assert text.count("\\midrule") == 2  # header rule, then the reference rows apart
     row = next(line for line in text.splitlines() if line.startswith("1 & "))
     cells = row.removesuffix(" \\\\").split(" & ")
-    assert len(cells) == 4 + len(COLUMNS) + 2  # no stray & splits a cell
-    assert cells[1] == exports.latex_escape(LATEX_SPECIALS)
-    assert cells[2] == r"Team\_1 \& 50\%"
-    assert cells[4] == r"71.2 {\scriptsize [70.0, 72.5]}" or cells[4] == r"71.3 {\scriptsize [70.0, 72.5]}"
-    assert cells[-2] == r"https://example.org/\textasciitilde{}x\#y"
+    assert len(cells) == 2 + len(COLUMNS)  # no stray & splits a cell
+    assert cells[1] == f"{exports.latex_escape(LATEX_SPECIALS)} (Team\\_1 \\& 50\\%)"
+    assert cells[2] == r"\textbf{71.3}"  # the column's best value, rounded half up once
+    interval_row = text.splitlines()[text.splitlines().index(row) + 1]
+    assert interval_row.startswith(" &  & {\\scriptsize 70.0--72.5}")
+    assert "example.org" not in text  # links are left out
     assert r"\textit{Human \{best\}}" in text
-    # No unescaped special character is left in any team-written cell.
-    for cell in (cells[1], cells[2], cells[-2]):
-        assert not re.search(r"(?<!\\)[&%$#_{}~^]", re.sub(r"\\[a-z]+\{\}|\\[{}$&#_%]", "", cell)), cell
+    # No unescaped special character is left in the team-written cell.
+    model = cells[1]
+    assert not re.search(r"(?<!\\)[&%$#_{}~^]", re.sub(r"\\[a-z]+\{\}|\\[{}$&#_%]", "", model)), model
+    assert "{\\scriptsize" not in exports.to_latex(board, intervals=False)
     assert "Q$\\to$A" in exports.to_latex(Board(SimpleNamespace(slug="vcr", name="VCR"),
                                                 SimpleNamespace(slug="val", name="Val"), [], True,
                                                 [Column("all", "q_a", "Q→A")]))

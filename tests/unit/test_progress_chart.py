@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+
+import pytest
 import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta, timezone
 
@@ -35,8 +37,47 @@ def test_points_titles_and_the_record_line():
     assert ys[4] < ys[2] < ys[0] < ys[1]
 
 
-def test_time_ticks_are_dates_whatever_the_span():
-    for span in (timedelta(hours=1), timedelta(days=20), timedelta(days=900)):
-        svg = progress_chart.render([Point(START, 50.0, "a"), Point(START + span, 60.0, "b")], "Q→AR")
-        dates = re.findall(r">(\d{4}-\d{2}-\d{2})<", svg)
-        assert 2 <= len(dates) <= 7 and len(set(dates)) == len(dates), (span, dates)
+def _tick_labels(svg: str) -> list[str]:
+    root = ET.fromstring(svg)
+    return [t.text for t in root.findall(f"{SVG}text") if t.get("y") == str(progress_chart.HEIGHT - progress_chart.BOTTOM + 17)]
+
+
+def test_time_ticks_are_few_short_and_distinct_whatever_the_span():
+    for span in (timedelta(hours=1), timedelta(days=20), timedelta(days=120), timedelta(days=730),
+                 timedelta(days=3000)):
+        svg = progress_chart.render([Point(START, 50.0, "a"), Point(START + span, 60.0, "b")], "Q→AR",
+                                    now=START + span + timedelta(days=1))
+        labels = _tick_labels(svg)
+        assert 2 <= len(labels) <= 5 and len(set(labels)) == len(labels), (span, labels)
+        assert all(len(label) <= 8 for label in labels), labels  # 'Mar 2025', 'Jan 14', '2026'
+
+
+def test_two_years_of_entries_get_month_ticks():
+    svg = progress_chart.render([Point(START, 50.0, "a"), Point(START + timedelta(days=700), 60.0, "b")],
+                                "Accuracy", now=START + timedelta(days=800))
+    labels = _tick_labels(svg)
+    assert labels[0] == "Jan 2024" and all(re.fullmatch(r"[A-Z][a-z]{2} 20\d\d", label) for label in labels)
+
+
+def test_nothing_is_drawn_past_today():
+    """Entries on one day a few hours ago: the axis is padded to the left, not past now."""
+    now = START + timedelta(hours=5)
+    svg = progress_chart.render([Point(START, 50.0, "a"), Point(START + timedelta(hours=1), 60.0, "b")],
+                                "Accuracy", now=now)
+    root = ET.fromstring(svg)
+    right = progress_chart.WIDTH - progress_chart.RIGHT
+    record = root.find(f".//{SVG}path[@class='record']").get("d")
+    end_x = float(record.rsplit("H", 1)[1])
+    # The axis ends at now (5 hours after the first entry, on an axis starting a day before it).
+    start_x = progress_chart.LEFT
+    assert end_x == pytest.approx(right)
+    hours = (end_x - start_x) / (right - start_x) * 29  # 24 h of padding + 5 h
+    assert hours == pytest.approx(29)
+    assert max(float(c.get("cx")) for c in root.iter(f"{SVG}circle")) < right
+
+
+def test_points_link_to_their_entries_for_touch_screens():
+    svg = progress_chart.render([Point(START, 50.0, "a", "/submissions/7")], "Accuracy", now=START + timedelta(days=3))
+    root = ET.fromstring(svg)
+    link = root.find(f".//{SVG}a")
+    assert link.get("href") == "/submissions/7" and link.find(f"{SVG}circle") is not None

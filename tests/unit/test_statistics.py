@@ -119,35 +119,26 @@ def test_resample_weights_draw_every_group_count_times():
     assert weights.mean() == pytest.approx(1.0)
 
 
-# --- McNemar, Holm, tiers --------------------------------------------------------------------------------
+# --- one-sided McNemar, Holm per entry, ranks and rank intervals ---------------------------------------
 
 
-def _exact_p(b: int, c: int) -> float:
+def _one_sided(b: int, c: int) -> float:
+    """P(X >= b), X ~ Binomial(b + c, 1/2), as an exact fraction."""
     n = b + c
-    tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
-    return float(min(Fraction(1), 2 * tail))
+    return float(Fraction(sum(math.comb(n, i) for i in range(b, n + 1)), 2**n))
 
 
-def test_mcnemar_exact_by_hand():
-    # b = 2, c = 8: P(X <= 2 | n = 10) = (1 + 10 + 45) / 1024, two-sided doubles it.
-    assert statistics.mcnemar_exact([2], [8])[0] == pytest.approx(112 / 1024)
-    assert statistics.mcnemar_exact([8], [2])[0] == pytest.approx(112 / 1024)
-    assert statistics.mcnemar_exact([0], [0])[0] == 1.0  # no discordant pairs
-    assert statistics.mcnemar_exact([5], [5])[0] == 1.0
-    assert statistics.mcnemar_exact([0], [6])[0] == pytest.approx(2 / 64)
+def test_one_sided_p_by_hand():
+    # b = 8, c = 2: P(X >= 8 | n = 10) = (45 + 10 + 1) / 1024
+    assert statistics.one_sided_p(np.array([8]), np.array([2]))[0] == pytest.approx(56 / 1024)
+    assert statistics.one_sided_p(np.array([2]), np.array([8]))[0] == pytest.approx(1 - 11 / 1024)
+    assert statistics.one_sided_p(np.array([0]), np.array([0]))[0] == 1.0
+    assert statistics.one_sided_p(np.array([6]), np.array([0]))[0] == pytest.approx(1 / 64)
 
 
-@pytest.mark.parametrize("b, c", [(30, 20), (3000, 3200), (120, 40), (0, 3)])
-def test_mcnemar_matches_exact_fractions_for_large_counts(b, c):
-    assert statistics.mcnemar_exact([b], [c])[0] == pytest.approx(_exact_p(b, c), rel=1e-9, abs=1e-300)
-
-
-def test_holm_by_hand():
-    # Sorted: 0.005 x 4 = 0.02; 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04 -> max(0.06, 0.04) = 0.06.
-    adjusted = statistics.holm([0.01, 0.04, 0.03, 0.005])
-    np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06, 0.02])
-    np.testing.assert_allclose(statistics.holm([0.5, 0.9]), [1.0, 1.0])
-    assert statistics.holm([]).size == 0
+@pytest.mark.parametrize("b, c", [(30, 20), (3200, 3000), (120, 40), (3, 0)])
+def test_one_sided_p_matches_exact_fractions_for_large_counts(b, c):
+    assert statistics.one_sided_p(np.array([b]), np.array([c]))[0] == pytest.approx(_one_sided(b, c), rel=1e-9)
 
 
 def _flip(correct: np.ndarray, right_to_wrong: int, wrong_to_right: int, seed: int = 0) -> np.ndarray:
@@ -158,46 +149,80 @@ def _flip(correct: np.ndarray, right_to_wrong: int, wrong_to_right: int, seed: i
     return out
 
 
+def _ranks(*rows: np.ndarray) -> list[int]:
+    correct = np.stack(rows)
+    return statistics.significance_ranks(correct, correct.mean(axis=1) * 100).ranks.tolist()
+
+
 def test_a_few_dozen_differences_both_ways_share_a_rank():
     rng = np.random.default_rng(7)
     a = rng.random(7000) < 0.75
     b = _flip(a, right_to_wrong=30, wrong_to_right=20)
-    result = statistics.tiers(np.stack([a, b]))
-    assert result.ranks == [1, 1]
-    assert result.p_values[0] == pytest.approx(_exact_p(30, 20))  # about 0.2
+    assert _ranks(a, b) == [1, 1]
+    assert 0.05 < _one_sided(30, 20) < 0.2
 
 
 def test_five_points_apart_do_not_share_a_rank():
     rng = np.random.default_rng(8)
     a = rng.random(7000) < 0.75
     b = _flip(a, right_to_wrong=380, wrong_to_right=30)  # 350 of 7,000 = 5 points
-    assert statistics.tiers(np.stack([a, b])).ranks == [1, 2]
+    assert _ranks(a, b) == [1, 2]
 
 
 def test_identical_scores_share_a_rank_even_with_different_predictions():
     rng = np.random.default_rng(9)
     a = rng.random(1000) < 0.6
     b = _flip(a, right_to_wrong=100, wrong_to_right=100)
-    result = statistics.tiers(np.stack([a, b, b]))
-    assert result.ranks == [1, 1, 1]
-    np.testing.assert_allclose(result.p_values, [1.0, 1.0])
+    assert _ranks(a, b, b) == [1, 1, 1]
 
 
-def test_holm_decides_along_the_table():
-    """A raw p of about 0.03 is significant alone but not after Holm over two comparisons; with a
-    clearly significant first gap the ranks are 1, 2, 2 (competition numbering after a shared rank)."""
-    assert 0.025 < _exact_p(20, 8) < 0.05
+def test_holm_is_over_each_entrys_own_comparisons():
+    """One-sided p of about 0.018 (20 vs 8) is significant alone; for an entry with two entries above it,
+    Holm asks the smaller p to be under 0.025 and the larger under 0.05."""
+    assert 0.0125 < _one_sided(20, 8) < 0.025
     rng = np.random.default_rng(10)
     top = rng.random(2000) < 0.7
     second = _flip(top, right_to_wrong=20, wrong_to_right=8, seed=1)
-    third = _flip(second, right_to_wrong=1, wrong_to_right=0, seed=2)
-    assert statistics.tiers(np.stack([top, second])).ranks == [1, 2]  # alone: 0.036 < 0.05
-    assert statistics.tiers(np.stack([top, second, third])).ranks == [1, 1, 1]  # Holm: 2 x 0.036 > 0.05
-    far = _flip(top, right_to_wrong=300, wrong_to_right=0, seed=3)
-    close = _flip(far, right_to_wrong=2, wrong_to_right=1, seed=4)
-    tiers = statistics.tiers(np.stack([top, far, close]))
-    assert tiers.ranks == [1, 2, 2]
-    assert tiers.adjusted[0] < 0.05 <= tiers.adjusted[1]
+    assert _ranks(top, second) == [1, 2]
+    # A third entry 20 vs 8 below `second` and 40 vs 16 below `top`: both comparisons significant.
+    third = _flip(second, right_to_wrong=20, wrong_to_right=8, seed=2)
+    assert _ranks(top, second, third) == [1, 2, 3]
+    # An entry just under `second` (one judgement) has p about 0.018 against top and 0.5 against second:
+    # Holm over two comparisons rejects the first (0.018 < 0.025), so one entry is better: rank 2.
+    close = _flip(second, right_to_wrong=1, wrong_to_right=0, seed=4)
+    p_top = _one_sided(21, 8)
+    assert p_top < 0.025
+    assert _ranks(top, second, close) == [1, 2, 2]
+
+
+def test_a_crowded_board_separates_entries_far_apart():
+    """100 entries evenly spread from 90 to 52 on 7,000 judgements, each derived from the one above
+    (so neighbours differ by a few dozen judgements): ranks never decrease, the bottom is far from 1,
+    and entries 3+ points apart never share a rank."""
+    rng = np.random.default_rng(11)
+    n = 7000
+    current = rng.random(n) < 0.90
+    rows = [current]
+    targets = np.linspace(90, 52, 100)
+    for target in targets[1:]:
+        need = int(round(n * (rows[-1].mean() * 100 - target) / 100))
+        rows.append(_flip(rows[-1], right_to_wrong=need + 10, wrong_to_right=10, seed=len(rows)))
+    correct = np.stack(rows)
+    primary = correct.mean(axis=1) * 100
+    ranks = statistics.significance_ranks(correct, primary).ranks
+    assert (np.diff(ranks) >= 0).all()
+    assert ranks[-1] > 50
+    for i in range(100):
+        for j in range(i + 1, 100):
+            if primary[i] - primary[j] >= 3:
+                assert ranks[i] != ranks[j]
+
+
+def test_rank_intervals_from_resamples():
+    samples = np.array([[90.0, 91.0, 89.0, 90.0], [80.0, 92.0, 79.0, 81.0], [10.0, 11.0, 12.0, 9.0]])
+    low, high = statistics.rank_intervals(samples)
+    assert low.tolist() == [1, 1, 3] and high.tolist() == [2, 2, 3]
+    assert (low <= high).all()
 
 
 def test_primary_correctness_counts_each_image_of_nlvr_images():

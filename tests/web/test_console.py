@@ -114,6 +114,7 @@ ADMIN_REQUESTS = [
     ("console.split", "GET", "/console/splits/nlvr2/dev", None, 200),
     ("console.policy", "POST", "/console/splits/nlvr2/dev/policy", "policy", 303),
     ("console.reveal", "POST", "/console/splits/nlvr2/test-u/reveal", "button", 303),
+    ("console.pin_default", "POST", "/console/splits/nlvr2/dev/default", "button", 303),
     ("console.add_subset", "POST", "/console/splits/nlvr2/dev/subsets", "subset", 303),
     ("console.new_split", "GET", "/console/splits/new", None, 200),
     ("console.new_split", "POST", "/console/splits/new", "split", 303),

@@ -15,8 +15,9 @@ from app.models import LeaderboardCache, Submission
 from app.services import accounts, catalog, leaderboards, references, submissions, teams
 from tests.clients import login, logout
 
-ROW = re.compile(r'<tr class="(entry|reference)"(?: data-submission-id="(\d+)")?>\s*<td class="rank"[^>]*>([^<]*)</td>')
-CELL = re.compile(r'<td class="num"[^>]*>([0-9.]+) ?<span class="ci">([0-9.]+)–([0-9.]+)</span></td>')
+ROW = re.compile(r'<tr class="(entry|reference)"(?: data-submission-id="(\d+)")?>\s*<td class="rank"[^>]*>([^<]*)'
+                 r'(?:<span class="ci"[^>]*>[^<]*</span>)?</td>')
+CELL = re.compile(r'<td class="num[^"]*"[^>]*>([0-9.]+) ?<span class="ci">([0-9.]+)–([0-9.]+)</span></td>')
 
 
 def rows(page: str) -> list[tuple[str, int | None, str]]:

@@ -76,6 +76,20 @@ def reveal(benchmark: str, split: str):
     return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
 
 
+@bp.post("/splits/<benchmark>/<split>/default")
+@admin_required
+def pin_default(benchmark: str, split: str):
+    form = ButtonForm()
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form))
+    try:
+        console.pin_default_split(_me(), benchmark, split)
+    except ServiceError as exc:
+        return _split_page(benchmark, split, status=exc.status, error=exc)
+    flash(f"{benchmark}/{split} is now the benchmark's landing split.")
+    return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
+
+
 @bp.post("/splits/<benchmark>/<split>/subsets")
 @admin_required
 def add_subset(benchmark: str, split: str):

@@ -1,0 +1,174 @@
+"""The models view: one row per model across a benchmark's splits, as the NLVR/NLVR2 papers and boards show.
+
+A model is a team plus its model name (trimmed, case-insensitive); each anonymous entry is its own model.
+Each row holds the model's latest published entry on each split whose scores are public: the primary metric
+of every split, and every default column of the ranking split (the benchmark's landing split, or the first
+split whose scores are public when the landing split's are held). Rows are ranked by the ranking split's
+board order and carry that entry's board rank; models without an entry there follow, by name. Everything
+is read from the split boards' snapshots (leaderboards.snapshot), so it agrees with them number for number.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.db import begin_reading, db
+from app.evaluation import get_task
+from app.models import Split
+from app.services import leaderboards
+from app.services.leaderboards import BenchmarkInfo, Column, Entry, SplitInfo
+
+
+@dataclass(frozen=True)
+class ModelColumn(Column):
+    """A board column of one split: its key names the split too ("test-p/all:accuracy")."""
+
+    split_slug: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.split_slug}/{self.subset}:{self.metric}"
+
+    @property
+    def board_key(self) -> str:
+        return f"{self.subset}:{self.metric}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    submission_id: int
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass
+class ModelRow:
+    """One model: its latest published entry per split (split slug -> Entry)."""
+
+    model_key: str
+    model_name: str
+    team: str | None
+    latest: dict[str, Entry] = field(default_factory=dict)
+    rank: int | None = None
+    rank_low: int | None = None
+    rank_high: int | None = None
+
+    kind = "entry"
+
+    def entry(self, column: ModelColumn) -> Entry | None:
+        return self.latest.get(column.split_slug)
+
+    def cell(self, column: ModelColumn) -> Cell | None:
+        entry = self.entry(column)
+        if entry is None:
+            return None
+        plain = Column(column.subset, column.metric, column.label)
+        low, high = entry.interval(plain)
+        return Cell(entry.submission_id, entry.value(plain), low, high)
+
+    def value(self, column: ModelColumn) -> float | None:
+        cell = self.cell(column)
+        return None if cell is None else cell.value
+
+    def interval(self, column: ModelColumn) -> tuple[float | None, float | None]:
+        cell = self.cell(column)
+        return (None, None) if cell is None else (cell.low, cell.high)
+
+    @property
+    def newest(self) -> Entry:
+        return max(self.latest.values(), key=lambda e: (e.submitted_at, e.submission_id))
+
+    @property
+    def submitted_at(self) -> datetime:
+        return self.newest.submitted_at
+
+    @property
+    def paper_url(self) -> str | None:
+        return self.newest.paper_url
+
+    @property
+    def code_url(self) -> str | None:
+        return self.newest.code_url
+
+    @property
+    def rank_interval(self) -> str:
+        if self.rank_low is None or self.rank_high is None:
+            return ""
+        return str(self.rank_low) if self.rank_low == self.rank_high else f"{self.rank_low}–{self.rank_high}"
+
+
+@dataclass(frozen=True)
+class _Title:
+    slug: str
+    name: str
+
+
+@dataclass
+class ModelsTable:
+    benchmark: BenchmarkInfo
+    splits: list[SplitInfo]  # the splits whose scores are public, in display order
+    ranking_split: SplitInfo | None
+    columns: list[ModelColumn]
+    entries: list[ModelRow]  # ranked (named like a board's entries, so the exports take either)
+    held: list[SplitInfo] = field(default_factory=list)  # splits whose scores are held
+    references: list = field(default_factory=list)
+
+    @property
+    def split(self) -> _Title:
+        """What an export's title and label name in place of a split."""
+        return _Title("models", "models across splits")
+
+    def best(self, column: ModelColumn) -> float | None:
+        values = [v for v in (row.value(column) for row in self.entries) if v is not None]
+        return max(values) if values else None
+
+    def is_best(self, row: ModelRow, column: ModelColumn) -> bool:
+        value = row.value(column)
+        return value is not None and value == self.best(column)
+
+
+def models_table(benchmark_slug: str) -> ModelsTable:
+    """NotFound for an unknown benchmark."""
+    begin_reading()
+    benchmark = leaderboards.benchmark_info(benchmark_slug)
+    task = get_task(benchmark.task_type)
+    public = [split for split in benchmark.splits if leaderboards.scores_are_public(split)]
+    held = [split for split in benchmark.splits if not leaderboards.scores_are_public(split)]
+    landing = leaderboards.default_split(benchmark)
+    ranking = landing if landing in public else (public[0] if public else None)
+    snapshots = {split.slug: leaderboards.snapshot(db.session.get(Split, split.id)) for split in public}
+
+    rows: dict[str, ModelRow] = {}
+    for split in public:
+        for entry in snapshots[split.slug].entries:
+            row = rows.setdefault(entry.model_key, ModelRow(entry.model_key, entry.model_name, entry.team))
+            current = row.latest.get(split.slug)
+            if current is None or (entry.submitted_at, entry.submission_id) > (current.submitted_at,
+                                                                               current.submission_id):
+                row.latest[split.slug] = entry
+    for row in rows.values():  # the name as the team wrote it last
+        row.model_name = row.newest.model_name
+
+    label = leaderboards.METRIC_LABELS.get(task.primary_metric, task.primary_metric)
+    columns = [ModelColumn("all", task.primary_metric, f"{split.name} {label.lower() if label.isalpha() else label}",
+                           split.example_count, split.slug) for split in public]
+    if ranking is not None:
+        for column in snapshots[ranking.slug].columns:
+            if column.subset == "all" and column.metric == task.primary_metric:
+                continue
+            columns.append(ModelColumn(column.subset, column.metric, f"{ranking.name} {column.label}",
+                                       column.size, ranking.slug))
+
+    def order(row: ModelRow):
+        entry = row.latest.get(ranking.slug) if ranking else None
+        if entry is None:
+            return (1, 0, row.model_name.casefold(), row.model_key)
+        return (0, entry.position, "", "")
+
+    ranked = sorted(rows.values(), key=order)
+    for row in ranked:
+        entry = row.latest.get(ranking.slug) if ranking else None
+        if entry is not None:
+            row.rank, row.rank_low, row.rank_high = entry.rank, entry.rank_low, entry.rank_high
+    return ModelsTable(benchmark, public, ranking, columns, ranked, held)
