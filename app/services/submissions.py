@@ -539,6 +539,7 @@ class SubmissionPage:
     public_view: bool = False  # a visitor outside the team: a published entry, as the leaderboard shows it
     breakdowns_held: bool = False  # per-category/per-field scores of a hidden split kept from this viewer
     rank: int | None = None  # its significance-aware rank while it is on the public leaderboard
+    sizes: dict[str, int] | None = None  # examples each subset shown counts over ("all": the split)
 
 
 def page_for(user: User | None, submission_id: int) -> SubmissionPage:
@@ -589,5 +590,6 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     rank = None
     if submission.published_at is not None and submission.hidden_at is None:
         rank = next((e.rank for e in leaderboards.leaderboard(split) if e.submission_id == submission.id), None)
+    sizes = {"all": split.example_count, **{subset.name: subset.size for subset in split.subsets}}
     return SubmissionPage(submission, scores, problems, quota, is_member, withheld, intervals, is_admin,
-                          public_view, held, rank)
+                          public_view, held, rank, sizes)

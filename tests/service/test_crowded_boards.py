@@ -1,0 +1,355 @@
+"""Leaderboards on a crowded board (issue 11): honest ranks, one number everywhere, models across splits,
+view=teams, the duplicate refusal, subset columns with n, the pinned landing split, the LaTeX table."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import subprocess
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from app import synthetic
+from app.db import db
+from app.evaluation.display import score_text
+from app.models import Submission
+from app.services import accounts, across_splits, catalog, exports, leaderboards, submissions, teams
+from app.services.errors import Conflict
+
+TEST_P_SIZE = 6967
+
+
+def _lines(data: bytes) -> list[list[str]]:
+    return [line.split(",") for line in data.decode().splitlines()]
+
+
+def _join(rows: list[list[str]]) -> bytes:
+    return ("\n".join(",".join(row) for row in rows) + "\n").encode()
+
+
+def _flip(data: bytes, gold: dict[str, bool], right_to_wrong: int, wrong_to_right: int, seed: int) -> bytes:
+    """The same predictions with some right ones made wrong and some wrong ones made right."""
+    rows = _lines(data)
+    rng = np.random.default_rng(seed)
+    right = [i for i, (ident, value) in enumerate(rows) if (value == "True") == gold[ident]]
+    wrong = [i for i, (ident, value) in enumerate(rows) if (value == "True") != gold[ident]]
+    for i in [*rng.choice(right, right_to_wrong, replace=False), *rng.choice(wrong, wrong_to_right, replace=False)]:
+        rows[i][1] = "False" if rows[i][1] == "True" else "True"
+    return _join(rows)
+
+
+def _labels(gold: bytes) -> dict[str, bool]:
+    return {obj["identifier"]: obj["label"] == "True" for obj in map(json.loads, gold.decode().splitlines())}
+
+
+@pytest.fixture
+def crowded(app):
+    """103 published entries on a Test-P-size split: 100 evenly spread from 52 to 90, and a copy of the
+    entry at about 71 with 30 predictions changed each way (plus the same with 40 each way)."""
+    with app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic.")
+        gold = synthetic.nlvr2_gold(TEST_P_SIZE, split="test", seed=5)
+        catalog.add_split("nlvr2", "test-p", gold, name="Test-P")
+        split = catalog.get_split("nlvr2", "test-p")
+        ids = []
+        data_by_id = {}
+        for index, accuracy in enumerate(np.linspace(0.52, 0.90, 100)):
+            team = teams.create_team(f"Team {index:03d}")
+            data = synthetic.predictions("nlvr2", gold, float(accuracy), seed=100 + index, split="test")
+            sid = submissions.store_scored(split, team, data, model_name=f"m{index}", description="d",
+                                           publish=True).id
+            ids.append(sid)
+            data_by_id[sid] = data
+        middle = ids[50]
+        copies = []
+        for changed, seed in ((30, 1), (40, 2)):
+            team = teams.create_team(f"Copy {seed}")
+            copy = _flip(data_by_id[middle], _labels(gold), changed, changed, seed)
+            copies.append(submissions.store_scored(split, team, copy, model_name=f"copy{seed}", description="d",
+                                                   publish=True).id)
+    return {"ids": ids, "middle": middle, "copies": copies}
+
+
+def test_ranks_on_a_crowded_board(app, crowded):
+    with app.app_context():
+        board = leaderboards.board("nlvr2", "test-p", paginate=False)
+        entries = board.entries
+        assert len(entries) == 102
+        ranks = [entry.rank for entry in entries]
+        assert ranks == sorted(ranks)  # non-decreasing down the table
+        lowest = next(e for e in entries if e.submission_id == crowded["ids"][0])
+        assert lowest.rank > 50
+        accuracy = {e.submission_id: e.scores["all"]["accuracy"] for e in entries}
+        for a in entries:
+            for b in entries:
+                if accuracy[a.submission_id] - accuracy[b.submission_id] >= 3:
+                    assert a.rank != b.rank, (a.model_name, b.model_name)
+        by_id = {e.submission_id: e for e in entries}
+        middle = by_id[crowded["middle"]]
+        for copy in crowded["copies"]:
+            assert by_id[copy].rank == middle.rank
+        for entry in entries:
+            assert entry.rank_low is not None and entry.rank_low <= entry.rank_high
+        assert entries[0].rank_low == 1
+
+
+def test_the_api_carries_rank_and_rank_interval(app, client, crowded):
+    body = client.get("/api/v1/leaderboards/nlvr2/test-p").get_json()
+    assert len(body["entries"]) == 102
+    for entry in body["entries"]:
+        assert 1 <= entry["rank_low"] <= entry["rank_high"] <= 102
+    exported = json.loads(client.get("/leaderboards/nlvr2/test-p/export.json").data)
+    assert [e["rank"] for e in exported["entries"]] == [e["rank"] for e in body["entries"]]
+    assert all({"rank_low", "rank_high"} <= set(e) for e in exported["entries"])
+
+
+@pytest.fixture
+def small(app):
+    with app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic.")
+        golds = {}
+        for slug, name, hidden, seed in (("dev", "Dev", False, 1), ("test-p", "Test-P", False, 2),
+                                         ("test-u", "Test-U", True, 3)):
+            golds[slug] = synthetic.nlvr2_gold(800, split="dev" if slug == "dev" else "test", seed=seed)
+            catalog.add_split("nlvr2", slug, golds[slug], name=name, hidden=hidden,
+                              annotations=synthetic.nlvr2_annotations(golds[slug], 60) if slug == "dev" else None)
+        catalog.set_policy("nlvr2", "test-u", feedback="full")
+        member = accounts.create_user("member@example.org", "password123")
+        teams.create_team("Lab", creator=member)
+        teams.create_team("Other")
+    return golds
+
+
+def _store(split_slug, team_name, golds, accuracy, seed, **fields):
+    split = catalog.get_split("nlvr2", split_slug)
+    data = fields.pop("data", None) or synthetic.predictions(
+        "nlvr2", golds[split_slug], accuracy, seed=seed, split="dev" if split_slug == "dev" else "test",
+        group_correlation=fields.pop("correlation", 0.0))
+    return submissions.store_scored(split, teams.find_team(team_name), data,
+                                    model_name=fields.pop("model_name", f"m{seed}"),
+                                    description=fields.pop("description", "d"), publish=fields.pop("publish", True),
+                                    **fields).id
+
+
+def test_equal_accuracy_is_ordered_by_consistency(app, small):
+    """Two entries with the same number right: the one whose errors sit in fewer sentences ranks above,
+    even when submitted later; they share a rank."""
+    gold = small["dev"]
+    labels = _labels(gold)
+    ordered = list(labels)
+    groups: dict[str, list[str]] = {}
+    for ident in ordered:
+        split, set_id, _pair, sentence = ident.rsplit("-", 3)
+        key = f"{split}-{set_id}-{sentence}"  # the consistency group: the identifier without pair_id
+        groups.setdefault(key, []).append(ident)
+    members = [ids for ids in groups.values() if len(ids) >= 2][:20]
+    concentrated = {ident for ids in members[:10] for ident in ids[:2]}  # 20 errors in 10 sentences
+    spread = {ids[0] for ids in members}  # 20 errors in 20 sentences
+
+    def file(wrong: set[str]) -> bytes:
+        return _join([[i, str(labels[i] != (i in wrong))] for i in ordered])
+
+    with app.app_context():
+        spread_id = _store("dev", "Lab", small, 0, 0, data=file(spread), model_name="spread")
+        concentrated_id = _store("dev", "Other", small, 0, 0, data=file(concentrated), model_name="concentrated")
+        entries = leaderboards.board("nlvr2", "dev").entries
+        assert [e.submission_id for e in entries] == [concentrated_id, spread_id]
+        assert entries[0].scores["all"]["accuracy"] == entries[1].scores["all"]["accuracy"]
+        assert entries[0].scores["all"]["consistency"] > entries[1].scores["all"]["consistency"]
+        assert entries[0].rank == entries[1].rank == 1
+
+
+def _board_text(page: str, sid: int) -> str:
+    row = re.search(rf'data-submission-id="{sid}">.*?</tr>', page, re.S).group(0)
+    return re.search(r'<td class="num[^"]*">([0-9.]+)', row).group(1)
+
+
+def test_one_number_everywhere(app, client, small):
+    """Every entry's primary score and consistency read the same on the board, its own page, the models
+    view and every export (written by one helper from the stored value)."""
+    with app.app_context():
+        ids = [_store(split, team, small, acc, seed, correlation=0.6)
+               for seed, (split, team, acc) in enumerate(
+                   [("dev", "Lab", 0.71), ("dev", "Other", 0.64), ("test-u", "Lab", 0.77),
+                    ("test-u", "Other", 0.58), ("test-p", "Lab", 0.66)], start=1)]
+    for split in ("dev", "test-u"):
+        page = client.get(f"/leaderboards/nlvr2/{split}").get_data(as_text=True)
+        csv_rows = list(csv.DictReader(io.StringIO(client.get(f"/leaderboards/nlvr2/{split}/export.csv")
+                                                   .get_data(as_text=True))))
+        as_json = json.loads(client.get(f"/leaderboards/nlvr2/{split}/export.json").data)
+        markdown = client.get(f"/leaderboards/nlvr2/{split}/export.md").get_data(as_text=True)
+        latex = client.get(f"/leaderboards/nlvr2/{split}/export.tex").get_data(as_text=True)
+        models = client.get("/leaderboards/nlvr2/models").get_data(as_text=True)
+        with app.app_context():
+            entries = leaderboards.board("nlvr2", split).entries
+        assert entries
+        for entry in entries:
+            sid = entry.submission_id
+            with app.app_context():
+                stored = {s.metric: s.value for s in db.session.get(Submission, sid).scores if s.subset == "all"}
+            accuracy = score_text(stored["accuracy"])
+            consistency = score_text(stored["consistency"])
+            assert _board_text(page, sid) == accuracy
+            own = client.get(f"/submissions/{sid}").get_data(as_text=True)
+            assert re.search(rf">{re.escape(accuracy)} ?<span", own) and re.search(rf">{re.escape(consistency)} ?<span", own)
+            [row] = [r for r in csv_rows if r["model"] == entry.model_name]
+            assert score_text(float(row["all:accuracy"])) == accuracy
+            assert score_text(float(row["all:consistency"])) == consistency
+            [item] = [e for e in as_json["entries"] if e["submission_id"] == sid]
+            assert score_text(item["scores"]["all"]["accuracy"]["value"]) == accuracy
+            md_row = next(line for line in markdown.splitlines() if f"| {entry.model_name} |" in line)
+            assert f"| {accuracy} [" in md_row and f"| {consistency} [" in md_row
+            tex_row = next(line for line in latex.splitlines() if line.split(" & ")[1:2] == [f"{entry.model_name} ({entry.team})"])
+            assert re.search(rf"(\\textbf{{)?{re.escape(accuracy)}\}}? &", tex_row)
+            assert f'href="/submissions/{sid}">{accuracy}</a>' in models or split != "test-u"
+
+
+def test_models_view_latest_published_per_split(app, client, small):
+    with app.app_context():
+        old_dev = _store("dev", "Lab", small, 0.6, 1, model_name="ViLT")
+        new_dev = _store("dev", "Lab", small, 0.7, 2, model_name=" vilt ")  # same model: trimmed, folded
+        _store("dev", "Lab", small, 0.9, 3, model_name="ViLT", publish=False)  # unpublished: not shown
+        test_p = _store("test-p", "Lab", small, 0.68, 4, model_name="ViLT")
+        test_u = _store("test-u", "Lab", small, 0.69, 5, model_name="VILT")
+        other = _store("test-u", "Other", small, 0.8, 6, model_name="ViLT")  # another team: another model
+        anonymous = [_store("dev", "Other", small, 0.5, seed, model_name="X", anonymous=True) for seed in (7, 8)]
+        table = across_splits.models_table("nlvr2")
+    assert table.ranking_split.slug == "test-u"  # the landing split: the hidden one
+    assert [s.slug for s in table.splits] == ["dev", "test-p", "test-u"]
+    body = client.get("/api/v1/leaderboards/nlvr2/models").get_json()
+    assert body["ranked_by"] == "test-u"
+    keys = [c["key"] for c in body["columns"]]
+    assert keys[:3] == ["dev/all:accuracy", "test-p/all:accuracy", "test-u/all:accuracy"]
+    assert "test-u/all:consistency" in keys and "test-u/balanced:accuracy" in keys
+    assert len(body["models"]) == 4  # Lab's ViLT, Other's ViLT, two anonymous entries
+    first, second = body["models"][:2]
+    assert first["team"] == "Other" and first["cells"]["test-u/all:accuracy"]["submission_id"] == other
+    assert second["team"] == "Lab"
+    assert second["cells"]["dev/all:accuracy"]["submission_id"] == new_dev != old_dev
+    assert second["cells"]["test-p/all:accuracy"]["submission_id"] == test_p
+    assert second["cells"]["test-u/all:accuracy"]["submission_id"] == test_u
+    anonymous_rows = [m for m in body["models"] if m["anonymous"]]
+    assert sorted(m["cells"]["dev/all:accuracy"]["submission_id"] for m in anonymous_rows) == anonymous
+    assert all(m["rank"] is None for m in anonymous_rows)  # no Test-U entry: unranked, listed after
+    page = client.get("/leaderboards/nlvr2/models").get_data(as_text=True)
+    assert f'href="/submissions/{new_dev}"' in page and f'href="/submissions/{old_dev}"' not in page
+    for fmt in ("csv", "json", "md", "tex"):
+        response = client.get(f"/leaderboards/nlvr2/models/export.{fmt}")
+        assert response.status_code == 200 and b"ViLT" in response.data, fmt
+    assert client.get("/api/v1/leaderboards/nope/models").status_code == 404
+
+
+def test_view_teams_keeps_each_teams_best(app, client, small):
+    with app.app_context():
+        lab = [_store("dev", "Lab", small, acc, seed) for seed, acc in ((1, 0.6), (2, 0.8), (3, 0.7))]
+        other = _store("dev", "Other", small, 0.75, 4)
+        anonymous = [_store("dev", "Lab", small, 0.65, seed, anonymous=True) for seed in (5, 6)]
+    body = client.get("/api/v1/leaderboards/nlvr2/dev?view=teams").get_json()
+    assert body["view"] == "teams"
+    assert [e["submission_id"] for e in body["entries"]][:2] == [lab[1], other]
+    assert sorted(e["submission_id"] for e in body["entries"][2:]) == sorted(anonymous)
+    assert [e["rank"] for e in body["entries"]] == sorted(e["rank"] for e in body["entries"])
+    page = client.get("/leaderboards/nlvr2/dev?view=teams").get_data(as_text=True)
+    assert f'data-submission-id="{lab[0]}"' not in page and f'data-submission-id="{lab[1]}"' in page
+    exported = client.get("/leaderboards/nlvr2/dev/export.csv?view=teams").get_data(as_text=True)
+    assert exported.count("\r\n") == 1 + 4
+    assert client.get("/api/v1/leaderboards/nlvr2/dev?view=nope").status_code == 400
+    assert client.get("/leaderboards/nlvr2/dev?view=nope").status_code == 400
+
+
+def test_publishing_identical_predictions_twice_is_refused(app, client, small):
+    with app.app_context():
+        data = synthetic.predictions("nlvr2", small["dev"], 0.7, seed=1, split="dev")
+        first = _store("dev", "Lab", small, 0, 0, data=data, model_name="first")
+        second = _store("dev", "Lab", small, 0, 0, data=data, model_name="second", publish=False)
+        other_team = _store("dev", "Other", small, 0, 0, data=data, model_name="theirs", publish=False)
+        member = accounts.get_user_by_email("member@example.org")
+        with pytest.raises(Conflict) as refused:
+            submissions.publish(member, second, description="again")
+        assert f"submission {first}" in refused.value.message and "'first'" in refused.value.message
+        # Another team's identical file is its own business.
+        teams.add_member(teams.find_team("Other"), member)
+        submissions.publish(member, other_team, description="ours")
+        token = accounts.create_token(member, "t")[1]
+    response = client.post(f"/api/v1/submissions/{second}/publish", headers={"Authorization": f"Bearer {token}"},
+                           json={"description": "again"})
+    assert response.status_code == 409 and f"submission {first}" in response.get_json()["error"]
+
+
+def test_subset_columns_with_their_sizes(app, client, small):
+    with app.app_context():
+        sid = _store("dev", "Lab", small, 0.7, 1)
+        split = catalog.get_split("nlvr2", "dev")
+        category = next(s for s in split.subsets if s.source == "annotation")
+        size = category.size
+        wanted = f"all:accuracy,{category.name}:accuracy"
+        board = leaderboards.board("nlvr2", "dev", chosen=wanted)
+        assert [c.key for c in board.columns] == ["all:accuracy", f"{category.name}:accuracy"]
+        assert board.columns[1].size == size and board.columns[0].size == split.example_count
+    page = client.get(f"/leaderboards/nlvr2/dev?columns={wanted}").get_data(as_text=True)
+    assert f"n = {size:,}" in page and 'name="columns"' in page
+    exported = client.get(f"/leaderboards/nlvr2/dev/export.csv?columns={wanted}").get_data(as_text=True)
+    assert exported.splitlines()[0].startswith(f"rank,model,team,date,all:accuracy,all:accuracy ci_low,"
+                                               f"all:accuracy ci_high,{category.name}:accuracy,")
+    assert "all:consistency" not in exported.splitlines()[0]
+    bad = client.get("/leaderboards/nlvr2/dev?columns=all:accuracy,nope:accuracy")
+    assert bad.status_code == 400 and "nope:accuracy" in bad.get_data(as_text=True)
+    own = client.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert f"n = {size:,}" in own  # the submission page shows n for every subset
+
+
+def test_the_landing_split_is_pinned_and_adding_a_split_keeps_it(app, client, small, runner):
+    assert 'aria-current="page" class="current">Test-U' in client.get("/leaderboards/nlvr2").get_data(as_text=True)
+    result = runner.invoke(args=["splits", "policy", "nlvr2", "dev", "--default"])
+    assert result.exit_code == 0, result.output
+    landing = client.get("/leaderboards/nlvr2").get_data(as_text=True)
+    assert 'aria-current="page" class="current">Dev' in landing
+    with app.app_context():
+        catalog.add_split("nlvr2", "test-x", synthetic.nlvr2_gold(80, split="test", seed=9), hidden=True)
+    assert 'aria-current="page" class="current">Dev' in client.get("/leaderboards/nlvr2").get_data(as_text=True)
+    assert runner.invoke(args=["splits", "policy", "nlvr2", "nope", "--default"]).exit_code == 2
+
+
+def test_without_a_pin_adding_a_second_hidden_split_keeps_the_landing_page(app, client, small):
+    with app.app_context():
+        catalog.add_split("nlvr2", "test-x", synthetic.nlvr2_gold(80, split="test", seed=9), hidden=True,
+                          name="Test-X")
+    assert 'aria-current="page" class="current">Test-U' in client.get("/leaderboards/nlvr2").get_data(as_text=True)
+
+
+def _latex_document(table: str, path) -> str:
+    (path / "board.tex").write_text(table)
+    (path / "paper.tex").write_text(
+        "\\documentclass[twocolumn]{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
+        "\\usepackage{tabularx}\n\\begin{document}\n\\input{board.tex}\nText.\n\\end{document}\n")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=path,
+                          capture_output=True, text=True, timeout=120)
+    log = (path / "paper.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-3000:]
+    return log
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (make test installs it)")
+def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, client, tmp_path):
+    """The demo's four benchmarks (every seed task type), default columns, intervals on: the table float
+    compiles in a two-column article with no overfull box and tabularx never squeezes the model column."""
+    from app.services import demo
+
+    with app.app_context():
+        demo.load_demo()
+        slugs = [b.slug for b in catalog.list_benchmarks()]
+    assert len(slugs) >= 4
+    for slug in slugs:
+        landing = client.get(f"/api/v1/benchmarks").get_json()
+        split = next(s["slug"] for b in landing["benchmarks"] if b["slug"] == slug for s in b["splits"]
+                     if not s["hidden"])
+        table = client.get(f"/leaderboards/{slug}/{split}/export.tex").get_data(as_text=True)
+        folder = tmp_path / slug
+        folder.mkdir()
+        log = _latex_document(table, folder)
+        assert "Overfull \\hbox" not in log, (slug, log[-2000:])
+        assert "X Columns too narrow" not in log, slug
