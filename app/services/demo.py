@@ -4,14 +4,16 @@ Idempotent: anything that already exists is left as it is.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import select
 
 from app import synthetic
 from app.db import db
-from app.models import Benchmark, Split, Submission
-from app.services import accounts, catalog, submissions, teams
+from app.models import Benchmark, Reference, Split, Submission, utcnow
+from app.services import accounts, catalog, references, submissions, teams
 from app.services.errors import NotFound
 
 
@@ -63,13 +65,39 @@ BENCHMARKS = (
     ),
 )
 
-# (team, model, accuracy on binary tasks / per stage on VCR, description, paper URL)
+# (team, model, accuracy on binary tasks / per stage on VCR, description, paper URL, days before the demo
+# is loaded): entries spread over about two years, so the progress chart shows a field improving.
 TEAMS = (
-    ("Aurora Lab", "Aurora-L (ensemble)", 0.86, "Cross-attention ensemble of five seeds.", "https://example.org/aurora"),
-    ("Gradient Descenders", "GD-Base", 0.79, "Two-stream encoder fine-tuned on the training split.", None),
-    ("Pixel Reasoners", "PixR", 0.74, "Object detector features with a small reasoning module.", "https://example.org/pixr"),
-    ("Chance Baselines", "Majority class", None, "Predicts true everywhere (VCR: the first choice).", None),
+    ("Pixel Reasoners", "PixR", 0.74, "Object detector features with a small reasoning module.",
+     "https://example.org/pixr", 700),
+    ("Visual Grounding Group", "VGG-Lite", 0.70, "A grounding model without pretraining.", None, 610),
+    ("Gradient Descenders", "GD-Base", 0.79, "Two-stream encoder fine-tuned on the training split.", None, 430),
+    ("Aurora Lab", "Aurora-L (ensemble)", 0.86, "Cross-attention ensemble of five seeds.", "https://example.org/aurora",
+     150),
 )
+
+# A team that publishes every run of a hyperparameter sweep: a crowded board, and what view=teams is for.
+SWEEP_TEAM = "Sweep Lab"
+SWEEP_TASKS = ("nlvr2", "nlvr-structured")
+SWEEP = tuple((f"SweepNet lr={lr} seed={seed}", accuracy) for (lr, seed), accuracy in zip(
+    [(lr, seed) for lr in ("1e-5", "3e-5", "1e-4", "3e-4") for seed in (1, 2, 3)],
+    (0.78, 0.79, 0.785, 0.80, 0.805, 0.81, 0.815, 0.82, 0.81, 0.77, 0.765, 0.775),
+))
+
+# Reference rows as the papers report them (human performance; the majority class / chance), per task.
+REFERENCES = {
+    "nlvr2": (("Human (Suhr et al. 2019)", {"all": {"accuracy": 96.2}}, "https://arxiv.org/abs/1811.00491"),
+              ("Majority class (Suhr et al. 2019)", {"all": {"accuracy": 51.1}}, "https://arxiv.org/abs/1811.00491")),
+    "nlvr-structured": (("Human (Suhr et al. 2017)", {"all": {"accuracy": 95.4}}, "https://aclanthology.org/P17-2034"),
+                        ("Majority class (Suhr et al. 2017)", {"all": {"accuracy": 56.2}},
+                         "https://aclanthology.org/P17-2034")),
+    "nlvr-images": (("Human (Suhr et al. 2017)", {"all": {"accuracy": 95.4}}, "https://aclanthology.org/P17-2034"),
+                    ("Majority class (Suhr et al. 2017)", {"all": {"accuracy": 56.2}},
+                     "https://aclanthology.org/P17-2034")),
+    "vcr": (("Human (Zellers et al. 2019)", {"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 85.0}},
+             "https://arxiv.org/abs/1811.10830"),
+            ("Chance", {"all": {"q_a": 25.0, "qa_r": 25.0, "q_ar": 6.25}}, "https://arxiv.org/abs/1811.10830")),
+}
 
 
 # Demo accounts so a newcomer can log in and try an upload; they exist only where `demo` was run.
@@ -81,8 +109,9 @@ DEMO_USERS = (
 
 def load_demo(progress=None) -> dict[str, int]:
     """Create whatever part of the demo is missing; return counts of what was created."""
-    created = {"benchmarks": 0, "splits": 0, "teams": 0, "users": 0, "submissions": 0}
-    for team_name, *_ in TEAMS:
+    created = {"benchmarks": 0, "splits": 0, "teams": 0, "users": 0, "submissions": 0, "references": 0}
+    now = utcnow()
+    for team_name in [team[0] for team in TEAMS] + [SWEEP_TEAM]:
         if teams.find_team(team_name) is None:
             teams.create_team(team_name)
             created["teams"] += 1
@@ -100,19 +129,26 @@ def load_demo(progress=None) -> dict[str, int]:
             split_seed = 100 * seed + number
             split = _ensure_split(spec, split_spec, split_seed, created)
             gold = _gold_bytes(spec, split_spec, split_seed)
-            for team_number, (team_name, model, accuracy, description, paper) in enumerate(TEAMS):
+            runs = [(team_name, model, accuracy, description, paper, now - timedelta(days=days))
+                    for team_name, model, accuracy, description, paper, days in TEAMS]
+            if spec.task in SWEEP_TASKS:
+                runs += [(SWEEP_TEAM, model, accuracy, "One run of a learning-rate and seed sweep.", None,
+                          now - timedelta(days=90 - 7 * index)) for index, (model, accuracy) in enumerate(SWEEP)]
+            for run_number, (team_name, model, accuracy, description, paper, moment) in enumerate(runs):
                 if _has_submission(split, team_name, model):
                     continue
-                if accuracy is None:
-                    data = _chance_file(spec.task, gold, split_spec.slug)
-                else:
-                    data = synthetic.predictions(spec.task, gold, accuracy, seed=split_seed * 10 + team_number,
-                                                 **_split_kw(spec.task, split_spec.slug))
+                data = synthetic.predictions(spec.task, gold, accuracy, seed=split_seed * 100 + run_number,
+                                             **_split_kw(spec.task, split_spec.slug))
                 submissions.store_scored(
                     split, teams.find_team(team_name), data, model_name=model, description=description,
-                    paper_url=paper, publish=True,
+                    paper_url=paper, publish=True, submitted_at=moment,
                 )
                 created["submissions"] += 1
+            for name, scores, url in REFERENCES[spec.task]:
+                if db.session.scalar(select(Reference.id).where(Reference.split_id == split.id,
+                                                                Reference.name == name)) is None:
+                    references.add_reference(spec.slug, split_spec.slug, name, json.dumps(scores), url, via="demo")
+                    created["references"] += 1
             if progress:
                 progress(f"{spec.slug}/{split_spec.slug}")
     return created
@@ -142,12 +178,6 @@ def _gold_bytes(spec: DemoBenchmark, split_spec: DemoSplit, seed: int) -> bytes:
 
 def _split_kw(task: str, split_slug: str) -> dict:
     return {"split": split_slug.replace("-", "")} if task == "nlvr-images" else {}
-
-
-def _chance_file(task: str, gold: bytes, split_slug: str) -> bytes:
-    if task == "vcr":
-        return synthetic.predictions(task, gold, 0.25, seed=7)
-    return synthetic.all_true(task, gold, **_split_kw(task, split_slug))
 
 
 def _has_submission(split: Split, team_name: str, model: str) -> bool:

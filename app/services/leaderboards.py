@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import numpy as np
 from flask import current_app
 from markupsafe import Markup
-from sqlalchemy import bindparam, event, exists, insert, select, update
+from sqlalchemy import bindparam, event, exists, func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db import begin_reading, db, write_transaction
@@ -787,3 +787,53 @@ def submission_intervals(submission: Submission, subset_names: list[str]) -> dic
 
 
 _submission_memo: OrderedDict[tuple, dict] = OrderedDict()
+
+
+# --- the home page ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the home page says of a benchmark: its entries, the best on its landing split, its last change."""
+
+    benchmark: Benchmark
+    landing: Split | None
+    entries: int  # published, visible entries over every split
+    best: Entry | None  # the top entry of the landing split (None while its scores are held)
+    last_change: datetime | None  # the latest publication on any of its splits
+
+    @property
+    def best_score(self) -> float | None:
+        metric = get_task(self.benchmark.task_type).primary_metric
+        return None if self.best is None else self.best.scores.get("all", {}).get(metric)
+
+    @property
+    def metric_label(self) -> str:
+        metric = get_task(self.benchmark.task_type).primary_metric
+        return METRIC_LABELS.get(metric, metric)
+
+
+def summaries() -> list[Summary]:
+    begin_reading()
+    benchmarks = list(db.session.scalars(select(Benchmark).order_by(Benchmark.name)))
+    counts = {
+        split_id: (count, latest)
+        for split_id, count, latest in db.session.execute(
+            select(Submission.split_id, func.count(), func.max(Submission.published_at))
+            .where(Submission.status == "scored", Submission.published_at.is_not(None),
+                   Submission.hidden_at.is_(None))
+            .group_by(Submission.split_id)
+        )
+    }
+    result = []
+    for benchmark in benchmarks:
+        landing = default_split(benchmark)
+        per_split = [counts[s.id] for s in benchmark.splits if s.id in counts]
+        moments = [as_utc(latest) for _, latest in per_split if latest is not None]
+        best = None
+        if landing is not None and scores_are_public(landing):
+            top = snapshot(landing).entries
+            best = top[0] if top else None
+        result.append(Summary(benchmark, landing, sum(count for count, _ in per_split), best,
+                              max(moments) if moments else None))
+    return result

@@ -83,14 +83,18 @@ def store_scored(
     code_url: str | None = None,
     anonymous: bool = False,
     publish: bool = False,
+    submitted_at: datetime | None = None,
 ) -> Submission:
-    """Validate, score and store one submission outside any quota (the demo and maintainers' imports)."""
+    """Validate, score and store one submission outside any quota (the demo and maintainers' imports;
+    `submitted_at` dates an entry imported from before the server kept it)."""
     inputs = catalog.scoring_inputs(split)
     task, predictions, scores = _score_upload(inputs, data)
+    moment = submitted_at or utcnow()
     submission = Submission(
         split=split, team=team, user=user, status="scored", model_name=model_name, description=description,
         paper_url=paper_url, code_url=code_url, anonymous=anonymous, file_sha256=uploads.keep_original(data),
-        file_size=len(data), predictions=task.encode(predictions), published_at=utcnow() if publish else None,
+        file_size=len(data), predictions=task.encode(predictions), published_at=moment if publish else None,
+        created_at=moment,
     )
     submission.scores = score_rows(scores)
     db.session.add(submission)

@@ -6,14 +6,14 @@ import gzip
 from flask import Blueprint, Response, render_template, request
 
 from app.evaluation import get_task
-from app.services import across_splits, catalog, exports, leaderboards
+from app.services import across_splits, exports, leaderboards
 
 bp = Blueprint("public", __name__)
 
 
 @bp.get("/")
 def index():
-    return render_template("public/index.html", benchmarks=catalog.list_benchmarks())
+    return render_template("public/index.html", summaries=leaderboards.summaries())
 
 
 @bp.get("/healthz")

@@ -207,3 +207,43 @@ def test_error_page_in_the_browser(page, sync_api):
     assert response.status == 404
     sync_api.expect(page).to_have_title("Not found (404) · Holdout")
     screenshot(page, "error-404")
+
+
+def test_a_phone_sees_rank_model_and_primary_score_and_the_rest_scrolls(browser, site, sync_api):
+    """At 390 px the first entry's rank, model and primary score are inside the viewport (element boxes);
+    scrolling the table sideways keeps the rank and model columns in place; a tap on a chart point opens
+    the entry."""
+    expect = sync_api.expect
+    phone = browser.new_context(base_url=site.base, viewport={"width": 390, "height": 844}, device_scale_factor=2,
+                                is_mobile=True, has_touch=True)
+    try:
+        small = phone.new_page()
+        small.goto("/leaderboards/nlvr2/dev")
+        table = small.locator("table.leaderboard")
+        table.scroll_into_view_if_needed()
+        first = small.locator("tbody tr.entry").first
+        boxes = {name: first.locator(selector).bounding_box()
+                 for name, selector in (("rank", "td.rank"), ("model", "th.model"), ("primary", "td.primary"))}
+        header = small.locator("thead th.primary").bounding_box()
+        for name, box in [*boxes.items(), ("primary header", header)]:
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (name, box)
+        assert boxes["rank"]["x"] < boxes["model"]["x"] < boxes["primary"]["x"]
+        assert _no_horizontal_scroll(small)
+        screenshot(small, "leaderboard-phone-390", full_page=False)
+        # The rest scrolls inside its box; rank and model stay where they were.
+        small.locator(".table-wrap").evaluate("box => { box.scrollLeft = 400; }")
+        moved = first.locator("th.model").bounding_box()
+        assert abs(moved["x"] - boxes["model"]["x"]) < 1
+        assert first.locator("td.primary").bounding_box()["x"] < boxes["primary"]["x"]
+        screenshot(small, "leaderboard-phone-390-scrolled", full_page=False)
+        # A tap on a chart point opens that entry's page.
+        point = small.locator("figure.chart svg a").first
+        point.scroll_into_view_if_needed()
+        href = point.get_attribute("href")
+        point.locator("circle").tap()
+        expect(small).to_have_url(re.compile(re.escape(href) + "$"))
+        small.goto("/leaderboards/nlvr2/models")
+        expect(small.locator("table.models")).to_be_visible()
+        screenshot(small, "models-phone", full_page=False)
+    finally:
+        phone.close()
