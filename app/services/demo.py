@@ -84,20 +84,25 @@ SWEEP = tuple((f"SweepNet lr={lr} seed={seed}", accuracy) for (lr, seed), accura
     (0.78, 0.79, 0.785, 0.80, 0.805, 0.81, 0.815, 0.82, 0.81, 0.77, 0.765, 0.775),
 ))
 
-# Reference rows as the papers report them (human performance; the majority class / chance), per task.
-REFERENCES = {
-    "nlvr2": (("Human (Suhr et al. 2019)", {"all": {"accuracy": 96.2}}, "https://arxiv.org/abs/1811.00491"),
-              ("Majority class (Suhr et al. 2019)", {"all": {"accuracy": 51.1}}, "https://arxiv.org/abs/1811.00491")),
-    "nlvr-structured": (("Human (Suhr et al. 2017)", {"all": {"accuracy": 95.4}}, "https://aclanthology.org/P17-2034"),
-                        ("Majority class (Suhr et al. 2017)", {"all": {"accuracy": 56.2}},
-                         "https://aclanthology.org/P17-2034")),
-    "nlvr-images": (("Human (Suhr et al. 2017)", {"all": {"accuracy": 95.4}}, "https://aclanthology.org/P17-2034"),
-                    ("Majority class (Suhr et al. 2017)", {"all": {"accuracy": 56.2}},
-                     "https://aclanthology.org/P17-2034")),
-    "vcr": (("Human (Zellers et al. 2019)", {"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 85.0}},
-             "https://arxiv.org/abs/1811.10830"),
-            ("Chance", {"all": {"q_a": 25.0, "qa_r": 25.0, "q_ar": 6.25}}, "https://arxiv.org/abs/1811.10830")),
-}
+# Reference rows as the papers report them (human performance; the majority class, which the papers give
+# per split; chance on VCR), by task and split slug.
+_NLVR2 = "https://arxiv.org/abs/1811.00491"
+_NLVR = "https://aclanthology.org/P17-2034"
+_VCR = "https://arxiv.org/abs/1811.10830"
+_MAJORITY = {("nlvr2", "dev"): 50.9, ("nlvr2", "test-p"): 51.1, ("nlvr2", "test-u"): 51.4,
+             ("nlvr", "dev"): 55.3, ("nlvr", "test-p"): 56.2, ("nlvr", "test-u"): 55.4}
+
+
+def references_for(task: str, split_slug: str) -> list[tuple[str, dict, str]]:
+    if task == "vcr":
+        return [("Human (Zellers et al. 2019)", {"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 85.0}}, _VCR),
+                ("Chance", {"all": {"q_a": 25.0, "qa_r": 25.0, "q_ar": 6.25}}, _VCR)]
+    family, url, human, cite = (("nlvr2", _NLVR2, 96.2, "Suhr et al. 2019") if task == "nlvr2"
+                                else ("nlvr", _NLVR, 95.4, "Suhr et al. 2017"))
+    rows = [(f"Human ({cite})", {"all": {"accuracy": human}}, url)]
+    if (family, split_slug) in _MAJORITY:
+        rows.append((f"Majority class ({cite})", {"all": {"accuracy": _MAJORITY[(family, split_slug)]}}, url))
+    return rows
 
 
 # Demo accounts so a newcomer can log in and try an upload; they exist only where `demo` was run.
@@ -144,7 +149,7 @@ def load_demo(progress=None) -> dict[str, int]:
                     paper_url=paper, publish=True, submitted_at=moment,
                 )
                 created["submissions"] += 1
-            for name, scores, url in REFERENCES[spec.task]:
+            for name, scores, url in references_for(spec.task, split_spec.slug):
                 if db.session.scalar(select(Reference.id).where(Reference.split_id == split.id,
                                                                 Reference.name == name)) is None:
                     references.add_reference(spec.slug, split_spec.slug, name, json.dumps(scores), url, via="demo")
