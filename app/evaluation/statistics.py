@@ -228,7 +228,7 @@ class Ranks:
     better: np.ndarray  # (k,) how many entries above are significantly better (after Holm), before monotonicity
 
 
-_RANK_BLOCK = 256  # entries compared with everyone above them at a time: bounds memory for 10,000 entries
+_RANK_BLOCK = 64  # entries compared with those above them at a time: small blocks keep the exact window narrow
 
 
 def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = ALPHA) -> Ranks:
@@ -245,7 +245,7 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
     """
     correct = np.asarray(correct, dtype=bool)
     primary = np.asarray(primary, dtype=np.float64)
-    k = correct.shape[0]
+    k, units = correct.shape[0], correct.shape[1]
     if k == 0:
         return Ranks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     matrix = correct.astype(np.float32)  # counts up to 2^24 are exact in float32
@@ -253,22 +253,45 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
     better = np.zeros(k, dtype=np.int64)
     for start in range(1, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
-        both = (matrix[start:stop] @ matrix[:stop].T).astype(np.float64)  # (b, stop): right on both
-        above_only = right[None, :stop] - both  # judgements only the entry above got right
+        # Entries so far above that no pairing of their predictions could make the difference insignificant
+        # are counted without the exact test (a prefix, as the table is in primary order); see _surely_better.
+        lo = _surely_better(primary[:start], primary[start], units, alpha / stop)
+        both = (matrix[start:stop] @ matrix[lo:stop].T).astype(np.float64)  # (b, stop - lo): right on both
+        above_only = right[None, lo:stop] - both  # judgements only the entry above got right
         below_only = right[start:stop, None] - both
         p = one_sided_p(above_only, below_only)
         rows = np.arange(start, stop)
-        above = np.arange(stop)[None, :] < rows[:, None]
+        columns = np.arange(lo, stop)[None, :]
+        above = columns < rows[:, None]
         p[~above] = np.inf  # only entries strictly above count; they sort last and are never rejected
-        p[above & (primary[None, :stop] == primary[start:stop, None])] = 1.0  # equal scores never separate
+        p[above & (primary[None, lo:stop] == primary[start:stop, None])] = 1.0  # equal scores never separate
         p.sort(axis=1)
         m = rows[:, None]  # comparisons of each entry: the entries above it
-        steps = np.arange(stop)[None, :]
+        steps = lo + np.arange(stop - lo)[None, :]  # the sure ones are Holm's first steps, all rejected
         thresholds = alpha / np.maximum(m - steps, 1)
         fails = (p > thresholds) | (steps >= m)
-        better[start:stop] = np.argmax(fails, axis=1)  # Holm: reject up to the first failure
+        better[start:stop] = lo + np.argmax(np.concatenate([fails, np.ones((stop - start, 1), bool)], axis=1),
+                                            axis=1)
     ranks = np.maximum.accumulate(1 + better)
     return Ranks(ranks, better)
+
+
+def _surely_better(above: np.ndarray, value: float, units: int, level: float) -> int:
+    """How many of the entries `above` (primary scores in descending order) are significantly better than
+    an entry scoring `value` whatever their discordant counts: with a difference of D judgements, the one-sided
+    McNemar p is largest when every judgement is discordant, P(X >= (units + D) / 2), X ~ Binomial(units, 1/2);
+    where even that is ten times under `level` (alpha over the most comparisons any entry of the block has,
+    the strictest Holm threshold), the exact test cannot come out otherwise, so it need not be run."""
+    if above.size == 0 or units == 0:
+        return 0
+    differences = np.arange(units + 1, dtype=np.float64)
+    worst = one_sided_p(np.ceil((units + differences) / 2.0), units - np.ceil((units + differences) / 2.0))
+    sure = np.flatnonzero(worst < level / 10.0)
+    if sure.size == 0:
+        return 0
+    needed = int(sure[0]) + 1  # one judgement of slack for rounding of the percentages
+    gaps = np.floor((above - value) / 100.0 * units + 1e-6)
+    return int(np.count_nonzero(gaps >= needed))  # `above` descends, so these are its first entries
 
 
 def rank_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:

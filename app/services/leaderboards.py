@@ -335,7 +335,8 @@ def _compute(split: Split, version: int) -> Snapshot:
         ranked = _ranks(correct, primary[order], samples)
         team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
         best = _first_of_each(team_keys)  # positions of each team's best entry
-        team_ranked = _ranks(correct[best], primary[order][best], samples[best])
+        # Every entry its team's best (the usual board): the teams view is the board itself.
+        team_ranked = ranked if len(best) == len(order) else _ranks(correct[best], primary[order][best], samples[best])
         by_position = {position: index for index, position in enumerate(best)}
         for position, i in enumerate(order.tolist()):
             row = rows[i]

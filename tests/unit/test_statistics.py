@@ -235,3 +235,21 @@ def test_primary_correctness_counts_each_image_of_nlvr_images():
     table = statistics.intervals(task, gold, predictions[None], {"all": (None, task.metrics)})
     assert table[("all", "accuracy")].values[0] == pytest.approx(100 * (1 - 1 / (gold.n * 6)))
     assert table[("all", "consistency")].values[0] == pytest.approx(100 * (1 - 1 / gold.n_groups))
+
+
+def test_skipping_surely_significant_pairs_changes_no_rank(monkeypatch):
+    """Entries far above are counted without their exact test; the ranks are those of the full computation."""
+    rng = np.random.default_rng(12)
+    n, k = 3000, 300
+    base = rng.random(n)
+    accuracies = np.sort(rng.uniform(0.5, 0.95, k))[::-1]
+    correct = np.stack([np.where(rng.random(n) < 0.4, base, rng.random(n)) < a for a in accuracies])
+    primary = correct.mean(axis=1) * 100
+    order = np.argsort(-primary, kind="stable")
+    correct, primary = correct[order], primary[order]
+    fast = statistics.significance_ranks(correct, primary)
+    assert statistics._surely_better(primary[:200], primary[200], n, 0.05 / 264) > 0  # the shortcut is taken
+    monkeypatch.setattr(statistics, "_surely_better", lambda *args: 0)
+    full = statistics.significance_ranks(correct, primary)
+    np.testing.assert_array_equal(fast.ranks, full.ranks)
+    np.testing.assert_array_equal(fast.better, full.better)
