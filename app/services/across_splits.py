@@ -16,7 +16,7 @@ from app.db import begin_reading, db
 from app.evaluation import get_task
 from app.models import Split
 from app.services import leaderboards
-from app.services.leaderboards import BenchmarkInfo, Column, Entry, SplitInfo
+from app.services.leaderboards import Board, BenchmarkInfo, Column, Entry, SplitInfo
 
 
 @dataclass(frozen=True)
@@ -119,13 +119,8 @@ class ModelsTable:
         """What an export's title and label name in place of a split."""
         return _Title("models", "models across splits")
 
-    def best(self, column: ModelColumn) -> float | None:
-        values = [v for v in (row.value(column) for row in self.entries) if v is not None]
-        return max(values) if values else None
-
-    def is_best(self, row: ModelRow, column: ModelColumn) -> bool:
-        value = row.value(column)
-        return value is not None and value == self.best(column)
+    best = Board.best  # each column's best value, as on a board (shown bold)
+    is_best = Board.is_best
 
 
 def models_table(benchmark_slug: str) -> ModelsTable:

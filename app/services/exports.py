@@ -315,21 +315,12 @@ def _latex_model(row) -> str:
     return f"{latex_escape(row.model_name)} ({latex_escape(_team(row))})"
 
 
-def _best(board) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for column in board.columns:
-        values = [v for v in (entry.value(column) for entry in board.entries) if v is not None]
-        if values:
-            found[column.key] = max(values)
-    return found
-
-
 def to_latex(board, *, intervals: bool = True, today: datetime | None = None) -> str:
     """A complete table float (booktabs + tabularx, \\columnwidth wide): rank, model (team), the chosen
     columns with each column's best value bold and, unless intervals=False, the 95% intervals on a line
     beneath in small type. Links are left out (papers cite them in the text)."""
     today = today or datetime.now(timezone.utc)
-    best = _best(board)
+    best = board.best
     title = f"{latex_escape(board.benchmark.name)} {latex_escape(board.split.name)}"
     label = "tab:" + "-".join(part for part in (board.benchmark.slug, board.split.slug) if part)
     spec = "@{}rX" + "r" * len(board.columns) + "@{}"
