@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import betainc
+from scipy.special import betainc, ndtri
 from scipy.stats import rankdata
 
 from .gold import GoldSet
@@ -198,12 +198,47 @@ def bootstrap(
 
 def intervals(
     task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]], *,
-    resamples: int = RESAMPLES, seed: int = SEED, keep: tuple[str, str] | None = None,
+    resamples: int = RESAMPLES, seed: int = SEED, keep: tuple[str, str] | None = None, counts_only: bool = False,
 ) -> dict[tuple[str, str], Interval]:
-    """Point estimates and 95% cluster-bootstrap intervals of every wanted (subset, metric), k entries."""
+    """Point estimates and 95% intervals of every wanted (subset, metric), k entries: cluster-bootstrap
+    intervals, or with `counts_only` intervals that depend on each entry's count and the total alone."""
+    ratios = metric_ratios(task, gold, stacked, wanted)
+    if counts_only:
+        return count_intervals(ratios, resamples=resamples, seed=seed, keep=keep)
     _, n_groups = group_codes(gold)
-    return bootstrap(metric_ratios(task, gold, stacked, wanted), n_groups, resamples=resamples, seed=seed,
-                     keep=keep)
+    return bootstrap(ratios, n_groups, resamples=resamples, seed=seed, keep=keep)
+
+
+def count_intervals(
+    ratios: Mapping[tuple[str, str], Ratio], *, resamples: int = RESAMPLES, seed: int = SEED,
+    confidence: float = CONFIDENCE, keep: tuple[str, str] | None = None,
+) -> dict[tuple[str, str], Interval]:
+    """Wilson score intervals from each entry's count k of n alone, and for `keep` binomial resamples
+    (Binomial(n, k/n) / n) for rank intervals. Nothing here depends on which judgements are right: a blind
+    test's board and a team's own page then tell no more than the released counts (a cluster bootstrap
+    would: two files with the same count get different intervals)."""
+    z = float(_normal_quantile(1.0 - (1.0 - confidence) / 2.0))
+    rng = np.random.default_rng(seed)
+    result = {}
+    for key, ratio in ratios.items():
+        values = ratio.values
+        n = float(ratio.denominators.sum())
+        if n == 0:
+            nan = np.full(values.size, np.nan)
+            result[key] = Interval(values, nan, nan.copy())
+            continue
+        share = values / 100.0
+        centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        samples = None
+        if key == keep:
+            samples = rng.binomial(int(round(n)), np.clip(share, 0.0, 1.0), size=(resamples, values.size)).T / n * 100
+        result[key] = Interval(values, (centre - half) * 100.0, (centre + half) * 100.0, samples)
+    return result
+
+
+def _normal_quantile(q: float) -> float:
+    return float(ndtri(q))
 
 
 # --- paired tests and tiers ------------------------------------------------------------------------------
@@ -260,9 +295,7 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
         both = _both_right(packed[start:stop], packed[lo:stop])  # (b, stop - lo): right on both
         above_only = right[None, lo:stop] - both  # judgements only the entry above got right
         below_only = right[start:stop, None] - both
-        p = np.ones(both.shape)
-        ahead = above_only > below_only  # elsewhere p >= 1/2, never significant: no need for its value
-        p[ahead] = one_sided_p(above_only[ahead], below_only[ahead])
+        p = _decisive_p(above_only, below_only)
         rows = np.arange(start, stop)
         columns = np.arange(lo, stop)[None, :]
         above = columns < rows[:, None]
@@ -277,6 +310,20 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
                                             axis=1)
     ranks = np.maximum.accumulate(1 + better)
     return Ranks(ranks, better)
+
+
+def _decisive_p(above_only: np.ndarray, below_only: np.ndarray) -> np.ndarray:
+    """One-sided exact McNemar p-values where they can decide a rank; elsewhere a stand-in on the same side
+    of every threshold: 1 where the entry above is not ahead by a standard error (z < 1, so p > 0.15 while
+    Holm's thresholds are at most 0.05), 0 where it is ahead by more than six (p < 1e-9, under alpha over
+    any number of comparisons a board has; the binomial's tails are lighter than the normal's there)."""
+    n = above_only + below_only
+    z = (above_only - below_only - 1.0) / np.sqrt(np.maximum(n, 1.0))
+    p = np.ones(n.shape)
+    p[z > 6.0] = 0.0
+    band = (z >= 1.0) & (z <= 6.0)
+    p[band] = one_sided_p(above_only[band], below_only[band])
+    return p
 
 
 def _packed(correct: np.ndarray) -> np.ndarray:

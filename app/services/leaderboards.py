@@ -268,6 +268,12 @@ def primary_column(cols: list[Column], task_type: str) -> Column | None:
     return next((c for c in cols if c.subset == "all" and c.metric == metric), None)
 
 
+def counts_only(split: Split | SplitInfo) -> bool:
+    """A blind test before its reveal: intervals (scores and ranks) come from each entry's count alone, so
+    that neither its board nor a team's own page tells more than the released counts."""
+    return split.hidden and split.revealed_at is None
+
+
 def is_breakdown(split: Split, subset_source: str) -> bool:
     """Per-category, per-field and maintainers' id subsets of a hidden split are for maintainers only:
     small subsets of a blind test tell too much about its labels."""
@@ -323,7 +329,7 @@ def _compute(split: Split, version: int) -> Snapshot:
         wanted = {"all": (None, task.metrics)}
         wanted.update({name: (indices, task.subset_metrics) for name, indices in public_subsets(split).items()})
         primary_key = ("all", task.primary_metric)
-        table = statistics.intervals(task, gold, stacked, wanted, keep=primary_key)
+        table = statistics.intervals(task, gold, stacked, wanted, keep=primary_key, counts_only=counts_only(split))
         primary = table[primary_key].values
         tie = table[("all", task.tie_break_metric)].values if task.tie_break_metric else np.zeros(len(rows))
         times = np.array([as_utc(row.created_at).timestamp() for row in rows])
@@ -759,8 +765,9 @@ def rendered(board: Board, render, *, extra: tuple = ()):
 
 
 def submission_intervals(submission: Submission, subset_names: list[str]) -> dict[str, dict[str, tuple]]:
-    """(ci_low, ci_high) of one scored submission on the named subsets, on the same resamples as its
-    leaderboard (so the intervals agree). The caller decides which subsets the viewer may see."""
+    """(ci_low, ci_high) of one scored submission on the named subsets, computed as on its leaderboard (the
+    same resamples, or on a blind test before its reveal the count alone), so the two agree. The caller
+    decides which subsets the viewer may see."""
     if submission.status != "scored" or submission.predictions is None:
         return {}
     split = submission.split
@@ -776,7 +783,8 @@ def submission_intervals(submission: Submission, subset_names: list[str]) -> dic
         if hit is not None:
             return hit
     gold = gold_files.load_gold(split)
-    table = statistics.intervals(task, gold, task.decode(submission.predictions, gold.n)[None], wanted)
+    table = statistics.intervals(task, gold, task.decode(submission.predictions, gold.n)[None], wanted,
+                                 counts_only=counts_only(split))
     result: dict[str, dict[str, tuple]] = {}
     for (subset, metric), interval in table.items():
         result.setdefault(subset, {})[metric] = (_finite(interval.low[0]), _finite(interval.high[0]))

@@ -253,3 +253,41 @@ def test_skipping_surely_significant_pairs_changes_no_rank(monkeypatch):
     full = statistics.significance_ranks(correct, primary)
     np.testing.assert_array_equal(fast.ranks, full.ranks)
     np.testing.assert_array_equal(fast.better, full.better)
+
+
+def test_decisive_p_agrees_with_the_exact_test_on_every_decision():
+    """Where the exact p is replaced by 0 or 1 it lies on the same side of every threshold Holm can use."""
+    rng = np.random.default_rng(13)
+    above = rng.integers(0, 400, size=20000).astype(float)
+    below = rng.integers(0, 400, size=20000).astype(float)
+    extra = np.array([[40, 0], [37, 0], [6, 0], [5, 0], [3, 0], [2, 0], [1, 0], [0, 0], [200, 150], [60, 30]], float)
+    above, below = np.r_[above, extra[:, 0]], np.r_[below, extra[:, 1]]
+    exact = statistics.one_sided_p(above, below)
+    decisive = statistics._decisive_p(above, below)
+    for threshold in (0.05, 0.05 / 10, 0.05 / 1000, 0.05 / 10**7):
+        np.testing.assert_array_equal(exact <= threshold, decisive <= threshold)
+
+
+def test_count_intervals_depend_on_the_count_alone(nlvr2):
+    """Two files with the same number right get the same Wilson interval, whichever examples they got right;
+    the bootstrap would tell them apart."""
+    gold, _ = nlvr2
+    first = _predictions(gold, 0.7, seed=1, correlation=0.9)
+    correct = first == gold.labels
+    second = first.copy()
+    # Move right answers to other examples: same count, different examples.
+    right, wrong = np.flatnonzero(correct)[:50], np.flatnonzero(~correct)[:50]
+    second[right], second[wrong] = ~second[right], ~second[wrong]
+    stacked = np.stack([first, second])
+    wanted = {"all": (None, ("accuracy",))}
+    counted = statistics.intervals(NLVR2, gold, stacked, wanted, counts_only=True, keep=("all", "accuracy"))
+    interval = counted[("all", "accuracy")]
+    assert interval.values[0] == interval.values[1]
+    assert interval.low[0] == interval.low[1] and interval.high[0] == interval.high[1]
+    k, n = int(correct.sum()), gold.n
+    p, z = k / n, 1.959963984540054
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert interval.low[0] == pytest.approx(100 * (centre - half)) and interval.high[0] == pytest.approx(100 * (centre + half))
+    assert interval.samples.shape == (2, statistics.RESAMPLES)
+    booted = statistics.intervals(NLVR2, gold, stacked, wanted)[("all", "accuracy")]
+    assert (booted.low[0], booted.high[0]) != (booted.low[1], booted.high[1])
