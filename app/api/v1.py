@@ -222,8 +222,16 @@ def benchmarks():
     }
 
 
+@bp.get("/me")
+def me():
+    user = _caller()
+    return {"email": user.email, "maintainer": user.is_admin,
+            "teams": [{"id": team.id, "name": team.name} for team in user.teams]}
+
+
+@bp.get("/leaderboards/<benchmark>")
 @bp.get("/leaderboards/<benchmark>/<split>")
-def leaderboard(benchmark: str, split: str):
+def leaderboard(benchmark: str, split: str | None = None):
     found, scores_public, entries = listings.leaderboard(benchmark, split)
     return {
         "benchmark": found.benchmark.slug,

@@ -7,6 +7,7 @@ from sqlalchemy.orm import selectinload
 from app.db import db
 from app.models import Benchmark, Split
 from app.services import catalog, leaderboards
+from app.services.errors import NotFound
 
 
 def benchmarks() -> list[Benchmark]:
@@ -16,7 +17,13 @@ def benchmarks() -> list[Benchmark]:
     )
 
 
-def leaderboard(benchmark_slug: str, split_slug: str) -> tuple[Split, bool, list[leaderboards.Entry]]:
-    """A split's ranked published entries and whether its scores are public (NotFound for unknown slugs)."""
-    split = catalog.get_split(benchmark_slug, split_slug)
+def leaderboard(benchmark_slug: str, split_slug: str | None) -> tuple[Split, bool, list[leaderboards.Entry]]:
+    """A split's ranked published entries and whether its scores are public (NotFound for unknown slugs).
+    Without a split: the benchmark's default one, as on its page."""
+    if split_slug is None:
+        split = leaderboards.default_split(catalog.get_benchmark(benchmark_slug))
+        if split is None:
+            raise NotFound(f"benchmark {benchmark_slug!r} has no splits yet")
+    else:
+        split = catalog.get_split(benchmark_slug, split_slug)
     return split, leaderboards.scores_are_public(split), leaderboards.leaderboard(split)
