@@ -1,6 +1,7 @@
 """gunicorn's access log as JSON lines (LOG_FORMAT=json, see gunicorn.conf.py).
 
-One object a line: time, method, path, query, status, duration, bytes, remote address. Never a header (so
+One object a line: time, method, path, query, status, duration, bytes, remote address (the client's, with
+TRUSTED_PROXIES, as the app sees it). Never a header (so
 no token or cookie), never a body (so no password or file), and never a secret that travels in the URL:
 the invite token in /invites/<token> (also where it is the `next` parameter of the login page) and the
 values of query parameters named like a credential are replaced by "[redacted]".
@@ -8,6 +9,7 @@ values of query parameters named like a credential are replaced by "[redacted]".
 from __future__ import annotations
 
 import json
+import os
 import re
 import traceback
 from datetime import datetime, timezone
@@ -47,8 +49,18 @@ def record(environ: dict, status: str | int, duration_seconds: float, sent: int 
         "status": int(str(status).split(None, 1)[0]),
         "duration_ms": round(duration_seconds * 1000, 3),
         "bytes": sent,
-        "remote_addr": environ.get("REMOTE_ADDR"),
+        "remote_addr": remote_address(environ),
     }
+
+
+def remote_address(environ: dict) -> str | None:
+    """The client's address: the peer, or with TRUSTED_PROXIES=n the address the n-th proxy in front
+    saw (as the app reads it, werkzeug's ProxyFix)."""
+    hops = int(os.environ.get("TRUSTED_PROXIES") or 0)
+    forwarded = [part.strip() for part in (environ.get("HTTP_X_FORWARDED_FOR") or "").split(",") if part.strip()]
+    if hops > 0 and len(forwarded) >= hops:
+        return forwarded[-hops]
+    return environ.get("REMOTE_ADDR")
 
 
 class JsonLogger(Logger):
