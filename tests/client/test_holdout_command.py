@@ -107,9 +107,11 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
     assert stored.stdout.splitlines()[-len(problems[1:]):] == problems[1:]
 
     # --- over quota: the time of the next slot ------------------------------------------------------------
-    second = holdout("submit", "nlvr2", "test-p", valid, "--model", "second")
-    assert second.returncode == 0, second
+    # Publishing at once needs a description or a paper URL: the submission is kept, the refusal is said.
+    second = holdout("submit", "nlvr2", "test-p", valid, "--model", "second", "--publish")
+    assert second.returncode == 1, second
     assert "submissions left: 0 today" in second.stdout
+    assert "is scored and stored but was not published: " in second.stderr
     over = holdout("submit", "nlvr2", "test-p", valid, "--model", "third")
     assert over.returncode == 1, over
     assert over.stderr.startswith("over quota: the team has used its 2 submissions for today")

@@ -115,7 +115,11 @@ def cmd_submit(args) -> int:
                                               ("in total", left.get("total"))) if n is not None]
     _out("submissions left: " + (", ".join(shown) if shown else "unlimited"))
     if args.publish:
-        client.post_json(f"/submissions/{created['id']}/publish")
+        try:
+            client.post_json(f"/submissions/{created['id']}/publish")
+        except ApiError as exc:
+            exc.message = f"submission {created['id']} is scored and stored but was not published: {exc.message}"
+            raise
         _out(f"submission {created['id']} published")
     return OK
 
