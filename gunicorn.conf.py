@@ -71,10 +71,10 @@ def on_starting(server):
 
 
 def child_exit(server, worker):
-    # A worker that is gone keeps its counters in the sum; only its live gauges are dropped.
-    from prometheus_client import multiprocess
+    # The counts of a worker that is gone stay in the sum, folded into one file with those of earlier ones.
+    from app.metric_files import retire_worker
 
-    multiprocess.mark_process_dead(worker.pid)
+    retire_worker(os.environ["PROMETHEUS_MULTIPROC_DIR"], worker.pid)
 
 
 def on_exit(server):
