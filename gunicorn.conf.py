@@ -45,10 +45,22 @@ accesslog = "-"
 errorlog = "-"
 loglevel = os.environ.get("HOLDOUT_LOG_LEVEL", "info")
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
+
+# The worker heartbeat file is touched constantly; keep it in memory, not on disk.
+if os.path.isdir("/dev/shm"):
+    worker_tmp_dir = "/dev/shm"
+
+# gunicorn's control socket defaults to one path per user, which several instances on one host would
+# share; off unless a path is given.
+control_socket_disable = not os.environ.get("HOLDOUT_CONTROL_SOCKET")
+if os.environ.get("HOLDOUT_CONTROL_SOCKET"):
+    control_socket = os.environ["HOLDOUT_CONTROL_SOCKET"]
+
 # LOG_FORMAT=json: one JSON object a line (time, method, path, status, duration, remote address).
+# serving/ imports nothing of the app, so the master still loads no app code (see preload_app).
 _log_format = os.environ.get("LOG_FORMAT", "text").strip().lower() or "text"
 if _log_format == "json":
-    logger_class = "app.access_log.JsonLogger"
+    logger_class = "serving.access_log.JsonLogger"
 elif _log_format != "text":
     sys.exit(f"holdout: LOG_FORMAT must be text or json, got {os.environ['LOG_FORMAT']!r}")
 
@@ -72,7 +84,7 @@ def on_starting(server):
 
 def child_exit(server, worker):
     # The counts of a worker that is gone stay in the sum, folded into one file with those of earlier ones.
-    from app.metric_files import retire_worker
+    from serving.metric_files import retire_worker
 
     retire_worker(os.environ["PROMETHEUS_MULTIPROC_DIR"], worker.pid)
 
@@ -80,13 +92,3 @@ def child_exit(server, worker):
 def on_exit(server):
     if os.environ.get("HOLDOUT_METRICS_DIR_MADE") == os.environ["PROMETHEUS_MULTIPROC_DIR"]:
         shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
-
-# The worker heartbeat file is touched constantly; keep it in memory, not on disk.
-if os.path.isdir("/dev/shm"):
-    worker_tmp_dir = "/dev/shm"
-
-# gunicorn's control socket defaults to one path per user, which several instances on one host would
-# share; off unless a path is given.
-control_socket_disable = not os.environ.get("HOLDOUT_CONTROL_SOCKET")
-if os.environ.get("HOLDOUT_CONTROL_SOCKET"):
-    control_socket = os.environ["HOLDOUT_CONTROL_SOCKET"]

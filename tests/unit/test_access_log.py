@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from app.access_log import clean_path, clean_query, record
+from serving.access_log import clean_path, clean_query, record
 
 
 def test_record_fields():
@@ -36,3 +36,22 @@ def test_client_address_behind_trusted_proxies(monkeypatch):
     assert record(environ, 200, 0.001, 1)["remote_addr"] == "203.0.113.5"
     monkeypatch.setenv("TRUSTED_PROXIES", "2")
     assert record(environ, 200, 0.001, 1)["remote_addr"] == "198.51.100.1"
+
+
+def test_gunicorn_master_loads_no_app_code():
+    """gunicorn.conf.py and what it loads in the master (serving/) leave the app to the workers, so each new
+    worker imports the deployment's code afresh (preload_app = False)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    script = ("import runpy, sys; runpy.run_path('gunicorn.conf.py'); "
+              "import serving.access_log, serving.metric_files; "
+              "print(sorted(m for m in sys.modules if m == 'app' or m.startswith('app.')))")
+    env = {**os.environ, "LOG_FORMAT": "json", "PROMETHEUS_MULTIPROC_DIR": "/nonexistent-holdout-test"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=repo, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
