@@ -174,3 +174,60 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
                for r in records)
     unreachable = holdout("leaderboard", "nlvr2")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+@pytest.fixture
+def small_server(tmp_path, database_backend):
+    """gunicorn with MAX_UPLOAD_MB=2."""
+    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name="small"), tmp_path),
+                         teams=1, per_day=None)
+    server = Gunicorn(deployment.env | {"MAX_UPLOAD_MB": "2"}, tmp_path / "gunicorn.log", workers=1)
+    try:
+        server.wait_until_up()
+        yield server, deployment
+    finally:
+        server.stop()
+        database_backend.drop(deployment.database_url)
+
+
+def _on_a_terminal(command: list[str], env: dict) -> tuple[int, str, str]:
+    """Run with stderr on a pseudo-terminal (where the progress bar is drawn); (code, stdout, terminal)."""
+    import pty
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    screen = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the command has exited and closed the terminal
+            break
+        if not data:
+            break
+        screen += data
+    os.close(master)
+    stdout = process.stdout.read().decode()
+    process.stdout.close()
+    return process.wait(timeout=60), stdout, screen.decode(errors="replace")
+
+
+def test_large_files_get_a_progress_bar_and_oversized_ones_the_servers_answer(small_server, holdout_command,
+                                                                              tmp_path):
+    server, deployment = small_server
+    holdout = Holdout(holdout_command, tmp_path / "home")
+    env = holdout.env | {"HOLDOUT_URL": server.base, "HOLDOUT_TOKEN": deployment.tokens["team-0"]}
+    large = tmp_path / "large.csv"  # 1.5 MB: under the limit, over the bar's threshold; not a valid file
+    large.write_bytes(b"test-p-1-0-0,maybe\n" * (1536 * 1024 // 19))
+    code, stdout, screen = _on_a_terminal(
+        [str(holdout_command), "submit", "nlvr2", "test-p", str(large), "--model", "big"], env)
+    assert code == 1, screen
+    assert "uploading large.csv [" in screen and "100% 1.5/1.5 MB" in screen
+    assert "rejected: invalid prediction file" in screen
+
+    oversized = tmp_path / "oversized.csv"
+    oversized.write_bytes(b"x" * (3 * 1024 * 1024))
+    refused = holdout("submit", "nlvr2", "test-p", oversized, "--model", "huge", env=env)
+    assert refused.returncode == 1, refused
+    assert "refused (HTTP 413): The upload is larger than this server accepts (2 MB)." in refused.stderr
+    assert "uploading" not in refused.stderr  # no bar when stderr is not a terminal

@@ -1,6 +1,7 @@
 """Talking to a Holdout server's JSON API v1 with the standard library (urllib)."""
 from __future__ import annotations
 
+import http.client
 import json
 import secrets
 import sys
@@ -112,15 +113,47 @@ class Client:
 
     def upload(self, fields: dict[str, str], file_name: str, file_data: bytes,
                progress: Progress | None = None) -> Any:
+        """POST /submissions, streamed in chunks (for the progress bar). http.client rather than urllib: a
+        server that refuses the body part way (413, over its size limit) answers and closes, and its answer
+        can still be read after the write fails."""
         parts, content_type = multipart(fields, file_name, file_data)
         length = sum(len(part) for part in parts)
         progress = progress or Progress(f"uploading {file_name}", length)
         progress.total = length
-        request = urllib.request.Request(
-            f"{self.url}/api/v1/submissions", data=_chunks(parts, progress), method="POST",
-            headers={"Content-Type": content_type, "Content-Length": str(length)},
-        )
-        return self._send(request)
+        target = urllib.parse.urlsplit(f"{self.url}/api/v1/submissions")
+        kind = http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
+        connection = kind(target.hostname, target.port, timeout=self.timeout)
+        try:
+            try:
+                connection.putrequest("POST", target.path)
+                for name, value in (("Content-Type", content_type), ("Content-Length", str(length)),
+                                    ("Accept", "application/json"), ("User-Agent", f"holdout-client/{__version__}"),
+                                    *((("Authorization", f"Bearer {self.token}"),) if self.token else ())):
+                    connection.putheader(name, value)
+                connection.endheaders()
+            except OSError as exc:
+                raise ApiError(None, f"cannot reach {self.url}: {exc}") from None
+            stopped = None
+            try:
+                for chunk in _chunks(parts, progress):
+                    connection.send(chunk)
+            except OSError as exc:  # the server stopped reading; its answer, if any, says why
+                stopped = exc
+            try:
+                response = connection.getresponse()
+                status, payload = response.status, response.read()
+            except OSError as exc:
+                reason = stopped or exc
+                raise ApiError(None, f"the connection to {self.url} broke during the upload ({reason}); "
+                                     "the file may be over the server's size limit") from None
+        finally:
+            connection.close()
+        if status >= 400:
+            raise _error(status, payload)
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise ApiError(None, f"{self.url} did not answer with JSON; is it a Holdout server?") from None
 
 
 def _error(status: int, payload: bytes) -> ApiError:
