@@ -5,6 +5,9 @@ Put a reverse proxy (nginx) in front in production: it buffers slow uploads, so 
 only while a request is actually being handled (README, "Production").
 """
 import os
+import shutil
+import sys
+import tempfile
 
 
 def _cores() -> int:
@@ -52,3 +55,40 @@ if os.path.isdir("/dev/shm"):
 control_socket_disable = not os.environ.get("HOLDOUT_CONTROL_SOCKET")
 if os.environ.get("HOLDOUT_CONTROL_SOCKET"):
     control_socket = os.environ["HOLDOUT_CONTROL_SOCKET"]
+
+# LOG_FORMAT=json: one JSON object a line (time, method, path, status, duration, remote address).
+# serving/ imports nothing of the app, so the master still loads no app code (see preload_app).
+_log_format = os.environ.get("LOG_FORMAT", "text").strip().lower() or "text"
+if _log_format == "json":
+    logger_class = "serving.access_log.JsonLogger"
+elif _log_format != "text":
+    sys.exit(f"holdout: LOG_FORMAT must be text or json, got {os.environ['LOG_FORMAT']!r}")
+
+# Metrics (/metrics) from every worker: prometheus_client's multiprocess mode, where each worker writes its
+# samples to files in this folder and a scrape sums them. It must be set before a worker imports the app.
+# A folder given by the deployment is emptied at start (samples of an earlier run would be added in);
+# otherwise a private one is made and removed at exit.
+# (The folder made is remembered in the environment: a reload re-reads this file in the same master.)
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["HOLDOUT_METRICS_DIR_MADE"] = tempfile.mkdtemp(
+        prefix="holdout-metrics-")
+
+
+def on_starting(server):
+    folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        if name.endswith(".db"):
+            os.unlink(os.path.join(folder, name))
+
+
+def child_exit(server, worker):
+    # The counts of a worker that is gone stay in the sum, folded into one file with those of earlier ones.
+    from serving.metric_files import retire_worker
+
+    retire_worker(os.environ["PROMETHEUS_MULTIPROC_DIR"], worker.pid)
+
+
+def on_exit(server):
+    if os.environ.get("HOLDOUT_METRICS_DIR_MADE") == os.environ["PROMETHEUS_MULTIPROC_DIR"]:
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

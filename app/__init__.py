@@ -43,8 +43,10 @@ def create_app(config: dict | None = None) -> Flask:
     from app.api import v1 as api_v1
     from app.web import account, auth, errors, public, teams
     from app.web import console
+    from app.web import metrics
     from app.web import submissions as submission_pages
 
+    metrics.init_app(app)  # first, so its clock starts before any other hook runs
     security.init_app(app)
     for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp):
         app.register_blueprint(blueprint)

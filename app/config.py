@@ -1,6 +1,7 @@
 """Settings read from the environment, so one build runs anywhere."""
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from pathlib import Path
@@ -72,7 +73,27 @@ def from_environment(instance_path: str) -> dict:
         # A leaderboard page served to visitors without a session is reused for this long without asking
         # the database (0: never). Pages for logged-in users are always current.
         "LEADERBOARD_PAGE_TTL": _seconds("LEADERBOARD_PAGE_TTL", 2.0),
+        # Who may read /metrics: these addresses or networks, or anyone sending this bearer token.
+        "METRICS_ALLOW": networks("METRICS_ALLOW", os.environ.get("METRICS_ALLOW", DEFAULT_METRICS_ALLOW)),
+        "METRICS_TOKEN": os.environ.get("METRICS_TOKEN") or None,
     }
+
+
+DEFAULT_METRICS_ALLOW = "127.0.0.0/8,::1"
+
+
+def networks(name: str, raw: str) -> tuple:
+    """A comma-separated list of addresses and networks (`10.0.0.0/8`); empty means none."""
+    found = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        try:
+            found.append(ipaddress.ip_network(item, strict=False))
+        except ValueError as exc:
+            raise ConfigError(f"{name} must list IP addresses or networks separated by commas, got {item!r}") \
+                from exc
+    return tuple(found)
 
 
 def request_body_limit(max_upload_mb: int) -> int:

@@ -236,6 +236,23 @@ SCHEMAS = {
             },
         },
     },
+    "Me": {
+        "type": "object",
+        "required": ["email", "maintainer", "teams"],
+        "properties": {
+            "email": {"type": "string"},
+            "maintainer": {"type": "boolean"},
+            "teams": {
+                "type": "array",
+                "description": "The caller's teams, by name.",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "name"],
+                    "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                },
+            },
+        },
+    },
     "Leaderboard": {
         "type": "object",
         "required": ["benchmark", "split", "scores_public", "entries"],
@@ -319,6 +336,25 @@ PATHS = {
                     "properties": {"benchmarks": {"type": "array", "items": _ref("Benchmark")}},
                 }),
             ),
+        }
+    },
+    "/me": {
+        "get": {
+            "operationId": "getMe",
+            "summary": "Who the token belongs to, and their teams",
+            "responses": _responses(("200", "The token's user.", _ref("Me")), "401"),
+        }
+    },
+    "/leaderboards/{benchmark}": {
+        "get": {
+            "operationId": "getDefaultLeaderboard",
+            "summary": "The leaderboard of a benchmark's default split (its blind test, else its latest split)",
+            "security": PUBLIC,
+            "parameters": [
+                {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
+                 "example": "nlvr2"},
+            ],
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "404"),
         }
     },
     "/leaderboards/{benchmark}/{split}": {

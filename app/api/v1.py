@@ -224,8 +224,16 @@ def benchmarks():
     }
 
 
+@bp.get("/me")
+def me():
+    user = _caller()
+    return {"email": user.email, "maintainer": user.is_admin,
+            "teams": [{"id": team.id, "name": team.name} for team in user.teams]}
+
+
+@bp.get("/leaderboards/<benchmark>")
 @bp.get("/leaderboards/<benchmark>/<split>")
-def leaderboard(benchmark: str, split: str):
+def leaderboard(benchmark: str, split: str | None = None):
     board = listings.leaderboard(benchmark, split, request.args.get("view"))
     return {
         "benchmark": board.benchmark.slug,

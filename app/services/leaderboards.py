@@ -29,6 +29,7 @@ from markupsafe import Markup
 from sqlalchemy import bindparam, event, exists, func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from app import observability
 from app.db import begin_reading, db, write_transaction
 from app.evaluation import get_task, statistics
 from app.models import Benchmark, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
@@ -510,7 +511,8 @@ def snapshot(split: Split) -> Snapshot:
     ).first()
     found = _decode(version, row.payload) if row is not None and row.version == version else None
     if found is None:
-        found = _compute(split, version)
+        with observability.board_computation():
+            found = _compute(split, version)
         _store(split.id, version, _encode(found))
     found.chart = _chart(split, found)
     found.columns = columns(split)

@@ -7,6 +7,7 @@ from sqlalchemy.orm import selectinload
 from app.db import db
 from app.models import Benchmark, Split
 from app.services import catalog, leaderboards
+from app.services.errors import NotFound
 
 
 def benchmarks() -> list[Benchmark]:
@@ -16,8 +17,12 @@ def benchmarks() -> list[Benchmark]:
     )
 
 
-def leaderboard(benchmark_slug: str, split_slug: str, view: str | None = None) -> leaderboards.Board:
+def leaderboard(benchmark_slug: str, split_slug: str | None, view: str | None = None) -> leaderboards.Board:
     """A split's ranked published entries, every one or each team's best (NotFound for unknown slugs,
-    InvalidQuery for an unknown view)."""
-    catalog.get_split(benchmark_slug, split_slug)  # NotFound names the benchmark or the split
-    return leaderboards.board(benchmark_slug, split_slug, view=view, paginate=False)
+    InvalidQuery for an unknown view). Without a split: the benchmark's landing split, as on its page."""
+    if split_slug is not None:
+        catalog.get_split(benchmark_slug, split_slug)  # NotFound names the benchmark or the split
+    board = leaderboards.board(benchmark_slug, split_slug, view=view, paginate=False)
+    if board.split is None:
+        raise NotFound(f"benchmark {benchmark_slug!r} has no splits yet")
+    return board

@@ -14,6 +14,7 @@ from flask import current_app
 from sqlalchemy import bindparam, case, func, insert, select
 from sqlalchemy.orm import joinedload
 
+from app import observability
 from app.db import db, release_write_lock, write_transaction
 from app.evaluation import Problem, ValidationError, get_task
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
@@ -305,7 +306,8 @@ def submit(
     # SQLite a write request's transaction holds the database's write lock.
     release_write_lock()
     try:
-        task, predictions, scores = _score_upload(inputs, upload.data)
+        with observability.parse_and_score():
+            task, predictions, scores = _score_upload(inputs, upload.data)
         problems = None
     except InvalidInput as exc:
         task = predictions = scores = None
@@ -325,6 +327,7 @@ def submit(
         )
         if problems is not None:
             if status.rejected_today >= status.rejected_per_day:
+                observability.upload("over_quota")
                 raise QuotaExceeded(
                     f"the team has sent {status.rejected_per_day} invalid files today; fix the file and retry "
                     "tomorrow", _day_start(now) + timedelta(days=1),
@@ -333,8 +336,13 @@ def submit(
             submission.errors = json.dumps(problems.details())
             db.session.add(submission)
             db.session.commit()
+            observability.upload("rejected")
             raise problems
-        _check_quota(status, now)
+        try:
+            _check_quota(status, now)
+        except QuotaExceeded:
+            observability.upload("over_quota")
+            raise
         submission.status = "scored"
         submission.predictions = task.encode(predictions)
         # Inside the write transaction: the Ladder's state and the probe check see every earlier submission.
@@ -357,6 +365,7 @@ def submit(
         )
         kept.result()  # an acknowledged submission has its original on disk
         db.session.commit()
+    observability.upload("scored")
     return result
 
 

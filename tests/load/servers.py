@@ -44,7 +44,8 @@ class Deployment:
             "HIDDEN_LABELS_DIR": str(self.folder / "hidden_labels"),
             "SUBMISSIONS_DIR": str(self.folder / "submissions"),
         }
-        for name in ("HOLDOUT_DEMO", "MAX_UPLOAD_MB", "GUNICORN_CMD_ARGS"):
+        for name in ("HOLDOUT_DEMO", "MAX_UPLOAD_MB", "GUNICORN_CMD_ARGS", "LOG_FORMAT", "METRICS_ALLOW",
+                     "METRICS_TOKEN", "PROMETHEUS_MULTIPROC_DIR", "TRUSTED_PROXIES"):
             env.pop(name, None)
         return env
 

@@ -1,0 +1,98 @@
+"""Prometheus metrics: what the server counts and times, and the hooks the services call.
+
+Nothing here knows of HTTP: the request metrics are filled in by app/web/metrics.py, which also serves
+/metrics. Under gunicorn every worker is a process of its own; with PROMETHEUS_MULTIPROC_DIR set (by
+gunicorn.conf.py, before any worker imports this) each writes its samples to files there and /metrics sums
+them over all workers. Without it (tests, `flask run`) the metrics live in this process's registry.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess,
+)
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+UPLOAD_OUTCOMES = ("scored", "rejected", "over_quota")
+
+REQUESTS = Counter("holdout_http_requests", "HTTP requests answered, by endpoint, method and status",
+                   ["endpoint", "method", "status"])
+REQUEST_SECONDS = Histogram(
+    "holdout_http_request_duration_seconds", "Time to answer an HTTP request, by endpoint and method",
+    ["endpoint", "method"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
+UPLOADS = Counter("holdout_uploads", "Prediction files received, by outcome (scored, rejected, over_quota)",
+                  ["outcome"])
+PARSE_SCORE_SECONDS = Histogram(
+    "holdout_upload_parse_score_seconds", "Time to parse, validate and score one prediction file",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+BOARD_SECONDS = Histogram(
+    "holdout_board_computation_seconds",
+    "Time to compute a leaderboard's scores, intervals and ranks (its _count is the number of computations)",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
+DATABASE_ERRORS = Counter(
+    "holdout_database_errors", "Errors raised by the database or its driver, by kind (unavailable, other)",
+    ["kind"],
+)
+
+for outcome in UPLOAD_OUTCOMES:  # present at 0 from the start, so a rate() has a series to work on
+    UPLOADS.labels(outcome)
+for kind in ("unavailable", "other"):
+    DATABASE_ERRORS.labels(kind)
+
+
+# --- hooks for the services --------------------------------------------------------------------------------
+
+
+def upload(outcome: str) -> None:
+    """Count a received prediction file as scored, rejected (stored with its problems) or over_quota."""
+    UPLOADS.labels(outcome).inc()
+
+
+@contextmanager
+def parse_and_score() -> Iterator[None]:
+    with PARSE_SCORE_SECONDS.time():
+        yield
+
+
+@contextmanager
+def board_computation() -> Iterator[None]:
+    with BOARD_SECONDS.time():
+        yield
+
+
+@event.listens_for(Engine, "handle_error")
+def _database_error(context) -> None:
+    # A failed pre-ping only means a pooled connection is replaced: nobody saw an error.
+    if context.is_pre_ping:
+        return
+    # Unavailable: no connection could be made (no statement yet), or the one in use was lost. Anything
+    # else (a constraint, a lock timeout, a bad statement) is "other".
+    unavailable = context.is_disconnect or context.connection is None
+    DATABASE_ERRORS.labels("unavailable" if unavailable else "other").inc()
+
+
+# --- for the web layer -------------------------------------------------------------------------------------
+
+
+def request_answered(endpoint: str, method: str, status: int, started: float) -> None:
+    """Record one answered request; `started` is its time.perf_counter() on arrival."""
+    REQUESTS.labels(endpoint, method, str(status)).inc()
+    REQUEST_SECONDS.labels(endpoint, method).observe(time.perf_counter() - started)
+
+
+def exposition() -> bytes:
+    """Every metric in the Prometheus text format, summed over all worker processes in multiprocess mode."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)

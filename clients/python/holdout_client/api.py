@@ -1,0 +1,167 @@
+"""Talking to a Holdout server's JSON API v1 with the standard library (urllib)."""
+from __future__ import annotations
+
+import http.client
+import json
+import secrets
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import IO, Any, Iterator
+
+from holdout_client import __version__
+
+TIMEOUT = 300  # seconds: a 50 MB upload over a slow link, then scoring
+CHUNK = 64 * 1024
+PROGRESS_FROM = 1024 * 1024  # files at least this large get a progress bar (on a terminal)
+
+
+class ApiError(Exception):
+    """The server answered with an error, or could not be reached (status None)."""
+
+    def __init__(self, status: int | None, message: str, details: list | None = None,
+                 body: dict | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.details = details or []
+        self.body = body or {}
+
+
+class Progress:
+    """A one-line progress bar on a stream, redrawn in place; silent unless enabled."""
+
+    def __init__(self, label: str, total: int, stream: IO[str] | None = None, enabled: bool | None = None,
+                 width: int = 30):
+        self.stream = stream or sys.stderr
+        self.label, self.total, self.width, self.done = label, total, width, 0
+        if enabled is None:
+            enabled = total >= PROGRESS_FROM and getattr(self.stream, "isatty", lambda: False)()
+        self.enabled = enabled
+
+    def advance(self, count: int) -> None:
+        self.done = min(self.total, self.done + count)
+        if not self.enabled:
+            return
+        share = self.done / self.total if self.total else 1.0
+        filled = int(share * self.width)
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {int(share * 100):3d}% "
+                          f"{self.done / 1048576:.1f}/{self.total / 1048576:.1f} MB")
+        if self.done >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def multipart(fields: dict[str, str], file_name: str, file_data: bytes) -> tuple[list[bytes], str]:
+    """The parts of a multipart/form-data body (text fields, then the file) and its content type."""
+    boundary = "holdout-" + secrets.token_hex(16)
+    head = b"".join(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode() + value.encode("utf-8")
+        + b"\r\n"
+        for name, value in fields.items()
+    )
+    safe_name = file_name.replace('"', "_").replace("\r", "_").replace("\n", "_")
+    head += (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{safe_name}"\r\n'
+             "Content-Type: text/csv\r\n\r\n").encode("utf-8")
+    return [head, file_data, f"\r\n--{boundary}--\r\n".encode()], f"multipart/form-data; boundary={boundary}"
+
+
+def _chunks(parts: list[bytes], progress: Progress) -> Iterator[bytes]:
+    for part in parts:
+        view = memoryview(part)
+        for start in range(0, len(view), CHUNK):
+            piece = view[start:start + CHUNK]
+            yield bytes(piece)
+            progress.advance(len(piece))
+
+
+class Client:
+    def __init__(self, url: str, token: str | None = None, timeout: float = TIMEOUT):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def _send(self, request: urllib.request.Request) -> Any:
+        request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", f"holdout-client/{__version__}")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise _error(exc.code, exc.read()) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ApiError(None, f"cannot reach {self.url}: {reason}") from None
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise ApiError(None, f"{self.url} did not answer with JSON; is it a Holdout server?") from None
+
+    def get(self, path: str, query: dict[str, str] | None = None) -> Any:
+        url = f"{self.url}/api/v1{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        return self._send(urllib.request.Request(url, method="GET"))
+
+    def post_json(self, path: str, body: dict | None = None) -> Any:
+        data = json.dumps(body or {}).encode()
+        return self._send(urllib.request.Request(f"{self.url}/api/v1{path}", data=data, method="POST",
+                                                 headers={"Content-Type": "application/json"}))
+
+    def upload(self, fields: dict[str, str], file_name: str, file_data: bytes,
+               progress: Progress | None = None) -> Any:
+        """POST /submissions, streamed in chunks (for the progress bar). http.client rather than urllib: a
+        server that refuses the body part way (413, over its size limit) answers and closes, and its answer
+        can still be read after the write fails."""
+        parts, content_type = multipart(fields, file_name, file_data)
+        length = sum(len(part) for part in parts)
+        progress = progress or Progress(f"uploading {file_name}", length)
+        progress.total = length
+        target = urllib.parse.urlsplit(f"{self.url}/api/v1/submissions")
+        kind = http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
+        connection = kind(target.hostname, target.port, timeout=self.timeout)
+        try:
+            try:
+                connection.putrequest("POST", target.path)
+                for name, value in (("Content-Type", content_type), ("Content-Length", str(length)),
+                                    ("Accept", "application/json"), ("User-Agent", f"holdout-client/{__version__}"),
+                                    *((("Authorization", f"Bearer {self.token}"),) if self.token else ())):
+                    connection.putheader(name, value)
+                connection.endheaders()
+            except OSError as exc:
+                raise ApiError(None, f"cannot reach {self.url}: {exc}") from None
+            stopped = None
+            try:
+                for chunk in _chunks(parts, progress):
+                    connection.send(chunk)
+            except OSError as exc:  # the server stopped reading; its answer, if any, says why
+                stopped = exc
+            try:
+                response = connection.getresponse()
+                status, payload = response.status, response.read()
+            except OSError as exc:
+                reason = stopped or exc
+                raise ApiError(None, f"the connection to {self.url} broke during the upload ({reason}); "
+                                     "the file may be over the server's size limit") from None
+        finally:
+            connection.close()
+        if status >= 400:
+            raise _error(status, payload)
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise ApiError(None, f"{self.url} did not answer with JSON; is it a Holdout server?") from None
+
+
+def _error(status: int, payload: bytes) -> ApiError:
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or "error" not in body:
+        return ApiError(status, f"the server answered HTTP {status}")
+    details = body.get("details") if isinstance(body.get("details"), list) else []
+    return ApiError(status, str(body["error"]), details, body)

@@ -1,0 +1,66 @@
+"""The client's parts that need no server: the progress bar, the upload body, CSV and the config file."""
+from __future__ import annotations
+
+import io
+import stat
+import sys
+
+import pytest
+
+from tests.client.conftest import CLIENT
+
+sys.path.insert(0, str(CLIENT))
+from holdout_client import api, config, output  # noqa: E402  (the client is not installed in this venv)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_for_large_files_on_a_terminal_only():
+    data = b"x" * (3 * api.CHUNK + 10)
+    parts, content_type = api.multipart({"model_name": "m"}, "p.csv", data)
+    screen = Terminal()
+    progress = api.Progress("uploading p.csv", sum(map(len, parts)), stream=screen, enabled=True)
+    body = b"".join(api._chunks(parts, progress))
+    assert body == b"".join(parts) and content_type.startswith("multipart/form-data; boundary=")
+    frames = screen.getvalue().split("\r")[1:]
+    assert len(frames) >= 4 and frames[-1].rstrip("\n").endswith("0.2/0.2 MB")
+    assert "[" + "#" * 30 + "] 100%" in frames[-1] and screen.getvalue().endswith("\n")
+    assert all("100%" not in frame for frame in frames[:-1])
+    # Decided by size and terminal when not forced: small files and pipes get no bar.
+    assert api.Progress("x", api.PROGRESS_FROM, stream=Terminal()).enabled
+    assert not api.Progress("x", api.PROGRESS_FROM - 1, stream=Terminal()).enabled
+    assert not api.Progress("x", 10 * api.PROGRESS_FROM, stream=io.StringIO()).enabled
+
+
+def test_file_name_cannot_break_the_multipart_header():
+    parts, _ = api.multipart({}, 'a"\r\nX-Evil: 1.csv', b"data")
+    assert b'filename="a___X-Evil: 1.csv"' in parts[0]
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_quoted():
+    board = {"entries": [{"rank": 1, "submission_id": 3, "model_name": "=HYPERLINK(\"x\")", "team": "@lab",
+                          "submitted_at": "2026-11-23T05:00:00Z", "paper_url": None, "code_url": None,
+                          "scores": {"all": {"accuracy": {"value": 81.5, "ci_low": 80.0, "ci_high": 83.0}}}}]}
+    text = output.board_csv(board)
+    header, row = text.splitlines()
+    assert header.startswith("rank,submission_id,model_name,team") and "all:accuracy:ci_high" in header
+    assert "'=HYPERLINK" in row and ",'@lab," in row and row.endswith("81.5,80.0,83.0")
+
+
+def test_config_is_written_for_the_user_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.delenv("HOLDOUT_TOKEN", raising=False)
+    monkeypatch.delenv("HOLDOUT_URL", raising=False)
+    with pytest.raises(config.UsageError, match="holdout login"):
+        config.settings()
+    path = config.save("https://lb.example.org", "hd_secret")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert config.settings() == ("https://lb.example.org", "hd_secret")
+    monkeypatch.setenv("HOLDOUT_TOKEN", "hd_other")
+    assert config.settings() == ("https://lb.example.org", "hd_other")
+    path.write_text("{not json")
+    with pytest.raises(config.UsageError, match="cannot read"):
+        config.load()
