@@ -18,7 +18,8 @@ def test_me_names_the_user_and_their_teams(app, client):
     assert client.get("/api/v1/me", headers={"Authorization": "Bearer hd_not-a-token"}).status_code == 401
 
 
-def test_default_board_is_the_blind_test_else_the_latest_split(app, client):
+def test_default_board_is_the_landing_split(app, client):
+    """The blind test, else the first split (adding a split never moves the landing page)."""
     world = build_world(app)
     stored_submission(app, world, split="test-u", publish=True)
     board = client.get("/api/v1/leaderboards/nlvr2").json
@@ -30,7 +31,7 @@ def test_default_board_is_the_blind_test_else_the_latest_split(app, client):
         catalog.add_split("plain", "dev", world.gold["dev"], name="Dev")
         catalog.add_split("plain", "test-p", world.gold["dev"], name="Test-P")
         catalog.add_benchmark("empty", "nlvr2", "Empty")
-    assert client.get("/api/v1/leaderboards/plain").json["split"] == "test-p"
+    assert client.get("/api/v1/leaderboards/plain").json["split"] == "dev"
     missing = client.get("/api/v1/leaderboards/empty")
     assert missing.status_code == 404 and "no splits" in missing.json["error"]
     assert client.get("/api/v1/leaderboards/nope").status_code == 404
