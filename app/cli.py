@@ -193,7 +193,7 @@ def demo_command():
         click.echo(f"demo login ({role}): {email} / {password}")
 
 
-users_cli = AppGroup("users", help="Create user accounts.")
+users_cli = AppGroup("users", help="Create user accounts; sign a user out everywhere.")
 teams_cli = AppGroup("teams", help="Create teams.")
 tokens_cli = AppGroup("tokens", help="Create API tokens.")
 
@@ -217,6 +217,17 @@ def users_create(email, password, admin):
     except ServiceError as exc:
         raise _fail(exc) from exc
     click.echo(f"created user {user.email}{' (admin)' if user.is_admin else ''}")
+
+
+@users_cli.command("sign-out")
+@click.argument("email")
+def users_sign_out(email):
+    """End every session of EMAIL at once, on every server (API tokens are revoked separately)."""
+    try:
+        user = console.sign_out_everywhere(None, email, via="cli")
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"signed {user.email} out everywhere")
 
 
 @teams_cli.command("create")

@@ -14,8 +14,9 @@ PAYLOADS = ("' OR '1'='1", "1; DROP TABLE users; --", "\" OR 1=1 --", "1' UNION 
             "-1", "0", "99999999999999999999999999", "1e309", "NaN", "%00", "\x00", "nlvr2'--", "[]", "é' ;--")
 PARAMETERS = ("sort", "order", "page", "per_page", "q", "split", "team", "benchmark", "format", "fmt", "subset",
               "metric", "status", "since", "next", "id", "limit", "offset")
-# Requests may fill the leaderboard cache and note when a token was used; nothing else may change.
-CACHES = {"leaderboard_cache"}
+# Requests may fill the leaderboard cache, note when a token was used and count the test's own logins
+# (the shared login throttle); nothing else may change.
+CACHES = {"leaderboard_cache", "auth_attempts"}
 
 
 def _counts(app) -> dict[str, int]:

@@ -7,7 +7,15 @@ from flask_login import current_user
 from app.services import catalog, console
 from app.services.errors import ServiceError
 from app.web.console import admin_required, bp
-from app.web.console.forms import ButtonForm, HideForm, PolicyForm, SelectChoice, SplitForm, SubsetForm
+from app.web.console.forms import (
+    ButtonForm,
+    HideForm,
+    PolicyForm,
+    SelectChoice,
+    SignOutForm,
+    SplitForm,
+    SubsetForm,
+)
 
 
 def _me():
@@ -32,10 +40,29 @@ def _split_page(benchmark: str, split: str, *, status: int = 200, error: Service
     ), status
 
 
+def _index(*, sign_out_form: SignOutForm | None = None, error: ServiceError | None = None, status: int = 200):
+    return render_template("console/index.html", benchmarks=console.overview(), error=error,
+                           sign_out_form=sign_out_form or SignOutForm(formdata=None)), status
+
+
 @bp.get("/")
 @admin_required
 def index():
-    return render_template("console/index.html", benchmarks=console.overview())
+    return _index()
+
+
+@bp.post("/users/sign-out")
+@admin_required
+def sign_out_everywhere():
+    form = SignOutForm()
+    if not form.validate_on_submit():
+        return _index(sign_out_form=form, status=_form_status(form))
+    try:
+        user = console.sign_out_everywhere(_me(), form.email.data)
+    except ServiceError as exc:
+        return _index(sign_out_form=form, error=exc, status=exc.status)
+    flash(f"Signed {user.email} out everywhere: every session of theirs has ended.")
+    return redirect(url_for("console.index"), code=303)
 
 
 @bp.get("/splits/<benchmark>/<split>")
