@@ -46,10 +46,15 @@ def secure_labels_dir(root: Path) -> None:
             pass
 
 
+def gold_relative_path(benchmark_slug: str, split_slug: str, data: bytes) -> Path:
+    """Where write_gold keeps this content, relative to the hidden-labels folder (one file per content)."""
+    return Path(benchmark_slug) / f"{split_slug}-{sha256(data)[:16]}.jsonl"
+
+
 def write_gold(benchmark_slug: str, split_slug: str, data: bytes) -> tuple[str, str]:
     """Store a gold file under the hidden-labels folder; return (path relative to it, sha256)."""
     digest = sha256(data)
-    relative = Path(benchmark_slug) / f"{split_slug}-{digest[:16]}.jsonl"
+    relative = gold_relative_path(benchmark_slug, split_slug, data)
     root = labels_dir()
     target = root / relative
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -75,6 +75,12 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
             assert statuses[("other", f"/api/v1/submissions/{sid}")] == 404
     assert statuses[("admin", "/console/")] == 200
     assert statuses[("anonymous", "/leaderboards/nlvr2/test-full")] == 200
+    # Maintainer-only pages that name gold labels (the label audit): the crawl reached them as a
+    # maintainer, and nobody else got them.
+    for split in HIDDEN:
+        audit_page = f"/console/splits/nlvr2/{split}/labels"
+        assert statuses[("admin", audit_page)] == 200
+        assert {statuses.get((role, audit_page)) for role in ROLES if role != "admin"} <= {302, 403}
 
 
 def test_feedback_policies_hold_in_the_api_and_on_pages(app, world):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.services import catalog, console
+from app.services import catalog, console, label_audits
 from app.services.errors import ServiceError
 from app.web.console import admin_required, bp
 from app.web.console.forms import (
@@ -69,6 +69,23 @@ def sign_out_everywhere():
 @admin_required
 def split(benchmark: str, split: str):
     return _split_page(benchmark, split)
+
+
+@bp.get("/splits/<benchmark>/<split>/labels")
+@admin_required
+def label_audit(benchmark: str, split: str):
+    """The examples whose gold label the stored submissions most consistently contradict (names labels:
+    maintainers only)."""
+    try:
+        report = label_audits.audit_labels(benchmark, split, request.args.get("top"))
+    except ServiceError as exc:
+        if exc.status == 404:
+            raise
+        # No submissions yet is the page's empty state (200); a bad `top` is the visitor's mistake (422).
+        status = 200 if exc.status == 409 else exc.status
+        view = catalog.get_split(benchmark, split)
+        return render_template("console/labels.html", split=view, report=None, error=exc), status
+    return render_template("console/labels.html", split=report.split, report=report, error=None)
 
 
 @bp.post("/splits/<benchmark>/<split>/policy")
