@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tarfile
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from app import synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.models import AuditEvent, ChangelogEntry, GoldVersion, Split, Submission
-from app.services import accounts, catalog, gold_files, label_audits, leaderboards, submissions, teams
+from app.services import accounts, backups, catalog, gold_files, label_audits, leaderboards, submissions, teams
 from app.services.errors import Conflict, InvalidInput
 from app.services.submissions import Upload
 from tests.helpers import write
@@ -69,7 +70,7 @@ def test_the_audit_finds_the_flipped_labels(scenario, runner):
     assert top[2] == "label" and {top[3], top[4]} == {"true", "false"} and float(top[5]) > 0.5
 
 
-def test_correcting_with_the_true_file_restores_every_score(scenario, runner, app):
+def test_correcting_with_the_true_file_restores_every_score(scenario, runner, app, tmp_path):
     split = catalog.get_split("nlvr2", "test-u")
     version_before, old_sha = split.board_version, split.gold_sha256
     ranks_before = leaderboards.published_ranks(split)
@@ -104,6 +105,12 @@ def test_correcting_with_the_true_file_restores_every_score(scenario, runner, ap
     assert details["labels_changed"] == FLIPPED and details["ranks_moved"] == moved
     assert details["old_sha256"] == old_sha and details["new_sha256"] == version.gold_sha256
     assert details["via"] == "cli" and event.target == "split nlvr2/test-u"
+    # A backup keeps both versions of the gold file.
+    archive = tmp_path / "backup.tar.gz"
+    assert backups.backup(archive).gold_files == 2
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert {f"hidden_labels/{version.previous_path}", f"hidden_labels/{version.gold_path}"} <= names
     # The labels are the true ones now: the audit no longer finds a consistently contradicted label.
     report = label_audits.audit_labels("nlvr2", "test-u", 5)
     assert all(row.probability < 0.5 for row in report.rows)
