@@ -16,7 +16,7 @@ from sqlalchemy import select, text
 from app import create_app, synthetic
 from app.db import db
 from app.models import AuditEvent, Team, User
-from app.services import accounts, catalog, teams
+from app.services import accounts, teams
 from app.services.errors import Conflict, InvalidInput, Throttled
 from app.team_names import name_key
 from tests.clients import login, logout, post_form

@@ -10,6 +10,7 @@ import tarfile
 
 import numpy as np
 import pytest
+from flask import render_template
 from sqlalchemy import select
 
 from app import synthetic
@@ -97,7 +98,12 @@ def test_correcting_with_the_true_file_restores_every_score(scenario, runner, ap
         assert full.exists() and stat.S_IMODE(os.stat(full).st_mode) == 0o600
     assert gold_files.load_gold(split).labels.tolist() == get_task("nlvr2").read_gold(scenario["true"]).labels.tolist()
     # The changelog and the audit log say so.
-    assert [line.message for line in label_audits.changelog(split)] == [f"{FLIPPED} labels corrected"]
+    lines = label_audits.changelog(split)
+    assert [line.message for line in lines] == [f"{FLIPPED} labels corrected"]
+    with app.test_request_context("/"):
+        html = render_template("leaderboards/_changelog.html", changelog=lines)
+        assert render_template("leaderboards/_changelog.html", changelog=[]).strip() == ""
+    assert f"{lines[0].date:%Y-%m-%d}</time>: {FLIPPED} labels corrected" in html
     event = db.session.scalar(select(AuditEvent).where(AuditEvent.action == "labels.correct"))
     details = json.loads(event.details)
     ranks_after = leaderboards.published_ranks(split)
