@@ -25,7 +25,8 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import aliased
 
 from app.db import db
-from app.evaluation import GoldSet, TaskType, get_task
+from app.evaluation import GoldSet, TaskType, encoding, get_task
+from app.evaluation.tasks import BinaryTask
 from app.evaluation import ladder as ladder_rule
 from app.models import Benchmark, LadderState, ProbeFlag, Split, Submission, Team, utcnow
 from app.services import catalog, leaderboards
@@ -134,6 +135,14 @@ def distances(task: TaskType, new: np.ndarray, stacked: np.ndarray) -> np.ndarra
     return differs.reshape(k, -1).mean(axis=1)
 
 
+def _block_distances(task: TaskType, gold: GoldSet, new: np.ndarray, blobs: list[bytes]) -> np.ndarray:
+    """distances() against stored blobs; true/false tasks compare the packed bits directly (a tenth of
+    the time of unpacking them: ~2 ms for 1,000 NLVR2 Test-U submissions)."""
+    if isinstance(task, BinaryTask):
+        return encoding.bit_differences(task.encode(new), blobs) / new.size
+    return distances(task, new, task.decode_many(blobs, gold.n))
+
+
 def flag_probes(submission: Submission, task: TaskType, gold: GoldSet,
                 predictions: np.ndarray) -> list[ProbeFlag]:
     """Compare a new submission on a hidden split with every earlier scored one there, of every team, and
@@ -155,7 +164,7 @@ def flag_probes(submission: Submission, task: TaskType, gold: GoldSet,
     nearest: dict[bool, tuple[float, int, int]] = {}
     for start in range(0, len(earlier), PROBE_BLOCK):
         block = earlier[start : start + PROBE_BLOCK]
-        found = distances(task, new, task.decode_many([blob for _, _, blob in block], gold.n))
+        found = _block_distances(task, gold, new, [blob for _, _, blob in block])
         own = np.array([team_id == submission.team_id for _, team_id, _ in block])
         for is_own in (True, False):
             mask = own if is_own else ~own

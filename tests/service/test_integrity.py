@@ -248,6 +248,17 @@ def test_probing_compares_with_every_earlier_submission_in_blocks(world, monkeyp
     assert flag.submission_id == near.id and flag.distance == pytest.approx(1 / N)
 
 
+@pytest.mark.parametrize("task_name, shape", [("nlvr2", (101,)), ("nlvr-images", (17, 6))])
+def test_packed_distances_equal_unpacked_ones(task_name, shape):
+    task, rng = get_task(task_name), np.random.default_rng(7)
+    new = rng.random(shape) < 0.5
+    stored = [rng.random(shape) < p for p in (0.0, 0.01, 0.5, 1.0)] + [new.copy()]
+    gold = type("Gold", (), {"n": shape[0]})()
+    fast = integrity._block_distances(task, gold, new, [task.encode(s) for s in stored])
+    assert fast.tolist() == integrity.distances(task, new, np.stack(stored)).tolist()
+    assert fast[-1] == 0
+
+
 def test_distances_for_each_task_shape():
     binary = np.array([[True, False, True], [True, True, True]])
     assert integrity.distances(get_task("nlvr2"), np.array([True, True, True]), binary).tolist() == [1 / 3, 0.0]
