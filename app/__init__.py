@@ -35,6 +35,9 @@ def create_app(config: dict | None = None) -> Flask:
     # Integer URL parts larger than an INTEGER id (32-bit on PostgreSQL) are no row of ours: a plain 404.
     app.url_map.converters["int"] = BoundedIntConverter
 
+    from app.services.gold_files import secure_labels_dir
+
+    secure_labels_dir(Path(app.config["HIDDEN_LABELS_DIR"]))
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 

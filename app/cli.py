@@ -1,4 +1,4 @@
-"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|evaluate|demo|users|teams|tokens|references ...`.
+"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|labels|evaluate|demo|users|teams|tokens|references ...`.
 
 These names and options are an interface that scripts rely on. Errors exit with code 2.
 """
@@ -12,7 +12,7 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
-from app.services import accounts, backups, catalog, console, demo, references, submissions
+from app.services import accounts, backups, catalog, console, demo, label_audits, references, submissions
 from app.services.errors import ServiceError
 
 
@@ -200,7 +200,7 @@ def demo_command():
         click.echo(f"demo login ({role}): {email} / {password}")
 
 
-users_cli = AppGroup("users", help="Create user accounts.")
+users_cli = AppGroup("users", help="Create user accounts; sign a user out everywhere.")
 teams_cli = AppGroup("teams", help="Create teams.")
 tokens_cli = AppGroup("tokens", help="Create API tokens.")
 
@@ -224,6 +224,17 @@ def users_create(email, password, admin):
     except ServiceError as exc:
         raise _fail(exc) from exc
     click.echo(f"created user {user.email}{' (admin)' if user.is_admin else ''}")
+
+
+@users_cli.command("sign-out")
+@click.argument("email")
+def users_sign_out(email):
+    """End every session of EMAIL at once, on every server (API tokens are revoked separately)."""
+    try:
+        user = console.sign_out_everywhere(None, email, via="cli")
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"signed {user.email} out everywhere")
 
 
 @teams_cli.command("create")
@@ -327,7 +338,48 @@ def restore_command(path):
                f"{summary.uploads} uploads")
 
 
+labels_cli = AppGroup("labels", help="Audit a split's gold labels; install a corrected gold file.")
+
+
+@labels_cli.command("audit")
+@click.argument("benchmark")
+@click.argument("split")
+@click.option("--top", default=str(label_audits.DEFAULT_TOP), show_default=True,
+              help=f"How many suspect labels to list (1 to {label_audits.MAX_TOP}).")
+def labels_audit(benchmark, split, top):
+    """List the examples of SPLIT whose gold label the stored submissions most consistently contradict."""
+    try:
+        report = label_audits.audit_labels(benchmark, split, top)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    noise = ", ".join(f"{field} {100 * (1 - value):.2f}%" for field, value in report.gold_accuracy.items())
+    click.echo(f"{benchmark}/{split}: {report.submissions} distinct submissions voted; "
+               f"estimated wrong gold labels: {noise}")
+    click.echo("rank	identifier	field	gold	likely	p_wrong	against")
+    for row in report.rows:
+        click.echo(f"{row.rank}	{row.identifier}	{row.field}	{row.gold}	{row.likely}	"
+                   f"{row.probability:.4f}	{100 * row.against:.1f}%")
+
+
+@labels_cli.command("correct")
+@click.argument("benchmark")
+@click.argument("split")
+@click.option("--labels", required=True, type=click.Path(dir_okay=False), help="The corrected gold file.")
+@click.option("--note", required=True, help="What was corrected and why (audit log).")
+def labels_correct(benchmark, split, labels, note):
+    """Install a corrected gold file for SPLIT as its next version and rescore every stored submission."""
+    data = _read(labels, "labels file")
+    try:
+        done = label_audits.correct_labels(None, benchmark, split, data, note, via="cli")
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"{benchmark}/{split}: gold version {done.version} installed ({done.old_sha256[:12]} -> "
+               f"{done.new_sha256[:12]}); {done.labels_changed} label{'' if done.labels_changed == 1 else 's'} "
+               f"changed, {done.rescored} submissions rescored, {done.ranks_moved} published "
+               f"rank{'' if done.ranks_moved == 1 else 's'} moved")
+
+
 def register(app: Flask) -> None:
-    for command in (benchmarks_cli, splits_cli, subsets_cli, evaluate, demo_command,
+    for command in (benchmarks_cli, splits_cli, subsets_cli, evaluate, demo_command, labels_cli,
                     users_cli, teams_cli, tokens_cli, references_cli, backup_command, restore_command):
         app.cli.add_command(command)

@@ -44,6 +44,14 @@ def _seconds(name: str, default: float) -> float:
     return _number(name, default, 0, 3600, "a number of seconds between 0 and 3600")
 
 
+def _hosts(name: str) -> list[str] | None:
+    raw = os.environ.get(name, "")
+    hosts = [host.strip() for host in raw.split(",") if host.strip()]
+    if any("/" in host or " " in host for host in hosts):
+        raise ConfigError(f"{name} must be host names separated by commas (no scheme or path), got {raw!r}")
+    return hosts or None
+
+
 def from_environment(instance_path: str) -> dict:
     """Build the Flask config mapping from environment variables."""
     instance = Path(instance_path)
@@ -76,6 +84,10 @@ def from_environment(instance_path: str) -> dict:
         # Who may read /metrics: these addresses or networks, or anyone sending this bearer token.
         "METRICS_ALLOW": networks("METRICS_ALLOW", os.environ.get("METRICS_ALLOW", DEFAULT_METRICS_ALLOW)),
         "METRICS_TOKEN": os.environ.get("METRICS_TOKEN") or None,
+        # The Host names requests may carry (comma-separated; ".example.org" also accepts subdomains); any
+        # other is answered 400. Unset: SERVER_NAME alone if set, else localhost and 127.0.0.1.
+        "TRUSTED_HOSTS": _hosts("TRUSTED_HOSTS"),
+        "SERVER_NAME": os.environ.get("SERVER_NAME") or None,
     }
 
 

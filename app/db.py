@@ -1,6 +1,7 @@
 """The database handle: one session per request, a declarative base with named constraints."""
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -95,6 +96,14 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")  # SQLite ignores foreign keys unless asked
     cursor.execute("PRAGMA journal_mode=WAL")  # readers run beside one writer
     cursor.execute("PRAGMA busy_timeout=30000")
+    # The database holds password and token hashes and every stored prediction: owner only. SQLite
+    # creates its -wal and -shm files with the main file's mode.
+    for _, _, path in cursor.execute("PRAGMA database_list").fetchall():
+        for name in (path, f"{path}-wal", f"{path}-shm") if path else ():
+            try:
+                os.chmod(name, 0o600)
+            except (FileNotFoundError, PermissionError):
+                pass
     cursor.close()
 
 

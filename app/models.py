@@ -21,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import db
+from app.team_names import name_key as team_name_key
 
 FEEDBACK_POLICIES = ("full", "ladder", "none")
 SUBMISSION_STATUSES = ("scored", "rejected")
@@ -42,6 +43,9 @@ class User(UserMixin, db.Model):
     email: Mapped[str] = mapped_column(String(254), unique=True)
     password_hash: Mapped[str] = mapped_column(String(256))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Stamped into each session at login; bumping it (logout, password change, "sign out everywhere")
+    # ends every session of the user at once, on every server.
+    session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
@@ -96,6 +100,10 @@ class Team(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(80), unique=True)
+    # The name as a reader would confuse it (app/team_names.py); unique, so no two teams look alike.
+    name_key: Mapped[str] = mapped_column(
+        String(255), unique=True, default=lambda context: team_name_key(context.get_current_parameters()["name"])
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     memberships: Mapped[list[Membership]] = relationship(back_populates="team", cascade="all, delete-orphan")
@@ -302,7 +310,8 @@ class LadderState(db.Model):
 
 
 class ProbeFlag(db.Model):
-    """A submission on a hidden split nearly identical to an earlier one of the same team (possible probing)."""
+    """A submission on a hidden split nearly identical to an earlier one of the same team (possible probing)
+    or of another team (`other_team_id` set: shared predictions, a second account, collusion)."""
 
     __tablename__ = "probe_flags"
 
@@ -312,6 +321,49 @@ class ProbeFlag(db.Model):
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
     earlier_submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
     distance: Mapped[float] = mapped_column(Float)  # share of examples whose prediction differs (0-1)
+    # The team of the earlier submission when it is another team's; None for a team's own.
+    other_team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
     submission: Mapped[Submission] = relationship(foreign_keys=[submission_id])
+
+
+class AuthAttempt(db.Model):
+    """Login and registration attempts per client key and 10-second bucket: the throttle every worker
+    and server shares (app/services/throttle.py); buckets older than the window are pruned."""
+
+    __tablename__ = "auth_attempts"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    bucket: Mapped[int] = mapped_column(Integer, primary_key=True, index=True)  # unix time // bucket length
+    count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class GoldVersion(db.Model):
+    """A corrected gold file installed over a split's earlier one (`labels correct`); both files are kept."""
+
+    __tablename__ = "gold_versions"
+    __table_args__ = (UniqueConstraint("split_id", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int] = mapped_column(Integer)  # 2 for the first correction (the import is version 1)
+    gold_path: Mapped[str] = mapped_column(String(500))
+    gold_sha256: Mapped[str] = mapped_column(String(64))
+    previous_path: Mapped[str] = mapped_column(String(500))
+    previous_sha256: Mapped[str] = mapped_column(String(64))
+    labels_changed: Mapped[int] = mapped_column(Integer)
+    note: Mapped[str] = mapped_column(Text, default="")
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ChangelogEntry(db.Model):
+    """A dated public line on a split's board ("12 labels corrected")."""
+
+    __tablename__ = "board_changelog"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    message: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,12 +1,11 @@
-"""Authentication plumbing: sessions (Flask-Login), bearer tokens for the API, CSRF, login throttling."""
+"""Authentication plumbing: sessions (Flask-Login) bound to the user's session generation, bearer tokens
+for the API, CSRF, the trusted Host names."""
 from __future__ import annotations
 
 import hashlib
 
-from flask import Flask, redirect, request, url_for
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
-from flask_login import LoginManager
+from flask import Flask, redirect, request, session, url_for
+from flask_login import LoginManager, login_user
 from flask_wtf.csrf import CSRFProtect
 
 from app.db import db
@@ -18,9 +17,10 @@ login_manager.login_view = "auth.login"
 login_manager.login_message = "Please log in to continue."
 login_manager.session_protection = "strong"
 csrf = CSRFProtect()
-# In-memory counters are per process; a deployment with several workers can point RATELIMIT_STORAGE_URI
-# at a shared store (e.g. memcached or redis) to make the limit global.
-limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="memory://")
+SESSION_GENERATION = "_generation"
+# The Host names a deployment answers to unless TRUSTED_HOSTS or SERVER_NAME says otherwise: the machine
+# itself, so `make run` and the tests work as they are.
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
 
 
 def token_digest(token: str) -> str:
@@ -28,12 +28,31 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def start_session(user: User) -> None:
+    """Log the user in on a fresh session stamped with their session generation."""
+    # Nothing planted in the session beforehand survives into the logged-in one.
+    session.clear()
+    login_user(user)
+    session[SESSION_GENERATION] = user.session_generation
+
+
+def continue_session(generation: int) -> None:
+    """Keep the current session alive after the user's generation was bumped by this very session (a
+    password change): every other session ends, this one carries on."""
+    session[SESSION_GENERATION] = generation
+
+
 @login_manager.user_loader
 def load_user(user_id: str) -> User | None:
     try:
-        return db.session.get(User, int(user_id))
+        user = db.session.get(User, int(user_id))
     except (TypeError, ValueError):
         return None
+    # A cookie from before the user's last logout, password change or "sign out everywhere" is refused,
+    # whichever server or worker it is shown to.
+    if user is None or session.get(SESSION_GENERATION, 0) != user.session_generation:
+        return None
+    return user
 
 
 @login_manager.unauthorized_handler
@@ -113,11 +132,22 @@ def _check_text_input():
             raise InvalidInput(f"{where[:80]} contains a NUL byte, which no field accepts")
 
 
+def trusted_hosts(config) -> list[str] | None:
+    """TRUSTED_HOSTS for Flask: a request with another Host header is answered 400 before any view runs, so
+    no absolute URL (an invite link, a redirect) is ever built from a Host an attacker chose. With SERVER_NAME
+    set, URLs are built from it and only it is accepted; with neither, only the machine's own names are."""
+    hosts = config.get("TRUSTED_HOSTS")
+    if hosts:
+        return list(hosts)
+    if config.get("SERVER_NAME"):
+        # Flask 3.1 builds URLs from SERVER_NAME but no longer refuses other hosts by itself.
+        return [config["SERVER_NAME"].rsplit(":", 1)[0]]
+    return list(LOCAL_HOSTS)
+
+
 def init_app(app: Flask) -> None:
+    app.config["TRUSTED_HOSTS"] = trusted_hosts(app.config)
     app.before_request(_check_text_input)  # first: the CSRF check reads the form it vets
     login_manager.init_app(app)
     csrf.init_app(app)
-    app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
-    app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
-    limiter.init_app(app)
     app.after_request(_security_headers)

@@ -57,3 +57,11 @@ def _check_sizes(blobs: Sequence[bytes], size: int) -> None:
         raise ValueError(
             f"{len(wrong)} stored prediction blobs (first at position {wrong[0]}) do not have {size} bytes"
         )
+
+
+def bit_differences(blob: bytes, blobs: Sequence[bytes]) -> np.ndarray:
+    """How many packed booleans differ between `blob` and each of `blobs` (same length), without unpacking:
+    XOR the bytes and count the set bits (the zero padding never differs). int64 (k,)."""
+    _check_sizes(blobs, len(blob))
+    packed = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), len(blob))
+    return np.bitwise_count(packed ^ np.frombuffer(blob, dtype=np.uint8)).sum(axis=1, dtype=np.int64)

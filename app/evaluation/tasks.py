@@ -6,6 +6,7 @@ aligned predictions are stored. Adding a family means adding one registered clas
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +29,16 @@ def get_task(name: str) -> TaskType:
     if not isinstance(name, str) or name not in TASK_TYPES:
         raise ValueError(f"unknown task type {name!r}; choose one of {', '.join(TASK_TYPES)}")
     return TASK_TYPES[name]
+
+
+@dataclass(frozen=True)
+class LabelVotes:
+    """One gold label field as the submissions vote on it, for a label audit."""
+
+    field: str  # the gold file's field, e.g. "label" or "answer_label"
+    gold: np.ndarray  # (n,) class ids of the gold labels
+    votes: np.ndarray  # (k, n, m) class ids each submission predicts (m: votes per example, e.g. NLVR images)
+    classes: tuple[str, ...]  # how each class id is written in the gold file
 
 
 class TaskType:
@@ -89,6 +100,10 @@ class TaskType:
         if tuple(shape) != expected:
             raise ValueError(f"{self.name} predictions must have shape {expected}, not {tuple(shape)}")
 
+    def label_votes(self, gold: GoldSet, stacked: np.ndarray) -> list[LabelVotes]:
+        """The gold label fields of this task and what k stacked submissions predict for each."""
+        raise NotImplementedError
+
     def encode(self, predictions: np.ndarray) -> bytes:
         raise NotImplementedError
 
@@ -122,6 +137,11 @@ class BinaryTask(TaskType):
             if len(indices):
                 columns[name] = {"accuracy": accuracy(correct[:, indices].reshape(k, -1))}
         return columns
+
+    def label_votes(self, gold, stacked):
+        k = stacked.shape[0]
+        return [LabelVotes("label", gold.labels.astype(np.int8), stacked.reshape(k, gold.n, -1).astype(np.int8),
+                           ("false", "true"))]
 
     def encode(self, predictions: np.ndarray) -> bytes:
         return encoding.pack_bools(predictions)
@@ -208,6 +228,15 @@ class VCR(TaskType):
             if len(indices):
                 columns[name] = {metric: accuracy(staged[metric][:, indices]) for metric in self.subset_metrics}
         return columns
+
+    def label_votes(self, gold, stacked):
+        answer = gold.labels[:, 0].astype(np.intp)
+        # The rationale each submission picks given the gold answer, as QA->R scores it.
+        rationale = np.take_along_axis(
+            stacked[..., 1:], np.broadcast_to(answer[None, :, None], stacked.shape[:-1] + (1,)), axis=-1)
+        choices = ("0", "1", "2", "3")
+        return [LabelVotes("answer_label", gold.labels[:, 0], stacked[..., 0:1], choices),
+                LabelVotes("rationale_label", gold.labels[:, 1], rationale, choices)]
 
     def encode(self, predictions: np.ndarray) -> bytes:
         return encoding.pack_int8(predictions)

@@ -36,10 +36,7 @@ def create_user(email: str, password: str, *, admin: bool = False) -> User:
     email = normalise_email(email)
     if len(email) > 254 or not EMAIL.match(email):
         raise InvalidInput("enter a valid email address")
-    if not password or len(password) < MIN_PASSWORD:
-        raise InvalidInput(f"a password needs at least {MIN_PASSWORD} characters")
-    if len(password) > MAX_PASSWORD:
-        raise InvalidInput(f"a password can have at most {MAX_PASSWORD} characters")
+    _check_new_password(password)
     if get_user_by_email(email) is not None:
         raise Conflict("an account with this email already exists")
     user = User(email=email, password_hash=generate_password_hash(password), is_admin=admin)
@@ -68,6 +65,39 @@ def authenticate(email: str, password: str) -> User | None:
         check_password_hash(_dummy_hash(), password[:MAX_PASSWORD])
         return None
     return user if check_password_hash(user.password_hash, password) else None
+
+
+def _check_new_password(password: str) -> None:
+    if not password or len(password) < MIN_PASSWORD:
+        raise InvalidInput(f"a password needs at least {MIN_PASSWORD} characters")
+    if len(password) > MAX_PASSWORD:
+        raise InvalidInput(f"a password can have at most {MAX_PASSWORD} characters")
+
+
+def _bump_generation(user_id: int) -> int:
+    """End every session of the user (sessions carry the generation they were started under); returns
+    the new generation. An UPDATE ... + 1, so two servers bumping at once both count."""
+    db.session.execute(update(User).where(User.id == user_id)
+                       .values(session_generation=User.session_generation + 1))
+    return db.session.scalar(select(User.session_generation).where(User.id == user_id))
+
+
+def end_sessions(user: User) -> None:
+    """Log the user out everywhere: every session cookie issued to them so far stops working."""
+    _bump_generation(user.id)
+    db.session.commit()
+
+
+def change_password(user: User, current: str, new: str) -> int:
+    """Set a new password after checking the current one; every other session of the user ends. Returns
+    the new session generation, for the session that made the change to carry on under."""
+    if len(current or "") > MAX_PASSWORD or not check_password_hash(user.password_hash, current or ""):
+        raise InvalidInput("the current password is wrong")
+    _check_new_password(new)
+    db.session.execute(update(User).where(User.id == user.id).values(password_hash=generate_password_hash(new)))
+    generation = _bump_generation(user.id)
+    db.session.commit()
+    return generation
 
 
 def create_token(user: User, name: str) -> tuple[ApiToken, str]:

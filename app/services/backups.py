@@ -135,6 +135,12 @@ def backup(path: Path) -> Summary:
                     count = _add_table(archive, manifest, connection, table)
                     manifest["tables"][table.name] = summary.tables[table.name] = count
                 splits = connection.execute(text("SELECT id, gold_path, gold_sha256 FROM splits ORDER BY id")).all()
+                if "gold_versions" in metadata.tables:
+                    # Gold files a correction replaced are kept as evidence: back them up too.
+                    current = {path for _, path, _ in splits}
+                    earlier = connection.execute(text(
+                        "SELECT split_id, previous_path, previous_sha256 FROM gold_versions ORDER BY id")).all()
+                    splits += [row for row in dict.fromkeys(earlier) if row[1] not in current]
                 digests = connection.execute(
                     text("SELECT DISTINCT file_sha256 FROM submissions WHERE status = 'scored' ORDER BY 1")
                 ).scalars().all()

@@ -127,7 +127,7 @@ def add_split(
         )
         db.session.add(split)
         for subset_name, indices in subsets.items():
-            split.subsets.append(_subset(subset_name, _source_of(subset_name, subset_field), indices))
+            split.subsets.append(subset_row(subset_name, source_of(subset_name, subset_field), indices))
         db.session.commit()
     except Exception:
         db.session.rollback()
@@ -156,7 +156,7 @@ def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> t
         raise InvalidInput(f"invalid identifier file: {exc.problems[0].message}", exc.problems) from exc
     if len(indices) == 0:
         raise InvalidInput("the identifier file names no examples")
-    subset = _subset(name, "ids", indices)
+    subset = subset_row(name, "ids", indices)
     split.subsets.append(subset)
     db.session.flush()
     rescored = rescoring.score_new_subset(split, gold, name, indices)
@@ -185,12 +185,12 @@ def scoring_inputs(split: Split) -> ScoringInputs:
     )
 
 
-def _subset(name: str, source: str, indices: np.ndarray) -> Subset:
+def subset_row(name: str, source: str, indices: np.ndarray) -> Subset:
     members = np.asarray(indices, dtype="<i4")
     return Subset(name=name, source=source, size=int(members.size), members=members.tobytes())
 
 
-def _source_of(name: str, field: str | None) -> str:
+def source_of(name: str, field: str | None) -> str:
     if name.startswith("category:"):
         return "annotation"
     if field and name.startswith(f"{field}:"):

@@ -157,6 +157,15 @@ def create_team(actor: User | None, name: str, members: Iterable[User] = (), *, 
     )
 
 
+def sign_out_everywhere(actor: User | None, email: str, *, via: str = "web") -> User:
+    """End every session of the user with this email, on every server (their API tokens are unaffected)."""
+    user = accounts.get_user_by_email(email)
+    if user is None:
+        raise NotFound(f"no user with email {accounts.normalise_email(email)[:254]!r}")
+    _audited(actor, "user.sign_out_everywhere", f"user {user.email}", {}, via, lambda: accounts.end_sessions(user))
+    return user
+
+
 def create_token(actor: User | None, user: User, name: str, *, via: str = "cli"):
     """Returns (token row, plaintext), as accounts.create_token; the log keeps the token's name only."""
     return _audited(

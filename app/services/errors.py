@@ -46,3 +46,13 @@ class QuotaExceeded(ServiceError):
     def __init__(self, message: str, retry_at: datetime | None):
         super().__init__(message)
         self.retry_at = retry_at
+
+
+class Throttled(ServiceError):
+    """Too many login or registration attempts from one client; `retry_after` in seconds."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after

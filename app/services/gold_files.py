@@ -32,12 +32,33 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def secure_labels_dir(root: Path) -> None:
+    """The hidden-labels folder and every folder under it 0700, every file 0600 (a checkout gives the
+    folder 0755; files copied in by hand may be 0644). Owned by someone else: left to its owner."""
+    if not root.is_dir():
+        return
+    for path in [root, *root.rglob("*")]:
+        try:
+            if path.is_symlink():
+                continue
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        except PermissionError:
+            pass
+
+
+def gold_relative_path(benchmark_slug: str, split_slug: str, data: bytes) -> Path:
+    """Where write_gold keeps this content, relative to the hidden-labels folder (one file per content)."""
+    return Path(benchmark_slug) / f"{split_slug}-{sha256(data)[:16]}.jsonl"
+
+
 def write_gold(benchmark_slug: str, split_slug: str, data: bytes) -> tuple[str, str]:
     """Store a gold file under the hidden-labels folder; return (path relative to it, sha256)."""
     digest = sha256(data)
-    relative = Path(benchmark_slug) / f"{split_slug}-{digest[:16]}.jsonl"
-    target = labels_dir() / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
+    relative = gold_relative_path(benchmark_slug, split_slug, data)
+    root = labels_dir()
+    target = root / relative
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(root, 0o700)
     os.chmod(target.parent, 0o700)
     tmp = target.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -525,6 +525,12 @@ def snapshot(split: Split) -> Snapshot:
     return found
 
 
+def published_ranks(split: Split) -> dict[int, int]:
+    """Rank of every published entry as the board would show it now, computed afresh (not cached): for
+    telling how many ranks a label correction moved, inside its transaction."""
+    return {entry.submission_id: entry.rank for entry in _compute(split, split.board_version or 0).entries}
+
+
 def leaderboard(split: Split) -> list[Entry]:
     """Published, visible, scored submissions in ranking order (empty while a hidden split's scores are held)."""
     if not scores_are_public(split):

@@ -5,7 +5,7 @@ Helpers for other services: they flush but never commit.
 from __future__ import annotations
 
 import numpy as np
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 
 from app.db import db
 from app.evaluation import GoldSet, get_task
@@ -31,6 +31,31 @@ def score_new_subset(split: Split, gold: GoldSet, name: str, indices: np.ndarray
             {"submission_id": submission_id, "subset": name, "metric": metric, "value": value}
             for (submission_id, _), result in zip(chunk, results)
             for metric, value in result.get(name, {}).items()
+        ]
+        if values:
+            db.session.execute(insert(Score), values)
+    return len(rows)
+
+
+def rescore_all(split: Split, gold: GoldSet, subsets: dict[str, np.ndarray]) -> int:
+    """Replace every stored score of the split's scored submissions with scores against `gold` on the
+    whole split and `subsets` (corrected labels); returns how many submissions were rescored."""
+    task = get_task(split.benchmark.task_type)
+    rows = db.session.execute(
+        select(Submission.id, Submission.predictions)
+        .where(Submission.split_id == split.id, Submission.status == "scored", Submission.predictions.is_not(None))
+        .order_by(Submission.id)
+    ).all()
+    db.session.execute(delete(Score).where(Score.submission_id.in_(
+        select(Submission.id).where(Submission.split_id == split.id, Submission.status == "scored"))))
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start : start + CHUNK]
+        results = task.score_batch(gold, task.decode_many([blob for _, blob in chunk], gold.n), subsets)
+        values = [
+            {"submission_id": submission_id, "subset": subset, "metric": metric, "value": value}
+            for (submission_id, _), result in zip(chunk, results)
+            for subset, metrics in result.items()
+            for metric, value in metrics.items()
         ]
         if values:
             db.session.execute(insert(Score), values)

@@ -11,6 +11,7 @@ from app.db import db
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
 from app.security import token_digest
 from app.services.errors import Conflict, InvalidInput, NotFound
+from app.team_names import RESERVED_KEYS, display_name, name_key
 
 INVITE_LIFETIME = timedelta(days=7)
 INVITE_INVALID = "This invite link is unknown, has already been used or has expired. Ask a team member for a new one."
@@ -35,14 +36,28 @@ def get_team_for(team_id: int, user: User) -> Team:
     return team
 
 
+def check_team_name(name: str) -> tuple[str, str]:
+    """(name as stored, its key) for a new team, or why it cannot have that name: a name must differ from
+    every other team's, and from "Anonymous", in more than case, invisible characters and look-alike letters."""
+    shown = display_name(name)
+    key = name_key(shown)
+    if not key or len(shown) > 80:
+        raise InvalidInput("a team name must have 1 to 80 visible characters")
+    if len(key) > 255:
+        raise InvalidInput("this team name is too long once its characters are normalised; choose a shorter one")
+    if key in RESERVED_KEYS:
+        raise InvalidInput(f"team name {shown!r} is reserved: boards show anonymous entries as \"Anonymous\"")
+    existing = db.session.scalar(select(Team).where(Team.name_key == key))
+    if existing is not None:
+        same = "already exists" if existing.name == shown else f"looks like the existing team {existing.name!r}"
+        raise Conflict(f"team name {shown!r} {same}; choose another name")
+    return shown, key
+
+
 def create_team(name: str, creator: User | None = None, *, members: Iterable[User] = ()) -> Team:
     """A new team; the creator and any given members join it in the same transaction."""
-    name = (name or "").strip()
-    if not name or len(name) > 80:
-        raise InvalidInput("a team name must have 1 to 80 characters")
-    if find_team(name) is not None:
-        raise Conflict(f"team {name!r} already exists")
-    team = Team(name=name)
+    name, key = check_team_name(name)
+    team = Team(name=name, name_key=key)
     db.session.add(team)
     joined: set[int] = set()
     for user in ([creator] if creator else []) + list(members):

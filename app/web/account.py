@@ -1,12 +1,13 @@
-"""The account page: API tokens."""
+"""The account page: API tokens and the password."""
 from __future__ import annotations
 
 from flask import Blueprint, flash, make_response, redirect, render_template, url_for
 from flask_login import current_user, login_required
 
+from app.security import continue_session
 from app.services import accounts
 from app.services.errors import ServiceError
-from app.web.forms import ConfirmForm, TokenForm
+from app.web.forms import ConfirmForm, PasswordForm, TokenForm
 
 bp = Blueprint("account", __name__)
 
@@ -15,10 +16,11 @@ def _me():
     return current_user._get_current_object()
 
 
-def _page(form: TokenForm, *, new_token: str | None = None, status: int = 200):
+def _page(form: TokenForm, *, new_token: str | None = None, status: int = 200,
+          password_form: PasswordForm | None = None):
     response = make_response(render_template(
         "account/index.html", form=form, tokens=accounts.list_tokens(_me()), confirm=ConfirmForm(),
-        new_token=new_token,
+        new_token=new_token, password_form=password_form or PasswordForm(formdata=None),
     ), status)
     if new_token:
         response.headers["Cache-Control"] = "no-store"
@@ -52,3 +54,19 @@ def revoke_token(token_id: int):
     token = accounts.revoke_token(_me(), token_id)
     flash(f"Token {token.name!r} is revoked; scripts using it will be refused.")
     return redirect(url_for("account.index"))
+
+
+@bp.post("/account/password")
+@login_required
+def change_password():
+    form = PasswordForm()
+    if not form.validate_on_submit():
+        return _page(TokenForm(formdata=None), password_form=form, status=400)
+    try:
+        generation = accounts.change_password(_me(), form.current_password.data, form.new_password.data)
+    except ServiceError as exc:
+        form.form_errors.append(exc.message)
+        return _page(TokenForm(formdata=None), password_form=form, status=exc.status)
+    continue_session(generation)  # this browser stays logged in; every other session has ended
+    flash("Your password is changed; every other session of yours is signed out.")
+    return redirect(url_for("account.index"), code=303)

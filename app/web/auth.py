@@ -4,10 +4,10 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from flask import Blueprint, redirect, render_template, request, session, url_for
-from flask_login import current_user, login_user, logout_user
+from flask_login import current_user, logout_user
 
-from app.security import limiter
-from app.services import accounts
+from app.security import start_session
+from app.services import accounts, throttle
 from app.services.errors import ServiceError
 from app.web.forms import LoginForm, RegisterForm
 
@@ -29,19 +29,19 @@ def safe_next(target: str | None, default: str = "/") -> str:
     return target
 
 
-def _start_session(user) -> None:
-    # A fresh session at login: nothing planted in the session beforehand survives into the logged-in one.
-    session.clear()
-    login_user(user)
+def _throttle(action: str) -> None:
+    """Count this attempt for the client's address (behind TRUSTED_PROXIES, the client's own)."""
+    throttle.attempt(f"{action}:{request.remote_addr or 'unknown'}")
 
 
 @bp.route("/register", methods=["GET", "POST"])
-@limiter.limit("10 per minute", methods=["POST"])
 def register():
     form = RegisterForm()
     if request.method == "GET":
         form.next.data = request.args.get("next", "")
     status = 200
+    if request.method == "POST":
+        _throttle("register")
     if form.validate_on_submit():
         try:
             user = accounts.register(form.email.data, form.password.data)
@@ -50,7 +50,7 @@ def register():
             status = exc.status
         else:
             target = safe_next(form.next.data or request.args.get("next"), default=url_for("teams.index"))
-            _start_session(user)
+            start_session(user)
             return redirect(target)
     elif form.is_submitted():
         status = 400
@@ -58,17 +58,18 @@ def register():
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit("10 per minute", methods=["POST"])
 def login():
     form = LoginForm()
     if request.method == "GET":
         form.next.data = request.args.get("next", "")
     status = 200
+    if request.method == "POST":
+        _throttle("login")
     if form.validate_on_submit():
         user = accounts.authenticate(form.email.data, form.password.data)
         if user is not None:
             target = safe_next(form.next.data or request.args.get("next"))
-            _start_session(user)
+            start_session(user)
             return redirect(target)
         form.form_errors.append(INVALID_LOGIN)
         status = 401
@@ -79,6 +80,9 @@ def login():
 
 @bp.post("/logout")
 def logout():
+    # Every session of the user ends, not just this cookie: a copy taken earlier stops working too.
+    if current_user.is_authenticated:
+        accounts.end_sessions(current_user._get_current_object())
     logout_user()
     session.clear()
     return redirect(url_for("public.index"))

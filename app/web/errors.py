@@ -10,7 +10,7 @@ from werkzeug.exceptions import HTTPException
 
 from app.db import db
 from app.security import login_manager
-from app.services.errors import QuotaExceeded, ServiceError
+from app.services.errors import QuotaExceeded, ServiceError, Throttled
 from app.services.submissions import retry_after_seconds
 
 MESSAGES = {
@@ -71,8 +71,10 @@ def register(app: Flask) -> None:
         headers, retry_after = {}, None
         if isinstance(exc, QuotaExceeded):
             retry_after = retry_after_seconds(exc)
-            if retry_after is not None:
-                headers["Retry-After"] = str(retry_after)
+        elif isinstance(exc, Throttled):
+            retry_after = exc.retry_after
+        if retry_after is not None:
+            headers["Retry-After"] = str(retry_after)
         return _render(exc.status, exc.message, exc.details(), headers, retry_after)
 
     @app.errorhandler(HTTPException)
@@ -87,7 +89,6 @@ def register(app: Flask) -> None:
         headers = {}
         if status == 405 and getattr(exc, "valid_methods", None):
             headers["Allow"] = ", ".join(exc.valid_methods)
-        # A 429 from the login throttle gets its Retry-After header from Flask-Limiter afterwards.
         return _render(status, message, headers=headers)
 
     @app.errorhandler(Exception)

@@ -23,6 +23,13 @@ class LoginForm(FlaskForm):
     next = HiddenField()
 
 
+class PasswordForm(FlaskForm):
+    current_password = PasswordField("Current password", validators=[DataRequired()],
+                                     render_kw={"autocomplete": "current-password", "required": True})
+    new_password = PasswordField("New password", validators=[DataRequired()],
+                                 render_kw={"autocomplete": "new-password", "minlength": 8, "required": True})
+
+
 class TeamForm(FlaskForm):
     name = StringField("Team name", validators=[DataRequired(), Length(max=80)],
                        render_kw={"maxlength": 80, "required": True})

@@ -1,36 +1,74 @@
 """SQL injection through every query parameter, URL part and form field: a 4xx or a normal page, never a
-5xx, and no effect on the database."""
+5xx, no effect on the database, and no answer that carries a password hash, an API token (or its hash), a
+hidden label or the path of a gold file."""
 from __future__ import annotations
 
 import io
 from urllib.parse import quote, urlencode
 
+from pathlib import Path
+
+from sqlalchemy import select
+
 from app import synthetic
+from app.db import db
+from app.models import ApiToken, Split, User
 from tests.clients import post_form
 from tests.security import crawler
+from tests.security.leaks import LeakDetector
 from tests.security.world import build, table_counts
 
 PAYLOADS = ("' OR '1'='1", "1; DROP TABLE users; --", "\" OR 1=1 --", "1' UNION SELECT password_hash FROM users --",
             "-1", "0", "99999999999999999999999999", "1e309", "NaN", "%00", "\x00", "nlvr2'--", "[]", "é' ;--")
 PARAMETERS = ("sort", "order", "page", "per_page", "q", "split", "team", "benchmark", "format", "fmt", "subset",
               "metric", "status", "since", "next", "id", "limit", "offset")
-# Requests may fill the leaderboard cache and note when a token was used; nothing else may change.
-CACHES = {"leaderboard_cache"}
+# Requests may fill the leaderboard cache, note when a token was used and count the test's own logins
+# (the shared login throttle); nothing else may change.
+CACHES = {"leaderboard_cache", "auth_attempts"}
 
 
 def _counts(app) -> dict[str, int]:
     return {name: count for name, count in table_counts(app).items() if name not in CACHES}
 
 
+def _secrets(app, world) -> dict[str, str]:
+    """What no answer may carry, to anyone: stored hashes, tokens, where the gold files are."""
+    with app.app_context():
+        found = {f"password hash of {u.email}": u.password_hash for u in db.session.scalars(select(User))}
+        found |= {f"token hash {t.id}": t.token_hash for t in db.session.scalars(select(ApiToken))}
+        found |= {f"gold path of {s.slug}": s.gold_path for s in db.session.scalars(select(Split))}
+        found["the labels folder"] = str(Path(app.config["HIDDEN_LABELS_DIR"]).resolve())
+    found |= {f"API token of {role}": token for role, token in world.tokens.items()}
+    return found
+
+
+def _carried(text: str, role: str, secrets: dict[str, str], detector: LeakDetector) -> list[str]:
+    found = [what for what, value in secrets.items() if value and value in text]
+    # Maintainers may see labels (the label audit names them), never a gold file's lines.
+    return found + (detector.gold_bytes(text) if role == "admin" else detector.leaks(text))
+
+
+def test_the_content_check_can_fail(app):
+    world = build(app)
+    secrets, detector = _secrets(app, world), LeakDetector(world)
+    assert len(secrets) >= 3 + 3 + 4 + 1 + 3
+    row = world.rows("test-none")[0]
+    for what, value in secrets.items():
+        assert _carried(f"<td>{value}</td>", "admin", secrets, detector) == [what]
+    assert _carried(f"{row['identifier']},{row['label']}", "anonymous", secrets, detector)
+    assert not _carried("<p>an ordinary page</p>", "anonymous", secrets, detector)
+
+
 def test_query_parameters_on_every_route(app):
     world = build(app)
+    secrets, detector = _secrets(app, world), LeakDetector(world)
     by_endpoint: dict[str, list[str]] = {}
     for endpoint, url in crawler.get_urls(app, world):
         by_endpoint.setdefault(endpoint, [])
         if len(by_endpoint[endpoint]) < 2:
             by_endpoint[endpoint].append(url)
     before = _counts(app)
-    problems = []
+    problems, answered = [], {}
     for role in ("anonymous", "admin"):
         client = crawler.logged_in_client(app, role)
         for urls in by_endpoint.values():
@@ -40,8 +78,13 @@ def test_query_parameters_on_every_route(app):
                     response = client.get(f"{url}?{query}", headers=world.headers(role))
                     if response.status_code >= 500:
                         problems.append(f"{role} GET {url}?… {payload!r}: {response.status_code}")
-    assert not problems, "\n".join(problems)
+                    for what in _carried(response.get_data(as_text=True), role, secrets, detector):
+                        problems.append(f"{role} GET {url}?… {payload!r} ({response.status_code}) carries {what}")
+                    answered[response.status_code // 100] = answered.get(response.status_code // 100, 0) + 1
+    assert not problems, "\n".join(problems[:40])
     assert _counts(app) == before
+    # The check looked at real pages, not only refusals.
+    assert answered.get(2, 0) > 100, answered
 
 
 def test_quoted_slugs_and_ids_in_paths_are_plain_4xx(app):

@@ -17,7 +17,7 @@ import pytest
 from app import create_app
 from app.config import from_environment
 from app.db import db
-from app.models import Split
+from app.models import Split, Submission
 from tests.security import crawler
 from tests.security.leaks import LeakDetector
 from tests.security.world import HIDDEN, ROLES, build
@@ -75,6 +75,12 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
             assert statuses[("other", f"/api/v1/submissions/{sid}")] == 404
     assert statuses[("admin", "/console/")] == 200
     assert statuses[("anonymous", "/leaderboards/nlvr2/test-full")] == 200
+    # Maintainer-only pages that name gold labels (the label audit): the crawl reached them as a
+    # maintainer, and nobody else got them.
+    for split in HIDDEN:
+        audit_page = f"/console/splits/nlvr2/{split}/labels"
+        assert statuses[("admin", audit_page)] == 200
+        assert {statuses.get((role, audit_page)) for role in ROLES if role != "admin"} <= {302, 403}
 
 
 def test_feedback_policies_hold_in_the_api_and_on_pages(app, world):
@@ -198,13 +204,34 @@ def test_a_500_answer_carries_no_traceback_or_exception_text(app, caplog):
 
 
 def test_other_teams_and_anonymous_visitors_see_no_hidden_submission(app, world):
-    """The per-team pages and API answers of hidden-split submissions are the team's (and maintainers')."""
-    for role in ("anonymous", "other"):
-        client = crawler.logged_in_client(app, role)
-        for split in HIDDEN:
-            for kind in ("unpublished", "rejected"):
-                sid = world.submissions[f"owner:{split}:{kind}"]
-                page = client.get(f"/submissions/{sid}")
-                assert page.status_code in (302, 404), (role, split, kind, page.status_code)
-                api = client.get(f"/api/v1/submissions/{sid}", headers=world.headers(role))
-                assert api.status_code in (401, 404)
+    """The per-team pages and API answers of hidden-split submissions are the team's (and maintainers'):
+    an anonymous visitor is sent to log in (page) or gets 401 (API without a token); a logged-in member of
+    another team gets 404 on the page and, with a valid token, on the API, exactly as for a missing
+    submission, and neither answer names the submission; the owner and a maintainer get it (200)."""
+    with app.app_context():
+        facts = {sid: (sub.file_sha256, sub.model_name) for sid, sub in
+                 ((sid, db.session.get(Submission, sid)) for sid in world.submissions.values())}
+    clients = {role: crawler.logged_in_client(app, role) for role in ROLES}
+    for split in HIDDEN:
+        for kind in ("unpublished", "rejected"):
+            sid = world.submissions[f"owner:{split}:{kind}"]
+            sha256, model_name = facts[sid]
+            where = (split, kind)
+            page = clients["anonymous"].get(f"/submissions/{sid}")
+            assert page.status_code == 302 and "/login" in page.headers["Location"], where
+            api = clients["anonymous"].get(f"/api/v1/submissions/{sid}")
+            assert api.status_code == 401 and api.json["error"], where
+            page = clients["other"].get(f"/submissions/{sid}")
+            api = clients["other"].get(f"/api/v1/submissions/{sid}", headers=world.headers("other"))
+            missing = clients["other"].get("/api/v1/submissions/2000000000", headers=world.headers("other"))
+            assert (page.status_code, api.status_code) == (404, 404), where
+            assert api.json == {**missing.json, "error": api.json["error"]} and "id" not in api.json, where
+            for answer in (page, api):
+                text = answer.get_data(as_text=True)
+                assert sha256 not in text and model_name not in text, where
+            for role in ("owner", "admin"):
+                page = clients[role].get(f"/submissions/{sid}")
+                api = clients[role].get(f"/api/v1/submissions/{sid}", headers=world.headers(role))
+                assert (page.status_code, api.status_code) == (200, 200), (role, *where)
+                assert api.json["id"] == sid and api.json["sha256"] == sha256, (role, *where)
+                assert sha256 in page.get_data(as_text=True), (role, *where)

@@ -209,12 +209,13 @@ def test_identical_resubmission_is_flagged_against_the_latest_copy(world):
     assert flag.earlier_submission_id == second.id and flag.distance == 0
 
 
-def test_no_flags_on_public_splits_across_teams_or_above_the_threshold(world):
+def test_no_flags_on_public_splits_or_above_the_threshold(world):
     submit(world, range(10), split="dev")
     submit(world, range(11), split="dev")
+    submit(world, range(11), split="dev", who="rival")
     submit(world, range(10))
-    submit(world, range(11), who="rival")  # another team: no flag
     submit(world, range(14))  # 4 of 400 = 1%, not fewer than 1%
+    submit(world, range(6), who="rival")  # 4 of 400 from the first, another team's: not fewer than 1% either
     assert db.session.scalars(select(ProbeFlag)).all() == []
 
 
@@ -247,6 +248,17 @@ def test_probing_compares_with_every_earlier_submission_in_blocks(world, monkeyp
     assert flag.submission_id == near.id and flag.distance == pytest.approx(1 / N)
 
 
+@pytest.mark.parametrize("task_name, shape", [("nlvr2", (101,)), ("nlvr-images", (17, 6))])
+def test_packed_distances_equal_unpacked_ones(task_name, shape):
+    task, rng = get_task(task_name), np.random.default_rng(7)
+    new = rng.random(shape) < 0.5
+    stored = [rng.random(shape) < p for p in (0.0, 0.01, 0.5, 1.0)] + [new.copy()]
+    gold = type("Gold", (), {"n": shape[0]})()
+    fast = integrity._block_distances(task, gold, new, [task.encode(s) for s in stored])
+    assert fast.tolist() == integrity.distances(task, new, np.stack(stored)).tolist()
+    assert fast[-1] == 0
+
+
 def test_distances_for_each_task_shape():
     binary = np.array([[True, False, True], [True, True, True]])
     assert integrity.distances(get_task("nlvr2"), np.array([True, True, True]), binary).tolist() == [1 / 3, 0.0]
@@ -258,13 +270,51 @@ def test_distances_for_each_task_shape():
     assert integrity.distances(get_task("vcr"), np.zeros((4, 5), np.int8), vcr).tolist() == [0.25]
 
 
+def test_a_near_copy_of_another_teams_submission_is_flagged_with_both_teams(world):
+    original = submit(world, range(50)).submission
+    copy = submit(world, list(range(50)) + [300], who="rival").submission  # 1 of 400 from the Lab's
+    flags = db.session.scalars(select(ProbeFlag)).all()
+    assert [(f.submission_id, f.team_id, f.other_team_id, f.earlier_submission_id) for f in flags] == [
+        (copy.id, world["rivals"].id, world["lab"].id, original.id)
+    ]
+    assert flags[0].distance == pytest.approx(1 / N)
+    # Both kinds at once: near the team's own copy (1 of 400) and the Lab's original (2 of 400).
+    again = submit(world, list(range(50)) + [300, 301], who="rival").submission
+    found = db.session.scalars(select(ProbeFlag).where(ProbeFlag.submission_id == again.id)
+                               .order_by(ProbeFlag.id)).all()
+    assert [(f.other_team_id, f.earlier_submission_id) for f in found] == [(None, copy.id),
+                                                                          (world["lab"].id, original.id)]
+    assert [f.distance for f in found] == pytest.approx([1 / N, 2 / N])
+    # A submission far from everyone's is not flagged.
+    far = submit(world, range(200, 300), who="member").submission
+    assert db.session.scalar(select(ProbeFlag).where(ProbeFlag.submission_id == far.id)) is None
+
+
+def test_list_flags_filters_by_kind_and_names_both_teams(world):
+    submit(world, range(50))
+    submit(world, range(51))  # the Lab's own near-copy
+    submit(world, range(52), who="rival")  # 1 of 400 from the Lab's second
+    assert integrity.list_flags().total == 2
+    cross = integrity.list_flags(kind_ref="cross")
+    assert [(row.team, row.other_team) for row in cross.rows] == [("Rivals", "Lab")] and cross.kind == "cross"
+    own = integrity.list_flags(kind_ref="own")
+    assert [(row.team, row.other_team) for row in own.rows] == [("Lab", None)]
+    # Filtering by a team finds the flags that name it on either side.
+    lab = integrity.list_flags(team_ref=str(world["lab"].id))
+    assert lab.total == 2
+    assert integrity.list_flags(team_ref=str(world["rivals"].id), kind_ref="own").total == 0
+    assert [team.name for team in lab.teams] == ["Lab", "Rivals"]
+    with pytest.raises(InvalidInput, match="kind must be one of own, cross"):
+        integrity.list_flags(kind_ref="both' OR 1=1")
+
+
 def test_list_flags_filters_by_split_and_team(world):
     catalog.add_split("nlvr2", "test-2", world["gold"]["test-u"], hidden=True)
     world["gold"]["test-2"] = world["gold"]["test-u"]
     for split in ("test-u", "test-2"):
-        for who in ("member", "rival"):
-            submit(world, range(10), split=split, who=who)
-            submit(world, range(11), split=split, who=who)
+        for who, start in (("member", 0), ("rival", 100)):  # far apart: flags within each team only
+            submit(world, range(start, start + 10), split=split, who=who)
+            submit(world, range(start, start + 11), split=split, who=who)
     assert integrity.list_flags().total == 4
     by_split = integrity.list_flags("nlvr2/test-2")
     assert {row.split_slug for row in by_split.rows} == {"test-2"} and by_split.total == 2

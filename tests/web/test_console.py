@@ -122,6 +122,8 @@ ADMIN_REQUESTS = [
     ("console.unhide", "POST", "/console/entries/{entry}/unhide", "button", 303),
     ("console.rejected", "GET", "/console/rejected", None, 200),
     ("console.audit_log", "GET", "/console/audit", None, 200),
+    ("console.label_audit", "GET", "/console/splits/nlvr2/dev/labels?top=5", None, 200),
+    ("console.sign_out_everywhere", "POST", "/console/users/sign-out", "sign-out", 303),
 ]
 
 
@@ -139,6 +141,8 @@ def _send(client, site, method: str, path: str, kind: str | None):
                        {"gold": (synthetic.nlvr2_gold(120, split="test1", seed=3), "test1.json")}, "/login")
     if kind == "hide":
         return post_form(client, path, {"reason": "duplicate"}, form_page="/login")
+    if kind == "sign-out":
+        return post_form(client, path, {"email": ROLES["member"]}, form_page="/login")
     return post_form(client, path, {}, form_page="/login")
 
 

@@ -23,12 +23,13 @@ def site(app):
         catalog.add_split("nlvr2", "test-2", gold["test-2"], hidden=True, name="Test-2")
         accounts.create_user("admin@example.org", PASSWORD, admin=True)
         ids = {}
-        for team_name, email in (("Lab <b>", "member@example.org"), ("Rivals", "rival@example.org")):
+        # Each team its own predictions: only flags within a team here (across teams: test_cross_team_flags).
+        for seed, (team_name, email) in enumerate((("Lab <b>", "member@example.org"), ("Rivals", "rival@example.org"))):
             user = accounts.create_user(email, PASSWORD)
             team = teams.create_team(team_name, creator=user)
             ids[team_name] = team.id
             for split in ("test-u", "test-2"):
-                data = synthetic.predictions("nlvr2", gold[split], 0.7, seed=1, split="test")
+                data = synthetic.predictions("nlvr2", gold[split], 0.7, seed=1 + seed, split="test")
                 first = submissions.submit(user, None, "nlvr2", split, Upload(data=data, model_name="A"))
                 again = submissions.submit(user, None, "nlvr2", split, Upload(data=data, model_name="A again"))
                 ids[(team_name, split)] = (first.submission.id, again.submission.id)

@@ -12,6 +12,10 @@ from wtforms.widgets import TextInput
 from app.models import FEEDBACK_POLICIES
 
 
+class SignOutForm(FlaskForm):
+    email = StringField("Email of the user", validators=[DataRequired(), Length(max=254)])
+
+
 class QuotaField(Field):
     """A whole number, or blank / "unlimited" for no limit (None). Signs are left to the service, which
     names the field when a number is out of range."""

@@ -4,10 +4,18 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.services import catalog, console
+from app.services import catalog, console, label_audits
 from app.services.errors import ServiceError
 from app.web.console import admin_required, bp
-from app.web.console.forms import ButtonForm, HideForm, PolicyForm, SelectChoice, SplitForm, SubsetForm
+from app.web.console.forms import (
+    ButtonForm,
+    HideForm,
+    PolicyForm,
+    SelectChoice,
+    SignOutForm,
+    SplitForm,
+    SubsetForm,
+)
 
 
 def _me():
@@ -32,16 +40,52 @@ def _split_page(benchmark: str, split: str, *, status: int = 200, error: Service
     ), status
 
 
+def _index(*, sign_out_form: SignOutForm | None = None, error: ServiceError | None = None, status: int = 200):
+    return render_template("console/index.html", benchmarks=console.overview(), error=error,
+                           sign_out_form=sign_out_form or SignOutForm(formdata=None)), status
+
+
 @bp.get("/")
 @admin_required
 def index():
-    return render_template("console/index.html", benchmarks=console.overview())
+    return _index()
+
+
+@bp.post("/users/sign-out")
+@admin_required
+def sign_out_everywhere():
+    form = SignOutForm()
+    if not form.validate_on_submit():
+        return _index(sign_out_form=form, status=_form_status(form))
+    try:
+        user = console.sign_out_everywhere(_me(), form.email.data)
+    except ServiceError as exc:
+        return _index(sign_out_form=form, error=exc, status=exc.status)
+    flash(f"Signed {user.email} out everywhere: every session of theirs has ended.")
+    return redirect(url_for("console.index"), code=303)
 
 
 @bp.get("/splits/<benchmark>/<split>")
 @admin_required
 def split(benchmark: str, split: str):
     return _split_page(benchmark, split)
+
+
+@bp.get("/splits/<benchmark>/<split>/labels")
+@admin_required
+def label_audit(benchmark: str, split: str):
+    """The examples whose gold label the stored submissions most consistently contradict (names labels:
+    maintainers only)."""
+    try:
+        report = label_audits.audit_labels(benchmark, split, request.args.get("top"))
+    except ServiceError as exc:
+        if exc.status == 404:
+            raise
+        # No submissions yet is the page's empty state (200); a bad `top` is the visitor's mistake (422).
+        status = 200 if exc.status == 409 else exc.status
+        view = catalog.get_split(benchmark, split)
+        return render_template("console/labels.html", split=view, report=None, error=exc), status
+    return render_template("console/labels.html", split=report.split, report=report, error=None)
 
 
 @bp.post("/splits/<benchmark>/<split>/policy")

@@ -1,0 +1,216 @@
+"""Label audits (maintainers only) and corrected gold files, with the board's public changelog.
+
+- audit: the examples whose gold label the split's stored submissions most consistently contradict, each
+  submission weighted by how accurate it is elsewhere (app/evaluation/label_audit.py, Dawid–Skene). It names
+  gold labels: only the console (maintainers) and the command line call it; nothing of it reaches teams.
+- correct: install a corrected gold file as the split's next version (the earlier file stays in the
+  hidden-labels folder; both sha256 are recorded), rescore every stored submission in one vectorised pass,
+  bump the board version, and record the audit event and a dated public changelog line, in one transaction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import func, select
+
+from app.db import db
+from app.evaluation import ValidationError, get_task
+from app.evaluation.label_audit import dawid_skene
+from app.models import ChangelogEntry, GoldVersion, Split, Submission, User, as_utc
+from app.services import audit, catalog, gold_files, leaderboards, rescoring
+from app.services.errors import Conflict, InvalidInput
+
+DEFAULT_TOP = 40
+MAX_TOP = 1000
+# The newest distinct prediction files that vote; bounds memory (2,000 NLVR2 Test-U files: ~60 MB of counts).
+MAX_VOTERS = 2000
+MAX_NOTE = 2000
+
+
+# --- the audit -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SuspectLabel:
+    rank: int
+    identifier: str
+    field: str  # the gold file's field ("label", "answer_label", "rationale_label")
+    gold: str
+    likely: str  # the label the submissions point to
+    probability: float  # posterior probability that the gold label is wrong (0-1)
+    against: float  # share of the submissions' votes that contradict the gold label (0-1)
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    split: Split
+    submissions: int  # distinct prediction files that voted
+    gold_accuracy: dict[str, float]  # per field: estimated share of right gold labels (0-1)
+    rows: list[SuspectLabel]
+
+
+def _top(top: int | str | None) -> int:
+    if top is None or top == "":
+        return DEFAULT_TOP
+    try:
+        value = int(top)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"top must be a whole number from 1 to {MAX_TOP}, got {str(top)[:40]!r}") from None
+    if not 1 <= value <= MAX_TOP:
+        raise InvalidInput(f"top must be a whole number from 1 to {MAX_TOP}, got {value}")
+    return value
+
+
+def audit_labels(benchmark_slug: str, split_slug: str, top: int | str | None = DEFAULT_TOP) -> AuditReport:
+    """The `top` most suspect gold labels of the split, most suspect first."""
+    top = _top(top)
+    split = catalog.get_split(benchmark_slug, split_slug)
+    task = get_task(split.benchmark.task_type)
+    blobs = db.session.scalars(
+        select(Submission.predictions)
+        .where(Submission.split_id == split.id, Submission.status == "scored", Submission.predictions.is_not(None))
+        .order_by(Submission.id.desc())
+    ).all()
+    # One vote per distinct file: a team resubmitting the same predictions does not vote twice.
+    distinct = list(dict.fromkeys(blobs))[:MAX_VOTERS]
+    if not distinct:
+        raise Conflict(f"{benchmark_slug}/{split_slug} has no scored submissions to audit its labels with")
+    gold = gold_files.load_gold(split)
+    stacked = task.decode_many(distinct, gold.n)
+    candidates, accuracy = [], {}
+    for field in task.label_votes(gold, stacked):
+        estimate = dawid_skene(field.votes, field.gold, len(field.classes))
+        accuracy[field.field] = estimate.gold_accuracy
+        for i in estimate.ranking()[:top].tolist():
+            candidates.append((float(estimate.suspicion[i]), float(estimate.against[i]), field, i, estimate))
+    candidates.sort(key=lambda c: (-c[0], -c[1]))
+    rows = [
+        SuspectLabel(
+            rank=rank, identifier=str(gold.ids[i]), field=field.field, gold=field.classes[int(field.gold[i])],
+            likely=field.classes[int(estimate.likely[i])], probability=float(estimate.probability[i]),
+            against=against,
+        )
+        for rank, (_, against, field, i, estimate) in enumerate(candidates[:top], start=1)
+    ]
+    return AuditReport(split, len(distinct), accuracy, rows)
+
+
+# --- corrections ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Correction:
+    split: Split
+    version: int
+    labels_changed: int
+    ranks_moved: int
+    rescored: int
+    old_sha256: str
+    new_sha256: str
+
+
+def _same_examples(old, new) -> None:
+    """A corrected file changes labels only: the same identifiers, in the same order (stored predictions
+    are aligned to it)."""
+    if new.n != old.n:
+        raise InvalidInput(f"the corrected file has {new.n} examples; the split has {old.n}: only labels may change")
+    differs = np.flatnonzero(new.ids != old.ids)
+    if differs.size:
+        line = int(differs[0]) + 1
+        raise InvalidInput(
+            f"line {line}: identifier {str(new.ids[line - 1])[:80]!r} where the split has "
+            f"{str(old.ids[line - 1])[:80]!r}: a corrected file keeps every example in the same order"
+        )
+
+
+def _refresh_derived_subsets(split: Split, task, gold) -> dict[str, np.ndarray]:
+    """Subsets derived from the gold file (NLVR2 balanced/unbalanced depend on labels; field subsets on
+    fields) follow the corrected file; subsets from annotations or identifier files keep their examples."""
+    derived = task.derive_subsets(gold, split.subset_field)
+    for subset in list(split.subsets):
+        if subset.source not in ("derived", "field"):
+            continue
+        if subset.name in derived:
+            fresh = catalog.subset_row(subset.name, subset.source, derived.pop(subset.name))
+            subset.members, subset.size = fresh.members, fresh.size
+        else:
+            split.subsets.remove(subset)
+    for name, indices in derived.items():
+        split.subsets.append(catalog.subset_row(name, catalog.source_of(name, split.subset_field), indices))
+    return {subset.name: subset.indices for subset in split.subsets}
+
+
+def correct_labels(actor: User | None, benchmark_slug: str, split_slug: str, labels: bytes, note: str, *,
+                   via: str = "cli") -> Correction:
+    """Install a corrected gold file for the split (see the module's docstring)."""
+    split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
+    note = (note or "").strip()
+    if not note:
+        raise InvalidInput("a note saying what was corrected and why is required")
+    if len(note) > MAX_NOTE:
+        raise InvalidInput(f"the note can have at most {MAX_NOTE} characters")
+    task = get_task(split.benchmark.task_type)
+    old = gold_files.load_gold(split)
+    try:
+        new = task.read_gold(labels)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid gold file: {exc.problems[0].message}", exc.problems) from exc
+    except ValueError as exc:
+        raise InvalidInput(f"invalid gold file: {exc}") from exc
+    _same_examples(old, new)
+    changed = int(np.any((old.labels != new.labels).reshape(old.n, -1), axis=1).sum())
+    if changed == 0:
+        raise InvalidInput("the corrected file changes no label")
+    ranks_before = leaderboards.published_ranks(split)
+    old_path, old_sha256 = split.gold_path, split.gold_sha256
+    existed = (gold_files.labels_dir() / gold_files.gold_relative_path(split.benchmark.slug, split.slug, labels)).exists()
+    relative, digest = gold_files.write_gold(split.benchmark.slug, split.slug, labels)
+    try:
+        version = 2 + (db.session.scalar(
+            select(func.count(GoldVersion.id)).where(GoldVersion.split_id == split.id)) or 0)
+        db.session.add(GoldVersion(
+            split_id=split.id, version=version, gold_path=relative, gold_sha256=digest, previous_path=old_path,
+            previous_sha256=old_sha256, labels_changed=changed, note=note,
+            actor_id=actor.id if actor is not None else None,
+        ))
+        split.gold_path, split.gold_sha256 = relative, digest
+        subsets = _refresh_derived_subsets(split, task, new)
+        db.session.flush()
+        rescored = rescoring.rescore_all(split, new, subsets)
+        split.board_version += 1
+        db.session.flush()
+        ranks_after = leaderboards.published_ranks(split)
+        moved = sum(1 for submission_id, rank in ranks_after.items() if ranks_before.get(submission_id) != rank)
+        message = f"{changed} label{'' if changed == 1 else 's'} corrected"
+        db.session.add(ChangelogEntry(split_id=split.id, message=message))
+        audit.record(actor, "labels.correct", f"split {split.benchmark.slug}/{split.slug}", {
+            "via": via, "version": version, "labels_changed": changed, "ranks_moved": moved,
+            "rescored": rescored, "old_sha256": old_sha256, "new_sha256": digest, "note": note,
+        })
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        if not existed:
+            gold_files.remove_gold(relative)
+        raise
+    return Correction(split, version, changed, moved, rescored, old_sha256, digest)
+
+
+# --- the public changelog ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChangelogLine:
+    date: datetime
+    message: str
+
+
+def changelog(split: Split) -> list[ChangelogLine]:
+    """The split's public changelog, newest first (what the board shows under its table)."""
+    rows = db.session.execute(
+        select(ChangelogEntry.created_at, ChangelogEntry.message)
+        .where(ChangelogEntry.split_id == split.id).order_by(ChangelogEntry.created_at.desc(), ChangelogEntry.id.desc())
+    ).all()
+    return [ChangelogLine(as_utc(created_at), message) for created_at, message in rows]
