@@ -201,16 +201,6 @@ def correct_labels(actor: User | None, benchmark_slug: str, split_slug: str, lab
 # --- the public changelog ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChangelogLine:
-    date: datetime
-    message: str
-
-
-def changelog(split: Split) -> list[ChangelogLine]:
-    """The split's public changelog, newest first (what the board shows under its table)."""
-    rows = db.session.execute(
-        select(ChangelogEntry.created_at, ChangelogEntry.message)
-        .where(ChangelogEntry.split_id == split.id).order_by(ChangelogEntry.created_at.desc(), ChangelogEntry.id.desc())
-    ).all()
-    return [ChangelogLine(as_utc(created_at), message) for created_at, message in rows]
+# The board reads it with its snapshot (leaderboards.changelog); the name stays here for the callers of this module.
+ChangelogLine = leaderboards.ChangelogLine
+changelog = leaderboards.changelog

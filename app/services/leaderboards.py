@@ -32,7 +32,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from app import observability
 from app.db import begin_reading, db, write_transaction
 from app.evaluation import get_task, statistics
-from app.models import Benchmark, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
+from app.models import (
+    Benchmark, ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow,
+)
 from app.services import gold_files, progress_chart
 from app.services.errors import NotFound, ServiceError
 
@@ -131,6 +133,12 @@ class ReferenceRow:
         return (None, None)
 
 
+@dataclass(frozen=True)
+class ChangelogLine:
+    date: datetime
+    message: str
+
+
 @dataclass
 class Snapshot:
     version: int
@@ -139,6 +147,7 @@ class Snapshot:
     chart: str = ""
     columns: list[Column] = field(default_factory=list)  # the default columns
     available: list[Column] = field(default_factory=list)  # every column a visitor may choose
+    changelog: list[ChangelogLine] = field(default_factory=list)  # label corrections..., newest first
 
     @cached_property
     def team_entries(self) -> list[Entry]:
@@ -167,6 +176,7 @@ class Board:
     view: str = "entries"
     available: list[Column] = field(default_factory=list)  # every column a visitor may choose
     chosen: str | None = None  # the columns parameter as given (None: the default columns)
+    changelog: list[ChangelogLine] = field(default_factory=list)
 
     @property
     def primary(self) -> Column | None:
@@ -394,6 +404,16 @@ def model_key(team_key: str, model_name: str) -> str:
     return f"{team_key}/{' '.join(model_name.split()).casefold()}"
 
 
+def changelog(split: Split) -> list[ChangelogLine]:
+    """The split's public changelog, newest first (what the board shows under its table); every line is
+    written with a board_version bump, so it goes with the snapshot."""
+    rows = db.session.execute(
+        select(ChangelogEntry.created_at, ChangelogEntry.message)
+        .where(ChangelogEntry.split_id == split.id).order_by(ChangelogEntry.created_at.desc(), ChangelogEntry.id.desc())
+    ).all()
+    return [ChangelogLine(as_utc(created_at), message) for created_at, message in rows]
+
+
 def _references(split: Split) -> list[ReferenceRow]:
     rows = db.session.scalars(select(Reference).where(Reference.split_id == split.id).order_by(Reference.id))
     return [ReferenceRow(r.id, r.name, r.source_url, as_utc(r.created_at), json.loads(r.scores)) for r in rows]
@@ -517,6 +537,7 @@ def snapshot(split: Split) -> Snapshot:
     found.chart = _chart(split, found)
     found.columns = columns(split)
     found.available = available_columns(split)
+    found.changelog = changelog(split)
     with _memo_lock:
         _memo[key] = found
         _memo.move_to_end(key)
@@ -739,7 +760,7 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
         if number > 1:
             raise InvalidQuery(f"page {number} is past the last page (1)")
         return Board(benchmark, split, [], False, cols, sort=column, order=direction, view=shown_view,
-                     available=available, chosen=chosen or None)
+                     available=available, chosen=chosen or None, changelog=changelog(full))
     snap = _memo_get(split.id, split.board_version) or snapshot(db.session.get(Split, split.id))
     cols = choose_columns(snap.available, snap.columns, chosen)
     column, direction = _parse_sort(cols, sort, order)
@@ -756,7 +777,8 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
     shown, pages = _remember(_views, key, arrange)
     facts = (benchmark.slug, split.slug, split.name, split.hidden, split.example_count)
     return Board(benchmark, split, entries, True, cols, snap.references, shown, column, direction,
-                 number, pages, Markup(snap.chart), key + facts, shown_view, snap.available, chosen or None)
+                 number, pages, Markup(snap.chart), key + facts, shown_view, snap.available, chosen or None,
+                 snap.changelog)
 
 
 def rendered(board: Board, render, *, extra: tuple = ()):

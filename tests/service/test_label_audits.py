@@ -101,9 +101,11 @@ def test_correcting_with_the_true_file_restores_every_score(scenario, runner, ap
     lines = label_audits.changelog(split)
     assert [line.message for line in lines] == [f"{FLIPPED} labels corrected"]
     with app.test_request_context("/"):
-        html = render_template("leaderboards/_changelog.html", changelog=lines)
-        assert render_template("leaderboards/_changelog.html", changelog=[]).strip() == ""
+        html = render_template("public/_changelog.html", changelog=lines)
+        assert render_template("public/_changelog.html", changelog=[]).strip() == ""
     assert f"{lines[0].date:%Y-%m-%d}</time>: {FLIPPED} labels corrected" in html
+    board_page = app.test_client().get("/leaderboards/nlvr2/test-u").get_data(as_text=True)
+    assert f"{lines[0].date:%Y-%m-%d}</time>: {FLIPPED} labels corrected" in board_page
     event = db.session.scalar(select(AuditEvent).where(AuditEvent.action == "labels.correct"))
     details = json.loads(event.details)
     ranks_after = leaderboards.published_ranks(split)
