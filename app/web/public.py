@@ -56,6 +56,13 @@ def leaderboard(benchmark: str, split: str | None = None):
     return response
 
 
+@bp.get("/leaderboards/<benchmark>/<split>/sample.csv")
+def sample_file(benchmark: str, split: str):
+    name, body = catalog.sample_file(benchmark, split)
+    return Response(body, content_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
 @bp.get("/leaderboards/<benchmark>/<split>/export.<fmt>")
 def export(benchmark: str, split: str, fmt: str):
     result = exports.export(benchmark, split, fmt)
