@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import Problem, ProblemList, ValidationError, at
+from .errors import MAX_PROBLEMS, Problem, ProblemList, ValidationError, at
 
 BOM = b"\xef\xbb\xbf"
 LABELS = ("true", "false")
@@ -528,9 +528,9 @@ def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
     frame = layout.read(rows, n_fields, dtype=dtypes)
     scores = None if frame is None else frame[score_columns].to_numpy(dtype=np.float64)
     if scores is None or not np.isfinite(scores).all():
-        frame = layout.read(rows, n_fields)
-        scores = _vcr_scores_with_problems(frame, id_column, score_columns, lines, problems)
-    ids = frame[id_column].to_numpy(dtype=object)
+        ids, scores = _vcr_cells_with_problems(layout, rows, n_fields, id_column, score_columns, problems)
+    else:
+        ids = frame[id_column].to_numpy(dtype=object)
     positions = _lookup(gold.id_index, ids, lambda rows: gold.id_index.get_indexer(_strip_all(ids[rows])))
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
@@ -561,6 +561,29 @@ def _check_vcr_header(header: list[str], line: int) -> None:
         problems.append(at(line, f"unexpected columns: {', '.join(show(n) for n in extra)}"))
     if problems:
         raise ValidationError(problems)
+
+
+_VCR_CHUNK = 4096  # rows read as strings at a time on the slow path: bounds its Python objects
+
+
+def _vcr_cells_with_problems(
+    layout: _Layout, rows: np.ndarray, n_fields: int, id_column: int, score_columns: list[int],
+    problems: ProblemList,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, scores) from string cells, a chunk of rows at a time; once a chunk has brought the problems
+    past what is shown, the rest of the file is not read (a file of junk costs no more than its first
+    chunks), and the answer says where checking stopped."""
+    ids, scores = [], []
+    for start in range(0, rows.size, _VCR_CHUNK):
+        chunk = rows[start : start + _VCR_CHUNK]
+        frame = layout.read(chunk, n_fields)
+        ids.append(frame[id_column].to_numpy(dtype=object))
+        scores.append(_vcr_scores_with_problems(frame, id_column, score_columns, chunk + 1, problems))
+        if problems.count > MAX_PROBLEMS and start + _VCR_CHUNK < rows.size:
+            problems.add(Problem(None, f"checking stopped after line {int(chunk[-1]) + 1}: fix the problems "
+                                       "above first"))
+            problems.raise_if_any()
+    return np.concatenate(ids), np.concatenate(scores)
 
 
 def _vcr_scores_with_problems(
