@@ -147,6 +147,13 @@ def _count_per_line(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, table
     return counts
 
 
+def _positions(arr: np.ndarray, byte: int) -> np.ndarray:
+    """Offsets of ``byte`` in ``arr``, found a chunk at a time (no temporary array the size of the file)."""
+    found = [np.flatnonzero(arr[start : start + _FIELD_CHUNK] == byte) + start
+             for start in range(0, arr.size, _FIELD_CHUNK)]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
 _IS_COMMA = np.zeros(256, dtype=bool)
 _IS_COMMA[0x2C] = True
 
@@ -170,7 +177,7 @@ class _Layout:
         """The lines of ``data``; with ``max_fields``, the first line longer than a valid line of that
         many columns can be is refused, naming it, before any cell is read."""
         arr = np.frombuffer(data, dtype=np.uint8)
-        newlines = np.flatnonzero(arr == 0x0A)  # bounded: read_text has checked the line count
+        newlines = _positions(arr, 0x0A)  # bounded: read_text has checked the line count
         starts = np.concatenate(([0], newlines + 1))
         ends = np.concatenate((newlines, [len(data)]))
         if starts[-1] == len(data):  # a final newline does not open another line
@@ -388,7 +395,7 @@ class _Column:
     def pair(cls, layout: _Layout, rows: np.ndarray) -> tuple[_Column, _Column]:
         """(first, second) column of rows that hold exactly one comma; the second without a final '\r'."""
         arr = np.frombuffer(layout.data, dtype=np.uint8)
-        commas = np.flatnonzero(arr == 0x2C)
+        commas = _positions(arr, 0x2C)
         starts, ends = layout.starts[rows], layout.ends[rows]
         comma = commas[np.searchsorted(commas, starts)]
         ends = ends - (arr[np.maximum(ends - 1, 0)] == 0x0D)  # CRLF: the '\r' is padding either way
