@@ -161,3 +161,12 @@ def test_a_submission_at_exactly_midnight_counts_for_the_new_day(world):
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world, seed=2),
                            now=midnight + timedelta(hours=23, minutes=59, seconds=59))
     assert info.value.retry_at == datetime(2026, 4, 2, tzinfo=timezone.utc)
+
+
+def test_no_original_is_left_by_a_file_over_the_limit(world, app):
+    from app.services.errors import TooLarge
+
+    app.config["MAX_UPLOAD_MB"] = 0  # every file is over it: the 413 of a body that passed werkzeug's limit
+    with pytest.raises(TooLarge):
+        submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world), now=NOW)
+    assert _files(app) == [] and uploads.check_folder(min_age=0).clean
