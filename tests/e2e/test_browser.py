@@ -197,8 +197,8 @@ def test_maintainer_adds_a_split_from_the_console(page, site, sync_api):
 
     # The new split is on the benchmark's public page.
     page.goto("/leaderboards/nlvr2")
-    expect(page.get_by_role("link", name="Test-P")).to_be_visible()
-    page.get_by_role("link", name="Test-P").click()
+    expect(page.get_by_role("link", name="Test-P", exact=True)).to_be_visible()
+    page.get_by_role("link", name="Test-P", exact=True).click()
     expect(page).to_have_url(re.compile(r"/leaderboards/nlvr2/test-p$"))
 
 
@@ -235,7 +235,7 @@ def test_newcomer_follows_submit_downloads_the_sample_and_sees_the_quota_go_down
     expect(section).to_contain_text("5 a day")
     screenshot(page, "how-to-submit")
     with page.expect_download() as download_info:
-        section.get_by_role("link", name="sample file").click()
+        section.locator('a[href="/leaderboards/nlvr2/dev/sample.csv"]').click()
     download = download_info.value
     assert download.suggested_filename == "nlvr2-dev-sample.csv"
     sample = download.path()
