@@ -16,7 +16,7 @@ from app.models import Submission
 from app.services import catalog, submissions, uploads
 from app.services.errors import InvalidInput, QuotaExceeded
 from app.services.submissions import Upload
-from tests.service.test_submissions import _user, world  # noqa: F401 (fixture)
+from tests.service.test_submissions import world  # noqa: F401 (a fixture)
 
 NOW = datetime(2026, 3, 31, 22, 0, tzinfo=timezone.utc)
 
