@@ -12,7 +12,7 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
-from app.services import accounts, backups, catalog, console, demo, label_audits, references, submissions
+from app.services import accounts, backups, catalog, console, demo, label_audits, references, submissions, uploads
 from app.services.errors import ServiceError
 
 
@@ -149,12 +149,13 @@ def splits_list():
     if not rows:
         click.echo("no splits yet")
         return
-    click.echo("benchmark\tsplit\tname\tvisibility\texamples\tsubsets\tfeedback\topen\tsha256")
+    click.echo("benchmark\tsplit\tname\tvisibility\texamples\tsubsets\tfeedback\topen\tsha256\trisk")
     for split in rows:
+        risks = catalog.risks(split)
         click.echo(
             f"{split.benchmark.slug}\t{split.slug}\t{split.name}\t{'hidden' if split.hidden else 'public'}\t"
             f"{split.example_count}\t{len(split.subsets)}\t{split.feedback}\t{'open' if split.is_open else 'closed'}\t"
-            f"{split.gold_sha256[:12]}"
+            f"{split.gold_sha256[:12]}\t{'AT RISK: ' + '; '.join(risks) if risks else '-'}"
         )
 
 
@@ -379,7 +380,38 @@ def labels_correct(benchmark, split, labels, note):
                f"rank{'' if done.ranks_moved == 1 else 's'} moved")
 
 
+uploads_cli = AppGroup("uploads", help="Check the folder of original uploads against the database.")
+
+
+@uploads_cli.command("check")
+@click.option("--delete", is_flag=True,
+              help="Remove files without a row (and leftovers of unfinished uploads); put back complete files "
+                   "of committed rows that a killed worker left under a temporary name.")
+@click.option("--min-age", type=click.FloatRange(min=0), default=uploads.IN_FLIGHT_SECONDS, show_default=True,
+              help="Seconds after which a temporary file is no longer taken for an upload in flight.")
+def uploads_check(delete, min_age):
+    """List files in SUBMISSIONS_DIR without a stored submission and stored submissions without a file.
+
+    Exits with 1 when something is wrong and --delete was not given."""
+    found = uploads.check_folder(delete=delete, min_age=min_age)
+    done = " (removed)" if delete else ""
+    for path in found.files_without_row:
+        click.echo(f"file without a row{done}: {path}")
+    for path in found.leftovers:
+        click.echo(f"unfinished upload{done}: {path}")
+    for path in found.restorable:
+        click.echo(f"complete file of a stored submission under a temporary name{' (moved into place)' if delete else ''}: {path}")
+    for digest in found.rows_without_file:
+        click.echo(f"stored submission without a file: sha256 {digest}")
+    for path in found.in_flight:
+        click.echo(f"upload in flight, left alone: {path}")
+    if found.clean:
+        click.echo("uploads and rows agree")
+    elif not delete or found.rows_without_file:
+        raise SystemExit(1)
+
+
 def register(app: Flask) -> None:
     for command in (benchmarks_cli, splits_cli, subsets_cli, evaluate, demo_command, labels_cli,
-                    users_cli, teams_cli, tokens_cli, references_cli, backup_command, restore_command):
+                    users_cli, teams_cli, tokens_cli, references_cli, backup_command, restore_command, uploads_cli):
         app.cli.add_command(command)

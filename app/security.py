@@ -107,6 +107,31 @@ def _json_texts(value):
             yield from _json_texts(item)
 
 
+MAX_FORM_PARTS = 20  # fields and files of one form; the upload form has 10
+# Werkzeug stops parsing past this many parts (with a 413, answered as too many parts by the error pages),
+# so a body of tiny parts cannot fill a worker's memory. Fields themselves are bounded by the body limit,
+# so that a field over its own limit is answered naming it (422), not as a body too large.
+PARSER_PART_LIMIT = 1000
+REPLACEMENT = "\ufffd"  # what werkzeug decodes invalid UTF-8 in a form field to
+
+
+def too_many_parts(count: int | None = None) -> InvalidInput:
+    said = str(count) if count is not None else f"more than {PARSER_PART_LIMIT}"
+    return InvalidInput(f"the form has {said} parts; a form may have at most {MAX_FORM_PARTS}")
+
+
+def check_form_parts() -> None:
+    """The form's number of parts and the text of its fields, which must have been UTF-8 (422 naming it)."""
+    parts = sum(len(values) for values in request.form.listvalues()) + sum(
+        len(values) for values in request.files.listvalues())
+    if parts > MAX_FORM_PARTS:
+        raise too_many_parts(parts)
+    for name, values in request.form.lists():
+        if name is not None and (REPLACEMENT in name or any(REPLACEMENT in value for value in values)):
+            field = repr(name[:80]) if REPLACEMENT not in name else "name"
+            raise InvalidInput(f"form field {field} is not valid UTF-8; send text fields as UTF-8")
+
+
 def _check_text_input():
     """Refuse input no field accepts, before CSRF or any query reads it.
 
@@ -125,6 +150,8 @@ def _check_text_input():
             if name is None:
                 raise InvalidInput("a part of the form has no name")
             fields += [(f"form field {name!r}", v) for v in [name, *values]]
+        if request.mimetype in ("multipart/form-data", "application/x-www-form-urlencoded"):
+            check_form_parts()
     if request.is_json:
         fields += [("the JSON body", v) for v in _json_texts(request.get_json(silent=True))]
     for where, value in fields:
@@ -147,6 +174,8 @@ def trusted_hosts(config) -> list[str] | None:
 
 def init_app(app: Flask) -> None:
     app.config["TRUSTED_HOSTS"] = trusted_hosts(app.config)
+    app.config["MAX_FORM_MEMORY_SIZE"] = None
+    app.config["MAX_FORM_PARTS"] = PARSER_PART_LIMIT
     app.before_request(_check_text_input)  # first: the CSRF check reads the form it vets
     login_manager.init_app(app)
     csrf.init_app(app)

@@ -24,7 +24,42 @@
     }
   });
 
-  function showErrors(message, details) {
+  // The chosen split's policy and the chosen team's remaining quota.
+  var splitSelect = form.querySelector('select[name="split"]');
+  var teamSelect = form.querySelector('select[name="team"]');
+  function showPolicy() {
+    document.querySelectorAll("#split-policies .policy-box").forEach(function (box) {
+      box.hidden = !splitSelect || box.getAttribute("data-split") !== splitSelect.value;
+      box.querySelectorAll(".quota-left").forEach(function (line) {
+        line.hidden = !teamSelect || line.getAttribute("data-team") !== teamSelect.value;
+      });
+    });
+  }
+  if (splitSelect) { splitSelect.addEventListener("change", showPolicy); }
+  if (teamSelect) { teamSelect.addEventListener("change", showPolicy); }
+  showPolicy();
+
+  function clearFieldErrors() {
+    form.querySelectorAll(".field-error.from-server").forEach(function (node) { node.remove(); });
+    form.querySelectorAll(".field.has-error").forEach(function (node) { node.classList.remove("has-error"); });
+  }
+
+  // The message beside the field it is about (the server names it), as the page does without script.
+  function markField(name, message) {
+    var input = name && form.querySelector('[name="' + name + '"]');
+    var box = input && input.closest(".field");
+    if (!box) { return; }
+    box.classList.add("has-error");
+    var note = document.createElement("small");
+    note.className = "field-error from-server";
+    note.textContent = message;
+    box.appendChild(note);
+  }
+
+  function showErrors(message, details, field) {
+    clearFieldErrors();
+    if (field) { markField(field, message); }
+    (details || []).forEach(function (detail) { if (detail.field) { markField(detail.field, detail.message); } });
     errors.textContent = "";
     var head = document.createElement("p");
     var strong = document.createElement("strong");
@@ -74,7 +109,7 @@
       button.disabled = false;
       bar.hidden = true;
       status.textContent = "";
-      if (body && body.error) { showErrors(body.error, body.details); }
+      if (body && body.error) { showErrors(body.error, body.details, body.field); }
       else { showErrors("The upload failed (HTTP " + request.status + ")."); }
     });
     request.addEventListener("error", function () {

@@ -15,7 +15,7 @@ from app.api import openapi
 from app.db import db
 from app.evaluation import Problem
 from app.models import Split, Submission, User
-from app.security import csrf, user_for_bearer
+from app.security import check_form_parts, csrf, user_for_bearer
 from app.services import exports, listings, submissions
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError, TooLarge
 from app.services.leaderboards import Entry
@@ -252,7 +252,8 @@ def models(benchmark: str):
 @bp.post("/submissions")
 def create_submission():
     user = _caller()
-    _check_required_fields()  # reading the form is where werkzeug answers 413 for an oversized body
+    check_form_parts()  # reading the form is where werkzeug answers 413 for an oversized body
+    _check_required_fields()
     form = request.form
     upload = Upload(
         data=_read_upload(),

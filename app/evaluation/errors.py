@@ -59,6 +59,11 @@ class ProblemList:
         self._file_problems: list[Problem] = []
         self._omitted = 0
 
+    @property
+    def count(self) -> int:
+        """Problems found so far, shown or not."""
+        return len(self._line_problems) + len(self._file_problems) + self._omitted
+
     def __bool__(self) -> bool:
         return bool(self._line_problems or self._file_problems or self._omitted)
 

@@ -13,6 +13,7 @@ Python-level loops only format problems (at most a few dozen) or handle rare lay
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import re
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import Problem, ProblemList, ValidationError, at
+from .errors import MAX_PROBLEMS, Problem, ProblemList, ValidationError, at
 
 BOM = b"\xef\xbb\xbf"
 LABELS = ("true", "false")
@@ -34,6 +35,8 @@ _CELL_PADDING = " \t\r\x0b\x0c\""
 _SPLIT_PREFIX = r"^[A-Za-z][A-Za-z0-9]{0,15}-"
 _IMAGE_EXTENSION = r"\.[A-Za-z]{2,5}$"  # '.png' (or any other image extension) after an image name
 _MISSING_SHOWN = 10
+_UTF8_CHUNK = 1 << 20
+_FIELD_CHUNK = 1 << 22  # bytes a field-counting step looks at: bounds its temporary arrays
 _NOT_SPACE = np.ones(256, dtype=bool)
 _NOT_SPACE[list(b" \t\r\n\x0b\x0c")] = False  # what bytes.strip() removes
 
@@ -59,8 +62,32 @@ def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def read_text(data: bytes, max_bytes: int | None = None) -> bytes:
-    """The checks every uploaded text file passes first; returns the bytes without a byte-order mark."""
+def _check_utf8(data: bytes) -> None:
+    """Raise on the first invalid UTF-8 byte without building the file's text (one str of a 50 MB file
+    would cost 50 to 200 MB): ASCII files pass in one C scan, others are decoded a chunk at a time."""
+    if data.isascii():
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for offset in range(0, len(data), _UTF8_CHUNK):
+        chunk = view[offset : offset + _UTF8_CHUNK]
+        try:
+            decoder.decode(chunk, final=offset + len(chunk) >= len(data))
+        except UnicodeDecodeError as exc:
+            # exc.object is what the decoder held back from the previous chunk (a character's first
+            # bytes), then this chunk.
+            bad = offset + exc.start - (len(exc.object) - len(chunk))
+            raise ValidationError(
+                at(_line_at(data, bad), f"not valid UTF-8 (byte 0x{data[bad]:02x}); save the file as UTF-8")
+            ) from None
+
+
+def read_text(data: bytes, max_bytes: int | None = None, max_lines: int | None = None) -> bytes:
+    """The checks every uploaded text file passes first; returns the bytes without a byte-order mark.
+
+    Each is one C-level scan that allocates nothing in proportion to the file, so a hostile file is
+    refused for the price of reading it. ``max_lines``: more physical lines than this cannot be valid.
+    """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ValidationError(f"expected the file's bytes, got {type(data).__name__}")
     data = bytes(data)
@@ -74,15 +101,65 @@ def read_text(data: bytes, max_bytes: int | None = None) -> bytes:
             at(_line_at(data, nul),
                "binary content (NUL byte); upload a plain UTF-8 text file, not a spreadsheet or archive")
         )
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationError(
-            at(_line_at(data, exc.start), f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
-        ) from None
+    if max_lines is not None:
+        lines = data.count(b"\n") + (not data.endswith(b"\n"))
+        if lines > max_lines:
+            raise ValidationError(at(
+                max_lines + 1,
+                f"too many lines: the file has {lines:,}, and a valid file for this split has at most "
+                f"{max_lines:,} (one line per prediction, a header, and as many blank lines)",
+            ))
+    _check_utf8(data)
     if not data.strip():
         raise ValidationError("file is empty")
     return data
+
+
+def max_lines_for(rows: int) -> int:
+    """Physical lines a prediction file for ``rows`` expected rows may have: the rows, a header, and
+    room for blank lines; anything longer is refused before its lines are looked at."""
+    return 2 * rows + 1000
+
+
+def max_line_bytes(n_fields: int) -> int:
+    """The longest line a file of ``n_fields`` columns may have: generous for spaces, quotes and
+    long float spellings, and small enough that the cells of all lines stay a few MB."""
+    return 256 + 128 * n_fields
+
+
+def _count_per_line(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """For each line [start, end) of a file's consecutive lines (``starts``/``ends`` of every line), how
+    many of its bytes ``table`` marks; temporary arrays stay
+    within _FIELD_CHUNK bytes whatever the file's size or shape."""
+    counts = np.zeros(starts.size, dtype=np.int64)
+    i = 0
+    while i < starts.size:
+        # Lines from i whose bytes fit in one chunk (at least one line).
+        j = max(int(np.searchsorted(ends, starts[i] + _FIELD_CHUNK, side="right")), i + 1)
+        lo, hi = int(starts[i]), int(ends[j - 1])
+        if hi > lo:
+            marked = table[arr[lo:hi]].view(np.uint8)
+            spans = starts[i:j] - lo
+            nonempty = ends[i:j] > starts[i:j]
+            sums = np.add.reduceat(marked, np.minimum(spans, marked.size - 1), dtype=np.int64)
+            counts[i:j] = np.where(nonempty, sums, 0)
+        i = j
+    return counts
+
+
+def _positions(arr: np.ndarray, byte: int) -> np.ndarray:
+    """Offsets of ``byte`` in ``arr``, found a chunk at a time (no temporary array the size of the file)."""
+    found = [np.flatnonzero(arr[start : start + _FIELD_CHUNK] == byte) + start
+             for start in range(0, arr.size, _FIELD_CHUNK)]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+_IS_COMMA = np.zeros(256, dtype=bool)
+_IS_COMMA[0x2C] = True
+
+
+def _fields_per_line(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    return _count_per_line(arr, starts, ends, _IS_COMMA) + 1
 
 
 @dataclass
@@ -96,26 +173,35 @@ class _Layout:
     content: np.ndarray  # 0-based indices of the non-blank lines
 
     @classmethod
-    def scan(cls, data: bytes) -> _Layout:
+    def scan(cls, data: bytes, max_fields: int | None = None) -> _Layout:
+        """The lines of ``data``; with ``max_fields``, the first line longer than a valid line of that
+        many columns can be is refused, naming it, before any cell is read."""
         arr = np.frombuffer(data, dtype=np.uint8)
-        newlines = np.flatnonzero(arr == 0x0A)
+        newlines = _positions(arr, 0x0A)  # bounded: read_text has checked the line count
         starts = np.concatenate(([0], newlines + 1))
         ends = np.concatenate((newlines, [len(data)]))
         if starts[-1] == len(data):  # a final newline does not open another line
             starts, ends = starts[:-1], ends[:-1]
-        commas = np.flatnonzero(arr == 0x2C)
-        # Commas before the end of each line, differenced: the commas on each line.
-        fields = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
+        if max_fields is not None:
+            limit = max_line_bytes(max_fields)
+            long_lines = np.flatnonzero(ends - starts > limit)
+            if long_lines.size:
+                first = int(long_lines[0])
+                raise ValidationError(at(
+                    first + 1,
+                    f"line of {int(ends[first] - starts[first]):,} bytes: a line of this file has at most "
+                    f"{max_fields} columns and {limit:,} bytes ({show(data[starts[first] : starts[first] + 40].decode('utf-8', 'replace'))})",
+                ))
+        fields = _fields_per_line(arr, starts, ends)
         has_content = np.ones(len(starts), dtype=bool)
         # Only comma-free lines can be blank: usually a handful (checked one by one), but a file
-        # of many must not cost a Python loop, so then count non-space bytes with a cumulative sum.
+        # of many must not cost a Python loop, so then look for a non-space byte a chunk at a time.
         candidates = np.flatnonzero(fields == 1)
         if candidates.size <= 64:
             for i in candidates.tolist():
                 has_content[i] = bool(data[starts[i] : ends[i]].strip())
         else:
-            seen = np.concatenate(([0], np.cumsum(_NOT_SPACE[arr], dtype=np.int64)))
-            has_content[candidates] = seen[ends[candidates]] > seen[starts[candidates]]
+            has_content[candidates] = _count_per_line(arr, starts, ends, _NOT_SPACE)[candidates] > 0
         return cls(data, starts, ends, fields, np.flatnonzero(has_content))
 
     def text(self, i: int) -> str:
@@ -269,9 +355,11 @@ def _looks_like_header(cells: list[str]) -> bool:
     return len(cells) == 2 and cells[1].lower() not in LABELS and not any(ch.isdigit() for ch in cells[0])
 
 
-def _two_column_rows(data: bytes, max_bytes: int | None, problems: ProblemList) -> tuple[_Layout, np.ndarray]:
+def _two_column_rows(
+    data: bytes, max_bytes: int | None, problems: ProblemList, expected_rows: int
+) -> tuple[_Layout, np.ndarray]:
     """The layout of an 'identifier,prediction' file and its rows with exactly two fields (header skipped)."""
-    layout = _Layout.scan(read_text(data, max_bytes))
+    layout = _Layout.scan(read_text(data, max_bytes, max_lines_for(expected_rows)), max_fields=2)
     rows = layout.content
     if _looks_like_header(layout.cells(int(rows[0]))):
         rows = rows[1:]
@@ -282,10 +370,10 @@ def _two_column_rows(data: bytes, max_bytes: int | None, problems: ProblemList) 
 
 
 def _two_columns(
-    data: bytes, max_bytes: int | None, problems: ProblemList
+    data: bytes, max_bytes: int | None, problems: ProblemList, expected_rows: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(names, words, physical lines) of an 'identifier,prediction' file with an optional header."""
-    layout, rows = _two_column_rows(data, max_bytes, problems)
+    layout, rows = _two_column_rows(data, max_bytes, problems, expected_rows)
     frame = layout.read(rows, 2)
     return frame[0].to_numpy(dtype=object), frame[1].to_numpy(dtype=object), rows + 1
 
@@ -307,7 +395,7 @@ class _Column:
     def pair(cls, layout: _Layout, rows: np.ndarray) -> tuple[_Column, _Column]:
         """(first, second) column of rows that hold exactly one comma; the second without a final '\r'."""
         arr = np.frombuffer(layout.data, dtype=np.uint8)
-        commas = np.flatnonzero(arr == 0x2C)
+        commas = _positions(arr, 0x2C)
         starts, ends = layout.starts[rows], layout.ends[rows]
         comma = commas[np.searchsorted(commas, starts)]
         ends = ends - (arr[np.maximum(ends - 1, 0)] == 0x0D)  # CRLF: the '\r' is padding either way
@@ -354,7 +442,7 @@ def parse_binary(data: bytes, gold, *, max_bytes: int | None = None, split_prefi
     ``split_prefix``: also accept identifiers with a split prefix (NLVR 'dev-1572-0' for '1572-0').
     """
     problems = ProblemList()
-    layout, rows = _two_column_rows(data, max_bytes, problems)
+    layout, rows = _two_column_rows(data, max_bytes, problems, gold.n)
     lines = rows + 1
     ids, words = _Column.pair(layout, rows)
     # Fast path in bytes: labels spelled exactly, identifiers exactly as in the gold file. Whatever it
@@ -391,7 +479,7 @@ def parse_images(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarr
     and k in 0..5.
     """
     problems = ProblemList()
-    names, words, lines = _two_columns(data, max_bytes, problems)
+    names, words, lines = _two_columns(data, max_bytes, problems, gold.n * gold.n_images)
     is_true = _check_labels(words, names, lines, problems)
     n_images = gold.n_images
     well_named = np.ones(names.size, dtype=bool)  # for hints: 'n-m-k' with k in range
@@ -425,8 +513,8 @@ def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
     Columns of the result: argmax over answer_0..3, then for a = 0..3 the argmax over
     rationale_conditioned_on_a{a}_0..3 (all four kept, so a corrected gold answer can be rescored).
     """
-    data = read_text(data, max_bytes)
-    layout = _Layout.scan(data)
+    data = read_text(data, max_bytes, max_lines_for(gold.n))
+    layout = _Layout.scan(data, max_fields=len(VCR_COLUMNS))
     problems = ProblemList()
     header_row = int(layout.content[0])
     header = [name.lower() for name in layout.cells(header_row)]
@@ -447,9 +535,9 @@ def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
     frame = layout.read(rows, n_fields, dtype=dtypes)
     scores = None if frame is None else frame[score_columns].to_numpy(dtype=np.float64)
     if scores is None or not np.isfinite(scores).all():
-        frame = layout.read(rows, n_fields)
-        scores = _vcr_scores_with_problems(frame, id_column, score_columns, lines, problems)
-    ids = frame[id_column].to_numpy(dtype=object)
+        ids, scores = _vcr_cells_with_problems(layout, rows, n_fields, id_column, score_columns, problems)
+    else:
+        ids = frame[id_column].to_numpy(dtype=object)
     positions = _lookup(gold.id_index, ids, lambda rows: gold.id_index.get_indexer(_strip_all(ids[rows])))
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
@@ -480,6 +568,29 @@ def _check_vcr_header(header: list[str], line: int) -> None:
         problems.append(at(line, f"unexpected columns: {', '.join(show(n) for n in extra)}"))
     if problems:
         raise ValidationError(problems)
+
+
+_VCR_CHUNK = 4096  # rows read as strings at a time on the slow path: bounds its Python objects
+
+
+def _vcr_cells_with_problems(
+    layout: _Layout, rows: np.ndarray, n_fields: int, id_column: int, score_columns: list[int],
+    problems: ProblemList,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, scores) from string cells, a chunk of rows at a time; once a chunk has brought the problems
+    past what is shown, the rest of the file is not read (a file of junk costs no more than its first
+    chunks), and the answer says where checking stopped."""
+    ids, scores = [], []
+    for start in range(0, rows.size, _VCR_CHUNK):
+        chunk = rows[start : start + _VCR_CHUNK]
+        frame = layout.read(chunk, n_fields)
+        ids.append(frame[id_column].to_numpy(dtype=object))
+        scores.append(_vcr_scores_with_problems(frame, id_column, score_columns, chunk + 1, problems))
+        if problems.count > MAX_PROBLEMS and start + _VCR_CHUNK < rows.size:
+            problems.add(Problem(None, f"checking stopped after line {int(chunk[-1]) + 1}: fix the problems "
+                                       "above first"))
+            problems.raise_if_any()
+    return np.concatenate(ids), np.concatenate(scores)
 
 
 def _vcr_scores_with_problems(

@@ -49,6 +49,15 @@ class TaskType:
     tie_break_metric: str | None
     subset_metrics: tuple[str, ...]
 
+    # How a prediction file of this task is written, for the "How to submit" section of a benchmark.
+    file_format: str
+    example: tuple[str, str, str]  # three lines of a valid file
+
+    def sample(self, gold: GoldSet) -> bytes:
+        """A valid prediction file for ``gold``: every identifier (an input, never a label) with one
+        constant prediction, to check the format end to end."""
+        raise NotImplementedError
+
     def read_gold(self, data: bytes) -> GoldSet:
         raise NotImplementedError
 
@@ -123,8 +132,15 @@ class BinaryTask(TaskType):
     tie_break_metric = "consistency"
     subset_metrics = ("accuracy",)
 
+    file_format = ("CSV, one line per example: identifier,prediction with prediction true or false (any "
+                   "case); an optional header line")
+
     def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
         return (gold_n,)
+
+    def sample(self, gold: GoldSet) -> bytes:
+        keys = gold.image_index if gold.n_images > 1 else gold.id_index
+        return "".join(f"{key},true\n" for key in keys.tolist()).encode()
 
     def _score_columns(self, gold, stacked, subsets):
         k = stacked.shape[0]
@@ -157,6 +173,7 @@ class BinaryTask(TaskType):
 class NLVR2(BinaryTask):
     name = "nlvr2"
     label = "NLVR2"
+    example = ("identifier,prediction", "test1-0-0-0,True", "test1-0-1-0,false")
 
     def read_gold(self, data: bytes) -> GoldSet:
         return gold_files.read_nlvr2(data, self.name)
@@ -172,6 +189,7 @@ class NLVR2(BinaryTask):
 class NLVRStructured(BinaryTask):
     name = "nlvr-structured"
     label = "NLVR (structured representations)"
+    example = ("identifier,prediction", "1572-0,false", "1572-1,true")
 
     def read_gold(self, data: bytes) -> GoldSet:
         return gold_files.read_nlvr(data, self.name)
@@ -190,6 +208,9 @@ class NLVRImages(BinaryTask):
     name = "nlvr-images"
     label = "NLVR (images)"
     n_images = prediction_files.IMAGES_PER_NLVR_EXAMPLE
+    file_format = ("CSV, one line per image: image,prediction, the image named n-m-k (k = 0-5, with or without "
+                   "the split prefix and .png) and prediction true or false; an optional header line")
+    example = ("image,prediction", "dev-1572-0-0.png,true", "dev-1572-0-1.png,false")
 
     def read_gold(self, data: bytes) -> GoldSet:
         return gold_files.read_nlvr(data, self.name, n_images=self.n_images)
@@ -207,6 +228,19 @@ class VCR(TaskType):
 
     name = "vcr"
     label = "VCR"
+    file_format = ("CSV with a header naming annot_id, answer_0..answer_3 and rationale_conditioned_on_a0_0.."
+                   "rationale_conditioned_on_a3_3 (21 columns, any order); one line per question with a score "
+                   "per choice (the highest wins)")
+    example = (
+        ",".join(prediction_files.VCR_COLUMNS),
+        "val-0," + ",".join(["0.7", "0.1", "0.1", "0.1"] + ["0.25"] * 16),
+        "val-1," + ",".join(["0.1", "0.6", "0.2", "0.1"] + ["0.25"] * 16),
+    )
+
+    def sample(self, gold: GoldSet) -> bytes:
+        scores = ",".join(["1"] + ["0"] * (len(prediction_files.VCR_SCORE_COLUMNS) - 1))
+        header = ",".join(prediction_files.VCR_COLUMNS)
+        return (header + "\n" + "".join(f"{key},{scores}\n" for key in gold.ids.tolist())).encode()
     metrics = ("q_a", "qa_r", "q_ar")
     primary_metric = "q_ar"
     tie_break_metric = None

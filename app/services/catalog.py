@@ -28,13 +28,22 @@ def list_benchmarks() -> list[Benchmark]:
     return list(db.session.scalars(select(Benchmark).order_by(Benchmark.name)))
 
 
+def _valid(what: str, slugs: list[str]) -> str:
+    return f"; the {what} are: {', '.join(slugs)}" if slugs else f"; there are no {what} yet"
+
+
+def unknown_benchmark(slug: object) -> NotFound:
+    slugs = list(db.session.scalars(select(Benchmark.slug).order_by(Benchmark.slug)))
+    return NotFound(f"unknown benchmark {str(slug)[:80]!r}" + _valid("benchmarks", slugs))
+
+
 def get_benchmark(slug: str) -> Benchmark:
     # No row has a slug outside the pattern; not asking spares PostgreSQL text it refuses (NUL bytes).
     if not isinstance(slug, str) or not SLUG.match(slug):
-        raise NotFound(f"unknown benchmark {str(slug)[:80]!r}")
+        raise unknown_benchmark(slug)
     benchmark = db.session.scalar(select(Benchmark).where(Benchmark.slug == slug))
     if benchmark is None:
-        raise NotFound(f"unknown benchmark {slug!r}")
+        raise unknown_benchmark(slug)
     return benchmark
 
 
@@ -49,8 +58,13 @@ def get_split(benchmark_slug: str, split_slug: str, with_subsets: bool = False) 
         split = db.session.scalars(query).unique().one_or_none()
         if split is not None:
             return split
-    get_benchmark(benchmark_slug)  # names an unknown benchmark rather than the split
-    raise NotFound(f"unknown split {str(split_slug)[:80]!r} of benchmark {benchmark_slug!r}")
+    benchmark = get_benchmark(benchmark_slug)  # names an unknown benchmark rather than the split
+    raise unknown_split(benchmark_slug, split_slug, [split.slug for split in benchmark.splits])
+
+
+def unknown_split(benchmark_slug: str, split_slug: object, slugs: list[str]) -> NotFound:
+    return NotFound(f"unknown split {str(split_slug)[:80]!r} of benchmark {benchmark_slug!r}"
+                    + _valid(f"splits of {benchmark_slug!r}", slugs))
 
 
 def list_splits() -> list[Split]:
@@ -77,6 +91,23 @@ def add_benchmark(
     db.session.add(benchmark)
     db.session.commit()
     return benchmark
+
+
+# A blind test starts safe: exact scores, unlimited, would let a team read labels off its scores.
+HIDDEN_SPLIT_POLICY = {"feedback": "ladder", "per_day": 5, "per_month": 20}
+
+
+def risks(split: Split) -> list[str]:
+    """Why a hidden split's policy lets a team learn its labels, in words; empty when it does not (or the
+    split is public or revealed)."""
+    if not split.hidden or split.revealed_at is not None:
+        return []
+    found = []
+    if split.feedback == "full":
+        found.append("full feedback: exact scores let a team read labels off them one prediction at a time")
+    if split.per_day is None:
+        found.append("no daily quota: a team may submit as often as it likes")
+    return found
 
 
 def add_split(
@@ -123,7 +154,7 @@ def add_split(
             gold_sha256=digest,
             example_count=gold.n,
             subset_field=subset_field,
-            feedback="full",
+            **(HIDDEN_SPLIT_POLICY if hidden else {"feedback": "full"}),
         )
         db.session.add(split)
         for subset_name, indices in subsets.items():
@@ -265,3 +296,9 @@ def reveal_split(benchmark_slug: str, split_slug: str) -> Split:
 def open_splits() -> list[Split]:
     """Splits that accept submissions, for the upload form."""
     return [split for split in list_splits() if split.is_open]
+
+
+def sample_file(benchmark_slug: str, split_slug: str) -> tuple[str, bytes]:
+    """(file name, a valid prediction file for the split: its identifiers with a constant prediction)."""
+    split = get_split(benchmark_slug, split_slug)
+    return f"{split.benchmark.slug}-{split.slug}-sample.csv", get_task(split.benchmark.task_type).sample(gold_for(split))

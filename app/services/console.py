@@ -184,6 +184,10 @@ class SplitRow:
     published: int
     hidden_entries: int
 
+    @property
+    def risks(self) -> list[str]:
+        return catalog.risks(self.split)
+
 
 def overview() -> list[tuple[Benchmark, list[SplitRow]]]:
     """Every benchmark with its splits, policies and entry counts."""
@@ -214,6 +218,10 @@ def overview() -> list[tuple[Benchmark, list[SplitRow]]]:
 class SplitView:
     split: Split
     entries: list[Submission]  # published, shown or hidden, newest first, with their teams
+
+    @property
+    def risks(self) -> list[str]:
+        return catalog.risks(self.split)
 
 
 def split_view(benchmark_slug: str, split_slug: str) -> SplitView:

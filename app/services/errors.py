@@ -9,10 +9,11 @@ from app.evaluation import Problem
 class ServiceError(Exception):
     status = 400
 
-    def __init__(self, message: str, problems: list[Problem] | None = None):
+    def __init__(self, message: str, problems: list[Problem] | None = None, field: str | None = None):
         super().__init__(message)
         self.message = message
         self.problems = problems or []
+        self.field = field  # the input field at fault, if one is (the form shows the message beside it)
 
     def details(self) -> list[dict]:
         return [{"line": p.line, "message": p.message} for p in self.problems]

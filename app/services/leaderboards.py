@@ -35,7 +35,7 @@ from app.evaluation import get_task, statistics
 from app.models import (
     Benchmark, ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow,
 )
-from app.services import gold_files, progress_chart
+from app.services import catalog, gold_files, progress_chart
 from app.services.errors import NotFound, ServiceError
 
 log = logging.getLogger(__name__)
@@ -634,6 +634,12 @@ class SplitInfo:
     board_version: int
     feedback: str
     revealed_at: datetime | None
+    # The submission policy, for the board's "How to submit" section.
+    per_day: int | None = None
+    per_month: int | None = None
+    total: int | None = None
+    rejected_per_day: int = 0
+    is_open: bool = True
 
 
 @dataclass(frozen=True)
@@ -653,7 +659,8 @@ class BenchmarkInfo:
 _BENCHMARK_QUERY = (
     select(Benchmark.id, Benchmark.slug, Benchmark.name, Benchmark.description, Benchmark.paper_url,
            Benchmark.task_type, Split.id, Split.slug, Split.name, Split.hidden, Split.example_count,
-           Split.board_version, Split.feedback, Split.revealed_at, Benchmark.default_split_id)
+           Split.board_version, Split.feedback, Split.revealed_at, Split.per_day, Split.per_month, Split.total,
+           Split.rejected_per_day, Split.is_open, Benchmark.default_split_id)
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .where(Benchmark.slug == bindparam("slug"))
     .order_by(Split.position, Split.id)
@@ -664,13 +671,14 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
     """The benchmark and its splits in one plain query; NotFound for an unknown slug."""
     rows = db.session.connection().execute(_BENCHMARK_QUERY, {"slug": slug}).all()
     if not rows:
-        raise NotFound(f"unknown benchmark {slug!r}")
+        raise catalog.unknown_benchmark(slug)
     first = rows[0]
     splits = tuple(
-        SplitInfo(row[6], row[7], row[8], bool(row[9]), row[10], row[11] or 0, row[12], row[13])
+        SplitInfo(row[6], row[7], row[8], bool(row[9]), row[10], row[11] or 0, row[12], row[13], *row[14:18],
+                  bool(row[18]))
         for row in rows if row[6] is not None
     )
-    return BenchmarkInfo(first[0], first[1], first[2], first[3] or "", first[4], first[5], splits, first[14])
+    return BenchmarkInfo(first[0], first[1], first[2], first[3] or "", first[4], first[5], splits, first[19])
 
 
 _views: OrderedDict[tuple, tuple[list, int]] = OrderedDict()
@@ -745,7 +753,7 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
     if split_slug:
         split = next((s for s in benchmark.splits if s.slug == split_slug), None)
         if split is None:
-            raise NotFound(f"unknown split {split_slug!r} of benchmark {benchmark_slug!r}")
+            raise catalog.unknown_split(benchmark_slug, split_slug, [s.slug for s in benchmark.splits])
     else:
         split = default_split(benchmark)
     if split is None:

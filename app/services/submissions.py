@@ -23,6 +23,18 @@ from app.services import integrity
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
 
 Scores = dict[str, dict[str, float]]
+MAX_URL = 2000  # characters of a paper or code link
+MAX_MODEL_NAME = 200
+MAX_DESCRIPTION = 5000
+# Fields in words, for messages people read on a page; the API's name follows in parentheses.
+FIELD_WORDS = {"model_name": "The model name", "description": "The description", "paper_url": "The paper URL",
+               "code_url": "The code URL"}
+
+
+def field_error(field: str, text: str) -> InvalidInput:
+    return InvalidInput(f"{FIELD_WORDS[field]} ({field}) {text}", field=field)
+
+
 URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
 
 
@@ -90,10 +102,11 @@ def store_scored(
     `submitted_at` dates an entry imported from before the server kept it)."""
     inputs = catalog.scoring_inputs(split)
     task, predictions, scores = _score_upload(inputs, data)
+    digest = uploads.sha256(data)
     moment = submitted_at or utcnow()
     submission = Submission(
         split=split, team=team, user=user, status="scored", model_name=model_name, description=description,
-        paper_url=paper_url, code_url=code_url, anonymous=anonymous, file_sha256=uploads.keep_original(data),
+        paper_url=paper_url, code_url=code_url, anonymous=anonymous, file_sha256=digest,
         file_size=len(data), predictions=task.encode(predictions), published_at=moment if publish else None,
         created_at=moment,
     )
@@ -105,8 +118,19 @@ def store_scored(
     if publish:
         split.board_version += 1
     db.session.add(submission)
-    db.session.commit()
+    _commit_keeping(uploads.keep(data, digest))
     return submission
+
+
+def _commit_keeping(kept: uploads.Pending) -> None:
+    """Commit with the original written, then move it into place; if the commit fails, remove it."""
+    try:
+        kept.wait()  # an acknowledged upload always has its original
+        db.session.commit()
+    except BaseException:
+        kept.discard()
+        raise
+    kept.finish()
 
 
 # --- quotas --------------------------------------------------------------------------------------------
@@ -185,21 +209,38 @@ def quota_status(split: Split, team: Team | int, now: datetime | None = None) ->
     )
 
 
+def _check_rejected_cap(status: QuotaStatus, now: datetime) -> None:
+    if status.rejected_today >= status.rejected_per_day:
+        observability.upload("over_quota")
+        raise QuotaExceeded(
+            f"the team has sent {status.rejected_per_day} invalid files today; fix the file and retry "
+            "tomorrow", _day_start(now) + timedelta(days=1),
+        )
+
+
 def _check_quota(status: QuotaStatus, now: datetime) -> None:
+    refusal = _over_quota(status, now)
+    if refusal is not None:
+        observability.upload("over_quota")
+        raise refusal
+
+
+def _over_quota(status: QuotaStatus, now: datetime) -> QuotaExceeded | None:
     if status.total is not None and status.used_total >= status.total:
-        raise QuotaExceeded(f"the team has used all {status.total} submissions allowed on this split", None)
+        return QuotaExceeded(f"the team has used all {status.total} submissions allowed on this split", None)
     if status.per_month is not None and status.used_month >= status.per_month:
         retry = _next_month(now)
-        raise QuotaExceeded(
+        return QuotaExceeded(
             f"the team has used its {status.per_month} submissions for this month; the next slot opens "
             f"{retry:%Y-%m-%d %H:%M} UTC", retry,
         )
     if status.per_day is not None and status.used_today >= status.per_day:
         retry = _day_start(now) + timedelta(days=1)
-        raise QuotaExceeded(
+        return QuotaExceeded(
             f"the team has used its {status.per_day} submissions for today; the next slot opens "
             f"{retry:%Y-%m-%d %H:%M} UTC", retry,
         )
+    return None
 
 
 def _split_under_team_lock(split_id: int, team_id: int) -> Split:
@@ -210,6 +251,45 @@ def _split_under_team_lock(split_id: int, team_id: int) -> Split:
     return db.session.scalars(
         select(Split).join(Team, Team.id == team_id).where(Split.id == split_id).with_for_update(of=Team)
     ).one()
+
+
+@dataclass
+class SplitChoice:
+    """An open split on the Submit page, with each of the user's teams' quota on it."""
+
+    split: Split
+    quotas: dict[int, QuotaStatus]  # team id -> counts now
+
+
+def upload_choices(user: User, now: datetime | None = None) -> list[SplitChoice]:
+    """Every open split with the quota each of the user's teams has left there, in one query."""
+    splits = catalog.open_splits()
+    teams = [team.id for team in user.teams]
+    now = now or utcnow()
+    counts: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+    if splits and teams:
+        scored, rejected = Submission.status == "scored", Submission.status == "rejected"
+        day, month = _day_start(now), _month_start(now)
+        rows = db.session.execute(
+            select(
+                Submission.split_id, Submission.team_id,
+                func.count(case((scored, 1))),
+                func.count(case((scored & (Submission.created_at >= month), 1))),
+                func.count(case((scored & (Submission.created_at >= day), 1))),
+                func.count(case((rejected & (Submission.created_at >= day), 1))),
+            )
+            .where(Submission.team_id.in_(teams), Submission.split_id.in_([split.id for split in splits]))
+            .group_by(Submission.split_id, Submission.team_id)
+        )
+        counts = {(row[0], row[1]): tuple(row[2:]) for row in rows}
+
+    def status(split: Split, team: int) -> QuotaStatus:
+        total, month, today, rejected = counts.get((split.id, team), (0, 0, 0, 0))
+        return QuotaStatus(per_day=split.per_day, per_month=split.per_month, total=split.total,
+                           used_today=today, used_month=month, used_total=total, rejected_today=rejected,
+                           rejected_per_day=split.rejected_per_day)
+
+    return [SplitChoice(split, {team: status(split, team) for team in teams}) for split in splits]
 
 
 # --- submitting ----------------------------------------------------------------------------------------
@@ -244,24 +324,29 @@ def _clean_url(field: str, value: str | None) -> str | None:
     value = (value or "").strip()
     if not value:
         return None
-    if len(value) > 500 or not URL.match(value) or "\x00" in value:
-        raise InvalidInput(f"{field} must be an http:// or https:// address of at most 500 characters")
+    if len(value) > MAX_URL or not URL.match(value) or "\x00" in value:
+        raise field_error(field, f"must be an http:// or https:// address of at most {MAX_URL:,} characters")
     return value
+
+
+def _clean_description(value: str | None) -> str:
+    description = (value or "").strip()
+    if len(description) > MAX_DESCRIPTION:
+        raise field_error("description", f"must have at most {MAX_DESCRIPTION:,} characters")
+    if "\x00" in description:  # PostgreSQL text cannot hold one; no description needs one
+        raise field_error("description", "must not contain NUL bytes")
+    return description
 
 
 def _clean_upload(upload: Upload) -> Upload:
     name = (upload.model_name or "").strip()
     if not name:
-        raise InvalidInput("model_name is required: name the model these predictions come from")
-    if len(name) > 200:
-        raise InvalidInput("model_name must have at most 200 characters")
-    description = (upload.description or "").strip()
-    if len(description) > 5000:
-        raise InvalidInput("description must have at most 5,000 characters")
-    # Text columns cannot hold NUL bytes on PostgreSQL; no name or description needs one.
-    for field, value in (("model_name", name), ("description", description)):
-        if "\x00" in value:
-            raise InvalidInput(f"{field} must not contain NUL bytes")
+        raise field_error("model_name", "is required: name the model these predictions come from")
+    if len(name) > MAX_MODEL_NAME:
+        raise field_error("model_name", f"must have at most {MAX_MODEL_NAME} characters")
+    if "\x00" in name:
+        raise field_error("model_name", "must not contain NUL bytes")
+    description = _clean_description(upload.description)
     return Upload(
         data=upload.data, model_name=name, description=description,
         paper_url=_clean_url("paper_url", upload.paper_url), code_url=_clean_url("code_url", upload.code_url),
@@ -302,6 +387,12 @@ def submit(
     inputs = catalog.scoring_inputs(split)
     split_id, team_id, user_id = split.id, team.id, user.id
     benchmark_slug, team_name = split.benchmark.slug, team.name
+    # Cheap refusals first: a team over its quota or its rejected-file cap pays for sending the body and
+    # nothing more (a count, no row lock; checked again under the lock before the insert).
+    moment = now or utcnow()
+    early = quota_status(split, team_id, moment)
+    _check_rejected_cap(early, moment)
+    _check_quota(early, moment)
     # Parse and score outside the write lock: it is the slow part and touches no shared state, and on
     # SQLite a write request's transaction holds the database's write lock.
     release_write_lock()
@@ -313,9 +404,23 @@ def submit(
         task = predictions = scores = None
         problems = exc
     digest = uploads.sha256(upload.data)
-    # A scored upload keeps its original; written beside the transaction, waited for before the commit.
-    kept = uploads.start_keeping(upload.data, digest) if problems is None else None
+    # A scored upload keeps its original: written beside the transaction under a temporary name, waited
+    # for before the commit, moved into place after it, removed if nothing is stored.
+    kept = uploads.keep(upload.data, digest) if problems is None else None
+    try:
+        result = _store_attempt(split_id, team_id, user_id, benchmark_slug, team_name, upload, digest, inputs,
+                                task, predictions, scores, problems, kept, now)
+    except BaseException:
+        if kept is not None:
+            kept.discard()
+        raise
+    kept.finish()
+    return result
 
+
+def _store_attempt(split_id, team_id, user_id, benchmark_slug, team_name, upload, digest, inputs, task,
+                   predictions, scores, problems, kept, now) -> SubmitResult:
+    """The write transaction of ``submit``: quotas under the lock, then the rejected or scored row."""
     with write_transaction(continue_open=True):
         split = _split_under_team_lock(split_id, team_id)
         now = now or utcnow()
@@ -326,23 +431,14 @@ def submit(
             anonymous=upload.anonymous, file_sha256=digest, file_size=len(upload.data), created_at=now,
         )
         if problems is not None:
-            if status.rejected_today >= status.rejected_per_day:
-                observability.upload("over_quota")
-                raise QuotaExceeded(
-                    f"the team has sent {status.rejected_per_day} invalid files today; fix the file and retry "
-                    "tomorrow", _day_start(now) + timedelta(days=1),
-                )
+            _check_rejected_cap(status, now)
             submission.status = "rejected"
             submission.errors = json.dumps(problems.details())
             db.session.add(submission)
             db.session.commit()
             observability.upload("rejected")
             raise problems
-        try:
-            _check_quota(status, now)
-        except QuotaExceeded:
-            observability.upload("over_quota")
-            raise
+        _check_quota(status, now)
         submission.status = "scored"
         submission.predictions = task.encode(predictions)
         # Inside the write transaction: the Ladder's state and the probe check see every earlier submission.
@@ -363,7 +459,7 @@ def submit(
             replace(status, used_today=status.used_today + 1, used_month=status.used_month + 1,
                     used_total=status.used_total + 1),
         )
-        kept.result()  # an acknowledged submission has its original on disk
+        kept.wait()  # an acknowledged submission has its original on disk
         db.session.commit()
     observability.upload("scored")
     return result
@@ -457,18 +553,19 @@ def publish(user: User, submission_id: int, description: str | None = None, pape
     submission = _own(user, submission_id)
     if submission.status != "scored":
         raise Conflict("only scored submissions can be published")
-    if description is not None and description.strip():
-        if len(description.strip()) > 5000:
-            raise InvalidInput("description must have at most 5,000 characters")
-        if "\x00" in description:
-            raise InvalidInput("description must not contain NUL bytes")
-        submission.description = description.strip()
+    # Every field is checked before any is changed: a refused publish leaves the submission as it was.
+    description = _clean_description(description) if description and description.strip() else None
+    paper_url = _clean_url("paper_url", paper_url) if paper_url else None
+    code_url = _clean_url("code_url", code_url) if code_url else None
+    if not (description or paper_url or submission.description or submission.paper_url):
+        raise InvalidInput("Publishing needs a description or a paper URL (description or paper_url)",
+                           field="description")
+    if description:
+        submission.description = description
     if paper_url:
-        submission.paper_url = _clean_url("paper_url", paper_url)
+        submission.paper_url = paper_url
     if code_url:
-        submission.code_url = _clean_url("code_url", code_url)
-    if not (submission.description or submission.paper_url):
-        raise InvalidInput("publishing needs a description or a paper_url")
+        submission.code_url = code_url
     if submission.published_at is None:
         _refuse_duplicate(submission)
         submission.published_at = utcnow()

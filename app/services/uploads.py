@@ -1,14 +1,25 @@
-"""Original upload files, kept gzip-compressed and named by their sha256 (content-addressed, so idempotent)."""
+"""Original upload files, kept gzip-compressed and named by their sha256 (content-addressed, so idempotent).
+
+An original is kept only for a submission that is stored: it is written under a temporary name beside
+the transaction and moved into place only once the row is committed (``Pending``), removed otherwise.
+``check`` finds what a killed worker can still leave behind: files without a row, rows without a file.
+"""
 from __future__ import annotations
 
 import gzip
 import hashlib
 import os
-import tempfile
+import secrets
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from flask import current_app
+
+TEMP_SUFFIX = ".tmp"
+# A temporary file younger than this may belong to an upload in flight (workers time out after 60 s).
+IN_FLIGHT_SECONDS = 600
 
 
 def uploads_dir() -> Path:
@@ -19,17 +30,45 @@ def path_for(digest: str) -> Path:
     return uploads_dir() / digest[:2] / f"{digest}.gz"
 
 
-def keep_original(data: bytes) -> str:
-    """Write the upload (if not already there) and return its sha256."""
-    digest = sha256(data)
-    _write(path_for(digest), data)
-    return digest
+def _temp_for(target: Path) -> Path:
+    # The full digest in the name: `check` can tell which row a leftover belongs to.
+    return target.parent / f".{target.name[:-3]}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
 
 
-def start_keeping(data: bytes, digest: str) -> Future:
-    """Write the upload (as keep_original) in a background thread; ``result()`` waits for it and re-raises
-    its error. Compressing and writing release the GIL, so this overlaps the upload's database work."""
-    return _writer().submit(_write, path_for(digest), data)
+class Pending:
+    """An original being written under a temporary name: ``wait`` before the commit (re-raises a write
+    error), ``finish`` after it (moves it into place), ``discard`` when nothing was stored."""
+
+    def __init__(self, data: bytes, digest: str, background: bool = True):
+        self.target = path_for(digest)
+        self.temp = _temp_for(self.target)
+        self._future: Future | None = _writer().submit(_write, self.temp, data) if background else None
+        if not background:
+            _write(self.temp, data)
+
+    def wait(self) -> None:
+        if self._future is not None:
+            self._future.result()
+
+    def finish(self) -> None:
+        self.wait()
+        if self.target.exists():  # the same content is already kept for another submission
+            self.temp.unlink(missing_ok=True)
+        else:
+            os.replace(self.temp, self.target)
+
+    def discard(self) -> None:
+        try:
+            self.wait()
+        except Exception:  # a failed write leaves nothing to keep either way
+            pass
+        self.temp.unlink(missing_ok=True)
+
+
+def keep(data: bytes, digest: str) -> Pending:
+    """Start writing the upload in a background thread; compressing and writing release the GIL, so this
+    overlaps the upload's database work."""
+    return Pending(data, digest)
 
 
 _pool: ThreadPoolExecutor | None = None
@@ -43,20 +82,14 @@ def _writer() -> ThreadPoolExecutor:
     return _pool
 
 
-def _write(target: Path, data: bytes) -> None:
-    if target.exists():
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # A unique temporary name: two threads or processes may store the same file at the same moment.
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:12]}-", suffix=".tmp")
+def _write(temp: Path, data: bytes) -> None:
+    temp.parent.mkdir(parents=True, exist_ok=True)
     try:
         # Level 1: a prediction CSV shrinks ~4.4x instead of ~6x, in a third of the time (inside the upload).
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
+        with open(temp, "xb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
             fh.write(data)
-        os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        temp.unlink(missing_ok=True)
         raise
 
 
@@ -67,3 +100,90 @@ def read_original(digest: str) -> bytes:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# --- consistency of the folder with the database --------------------------------------------------------
+
+
+@dataclass
+class FolderCheck:
+    files_without_row: list[Path] = field(default_factory=list)  # kept originals no stored submission names
+    leftovers: list[Path] = field(default_factory=list)  # temporary files of uploads that did not finish
+    restorable: list[Path] = field(default_factory=list)  # complete temporary files of a committed row
+    in_flight: list[Path] = field(default_factory=list)  # temporary files too young to judge
+    rows_without_file: list[str] = field(default_factory=list)  # digests of stored submissions
+
+    @property
+    def clean(self) -> bool:
+        return not (self.files_without_row or self.leftovers or self.restorable or self.rows_without_file)
+
+
+def _digest_of_temp(path: Path) -> str:
+    return path.name[1:].split(".", 1)[0]
+
+
+def _holds(path: Path, digest: str) -> bool:
+    """Whether a gzip file decompresses, whole, to content with this sha256."""
+    hasher = hashlib.sha256()
+    try:
+        with gzip.open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                hasher.update(block)
+    except (OSError, EOFError):
+        return False
+    return hasher.hexdigest() == digest
+
+
+def check(stored: set[str], min_age: float = IN_FLIGHT_SECONDS) -> FolderCheck:
+    """Compare the folder with ``stored``, the digests the database's stored submissions name."""
+    result = FolderCheck()
+    folder = uploads_dir()
+    present: set[str] = set()
+    now = time.time()
+    temps = []
+    for path in sorted(folder.glob("*/*")) if folder.exists() else []:
+        if path.name.endswith(TEMP_SUFFIX):
+            temps.append(path)
+        elif path.name.endswith(".gz"):
+            digest = path.name[:-3]
+            present.add(digest)
+            if digest not in stored:
+                result.files_without_row.append(path)
+    for path in temps:
+        digest = _digest_of_temp(path)
+        try:
+            young = now - path.stat().st_mtime < min_age
+        except FileNotFoundError:  # finished meanwhile
+            continue
+        if young:
+            result.in_flight.append(path)
+        elif digest in stored and digest not in present and _holds(path, digest):
+            result.restorable.append(path)  # a worker killed between its commit and the move
+        else:
+            result.leftovers.append(path)
+    restorable = {_digest_of_temp(path) for path in result.restorable}
+    result.rows_without_file = sorted(stored - present - restorable)
+    return result
+
+
+def repair(found: FolderCheck) -> None:
+    """Move restorable files into place and remove files without a row and leftovers."""
+    for path in found.restorable:
+        os.replace(path, path.parent / f"{_digest_of_temp(path)}.gz")
+    for path in found.files_without_row + found.leftovers:
+        path.unlink(missing_ok=True)
+
+
+def check_folder(delete: bool = False, min_age: float = IN_FLIGHT_SECONDS) -> FolderCheck:
+    """``check`` against the database (every scored submission keeps its original); with ``delete``,
+    ``repair`` what it found. Changes only files, never rows."""
+    from sqlalchemy import select
+
+    from app.db import db
+    from app.models import Submission
+
+    stored = set(db.session.scalars(select(Submission.file_sha256).where(Submission.status == "scored")))
+    found = check(stored, min_age)
+    if delete:
+        repair(found)
+    return found

@@ -9,7 +9,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from app.db import db
-from app.security import login_manager
+from app.security import login_manager, too_many_parts
 from app.services.errors import QuotaExceeded, ServiceError, Throttled
 from app.services.submissions import retry_after_seconds
 
@@ -34,8 +34,8 @@ PAGES = (403, 404, 413, 429, 500)
 def _wants_json() -> bool:
     """The API always answers JSON; elsewhere JSON goes to clients that prefer it to HTML (scripts, the
     upload page's XMLHttpRequest), and browsers (or no Accept header at all) get a page."""
-    if request.path.startswith("/api/"):
-        return True
+    if request.path.startswith("/api/") or request.headers.get("X-Requested-With") == "fetch":
+        return True  # the API, and the upload page's script, which shows the message in the form
     accept = request.accept_mimetypes
     return accept["application/json"] > accept["text/html"]
 
@@ -85,6 +85,9 @@ def register(app: Flask) -> None:
         if isinstance(exc, CSRFError):
             message = CSRF_MESSAGE
         if status == 413:
+            if request.content_length is not None and request.content_length <= app.config["MAX_CONTENT_LENGTH"]:
+                # Werkzeug's part limit, not the body's size: say so, naming the form (422).
+                return service_error(too_many_parts())
             message = f"The upload is larger than this server accepts ({app.config['MAX_UPLOAD_MB']} MB)."
         headers = {}
         if status == 405 and getattr(exc, "valid_methods", None):

@@ -50,15 +50,15 @@ class UploadForm(FlaskForm):
     file = FileField("Prediction file", validators=[FileRequired("Choose a prediction file.")])
     model_name = StringField("Model name", validators=[DataRequired(), Length(max=200)])
     description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
-    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
-    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
+    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=2000)])
+    code_url = StringField("Code URL", validators=[Optional(), Length(max=2000)])
     anonymous = BooleanField("Show the entry anonymously (without the team name)")
 
 
 class PublishForm(FlaskForm):
     description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
-    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=500)])
-    code_url = StringField("Code URL", validators=[Optional(), Length(max=500)])
+    paper_url = StringField("Paper URL", validators=[Optional(), Length(max=2000)])
+    code_url = StringField("Code URL", validators=[Optional(), Length(max=2000)])
 
 
 class HideForm(FlaskForm):

@@ -68,6 +68,13 @@ def _download(result: exports.Export) -> Response:
                     headers={"Content-Disposition": f'attachment; filename="{result.filename}"'})
 
 
+@bp.get("/leaderboards/<benchmark>/<split>/sample.csv")
+def sample_file(benchmark: str, split: str):
+    name, body = catalog.sample_file(benchmark, split)
+    return Response(body, content_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
 @bp.get("/leaderboards/<benchmark>/<split>/export.<fmt>")
 def export(benchmark: str, split: str, fmt: str):
     return _download(exports.export(benchmark, split, fmt, view=request.args.get("view"),

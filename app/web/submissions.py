@@ -5,23 +5,25 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, request,
 from flask_login import current_user, login_required
 
 from app.security import login_manager
-from app.services import catalog, leaderboards, submissions
-from app.services.errors import NotFound, ServiceError
+from app.services import leaderboards, submissions
+from app.services.errors import InvalidInput, NotFound, ServiceError
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
 bp = Blueprint("submissions", __name__)
 
 
-def _upload_form() -> UploadForm:
+def _upload_form() -> tuple[UploadForm, list]:
     form = UploadForm()
+    choices = submissions.upload_choices(current_user)
     form.team.choices = [(str(team.id), team.name) for team in current_user.teams]
     form.split.choices = [
-        (f"{split.benchmark.slug}/{split.slug}", f"{split.benchmark.name} — {split.name}{' (hidden)' if split.hidden else ''}")
-        for split in catalog.open_splits()
+        (f"{c.split.benchmark.slug}/{c.split.slug}",
+         f"{c.split.benchmark.name} — {c.split.name}{' (hidden)' if c.split.hidden else ''}")
+        for c in choices
     ]
     if request.method == "GET" and request.args.get("split"):
         form.split.data = request.args["split"]
-    return form
+    return form, choices
 
 
 def _wants_json() -> bool:
@@ -32,14 +34,14 @@ def _wants_json() -> bool:
 @bp.route("/submit", methods=["GET", "POST"])
 @login_required
 def new():
-    form = _upload_form()
+    form, choices = _upload_form()
     if not form.validate_on_submit():
         status = 422 if request.method == "POST" else 200
         if _wants_json() and request.method == "POST":
-            details = [{"line": None, "message": f"{form[name].label.text}: {message}"}
+            details = [{"line": None, "field": name, "message": f"{form[name].label.text}: {message}"}
                        for name, messages in form.errors.items() for message in messages]
             return jsonify(error="The form is incomplete.", details=details), 400 if "csrf_token" in form.errors else 422
-        return render_template("submissions/new.html", form=form), status
+        return render_template("submissions/new.html", form=form, choices=choices), status
     benchmark_slug, _, split_slug = form.split.data.partition("/")
     upload = submissions.Upload(
         data=form.file.data.read(), model_name=form.model_name.data, description=form.description.data or "",
@@ -49,8 +51,8 @@ def new():
         result = submissions.submit(current_user, form.team.data, benchmark_slug, split_slug, upload)
     except ServiceError as exc:
         if _wants_json():
-            return jsonify(error=exc.message, details=exc.details()), exc.status
-        return render_template("submissions/new.html", form=form, error=exc), exc.status
+            return jsonify(error=exc.message, details=exc.details(), field=exc.field), exc.status
+        return render_template("submissions/new.html", form=form, choices=choices, error=exc), exc.status
     target = url_for("submissions.show", submission_id=result.id)
     if _wants_json():
         return jsonify(redirect=target, id=result.id), 201
@@ -65,6 +67,11 @@ def mine():
 
 @bp.get("/submissions/<int:submission_id>")
 def show(submission_id: int):
+    return _show_page(submission_id)
+
+
+def _show_page(submission_id: int, publish_form: PublishForm | None = None, error: ServiceError | None = None,
+               status: int = 200):
     # Open to everyone: page_for shows a published entry to the public and answers 404 for anything else;
     # a visitor who is not logged in is asked to log in instead (it may be their team's submission).
     try:
@@ -75,9 +82,12 @@ def show(submission_id: int):
         raise
     # Forms (and the CSRF token they put in the session) only for the team and maintainers.
     forms = {} if view.public_view else {
-        "publish_form": PublishForm(obj=view.submission), "hide_form": HideForm(), "button": ConfirmForm(),
+        "publish_form": publish_form or PublishForm(obj=view.submission), "hide_form": HideForm(),
+        "button": ConfirmForm(),
     }
-    return render_template("submissions/show.html", view=view, metric_labels=leaderboards.METRIC_LABELS, **forms)
+    page = render_template("submissions/show.html", view=view, metric_labels=leaderboards.METRIC_LABELS,
+                           publish_error=error, **forms)
+    return page, status
 
 
 @bp.post("/submissions/<int:submission_id>/publish")
@@ -85,8 +95,16 @@ def show(submission_id: int):
 def publish(submission_id: int):
     form = PublishForm()
     if not form.validate_on_submit():
-        abort(400)
-    submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data)
+        if "csrf_token" in form.errors:
+            abort(400)
+        return _show_page(submission_id, form, status=422)  # what was typed stays, errors by the fields
+    try:
+        submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data,
+                            form.code_url.data)
+    except InvalidInput as exc:
+        if exc.field in form:
+            form[exc.field].errors = [*form[exc.field].errors, exc.message]
+        return _show_page(submission_id, form, exc, status=exc.status)
     return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
 
 

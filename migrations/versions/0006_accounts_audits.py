@@ -2,7 +2,7 @@
 the shared login throttle, gold file versions and the boards' changelog
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-23 05:30:00
 
 """
@@ -14,7 +14,7 @@ from app.team_names import name_key
 
 # revision identifiers, used by Alembic.
 revision = '0006'
-down_revision = '0004'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 

@@ -102,7 +102,7 @@ def test_benchmarks_are_public(client, world):
     assert benchmark["paper_url"] == "https://example.org/nlvr2"
     assert benchmark["splits"] == [
         {"slug": "dev", "name": "Dev", "hidden": False, "examples": 160, "open": True, "feedback": "full"},
-        {"slug": "test-u", "name": "Test-U", "hidden": True, "examples": 160, "open": True, "feedback": "full"},
+        {"slug": "test-u", "name": "Test-U", "hidden": True, "examples": 160, "open": True, "feedback": "ladder"},  # a hidden split's default
     ]
 
 

@@ -197,8 +197,8 @@ def test_maintainer_adds_a_split_from_the_console(page, site, sync_api):
 
     # The new split is on the benchmark's public page.
     page.goto("/leaderboards/nlvr2")
-    expect(page.get_by_role("link", name="Test-P")).to_be_visible()
-    page.get_by_role("link", name="Test-P").click()
+    expect(page.get_by_role("link", name="Test-P", exact=True)).to_be_visible()
+    page.get_by_role("link", name="Test-P", exact=True).click()
     expect(page).to_have_url(re.compile(r"/leaderboards/nlvr2/test-p$"))
 
 
@@ -247,3 +247,54 @@ def test_a_phone_sees_rank_model_and_primary_score_and_the_rest_scrolls(browser,
         screenshot(small, "models-phone", full_page=False)
     finally:
         phone.close()
+
+
+def test_newcomer_follows_submit_downloads_the_sample_and_sees_the_quota_go_down(page, site, sync_api):
+    """From the board's "How to submit": the sample file, the Submit button with the split chosen, the
+    quota left before the upload and after it."""
+    expect = sync_api.expect
+    from app.services import catalog
+
+    app = site.app()
+    with app.app_context():
+        catalog.set_policy("nlvr2", "dev", per_day=5, per_month=20)
+        db.engine.dispose()
+
+    page.goto("/register")
+    page.get_by_label("Email").fill("newcomer@example.org")
+    page.get_by_label("Password").fill("newcomer-password")
+    page.get_by_role("button", name="Create account").click()
+    page.get_by_label("Team name").fill("Newcomers")
+    page.get_by_role("button", name="Create team").click()
+    expect(page.get_by_text("Created team Newcomers.")).to_be_visible()
+
+    page.goto("/leaderboards/nlvr2/dev")
+    section = page.locator("#how-to-submit")
+    expect(section).to_contain_text("How to submit")
+    expect(section).to_contain_text("identifier,prediction")
+    expect(section).to_contain_text("5 a day")
+    screenshot(page, "how-to-submit")
+    with page.expect_download() as download_info:
+        section.locator('a[href="/leaderboards/nlvr2/dev/sample.csv"]').click()
+    download = download_info.value
+    assert download.suggested_filename == "nlvr2-dev-sample.csv"
+    sample = download.path()
+
+    section.get_by_role("link", name="Submit to Dev").click()
+    expect(page).to_have_title("Submit predictions · Holdout")
+    expect(page.get_by_label("Benchmark and split")).to_have_value("nlvr2/dev")
+    policy = page.locator(".policy-box:visible")
+    expect(policy).to_have_count(1)
+    expect(policy).to_contain_text("Dev")
+    expect(policy.locator(".quota-left:visible .left-today")).to_have_text("5")
+    screenshot(page, "submit-with-policy")
+
+    page.get_by_label("Prediction file").set_input_files(str(sample))
+    page.get_by_label("Model name").fill("Constant baseline")
+    page.get_by_role("button", name="Upload and score").click()
+    expect(page).to_have_url(re.compile(r"/submissions/\d+$"))
+    expect(page.locator("#quota")).to_contain_text("Left today: 4")
+
+    page.get_by_role("link", name="Submit").first.click()
+    page.get_by_label("Benchmark and split").select_option("nlvr2/dev")
+    expect(page.locator(".policy-box:visible .quota-left:visible .left-today")).to_have_text("4")

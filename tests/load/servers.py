@@ -194,3 +194,14 @@ def rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise ValueError(f"no VmRSS for process {pid}")
+
+
+def uploads_check(deployment: Deployment, repair: bool = False):
+    """`flask uploads check` on the deployment's folder (min age 0: every server has stopped writing)."""
+    from app.services import uploads
+
+    app = deployment.app()
+    with app.app_context():
+        found = uploads.check_folder(delete=repair, min_age=0)
+        db.engine.dispose()
+    return found

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.models import Score, Submission
-from tests.load.servers import Deployment, Gunicorn, prepare, send, upload_request
+from tests.load.servers import Deployment, Gunicorn, prepare, send, upload_request, uploads_check
 
 PER_DAY = 5
 
@@ -127,7 +127,14 @@ def test_worker_killed_mid_upload_leaves_all_or_nothing_and_the_retry_is_accepte
         after = _stored(deployment, name)
         assert len(after) == used and after[-1][0] == body["id"]
         assert {(status, scores) for _, status, scores in after} == {("scored", after[-1][2])}
-        assert not list((tmp_path / "submissions").rglob("*.tmp"))  # no half-written upload file
+        # Every stored submission has its file, no file lacks a row. The killed worker's file is left under
+        # its temporary name (written before COMMIT, moved into place only after it), which
+        # `uploads check --delete` removes (the retry stored the same content).
+        found = uploads_check(deployment)
+        assert not found.files_without_row and not found.rows_without_file, found
+        assert len(found.leftovers) == 1 and not found.restorable, found
+        uploads_check(deployment, repair=True)
+        assert uploads_check(deployment).clean
     finally:
         server.stop()
     assert "Traceback" not in server.log.read_text()

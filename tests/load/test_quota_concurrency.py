@@ -15,7 +15,7 @@ import pytest
 from app import synthetic
 from app.db import db
 from app.models import Submission, Team
-from tests.load.servers import TIMEOUT, Deployment, Gunicorn, prepare, send, upload_request
+from tests.load.servers import TIMEOUT, Deployment, Gunicorn, prepare, send, upload_request, uploads_check
 
 TEAMS = 5
 PER_TEAM = 8
@@ -75,3 +75,6 @@ def test_daily_quota_holds_under_parallel_uploads(server):
         ).all()
         db.engine.dispose()
     assert sorted(rows) == sorted((team, "scored", PER_DAY) for team in deployment.tokens)
+    # The refused uploads left no file; every stored one has its file.
+    found = uploads_check(deployment)
+    assert found.clean and not found.in_flight, found

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.models import Score, Submission, Team
-from tests.load.servers import Deployment, Gunicorn, prepare, send, upload_request
+from tests.load.servers import Deployment, Gunicorn, prepare, send, upload_request, uploads_check
 
 TEAMS = 12
 PER_TEAM = 8  # uploads each team attempts, alternating between the two servers
@@ -160,3 +160,10 @@ def test_two_servers_one_database_a_worker_killed_mid_burst(servers):
     assert {r["server"].base for r in results if r["final"][0] == 201} == {server_a.base, server_b.base}
     for base, log in logs.items():
         assert "Traceback" not in log, (base, log)
+    # Every stored submission has its file and every file its row; the killed upload may have left its
+    # temporary file, which `uploads check --delete` removes.
+    found = uploads_check(deployment)
+    assert not found.files_without_row and not found.rows_without_file and not found.restorable, found
+    assert len(found.leftovers) <= 1, found
+    uploads_check(deployment, repair=True)
+    assert uploads_check(deployment).clean

@@ -32,10 +32,15 @@ class LeakDetector:
     def leaks(self, text: str) -> list[str]:
         """Every leak found in `text`, described (empty: none)."""
         found = []
-        for match in self.pattern.finditer(text):
-            identifier, token = match.group(1), match.group(2).lower()
-            if TRUTH[token] == self.labels[identifier]:
-                found.append(f"{identifier} next to its gold label: {match.group(0)[:120]!r}")
+        pairs = [(match.group(1), TRUTH[match.group(2).lower()], match.group(0))
+                 for match in self.pattern.finditer(text)]
+        # One prediction for every identifier (a split's sample file) says nothing of the labels: it sits
+        # next to as many wrong labels as right ones. Anything else pairing an id with its label is a leak.
+        constant = len({truth for _, truth, _ in pairs}) == 1 and any(
+            truth != self.labels[identifier] for identifier, truth, _ in pairs)
+        for identifier, truth, seen in [] if constant else pairs:
+            if truth == self.labels[identifier]:
+                found.append(f"{identifier} next to its gold label: {seen[:120]!r}")
         for name, pattern in (("booleans", BOOLEAN_RUN), ("bit string", BIT_STRING), ("0/1 list", BIT_LIST)):
             match = pattern.search(text)
             if match:

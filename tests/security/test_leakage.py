@@ -42,6 +42,11 @@ def test_the_detector_finds_what_it_looks_for(world):
     # ...and an identifier beside something else is fine: the team's own (negated) line, or a message.
     assert not detector.leaks(world.negated_line("test-none", 3))
     assert not detector.leaks(f"line 6: invalid prediction 'maybe' for '{identifier}'; expected true or false")
+    # A constant prediction for every identifier (a sample file) carries no label; a right label among them does.
+    constant = "".join(f"{i},true\n" for i in world.labels["test-full"])
+    assert not detector.leaks(constant)
+    negative = next(i for i, label in world.labels["test-full"].items() if not label)
+    assert detector.leaks(f"{negative},false\n")
 
 
 def test_no_response_outside_the_admins_carries_labels_or_per_example_results(app, world, caplog):

@@ -174,7 +174,7 @@ def test_submission_visibility(world):
 def test_publish_unpublish_hide(world):
     sub = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW).submission
     split = catalog.get_split("nlvr2", "dev")
-    with pytest.raises(InvalidInput, match="description or a paper_url"):
+    with pytest.raises(InvalidInput, match="description or a paper URL"):
         submissions.publish(world["member"], sub.id)
     with pytest.raises(NotFound):
         submissions.publish(world["outsider"], sub.id, description="x")

@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from app import synthetic
 from app.evaluation import GoldSet, ValidationError, get_task, read_gold
+from app.evaluation.predictions import show
 
 
 def jsonl(records, end=b"\n"):
@@ -188,3 +190,30 @@ def test_parser_fast_path_and_general_path_agree_on_every_spelling():
     long_id_gold = _nlvr2_gold(["dev-" + "7" * 80 + "-0-0", "dev-1-0-0"])  # over the fast path's width
     parsed = task.parse(("dev-" + "7" * 80 + "-0-0,true\ndev-1-0-0,false\n").encode(), long_id_gold)
     assert parsed.tolist() == [True, False]
+
+
+@pytest.mark.parametrize("task_name, gold_of", [
+    ("nlvr2", lambda: synthetic.nlvr2_gold(16)),
+    ("nlvr-structured", lambda: synthetic.nlvr_gold(8)),
+    ("nlvr-images", lambda: synthetic.nlvr_gold(8)),
+    ("vcr", lambda: synthetic.vcr_gold(8)),
+])
+def test_a_duplicate_identifier_is_refused_on_both_paths(task_name, gold_of):
+    """Alone in an otherwise well-formed file (the column-wise fast path) and beside another defect (the
+    per-record path), a repeated identifier is named with its line and its first line."""
+    lines = gold_of().splitlines()
+    duplicate = lines + [lines[0]]
+    with pytest.raises(ValidationError) as only:
+        get_task(task_name).read_gold(b"\n".join(duplicate) + b"\n")
+    assert [p.message for p in only.value.problems] == [
+        f"line {len(duplicate)}: duplicate identifier {show(json.loads(lines[0])[KEYS[task_name]])} (first on line 1)"]
+    record = json.loads(lines[1])
+    record["answer_label" if task_name == "vcr" else "label"] = "maybe"  # a second defect: the slow path
+    duplicate[1] = json.dumps(record).encode()
+    with pytest.raises(ValidationError) as mixed:
+        get_task(task_name).read_gold(b"\n".join(duplicate) + b"\n")
+    assert {p.line for p in mixed.value.problems} == {2, len(duplicate)}
+    assert f"line {len(duplicate)}: duplicate identifier" in str(mixed.value)
+
+
+KEYS = {"nlvr2": "identifier", "nlvr-structured": "identifier", "nlvr-images": "identifier", "vcr": "annot_id"}

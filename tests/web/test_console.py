@@ -253,7 +253,7 @@ def test_edit_policy_changes_split_and_is_audited(app, client, site):
     assert event.target == "nlvr2/test-u"
     assert event.actor_id == _user_id(app, "admin")
     details = json.loads(event.details)
-    assert details == {"via": "web", "per_day": "unlimited → 2", "per_month": "unlimited → 10",
+    assert details == {"via": "web", "per_day": "5 → 2", "per_month": "20 → 10",  # a hidden split starts at 5 and 20
                        "rejected_per_day": "50 → 5", "feedback": "none → ladder", "is_open": "open → closed"}
     assert "Saved the policy" in _text(client.get(response.headers["Location"]))
 

@@ -38,6 +38,7 @@ def site(app):
         hidden_gold = synthetic.nlvr2_gold(400, split="test", seed=4)
         catalog.add_split("nlvr2", "test-u", hidden_gold, hidden=True, name="Test-U",
                           annotations=synthetic.nlvr2_annotations(hidden_gold, 60, seed=1))
+        catalog.set_policy("nlvr2", "test-u", feedback="full")  # scores public while hidden (not the default)
         member = accounts.create_user("member@example.org", "password123")
         accounts.create_user("other@example.org", "password123")
         accounts.create_user("admin@example.org", "password123", admin=True)

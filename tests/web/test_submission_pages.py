@@ -112,7 +112,7 @@ def test_publish_then_leaderboard_then_unpublish(client, site):
     location = _upload(client, site, model="Visible Model").headers["Location"]
     refused = post_form(client, f"{location}/publish", {"description": ""}, form_page=location)
     assert refused.status_code == 422
-    assert "description or a paper_url" in refused.get_data(as_text=True)
+    assert "description or a paper URL" in refused.get_data(as_text=True)
     post_form(client, f"{location}/publish", {"description": "A fine model", "code_url": "https://example.org/c"},
               form_page=location)
     board = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)

@@ -34,7 +34,7 @@ def _split_page(benchmark: str, split: str, *, status: int = 200, error: Service
     if policy_form is None:
         policy_form = PolicyForm(formdata=None, obj=view.split)
     return render_template(
-        "console/split.html", split=view.split, entries=view.entries, error=error,
+        "console/split.html", split=view.split, entries=view.entries, error=error, risks=view.risks,
         policy_form=policy_form, subset_form=subset_form or SubsetForm(formdata=None),
         hide_form=HideForm(formdata=None), button=ButtonForm(formdata=None),
     ), status
