@@ -309,6 +309,10 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
         better[start:stop] = lo + np.argmax(np.concatenate([fails, np.ones((stop - start, 1), bool)], axis=1),
                                             axis=1)
     ranks = np.maximum.accumulate(1 + better)
+    # Entries with identical primary scores share the rank of the first of them (the table puts them
+    # together; the tie-break by consistency orders them but never separates them).
+    first_of_tie = np.r_[True, primary[1:] != primary[:-1]]
+    ranks = ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(k), 0))]
     return Ranks(ranks, better)
 
 

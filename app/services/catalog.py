@@ -16,6 +16,7 @@ from app.services import gold_files, rescoring
 from app.services.errors import Conflict, InvalidInput, NotFound
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+RESERVED_SPLIT_SLUGS = ("models",)  # taken by the models view's address
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_.\- ]{0,119}$")
 
 
@@ -123,6 +124,9 @@ def add_split(
     """Import a gold file: copy it into the hidden-labels folder and derive the split's subsets."""
     benchmark = get_benchmark(benchmark_slug)
     _check_slug("split slug", split_slug)
+    if split_slug in RESERVED_SPLIT_SLUGS:
+        raise InvalidInput(f"split slug {split_slug!r} is reserved: /leaderboards/<benchmark>/{split_slug} is "
+                           "the models view; choose another")
     existing = db.session.scalar(
         select(Split.id).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug)
     )

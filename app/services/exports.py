@@ -43,7 +43,7 @@ def _check(fmt: str) -> None:
 
 
 def export(benchmark_slug: str, split_slug: str, fmt: str, *, view: str | None = None,
-           chosen: str | None = None, intervals: bool = True) -> Export:
+           chosen: str | tuple[str, ...] | None = None, intervals: bool = True) -> Export:
     """The whole leaderboard of a split (every page, the chosen view and columns) in a format; NotFound for
     an unknown format. `intervals=False` leaves the score intervals out of the LaTeX table."""
     _check(fmt)
@@ -82,6 +82,19 @@ def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
     return score_text(value) + bounds
 
 
+def _rank_text(rank: int | None, missing: str = "–") -> str:
+    """A rank, or a dash for a model with no entry on the ranking split (models view)."""
+    return missing if rank is None else str(rank)
+
+
+def _interval_words(board) -> str:
+    """How the table's intervals were made: from counts alone on a blind test before its reveal."""
+    split = board.split
+    if getattr(split, "hidden", False) and getattr(split, "revealed_at", None) is None:
+        return "Wilson intervals from each entry's count"
+    return "cluster-bootstrap intervals"
+
+
 def _is_web(url: str | None) -> bool:
     return bool(url) and url.lower().startswith(("http://", "https://"))
 
@@ -102,7 +115,9 @@ def csv_cell(value) -> str | float | int:
 
 
 def _round(value: float | None) -> float | str:
-    return "" if value is None else round(value, 4)
+    # Six decimals: enough that writing the value with one decimal (display.score_text) gives what the pages
+    # show; four could land on a .x5 the stored value is not on (44.44995 -> 44.45).
+    return "" if value is None else round(value, 6)
 
 
 def to_csv(board: Board) -> str:
@@ -236,13 +251,13 @@ def to_markdown(board: Board) -> str:
     header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
     lines = [
         f"**{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name)}**: scores in %, "
-        "95% cluster-bootstrap intervals in brackets; ranks count the entries significantly better.",
+        f"95% {_interval_words(board)} in brackets; ranks count the entries significantly better.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---"]) + "|",
     ]
     for entry in board.entries:
-        cells = [str(entry.rank), markdown_escape(entry.model_name), markdown_escape(_team(entry)), _date(entry),
+        cells = [_rank_text(entry.rank), markdown_escape(entry.model_name), markdown_escape(_team(entry)), _date(entry),
                  *(_cell_text(entry, c) for c in board.columns),
                  _markdown_link("paper", entry.paper_url), _markdown_link("code", entry.code_url)]
         lines.append("| " + " | ".join(cells) + " |")
@@ -338,7 +353,7 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         "\\midrule",
     ]
     for entry in board.entries:
-        lines.append(" & ".join([str(entry.rank), _latex_model(entry),
+        lines.append(" & ".join([_rank_text(entry.rank, "--"), _latex_model(entry),
                                  *(_latex_value(entry, c, best) for c in board.columns)]) + " \\\\")
         if intervals and any(entry.interval(c)[0] is not None for c in board.columns):
             lines.append(" & ".join(["", "", *(_latex_interval(entry, c) for c in board.columns)]) + " \\\\")
@@ -347,7 +362,7 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         for reference in board.references:
             lines.append(" & ".join(["--", _latex_model(reference),
                                      *(_latex_value(reference, c, best) for c in board.columns)]) + " \\\\")
-    what = "; 95\\% cluster-bootstrap intervals beneath" if intervals else ""
+    what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
     lines += [
         "\\bottomrule",
         "\\end{tabularx}",

@@ -17,7 +17,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from datetime import datetime
@@ -175,7 +175,7 @@ class Board:
     cache_key: tuple | None = None
     view: str = "entries"
     available: list[Column] = field(default_factory=list)  # every column a visitor may choose
-    chosen: str | None = None  # the columns parameter as given (None: the default columns)
+    chosen: tuple[str, ...] | None = None  # the columns parameters as given (None: the default columns)
     changelog: list[ChangelogLine] = field(default_factory=list)
 
     @property
@@ -202,7 +202,7 @@ class Board:
         if self.sort is not None:
             base.update(sort=self.sort.key, order=self.order)
         base.update(params)
-        return "?" + urlencode({k: v for k, v in base.items() if v is not None}, safe=":,")
+        return "?" + urlencode({k: v for k, v in base.items() if v is not None}, doseq=True, safe=":,")
 
     def sort_link(self, column: Column) -> str:
         """?sort=<subset>:<metric>&order=desc|asc: descending first, toggled when already sorted by it."""
@@ -245,8 +245,10 @@ def available_columns(split: Split) -> list[Column]:
     result = [Column("all", metric, METRIC_LABELS.get(metric, metric), split.example_count) for metric in task.metrics]
     visible = [s for s in split.subsets if not is_breakdown(split, s.source)]
     for subset in sorted(visible, key=lambda s: (s.source != "derived", s.name)):
+        # A blind test's bias subsets are derived from its labels: their sizes are not shown before the reveal.
+        size = None if counts_only(split) else subset.size
         for metric in task.subset_metrics:
-            result.append(Column(subset.name, metric, _subset_label(subset.name, metric), subset.size))
+            result.append(Column(subset.name, metric, _subset_label(subset.name, metric), size))
     return result
 
 
@@ -256,14 +258,19 @@ def columns(split: Split) -> list[Column]:
     return [c for c in available_columns(split) if c.subset == "all" or c.subset in derived]
 
 
-def choose_columns(available: list[Column], defaults: list[Column], chosen: str | None) -> list[Column]:
-    """The columns named by ?columns=all:accuracy,category:hard-cardinality:accuracy,... (in that order);
-    the default columns when none are named. InvalidQuery names an unknown key and the valid ones."""
-    if chosen is None or not chosen.strip():
-        return defaults
+def choose_columns(available: list[Column], defaults: list[Column],
+                   chosen: str | Sequence[str] | None) -> list[Column]:
+    """The columns named by ?columns=all:accuracy,category:hard-cardinality:accuracy,... or by repeated
+    ?columns= (the chooser's checkboxes), in that order; a value that is itself a column's key is taken
+    whole (a field subset's name may hold a comma). The default columns when none are named. InvalidQuery
+    names an unknown key and the valid ones."""
+    values = [chosen] if isinstance(chosen, str) else list(chosen or ())
     by_key = {column.key: column for column in available}
+    keys: list[str] = []
+    for value in values:
+        keys.extend([value] if value in by_key else (part.strip() for part in value.split(",")))
     picked: list[Column] = []
-    for key in (part.strip() for part in chosen.split(",")):
+    for key in keys:
         if not key:
             continue
         if key not in by_key:
@@ -731,6 +738,11 @@ def recent_page(key: tuple, make: Callable[[], bytes]) -> bytes:
     return body
 
 
+def _given(chosen: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    values = (chosen,) if isinstance(chosen, str) else tuple(chosen or ())
+    return tuple(value for value in values if value) or None
+
+
 def _parse_view(view: str | None) -> str:
     if view in (None, ""):
         return "entries"
@@ -741,7 +753,7 @@ def _parse_view(view: str | None) -> str:
 
 def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | None = None,
           order: str | None = None, page: str | int | None = None, view: str | None = None,
-          chosen: str | None = None, paginate: bool = True) -> Board:
+          chosen: str | Sequence[str] | None = None, paginate: bool = True) -> Board:
     """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort, order, page, view
     or columns. `view="teams"` keeps each team's best entry (ranked among those); `chosen` names the
     columns; `paginate=False` puts every row on one page (exports).
@@ -768,7 +780,7 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
         if number > 1:
             raise InvalidQuery(f"page {number} is past the last page (1)")
         return Board(benchmark, split, [], False, cols, sort=column, order=direction, view=shown_view,
-                     available=available, chosen=chosen or None, changelog=changelog(full))
+                     available=available, chosen=_given(chosen), changelog=changelog(full))
     snap = _memo_get(split.id, split.board_version) or snapshot(db.session.get(Split, split.id))
     cols = choose_columns(snap.available, snap.columns, chosen)
     column, direction = _parse_sort(cols, sort, order)
@@ -785,7 +797,7 @@ def board(benchmark_slug: str, split_slug: str | None = None, *, sort: str | Non
     shown, pages = _remember(_views, key, arrange)
     facts = (benchmark.slug, split.slug, split.name, split.hidden, split.example_count)
     return Board(benchmark, split, entries, True, cols, snap.references, shown, column, direction,
-                 number, pages, Markup(snap.chart), key + facts, shown_view, snap.available, chosen or None,
+                 number, pages, Markup(snap.chart), key + facts, shown_view, snap.available, _given(chosen),
                  snap.changelog)
 
 

@@ -32,7 +32,8 @@ def leaderboard(benchmark: str, split: str | None = None):
     def page(board) -> str:
         task = get_task(board.benchmark.task_type)
         # The table is the same for every visitor: rendered once per board version, sort and page.
-        table = leaderboards.rendered(board, lambda: render_template("public/_board.html", board=board, task=task))
+        table = leaderboards.rendered(
+            board, lambda: render_template("public/_board.html", board=board, task=task)) if board.split else ""
         return render_template("public/leaderboard.html", board=board, task=task, table=table)
 
     if request.cookies:
@@ -57,10 +58,10 @@ def leaderboard(benchmark: str, split: str | None = None):
     return response
 
 
-def _columns() -> str | None:
-    """?columns=a,b or ?columns=a&columns=b (the chooser's checkboxes) as one comma-separated list."""
-    given = [value for value in request.args.getlist("columns") if value]
-    return ",".join(given) if given else None
+def _columns() -> tuple[str, ...] | None:
+    """?columns=a,b or ?columns=a&columns=b (the chooser's checkboxes), as given."""
+    given = tuple(value for value in request.args.getlist("columns") if value)
+    return given or None
 
 
 def _download(result: exports.Export) -> Response:

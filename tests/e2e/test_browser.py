@@ -123,7 +123,7 @@ def test_participant_uploads_publishes_sorts_and_downloads(page, site, sync_api,
     assert {r["model"] for r in entries} == {"Ada <Net>", "Baseline 1", "Baseline 2", "Baseline 3"}
     ours = next(r for r in entries if r["model"] == "Ada <Net>")
     assert ours["team"] == "Vision Lab" and ours["paper_url"] == "https://example.org/ada"
-    assert float(ours["all:accuracy"]) == round(accuracy, 4)
+    assert float(ours["all:accuracy"]) == round(accuracy, 6)
     assert float(ours["all:accuracy ci_low"]) <= accuracy <= float(ours["all:accuracy ci_high"])
     assert sorted(int(r["rank"]) for r in entries)[0] == 1
 

@@ -353,3 +353,46 @@ def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, c
         log = _latex_document(table, folder)
         assert "Overfull \\hbox" not in log, (slug, log[-2000:])
         assert "X Columns too narrow" not in log, slug
+
+
+def test_columns_whose_subset_names_hold_commas_and_reserved_slugs(app, client, small):
+    with app.app_context():
+        _store("dev", "Lab", small, 0.7, 1)
+        split = catalog.get_split("nlvr2", "dev")
+        gold = catalog.scoring_inputs(split).gold
+        ids = "\n".join(gold.ids[:40]).encode()
+        catalog.add_subset("nlvr2", "dev", "first forty", ids)
+        board = leaderboards.board("nlvr2", "dev", chosen=("all:accuracy", "first forty:accuracy"))
+        assert [c.key for c in board.columns] == ["all:accuracy", "first forty:accuracy"]
+        with pytest.raises(Exception) as refused:
+            catalog.add_split("nlvr2", "models", synthetic.nlvr2_gold(80, split="test", seed=9))
+        assert "reserved" in str(refused.value)
+    page = client.get("/leaderboards/nlvr2/dev?columns=all:accuracy&columns=first+forty:accuracy")
+    assert page.status_code == 200 and "n = 40" in page.get_data(as_text=True)
+    # Links keep the choice as repeated parameters.
+    assert "columns=all:accuracy&amp;columns=first+forty:accuracy" in page.get_data(as_text=True)
+
+
+def test_a_benchmark_without_splits_has_a_page(app, client):
+    with app.app_context():
+        catalog.add_benchmark("empty", "nlvr2", "Empty")
+    response = client.get("/leaderboards/empty")
+    assert response.status_code == 200 and "no splits yet" in response.get_data(as_text=True)
+
+
+def test_models_exports_write_no_rank_as_a_dash(app, client, small):
+    with app.app_context():
+        _store("test-p", "Lab", small, 0.7, 1, model_name="only on test-p")
+    markdown = client.get("/leaderboards/nlvr2/models/export.md").get_data(as_text=True)
+    assert "| – | only on test-p |" in markdown and "None" not in markdown
+    assert "None" not in client.get("/leaderboards/nlvr2/models/export.tex").get_data(as_text=True)
+
+
+def test_a_blind_test_before_its_reveal_hides_its_subset_sizes_and_says_how_intervals_are_made(app, client, small):
+    with app.app_context():
+        _store("test-u", "Lab", small, 0.7, 1)
+    body = json.loads(client.get("/leaderboards/nlvr2/test-u/export.json").data)
+    sizes = {c["subset"]: c["examples"] for c in body["columns"]}
+    assert sizes["all"] == 800 and sizes["balanced"] is None and sizes["unbalanced"] is None
+    markdown = client.get("/leaderboards/nlvr2/test-u/export.md").get_data(as_text=True)
+    assert "Wilson intervals from each entry's count" in markdown

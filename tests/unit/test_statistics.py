@@ -291,3 +291,17 @@ def test_count_intervals_depend_on_the_count_alone(nlvr2):
     assert interval.samples.shape == (2, statistics.RESAMPLES)
     booted = statistics.intervals(NLVR2, gold, stacked, wanted)[("all", "accuracy")]
     assert (booted.low[0], booted.high[0]) != (booted.low[1], booted.high[1])
+
+
+def test_equal_primary_scores_share_a_rank_whatever_lies_above():
+    """B and C score the same; B's right answers are a subset of A's, so A is significantly better than B
+    but not than C. They still share a rank, in either order."""
+    a = np.zeros(800, bool)
+    a[:600] = True
+    b = a.copy()
+    b[:100] = False
+    b[600:690] = True
+    c = np.zeros(800, bool)
+    c[:590] = True
+    assert _ranks(a, b, c)[1] == _ranks(a, b, c)[2]
+    assert _ranks(a, c, b)[1] == _ranks(a, c, b)[2]
