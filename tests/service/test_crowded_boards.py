@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -333,10 +334,14 @@ def _latex_document(table: str, path) -> str:
     return log
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (make test installs it)")
 def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, client, tmp_path):
     """The demo's four benchmarks (every seed task type), default columns, intervals on: the table float
     compiles in a two-column article with no overfull box and tabularx never squeezes the model column."""
+    if shutil.which("pdflatex") is None:
+        reason = "pdflatex is not installed (make test installs texlive-latex-recommended)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI is set, so the LaTeX test must run", pytrace=False)
+        pytest.skip(reason)
     from app.services import demo
 
     with app.app_context():
