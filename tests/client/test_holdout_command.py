@@ -108,7 +108,10 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
 
     # --- over quota: the time of the next slot ------------------------------------------------------------
     # Publishing at once needs a description or a paper URL: the submission is kept, the refusal is said.
-    second = holdout("submit", "nlvr2", "test-p", valid, "--model", "second", "--publish")
+    # Other predictions: the same ones could not be published twice by one team (a 409 naming the first).
+    other = tmp_path / "other.csv"
+    other.write_bytes(synthetic.predictions("nlvr2", deployment.gold, 0.75, seed=2))
+    second = holdout("submit", "nlvr2", "test-p", other, "--model", "second", "--publish")
     assert second.returncode == 1, second
     assert "submissions left: 0 today" in second.stdout
     assert "is scored and stored but was not published: " in second.stderr
