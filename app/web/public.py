@@ -6,7 +6,7 @@ import gzip
 from flask import Blueprint, Response, render_template, request
 
 from app.evaluation import get_task
-from app.services import across_splits, exports, leaderboards
+from app.services import across_splits, catalog, exports, leaderboards
 
 bp = Blueprint("public", __name__)
 
