@@ -18,8 +18,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import betainc, ndtri
-from scipy.stats import rankdata
 
 from .gold import GoldSet
 from .metrics import vcr_staged
@@ -238,6 +236,8 @@ def count_intervals(
 
 
 def _normal_quantile(q: float) -> float:
+    from scipy.special import ndtri  # see one_sided_p
+
     return float(ndtri(q))
 
 
@@ -248,6 +248,10 @@ def one_sided_p(better: np.ndarray, worse: np.ndarray) -> np.ndarray:
     """Exact one-sided McNemar p-values that the first of two entries is better: P(X >= better) for
     X ~ Binomial(better + worse, 1/2), where `better` counts the judgements only the first got right and
     `worse` those only the second got right. Vectorised (the regularised incomplete beta function)."""
+    # Imported here: scipy.special costs a worker about 25 MB, and only the worker that computes a board
+    # after a change needs it (uploads and page views never do).
+    from scipy.special import betainc
+
     better = np.asarray(better, dtype=np.float64)
     worse = np.asarray(worse, dtype=np.float64)
     p = np.ones(np.broadcast(better, worse).shape, dtype=np.float64)
@@ -365,6 +369,16 @@ def _surely_better(above: np.ndarray, value: float, units: int, level: float) ->
     return int(np.count_nonzero(gaps >= needed))  # `above` descends, so these are its first entries
 
 
+def _ranks_in_columns(samples: np.ndarray) -> np.ndarray:
+    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value."""
+    ordered = np.sort(samples, axis=0)  # ascending, per resample
+    ranks = np.empty(samples.shape, dtype=np.int64)
+    k = samples.shape[0]
+    for column in range(samples.shape[1]):
+        ranks[:, column] = k + 1 - np.searchsorted(ordered[:, column], samples[:, column], side="right")
+    return ranks
+
+
 def rank_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) 95% rank intervals from bootstrap resamples of the primary metric, (k, resamples):
     an entry's rank in each resample is 1 + the entries with a higher resampled score."""
@@ -372,7 +386,7 @@ def rank_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple
     k = samples.shape[0]
     if k == 0 or samples.shape[1] == 0:
         return np.ones(k, dtype=np.int64), np.full(k, k, dtype=np.int64)
-    ranks = rankdata(-samples, method="min", axis=0)
+    ranks = _ranks_in_columns(samples)
     tail = (1.0 - confidence) / 2.0 * 100.0
     low = np.percentile(ranks, tail, axis=1, method="lower")
     high = np.percentile(ranks, 100.0 - tail, axis=1, method="higher")

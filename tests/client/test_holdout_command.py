@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from app import synthetic
-from tests.load.servers import Deployment, Gunicorn, prepare
+from tests.load.servers import running_server
 
 PER_DAY = 2
 
@@ -22,15 +22,9 @@ PER_DAY = 2
 @pytest.fixture
 def server(tmp_path, database_backend):
     """gunicorn (2 workers, JSON access log) on a deployment with NLVR2 Test-P (2 scored a day), one team."""
-    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name="client"), tmp_path),
-                         teams=1, per_day=PER_DAY)
-    server = Gunicorn(deployment.env | {"LOG_FORMAT": "json"}, tmp_path / "gunicorn.log", workers=2)
-    try:
-        server.wait_until_up()
-        yield server, deployment
-    finally:
-        server.stop()
-        database_backend.drop(deployment.database_url)
+    with running_server(tmp_path, database_backend, "client", teams=1, per_day=PER_DAY, workers=2,
+                        env={"LOG_FORMAT": "json"}) as served:
+        yield served
 
 
 class Holdout:
@@ -182,15 +176,9 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
 @pytest.fixture
 def small_server(tmp_path, database_backend):
     """gunicorn with MAX_UPLOAD_MB=2."""
-    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name="small"), tmp_path),
-                         teams=1, per_day=None)
-    server = Gunicorn(deployment.env | {"MAX_UPLOAD_MB": "2"}, tmp_path / "gunicorn.log", workers=1)
-    try:
-        server.wait_until_up()
-        yield server, deployment
-    finally:
-        server.stop()
-        database_backend.drop(deployment.database_url)
+    with running_server(tmp_path, database_backend, "small", teams=1, per_day=None, workers=1,
+                        env={"MAX_UPLOAD_MB": "2"}) as served:
+        yield served
 
 
 def _on_a_terminal(command: list[str], env: dict) -> tuple[int, str, str]:

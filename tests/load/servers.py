@@ -11,6 +11,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -205,3 +207,18 @@ def uploads_check(deployment: Deployment, repair: bool = False):
         found = uploads.check_folder(delete=repair, min_age=0)
         db.engine.dispose()
     return found
+
+
+@contextmanager
+def running_server(tmp_path: Path, database_backend, name: str, *, teams: int, per_day: int | None,
+                   workers: int, env: dict[str, str] | None = None) -> Iterator[tuple[Gunicorn, Deployment]]:
+    """A prepared deployment on a new database of the backend, served by gunicorn; stopped and dropped after."""
+    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name=name), tmp_path),
+                         teams=teams, per_day=per_day)
+    server = Gunicorn(deployment.env | (env or {}), tmp_path / "gunicorn.log", workers=workers)
+    try:
+        server.wait_until_up()
+        yield server, deployment
+    finally:
+        server.stop()
+        database_backend.drop(deployment.database_url)

@@ -15,7 +15,7 @@ import pytest
 from app import synthetic
 from app.db import db
 from app.models import Submission, Team
-from tests.load.servers import TIMEOUT, Deployment, Gunicorn, prepare, send, upload_request, uploads_check
+from tests.load.servers import TIMEOUT, running_server, send, upload_request, uploads_check
 
 TEAMS = 5
 PER_TEAM = 8
@@ -25,15 +25,8 @@ PER_DAY = 3
 @pytest.fixture
 def server(tmp_path, database_backend):
     """gunicorn with 4 sync workers on a fresh migrated database; yields (server, deployment)."""
-    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name="load"), tmp_path),
-                         teams=TEAMS, per_day=PER_DAY)
-    server = Gunicorn(deployment.env, tmp_path / "gunicorn.log", workers=4)
-    try:
-        server.wait_until_up()
-        yield server, deployment
-    finally:
-        server.stop()
-        database_backend.drop(deployment.database_url)
+    with running_server(tmp_path, database_backend, "load", teams=TEAMS, per_day=PER_DAY, workers=4) as served:
+        yield served
 
 
 @pytest.mark.slow
