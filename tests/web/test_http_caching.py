@@ -160,3 +160,25 @@ def test_logged_in_and_token_requests_are_never_answered_from_a_public_etag(app)
     assert login(member, "member@example.org", "not-used-here").status_code == 302
     page = member.get("/leaderboards/nlvr2/dev", headers={"If-None-Match": tag})
     assert page.status_code == 200 and _class(page) == PRIVATE and "ETag" not in page.headers
+
+
+def test_within_the_page_ttl_a_304_asks_the_database_nothing(app):
+    """With LEADERBOARD_PAGE_TTL the tag is reused like the page itself; a change made here shows at once."""
+    from sqlalchemy import event
+
+    from app.db import db
+
+    world = build_world(app)
+    app.config["LEADERBOARD_PAGE_TTL"] = 30
+    client = app.test_client(use_cookies=False)
+    first = client.get("/leaderboards/nlvr2/dev")
+    assert first.headers["Cache-Control"] == "public, max-age=30, stale-while-revalidate=60"
+    statements = []
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    assert client.get("/leaderboards/nlvr2/dev", headers={"If-None-Match": first.headers["ETag"]}).status_code == 304
+    assert statements == []
+    stored_submission(app, world, publish=True)
+    changed = client.get("/leaderboards/nlvr2/dev", headers={"If-None-Match": first.headers["ETag"]})
+    assert changed.status_code == 200 and changed.headers["ETag"] != first.headers["ETag"]
