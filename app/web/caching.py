@@ -1,6 +1,6 @@
 """HTTP caching: which responses a browser or a shared cache (a CDN, nginx) may keep, and for how long.
 
-Three classes, decided here and nowhere else:
+Three classes, decided here and nowhere else (the API's read views use the same decorator):
 - public: the public reads (boards, the models view, exports, sample files, public submission pages, the
   home page, the read API) for a visitor without a login or token. They carry a strong ETag derived from
   what the page depends on (app/services/versions.py), the build and the request's path and query, and
