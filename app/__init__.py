@@ -44,13 +44,14 @@ def create_app(config: dict | None = None) -> Flask:
     # Imported here: blueprints and the CLI import services, which need the models defined first.
     from app import cli, security
     from app.api import v1 as api_v1
-    from app.web import account, auth, errors, public, teams
+    from app.web import account, auth, caching, errors, public, teams
     from app.web import console
     from app.web import metrics
     from app.web import submissions as submission_pages
 
     metrics.init_app(app)  # first, so its clock starts before any other hook runs
     security.init_app(app)
+    caching.init_app(app)  # Cache-Control and ETag of every response (app/web/caching.py)
     for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp):
         app.register_blueprint(blueprint)
     errors.register(app)

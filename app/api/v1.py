@@ -16,10 +16,11 @@ from app.db import db
 from app.evaluation import Problem
 from app.models import Split, Submission, User
 from app.security import check_form_parts, csrf, user_for_bearer
-from app.services import exports, listings, submissions
+from app.services import exports, listings, submissions, versions
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError, TooLarge
 from app.services.leaderboards import Entry
 from app.services.submissions import Upload, timestamp
+from app.web import caching
 
 bp = Blueprint("api_v1", __name__, url_prefix="/api/v1")
 csrf.exempt(bp)
@@ -203,11 +204,13 @@ def _entry(entry: Entry) -> dict:
 
 
 @bp.get("/openapi.json")
+@caching.public()
 def openapi_document():
     return openapi.document()
 
 
 @bp.get("/benchmarks")
+@caching.public(versions.catalog)
 def benchmarks():
     return {
         "benchmarks": [
@@ -233,6 +236,7 @@ def me():
 
 @bp.get("/leaderboards/<benchmark>")
 @bp.get("/leaderboards/<benchmark>/<split>")
+@caching.public(lambda benchmark, **_: versions.benchmark(benchmark))
 def leaderboard(benchmark: str, split: str | None = None):
     board = listings.leaderboard(benchmark, split, request.args.get("view"))
     return {
@@ -245,6 +249,7 @@ def leaderboard(benchmark: str, split: str | None = None):
 
 
 @bp.get("/leaderboards/<benchmark>/models")
+@caching.public(lambda benchmark: versions.benchmark(benchmark))
 def models(benchmark: str):
     return exports.models_document(benchmark)
 

@@ -3,15 +3,21 @@ from __future__ import annotations
 
 import gzip
 
-from flask import Blueprint, Response, render_template, request
+from flask import Blueprint, Response, g, render_template, request
 
 from app.evaluation import get_task
-from app.services import across_splits, catalog, exports, leaderboards
+from app.services import across_splits, catalog, exports, leaderboards, versions
+from app.web import caching
 
 bp = Blueprint("public", __name__)
 
 
+def _benchmark(benchmark: str, **_) -> leaderboards.BenchmarkInfo:
+    return versions.benchmark(benchmark)
+
+
 @bp.get("/")
+@caching.public(versions.catalog)
 def index():
     return render_template("public/index.html", summaries=leaderboards.summaries())
 
@@ -23,6 +29,7 @@ def healthz():
 
 @bp.get("/leaderboards/<benchmark>")
 @bp.get("/leaderboards/<benchmark>/<split>")
+@caching.public(_benchmark, zips=True)
 def leaderboard(benchmark: str, split: str | None = None):
     def board():
         return leaderboards.board(benchmark, split, sort=request.args.get("sort"), order=request.args.get("order"),
@@ -40,8 +47,8 @@ def leaderboard(benchmark: str, split: str | None = None):
         return page(board())  # a session: the layout shows who is logged in, and the board as it is now
     # Without cookies every visitor gets the same page: its bytes are kept per board version (it is read far
     # more than it changes), gzipped once for browsers that accept it (100 rows and the chart: ~160 kB, 20 kB
-    # zipped), and reused for a moment without asking the database at all (LEADERBOARD_PAGE_TTL).
-    zipped = request.accept_encodings["gzip"] > 0
+    # zipped), and reused for a moment (LEADERBOARD_PAGE_TTL) once its ETag's query has confirmed the version.
+    zipped = caching.gzipped()
 
     def anonymous() -> bytes:
         current = board()
@@ -50,7 +57,8 @@ def leaderboard(benchmark: str, split: str | None = None):
             extra=(request.full_path, zipped),
         )
 
-    body = leaderboards.recent_page((request.full_path, zipped), anonymous)
+    # Keyed by the ETag too: a page reused for a moment is never older than the version its ETag names.
+    body = leaderboards.recent_page((g.get("http_etag"), request.full_path, zipped), anonymous)
     response = Response(body, content_type="text/html; charset=utf-8")
     if zipped:
         response.headers["Content-Encoding"] = "gzip"
@@ -70,6 +78,7 @@ def _download(result: exports.Export) -> Response:
 
 
 @bp.get("/leaderboards/<benchmark>/<split>/sample.csv")
+@caching.public(_benchmark)
 def sample_file(benchmark: str, split: str):
     name, body = catalog.sample_file(benchmark, split)
     return Response(body, content_type="text/csv; charset=utf-8",
@@ -77,17 +86,20 @@ def sample_file(benchmark: str, split: str):
 
 
 @bp.get("/leaderboards/<benchmark>/<split>/export.<fmt>")
+@caching.public(_benchmark)
 def export(benchmark: str, split: str, fmt: str):
     return _download(exports.export(benchmark, split, fmt, view=request.args.get("view"),
                                     chosen=_columns(), intervals=request.args.get("ci") != "0"))
 
 
 @bp.get("/leaderboards/<benchmark>/models")
+@caching.public(_benchmark)
 def models(benchmark: str):
     table = across_splits.models_table(benchmark)
     return render_template("public/models.html", table=table, task=get_task(table.benchmark.task_type))
 
 
 @bp.get("/leaderboards/<benchmark>/models/export.<fmt>")
+@caching.public(_benchmark)
 def models_export(benchmark: str, fmt: str):
     return _download(exports.export_models(benchmark, fmt, intervals=request.args.get("ci") != "0"))

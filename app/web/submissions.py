@@ -5,8 +5,9 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, request,
 from flask_login import current_user, login_required
 
 from app.security import login_manager
-from app.services import leaderboards, submissions
+from app.services import leaderboards, submissions, versions
 from app.services.errors import InvalidInput, NotFound, ServiceError
+from app.web import caching
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
 bp = Blueprint("submissions", __name__)
@@ -66,6 +67,7 @@ def mine():
 
 
 @bp.get("/submissions/<int:submission_id>")
+@caching.public(versions.submission)
 def show(submission_id: int):
     return _show_page(submission_id)
 
