@@ -323,6 +323,12 @@ SUBMISSION_ID = {
 }
 PUBLIC: list = []  # overrides the global bearer requirement
 
+BENCHMARK_PARAMETER = {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
+                       "example": "nlvr2"}
+VIEW_PARAMETER = {"name": "view", "in": "query", "required": False,
+                  "schema": {"type": "string", "enum": ["entries", "teams"]},
+                  "description": "`teams` keeps each team's best entry (anonymous entries count apart)."}
+
 PATHS = {
     "/benchmarks": {
         "get": {
@@ -348,13 +354,11 @@ PATHS = {
     "/leaderboards/{benchmark}": {
         "get": {
             "operationId": "getDefaultLeaderboard",
-            "summary": "The leaderboard of a benchmark's default split (its blind test, else its latest split)",
+            "summary": "The leaderboard of a benchmark's landing split (pinned, else its first hidden split, "
+                       "else its first split)",
             "security": PUBLIC,
-            "parameters": [
-                {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
-                 "example": "nlvr2"},
-            ],
-            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "404"),
+            "parameters": [BENCHMARK_PARAMETER, VIEW_PARAMETER],
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
         }
     },
     "/leaderboards/{benchmark}/{split}": {
@@ -363,13 +367,10 @@ PATHS = {
             "summary": "The published entries of a split, ranked",
             "security": PUBLIC,
             "parameters": [
-                {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
-                 "example": "nlvr2"},
+                BENCHMARK_PARAMETER,
                 {"name": "split", "in": "path", "required": True, "schema": {"type": "string"},
                  "example": "test-u"},
-                {"name": "view", "in": "query", "required": False,
-                 "schema": {"type": "string", "enum": ["entries", "teams"]},
-                 "description": "`teams` keeps each team's best entry (anonymous entries count apart)."},
+                VIEW_PARAMETER,
             ],
             "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
         }
@@ -379,10 +380,7 @@ PATHS = {
             "operationId": "getModels",
             "summary": "One row per model across the benchmark's splits",
             "security": PUBLIC,
-            "parameters": [
-                {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
-                 "example": "nlvr2"},
-            ],
+            "parameters": [BENCHMARK_PARAMETER],
             "responses": _responses(("200", "The models view.", _ref("Models")), "404"),
         }
     },
