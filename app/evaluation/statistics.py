@@ -11,9 +11,10 @@ shared by every entry, so a whole table is one matrix product per metric: per-gr
 (entries x groups) times resample weights (groups x resamples). An entry's interval is the same on
 the leaderboard and on its own page, and two entries are compared on the same resamples.
 """
+
 from __future__ import annotations
 
-import math
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,12 +75,24 @@ def _group_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.n
     if ordered.size == 0:
         return ordered, np.zeros((values.shape[0], 0), dtype=np.float32)
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    sums = np.add.reduceat(values[:, order], starts, axis=1, dtype=np.float32)
-    return ordered[starts], sums
+    sizes = np.diff(np.r_[starts, ordered.size])
+    # Summed over the transposed matrix, whose rows (examples) are contiguous, all groups of one size at a
+    # time: whole vectors of k entries are added (a reduceat along the examples steps through memory and is
+    # tens of times slower on a 10,000-entry board). The sums are of small integers, exact in float32.
+    by_example = np.ascontiguousarray(values.T)
+    if by_example.dtype == bool:
+        by_example = by_example.view(np.uint8)
+    sums = np.empty((starts.size, values.shape[0]), dtype=np.float32)
+    for size in np.unique(sizes):
+        which = np.flatnonzero(sizes == size)
+        members = order[starts[which][:, None] + np.arange(size)]  # (groups of this size, size)
+        sums[which] = by_example[members].sum(axis=1, dtype=np.float32)
+    return ordered[starts], np.ascontiguousarray(sums.T)
 
 
-def _accuracy_ratio(correct_counts: np.ndarray, per_example: int, codes: np.ndarray,
-                    indices: np.ndarray | None) -> Ratio:
+def _accuracy_ratio(
+    correct_counts: np.ndarray, per_example: int, codes: np.ndarray, indices: np.ndarray | None
+) -> Ratio:
     """Accuracy over the examples `indices` (None: all); correct_counts (k, n) judgements right per example."""
     if indices is not None:
         correct_counts, codes = correct_counts[:, indices], codes[indices]
@@ -103,30 +116,34 @@ def metric_ratios(
     metric names are understood: binary tasks (accuracy over judgements, consistency over groups) and
     VCR (q_a, qa_r, q_ar per question).
     """
+    return dict(_each_ratio(task, gold, stacked, wanted))
+
+
+def _each_ratio(
+    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
+) -> Iterator[tuple[tuple[str, str], Ratio]]:
+    """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next."""
     stacked = np.asarray(stacked)
     codes, _ = group_codes(gold)
-    ratios: dict[tuple[str, str], Ratio] = {}
     outcomes = _outcomes(task, gold, stacked)
     for subset, (indices, metrics) in wanted.items():
         for metric in metrics:
             if metric == "consistency":
-                if indices is not None:
-                    raise ValueError("consistency is defined on the whole split only")
-                ratios[(subset, metric)] = _consistency_ratio(outcomes["all_right"], codes)
+                # On a subset of whole groups (a blind test's queried or sealed part) as on the split.
+                all_right = outcomes["all_right"] if indices is None else outcomes["all_right"][:, indices]
+                yield (subset, metric), _consistency_ratio(all_right, codes if indices is None else codes[indices])
             elif metric in outcomes["counts"]:
                 counts, per_example = outcomes["counts"][metric]
-                ratios[(subset, metric)] = _accuracy_ratio(counts, per_example, codes, indices)
+                yield (subset, metric), _accuracy_ratio(counts, per_example, codes, indices)
             else:
                 raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
-    return ratios
 
 
 def _outcomes(task, gold: GoldSet, stacked: np.ndarray) -> dict:
     k = stacked.shape[0]
     if task.name == "vcr":
-        staged = dict(zip(("q_a", "qa_r", "q_ar"), vcr_staged(stacked, gold.labels)))
-        return {"counts": {metric: (correct, 1) for metric, correct in staged.items()},
-                "all_right": staged["q_ar"]}
+        staged = dict(zip(("q_a", "qa_r", "q_ar"), vcr_staged(stacked, gold.labels), strict=True))
+        return {"counts": {metric: (correct, 1) for metric, correct in staged.items()}, "all_right": staged["q_ar"]}
     if set(task.metrics) == {"accuracy", "consistency"}:
         labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
         correct = (stacked.astype(bool, copy=False) == labels).reshape(k, gold.n, -1)
@@ -164,27 +181,33 @@ def resample_blocks(n_groups: int, resamples: int = RESAMPLES, seed: int = SEED)
 
 
 def bootstrap(
-    ratios: Mapping[tuple[str, str], Ratio], n_groups: int, *, resamples: int = RESAMPLES, seed: int = SEED,
-    confidence: float = CONFIDENCE, keep: tuple[str, str] | None = None,
+    ratios: Mapping[tuple[str, str], Ratio],
+    n_groups: int,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+    keep: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], Interval]:
     """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled values
-    of `keep` come back too, for rank intervals)."""
-    draws: dict[tuple[str, str], list[np.ndarray]] = {key: [] for key in ratios}
-    for weights in resample_blocks(n_groups, resamples, seed):
-        for key, ratio in ratios.items():
-            if ratio.groups.size == n_groups:
-                w = weights  # the whole split: every group is present, in order
-            else:
-                w = weights[:, ratio.groups]
-            denominators = w.astype(np.float64) @ ratio.denominators  # (b,)
-            numerators = ratio.numerators @ w.T  # (k, b) -- the matrix product that does the work
-            present = denominators > 0  # a subset can miss every one of its groups in a resample
-            draws[key].append(numerators[:, present] / denominators[present] * 100.0)
+    of `keep` come back too, for rank intervals).
+
+    One ratio at a time, its resamples drawn again from the same seed (the same weights, a few milliseconds
+    each): only one ratio's (k, resamples) values are held at once (80 MB for 10,000 entries), not all."""
     tail = (1.0 - confidence) / 2.0 * 100.0
     result = {}
     for key, ratio in ratios.items():
+        draws = []
+        for weights in resample_blocks(n_groups, resamples, seed):
+            # The whole split: every group is present, in order.
+            w = weights if ratio.groups.size == n_groups else weights[:, ratio.groups]
+            denominators = w.astype(np.float64) @ ratio.denominators  # (b,)
+            numerators = ratio.numerators @ w.T  # (k, b) -- the matrix product that does the work
+            present = denominators > 0  # a subset can miss every one of its groups in a resample
+            draws.append(numerators[:, present] / denominators[present] * 100.0)
         values = ratio.values
-        samples = np.concatenate(draws[key], axis=1) if draws[key] else np.empty((values.size, 0))
+        samples = np.concatenate(draws, axis=1) if draws else np.empty((values.size, 0))
+        del draws
         if samples.shape[1] == 0:
             nan = np.full(values.size, np.nan)
             result[key] = Interval(values, nan, nan.copy())
@@ -195,21 +218,37 @@ def bootstrap(
 
 
 def intervals(
-    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]], *,
-    resamples: int = RESAMPLES, seed: int = SEED, keep: tuple[str, str] | None = None, counts_only: bool = False,
+    task,
+    gold: GoldSet,
+    stacked: np.ndarray,
+    wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    keep: tuple[str, str] | None = None,
+    counts_only: bool = False,
 ) -> dict[tuple[str, str], Interval]:
     """Point estimates and 95% intervals of every wanted (subset, metric), k entries: cluster-bootstrap
     intervals, or with `counts_only` intervals that depend on each entry's count and the total alone."""
-    ratios = metric_ratios(task, gold, stacked, wanted)
     if counts_only:
+        ratios = metric_ratios(task, gold, stacked, wanted)
         return count_intervals(ratios, resamples=resamples, seed=seed, keep=keep)
     _, n_groups = group_codes(gold)
-    return bootstrap(ratios, n_groups, resamples=resamples, seed=seed, keep=keep)
+    # One ratio at a time: its per-group counts (70 MB for 10,000 entries on NLVR2) are dropped once its
+    # intervals are drawn (bootstrap draws the same resamples for each ratio, so nothing changes).
+    result: dict[tuple[str, str], Interval] = {}
+    for key, ratio in _each_ratio(task, gold, stacked, wanted):
+        result.update(bootstrap({key: ratio}, n_groups, resamples=resamples, seed=seed, keep=keep))
+    return result
 
 
 def count_intervals(
-    ratios: Mapping[tuple[str, str], Ratio], *, resamples: int = RESAMPLES, seed: int = SEED,
-    confidence: float = CONFIDENCE, keep: tuple[str, str] | None = None,
+    ratios: Mapping[tuple[str, str], Ratio],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+    keep: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], Interval]:
     """Wilson score intervals from each entry's count k of n alone, and for `keep` binomial resamples
     (Binomial(n, k/n) / n) for rank intervals. Nothing here depends on which judgements are right: a blind
@@ -310,8 +349,7 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
         steps = lo + np.arange(stop - lo)[None, :]  # the sure ones are Holm's first steps, all rejected
         thresholds = alpha / np.maximum(m - steps, 1)
         fails = (p > thresholds) | (steps >= m)
-        better[start:stop] = lo + np.argmax(np.concatenate([fails, np.ones((stop - start, 1), bool)], axis=1),
-                                            axis=1)
+        better[start:stop] = lo + np.argmax(np.concatenate([fails, np.ones((stop - start, 1), bool)], axis=1), axis=1)
     ranks = np.maximum.accumulate(1 + better)
     # Entries with identical primary scores share the rank of the first of them (the table puts them
     # together; the tie-break by consistency orders them but never separates them).
@@ -330,7 +368,11 @@ def _decisive_p(above_only: np.ndarray, below_only: np.ndarray) -> np.ndarray:
     p = np.ones(n.shape)
     p[z > 6.0] = 0.0
     band = (z >= 1.0) & (z <= 6.0)
-    p[band] = one_sided_p(above_only[band], below_only[band])
+    # p depends on the two counts alone, and a board repeats the same pairs of counts many times (a
+    # 10,000-entry board: ~10^7 pairs in the band, ~3 x 10^5 distinct): each distinct pair is computed once.
+    above, below = above_only[band], below_only[band]
+    distinct, inverse = np.unique(above * (2.0**32) + below, return_inverse=True)
+    p[band] = one_sided_p(np.floor(distinct / 2.0**32), np.mod(distinct, 2.0**32))[inverse]
     return p
 
 
@@ -341,14 +383,20 @@ def _packed(correct: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint64)
 
 
-def _both_right(rows: np.ndarray, columns: np.ndarray, chunk: int = 16) -> np.ndarray:
+def _both_right(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Judgements both entries got right, for every (row, column) pair: popcounts of ANDed words (64 a
-    machine instruction, where a float matrix product spends one multiply-add on each)."""
-    out = np.empty((rows.shape[0], columns.shape[0]), dtype=np.float64)
-    for at in range(0, rows.shape[0], chunk):  # bounds the (chunk, columns, words) temporary
-        out[at:at + chunk] = np.bitwise_count(rows[at:at + chunk, None, :] & columns[None, :, :]).sum(
-            axis=2, dtype=np.int64)
-    return out
+    machine instruction, where a float matrix product spends one multiply-add on each). One word position
+    at a time over every pair, into preallocated buffers: each pass stays in cache, nothing is allocated."""
+    words = columns.shape[1]
+    by_word = np.ascontiguousarray(columns.T)  # (words, columns)
+    total = np.zeros((rows.shape[0], columns.shape[0]), dtype=np.uint32)
+    anded = np.empty(total.shape, dtype=np.uint64)
+    counts = np.empty(total.shape, dtype=np.uint8)
+    for word in range(words):
+        np.bitwise_and(rows[:, word, None], by_word[word][None, :], out=anded)
+        np.bitwise_count(anded, out=counts)
+        total += counts
+    return total.astype(np.float64)
 
 
 def _surely_better(above: np.ndarray, value: float, units: int, level: float) -> int:
@@ -359,9 +407,7 @@ def _surely_better(above: np.ndarray, value: float, units: int, level: float) ->
     the strictest Holm threshold), the exact test cannot come out otherwise, so it need not be run."""
     if above.size == 0 or units == 0:
         return 0
-    differences = np.arange(units + 1, dtype=np.float64)
-    worst = one_sided_p(np.ceil((units + differences) / 2.0), units - np.ceil((units + differences) / 2.0))
-    sure = np.flatnonzero(worst < level / 10.0)
+    sure = np.flatnonzero(_worst_p(units) < level / 10.0)
     if sure.size == 0:
         return 0
     needed = int(sure[0]) + 1  # one judgement of slack for rounding of the percentages
@@ -369,13 +415,38 @@ def _surely_better(above: np.ndarray, value: float, units: int, level: float) ->
     return int(np.count_nonzero(gaps >= needed))  # `above` descends, so these are its first entries
 
 
-def _ranks_in_columns(samples: np.ndarray) -> np.ndarray:
-    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value."""
-    ordered = np.sort(samples, axis=0)  # ascending, per resample
-    ranks = np.empty(samples.shape, dtype=np.int64)
-    k = samples.shape[0]
-    for column in range(samples.shape[1]):
-        ranks[:, column] = k + 1 - np.searchsorted(ordered[:, column], samples[:, column], side="right")
+@functools.lru_cache(maxsize=8)
+def _worst_p(units: int) -> np.ndarray:
+    """For every difference D of 0..units judgements, the largest one-sided McNemar p it can have (every
+    judgement discordant): the same for every entry of a board, so computed once per number of units."""
+    differences = np.arange(units + 1, dtype=np.float64)
+    worst = one_sided_p(np.ceil((units + differences) / 2.0), units - np.ceil((units + differences) / 2.0))
+    worst.setflags(write=False)
+    return worst
+
+
+def _ranks_in_columns(samples: np.ndarray, block: int = 100) -> np.ndarray:
+    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value.
+
+    `block` resamples at a time (bounds the temporaries: ~40 MB for 10,000 entries): sort each (a row of the
+    transposed block), find for each sorted place the last place holding the same value (ties share a rank;
+    NaNs count as equal to each other and highest, as a sorted search counts them), and scatter the ranks
+    back to the entries."""
+    k, resamples = samples.shape
+    ranks = np.empty((k, resamples), dtype=np.int32)  # ranks <= k; half the memory of int64
+    places = np.arange(k)
+    for at in range(0, resamples, block):
+        by_resample = np.ascontiguousarray(samples[:, at : at + block].T)  # (b, k)
+        order = np.argsort(by_resample, axis=1, kind="stable")
+        ordered = np.take_along_axis(by_resample, order, axis=1)
+        blank = np.isnan(ordered)
+        differs = (ordered[:, 1:] != ordered[:, :-1]) & ~(blank[:, 1:] & blank[:, :-1])
+        last = np.concatenate([differs, np.ones((ordered.shape[0], 1), dtype=bool)], axis=1)
+        # For each place, the first place at or after it that ends a run of equal values.
+        ends = np.minimum.accumulate(np.where(last, places, k)[:, ::-1], axis=1)[:, ::-1]
+        found = np.empty(by_resample.shape, dtype=np.int64)
+        np.put_along_axis(found, order, k - ends, axis=1)  # 1 + (k - 1 - end) entries above the run
+        ranks[:, at : at + block] = found.T
     return ranks
 
 

@@ -10,6 +10,7 @@ which WAL mode keeps on one snapshot), so rows agree with each other; the files 
 by content, so the ones the snapshot refers to are the right ones. Binary columns are base64, times ISO
 8601, tagged so a restore needs no knowledge of the schema; the rows load into SQLite or PostgreSQL alike.
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,8 +23,9 @@ import tarfile
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -76,7 +78,7 @@ def _decode(value):
         if "$dt" in value:
             moment = datetime.fromisoformat(value["$dt"])
             # SQLite hands times back without a zone; the application stores UTC.
-            return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     return value
 
 
@@ -116,8 +118,13 @@ def backup(path: Path) -> Summary:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     os.close(fd)
     os.chmod(tmp, 0o600)  # the archive holds the hidden labels
-    manifest = {"format": FORMAT, "version": VERSION, "created_at": datetime.now(timezone.utc).isoformat(),
-                "files": {}, "tables": {}}
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "created_at": datetime.now(UTC).isoformat(),
+        "files": {},
+        "tables": {},
+    }
     summary = Summary(path=path, revision="")
     try:
         with tarfile.open(tmp, "w:gz", compresslevel=6) as archive:
@@ -138,26 +145,36 @@ def backup(path: Path) -> Summary:
                 if "gold_versions" in metadata.tables:
                     # Gold files a correction replaced are kept as evidence: back them up too.
                     current = {path for _, path, _ in splits}
-                    earlier = connection.execute(text(
-                        "SELECT split_id, previous_path, previous_sha256 FROM gold_versions ORDER BY id")).all()
+                    earlier = connection.execute(
+                        text("SELECT split_id, previous_path, previous_sha256 FROM gold_versions ORDER BY id")
+                    ).all()
                     splits += [row for row in dict.fromkeys(earlier) if row[1] not in current]
-                digests = connection.execute(
-                    text("SELECT DISTINCT file_sha256 FROM submissions WHERE status = 'scored' ORDER BY 1")
-                ).scalars().all()
-            for split_id, gold_path, gold_sha256 in splits:
-                source = _inside(labels_dir, gold_path, f"gold file of split {split_id}")
-                if not source.is_file():
-                    raise InvalidInput(f"the gold file of split {split_id} is missing: {source}")
-                _add_file(archive, manifest, f"hidden_labels/{PurePosixPath(gold_path).as_posix()}", source,
-                          expect=gold_sha256, what=f"the gold file of split {split_id}")
-                summary.gold_files += 1
-            for digest in digests:
-                source = uploads_dir / digest[:2] / f"{digest}.gz"
-                if not source.is_file():
-                    raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
-                _add_file(archive, manifest, f"submissions/{digest[:2]}/{digest}.gz", source)
-                summary.uploads += 1
-            data = json.dumps(manifest, indent=1, sort_keys=True).encode()
+                for split_id, gold_path, gold_sha256 in splits:
+                    source = _inside(labels_dir, gold_path, f"gold file of split {split_id}")
+                    if not source.is_file():
+                        raise InvalidInput(f"the gold file of split {split_id} is missing: {source}")
+                    _add_file(
+                        archive,
+                        manifest,
+                        f"hidden_labels/{PurePosixPath(gold_path).as_posix()}",
+                        source,
+                        expect=gold_sha256,
+                        what=f"the gold file of split {split_id}",
+                    )
+                    summary.gold_files += 1
+                # Streamed while the snapshot is open: a deployment may hold a million uploads.
+                digests = (
+                    connection.execution_options(stream_results=True, yield_per=BATCH)
+                    .execute(text("SELECT DISTINCT file_sha256 FROM submissions WHERE status = 'scored' ORDER BY 1"))
+                    .scalars()
+                )
+                for digest in digests:
+                    source = uploads_dir / digest[:2] / f"{digest}.gz"
+                    if not source.is_file():
+                        raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
+                    _add_file(archive, manifest, f"submissions/{digest[:2]}/{digest}.gz", source)
+                    summary.uploads += 1
+            data = json.dumps(manifest, sort_keys=True).encode()  # no indent: the C encoder, no list of parts
             _add_bytes(archive, MANIFEST, data)
         os.replace(tmp, path)
     except BaseException:
@@ -192,17 +209,22 @@ def _add_table(archive: tarfile.TarFile, manifest: dict, connection, table) -> i
     digest, count = hashlib.sha256(), 0
     with tempfile.TemporaryFile() as spool:
         result = connection.execution_options(stream_results=True, yield_per=BATCH).execute(
-            select(table).order_by(*order))
+            select(table).order_by(*order)
+        )
         for row in result.mappings():
-            line = json.dumps({key: _encode(value) for key, value in row.items()}, ensure_ascii=False,
-                              separators=(",", ":")).encode() + b"\n"
+            line = (
+                json.dumps(
+                    {key: _encode(value) for key, value in row.items()}, ensure_ascii=False, separators=(",", ":")
+                ).encode()
+                + b"\n"
+            )
             spool.write(line)
             digest.update(line)
             count += 1
         size = spool.tell()
         spool.seek(0)
         name = f"database/{table.name}.jsonl"
-        archive.addfile(_member(name, size), spool)
+        _append(archive, _member(name, size), spool)
     manifest["files"][name] = {"sha256": digest.hexdigest(), "size": size}
     return count
 
@@ -217,7 +239,14 @@ def _add_file(archive, manifest, name: str, source: Path, expect: str | None = N
 
 
 def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
-    archive.addfile(_member(name, len(data)), io.BytesIO(data))
+    _append(archive, _member(name, len(data)), io.BytesIO(data))
+
+
+def _append(archive: tarfile.TarFile, info: tarfile.TarInfo, fileobj) -> None:
+    archive.addfile(info, fileobj)
+    # A TarFile keeps every member it wrote for listing, which a backup never asks for: a million uploads
+    # would keep a million TarInfo objects (~1 GB).
+    archive.members.clear()  # type: ignore[attr-defined]
 
 
 def _member(name: str, size: int) -> tarfile.TarInfo:
@@ -254,8 +283,10 @@ def restore(path: Path) -> Summary:
         revision = manifest["revision"]
         known = _revisions()
         if revision not in known:
-            raise InvalidInput(f"the backup is at revision {revision}, which this code does not know; "
-                               "restore it with the code version that wrote it")
+            raise InvalidInput(
+                f"the backup is at revision {revision}, which this code does not know; "
+                "restore it with the code version that wrote it"
+            )
         _require_empty_database()
         labels_dir = Path(current_app.config["HIDDEN_LABELS_DIR"])
         uploads_dir = Path(current_app.config["SUBMISSIONS_DIR"])
@@ -287,7 +318,10 @@ def _unpack(path: Path, staging: Path) -> dict:
                     raise InvalidInput(f"the backup holds {member.name!r} twice")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 digest = hashlib.sha256()
-                with archive.extractfile(member) as source, open(target, "wb") as out:
+                source_file = archive.extractfile(member)
+                if source_file is None:
+                    raise InvalidInput(f"the archive's member {member.name} is not a file")
+                with source_file as source, open(target, "wb") as out:
                     for chunk in iter(lambda: source.read(1 << 20), b""):
                         digest.update(chunk)
                         out.write(chunk)
@@ -322,8 +356,10 @@ def _require_empty_database() -> None:
             if table.name == VERSION_TABLE:
                 continue
             if connection.execute(select(func.count()).select_from(table)).scalar_one():
-                raise Conflict(f"the database is not empty (table {table.name} has rows); restore needs an "
-                               "empty deployment: a new database and empty hidden-labels and submissions folders")
+                raise Conflict(
+                    f"the database is not empty (table {table.name} has rows); restore needs an "
+                    "empty deployment: a new database and empty hidden-labels and submissions folders"
+                )
 
 
 def _placed_files(manifest: dict, staging: Path, labels_dir: Path, uploads_dir: Path):
@@ -402,8 +438,9 @@ def _load_rows(staging: Path, manifest: dict) -> dict[str, int]:
                 connection.execute(table.insert(), batch)
                 count += len(batch)
             if count != manifest["tables"][table.name]:
-                raise InvalidInput(f"the backup's {table.name} holds {count} rows, its manifest says "
-                                   f"{manifest['tables'][table.name]}")
+                raise InvalidInput(
+                    f"the backup's {table.name} holds {count} rows, its manifest says {manifest['tables'][table.name]}"
+                )
             counts[table.name] = count
         if connection.dialect.name == "postgresql":
             _reset_sequences(connection, metadata)
@@ -420,6 +457,9 @@ def _reset_sequences(connection, metadata: MetaData) -> None:
             ).scalar()
             if sequence:
                 connection.execute(
-                    text(f'SELECT setval(:sequence, COALESCE((SELECT MAX("{column.name}") FROM "{table.name}"), 0) + 1, false)'),
+                    text(
+                        f'SELECT setval(:sequence, COALESCE((SELECT MAX("{column.name}") FROM "{table.name}"), 0) + 1, '
+                        "false)"
+                    ),
                     {"sequence": sequence},
                 )

@@ -1,0 +1,149 @@
+"""What must not grow with the number of stored submissions (issue 15, "Scale, measured"): rescoring streams
+them in chunks, a backup streams the uploads it lists; measured as growth ratios of peak memory, never time."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from sqlalchemy import insert
+
+from app import create_app, synthetic
+from app.db import db
+from app.evaluation import get_task
+from app.models import Score, Submission
+from app.services import backups, catalog, checksums, rescoring, teams, uploads
+from tests.conftest import make_config
+
+EXAMPLES = 2000
+
+
+def _stored(split, team, count: int, seed: int) -> None:
+    """`count` scored submissions in the format store_scored writes (the task's encoder, its scores)."""
+    task = get_task("nlvr2")
+    inputs = catalog.scoring_inputs(split)
+    rng = np.random.default_rng(seed)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    for at in range(0, count, 500):
+        stacked = rng.random((min(500, count - at), inputs.gold.n)) < 0.5
+        results = task.score_batch(inputs.gold, stacked, inputs.subsets)
+        ids = (
+            db.session.execute(
+                insert(Submission).returning(Submission.id),
+                [
+                    {
+                        "split_id": split.id,
+                        "team_id": team.id,
+                        "status": "scored",
+                        "model_name": f"m{at + i}",
+                        "file_sha256": f"{at + i:064x}",
+                        "file_size": 1,
+                        "predictions": task.encode(row),
+                        "created_at": start + timedelta(minutes=at + i),
+                    }
+                    for i, row in enumerate(stacked)
+                ],
+            )
+            .scalars()
+            .all()
+        )
+        db.session.execute(
+            insert(Score),
+            [
+                {"submission_id": sid, "subset": subset, "metric": metric, "value": value}
+                for sid, result in zip(ids, results, strict=True)
+                for subset, metrics in result.items()
+                for metric, value in metrics.items()
+            ],
+        )
+    db.session.commit()
+
+
+def _peak_of_adding_a_subset(app, count: int, tmp_name: str) -> tuple[int, int]:
+    with app.app_context():
+        gold = synthetic.nlvr2_gold(EXAMPLES, split="test", seed=3)
+        catalog.add_benchmark(tmp_name, "nlvr2", tmp_name)
+        catalog.add_split(tmp_name, "test-p", gold, name="Test-P")
+        split = catalog.get_split(tmp_name, "test-p")
+        _stored(split, teams.create_team(f"team {tmp_name}"), count, seed=count)
+        ids = b"\n".join(json.loads(line)["identifier"].encode() for line in gold.splitlines()[::2])
+        db.session.remove()
+        tracemalloc.start()
+        try:
+            _, rescored = catalog.add_subset(tmp_name, "test-p", "every other set", ids)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    return rescored, peak
+
+
+def test_adding_a_subset_streams_the_stored_submissions(app, monkeypatch):
+    """Four times the submissions, about the same peak memory: they are read CHUNK at a time, not all at once
+    (reading them all would hold every stored prediction in memory: 1,000,000 NLVR2 ones are ~1 GB)."""
+    monkeypatch.setattr(rescoring, "CHUNK", 200)
+    small, small_peak = _peak_of_adding_a_subset(app, 1000, "small")
+    large, large_peak = _peak_of_adding_a_subset(app, 4000, "large")
+    assert (small, large) == (1000, 4000)
+    assert large_peak < 1.5 * small_peak, (small_peak, large_peak)
+
+
+def _peak_of_a_backup(app, tmp_path, count: int) -> int:
+    """Peak traced memory of backing up `count` scored submissions, each with its own original upload."""
+    with app.app_context():
+        gold = synthetic.nlvr2_gold(400, split="test", seed=4)
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+        catalog.add_split("nlvr2", "test-p", gold, name="Test-P")
+        split = catalog.get_split("nlvr2", "test-p")
+        team = teams.create_team("uploaders")
+        rows = []
+        for i in range(count):
+            data = f"upload {i}\n".encode()
+            digest = checksums.sha256(data)
+            uploads.keep(data, digest).finish()
+            rows.append(
+                {
+                    "split_id": split.id,
+                    "team_id": team.id,
+                    "status": "scored",
+                    "model_name": f"m{i}",
+                    "file_sha256": digest,
+                    "file_size": len(data),
+                    "predictions": b"\0" * 50,
+                }
+            )
+        db.session.execute(insert(Submission), rows)
+        db.session.commit()
+        db.session.remove()
+        tracemalloc.start()
+        try:
+            summary = backups.backup(tmp_path / f"backup-{count}.tar.gz")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert summary.uploads == count
+    return peak
+
+
+def test_a_backup_grows_only_by_the_manifest_line_of_each_upload(
+    tmp_path, database_backend, migrated_database, monkeypatch
+):
+    """Six times the uploads: peak memory grows by the manifest's entry of each file (its name, sha256 and size,
+    ~1.1 KB as Python objects) and nothing else; the list of uploads is read BATCH at a time and the archive
+    keeps no TarInfo per member written (together ~0.5 KB more per upload before)."""
+    monkeypatch.setattr(backups, "BATCH", 50)
+    peaks = {}
+    for count in (1000, 6000):
+        folder = tmp_path / str(count)
+        folder.mkdir()
+        url = database_backend.new_database(folder, template=migrated_database, name=f"growth{count}")
+        app = create_app(make_config(folder, url))
+        try:
+            peaks[count] = _peak_of_a_backup(app, folder, count)
+        finally:
+            with app.app_context():
+                db.engine.dispose()
+            database_backend.drop(url)
+    per_upload = (peaks[6000] - peaks[1000]) / 5000
+    assert per_upload < 1300, peaks

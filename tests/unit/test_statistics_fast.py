@@ -1,0 +1,105 @@
+"""The fast paths of app/evaluation/statistics.py against the plain computation they replace, on random
+boards: group sums, pairwise right-on-both counts, p-values computed once per distinct pair of counts,
+significance ranks and rank intervals must come out identical, ties and NaNs included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.evaluation import statistics
+
+
+def _board(rng: np.random.Generator, k: int, units: int, spread: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """k entries in table order with sentence-correlated errors and a few exact copies (ties)."""
+    base = rng.random(units)
+    accuracies = rng.uniform(*spread, size=k)
+    correct = np.stack([np.where(rng.random(units) < 0.5, base, rng.random(units)) < a for a in accuracies])
+    copies = rng.choice(k, size=k // 10, replace=False)
+    correct[copies] = correct[rng.choice(k, size=copies.size)]
+    primary = correct.mean(axis=1) * 100
+    order = np.argsort(-primary, kind="stable")
+    return correct[order], primary[order]
+
+
+def _exact_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = statistics.ALPHA):
+    """Every p-value computed exactly, Holm over each entry's own comparisons, as the README states it."""
+    k = correct.shape[0]
+    right = correct.sum(axis=1)
+    better = np.zeros(k, dtype=np.int64)
+    for i in range(1, k):
+        both = (correct[:i] & correct[i]).sum(axis=1)
+        p = statistics.one_sided_p(right[:i] - both, right[i] - both)
+        p[primary[:i] == primary[i]] = 1.0
+        p.sort()
+        rejected = p <= alpha / (i - np.arange(i))
+        better[i] = i if rejected.all() else int(np.argmin(rejected))
+    ranks = np.maximum.accumulate(1 + better)
+    first_of_tie = np.r_[True, primary[1:] != primary[:-1]]
+    return ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(k), 0))], better
+
+
+@pytest.mark.parametrize(
+    "seed, k, units, spread",
+    [
+        (1, 300, 500, (0.55, 0.95)),
+        (2, 400, 2000, (0.70, 0.75)),  # a crowded board: most pairs need their exact test
+        (3, 250, 6970, (0.50, 0.95)),
+        (4, 150, 64 * 7 + 13, (0.6, 0.9)),  # units not a multiple of the 64-bit words
+    ],
+)
+def test_significance_ranks_equal_the_exact_computation(seed, k, units, spread):
+    correct, primary = _board(np.random.default_rng(seed), k, units, spread)
+    fast = statistics.significance_ranks(correct, primary)
+    ranks, better = _exact_ranks(correct, primary)
+    np.testing.assert_array_equal(fast.ranks, ranks)
+    np.testing.assert_array_equal(fast.better, better)
+
+
+def test_both_right_counts_every_pair():
+    rng = np.random.default_rng(5)
+    correct = rng.random((90, 64 * 3 + 5)) < 0.6
+    packed = statistics._packed(correct)
+    expected = correct[:30].astype(np.int64) @ correct.T.astype(np.int64)
+    np.testing.assert_array_equal(statistics._both_right(packed[:30], packed), expected)
+
+
+def test_decisive_p_computes_each_distinct_pair_once_with_the_same_values():
+    rng = np.random.default_rng(6)
+    above = rng.integers(0, 300, size=50000).astype(float)
+    below = rng.integers(0, 300, size=50000).astype(float)
+    decisive = statistics._decisive_p(above, below)
+    n = above + below
+    z = (above - below - 1.0) / np.sqrt(np.maximum(n, 1.0))
+    band = (z >= 1.0) & (z <= 6.0)
+    assert band.sum() > 1000
+    np.testing.assert_array_equal(decisive[band], statistics.one_sided_p(above[band], below[band]))
+    assert (decisive[z > 6.0] == 0).all() and (decisive[z < 1.0] == 1).all()
+
+
+def test_group_sums_equal_a_per_group_count():
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 300, size=2000)  # groups of every size, in no order
+    values = rng.random((40, 2000)) < 0.5
+    groups, sums = statistics._group_sums(values, codes)
+    np.testing.assert_array_equal(groups, np.unique(codes))
+    expected = np.stack([np.bincount(codes, weights=row, minlength=300)[groups] for row in values])
+    np.testing.assert_array_equal(sums, expected.astype(np.float32))
+    counts = rng.integers(0, 7, size=(5, 2000)).astype(np.uint8)  # NLVR images: right images per example
+    _, sums = statistics._group_sums(counts, codes)
+    np.testing.assert_array_equal(sums, np.stack([np.bincount(codes, weights=row)[groups] for row in counts]))
+
+
+def test_ranks_in_columns_equal_counting_the_higher_values():
+    rng = np.random.default_rng(8)
+    samples = np.round(rng.normal(70, 3, size=(300, 50)), 1)  # rounded: many ties
+    samples[5, 3] = samples[6, 3] = np.nan
+    samples[7, :] = np.nan
+    expected = np.empty(samples.shape, dtype=np.int64)
+    for column in range(samples.shape[1]):
+        values = samples[:, column]
+        for i, value in enumerate(values):
+            # A sorted search counts NaN as the highest value and equal to another NaN.
+            higher = np.isnan(values) if not np.isnan(value) else np.zeros(values.size, bool)
+            expected[i, column] = 1 + int(np.count_nonzero(values > value) + higher.sum())
+    np.testing.assert_array_equal(statistics._ranks_in_columns(samples), expected)
