@@ -4,6 +4,7 @@ Command-line options and GUNICORN_CMD_ARGS override anything here; WEB_CONCURREN
 Put a reverse proxy (nginx) in front in production: it buffers slow uploads, so a sync worker is busy
 only while a request is actually being handled (README, "Production").
 """
+
 import os
 import shutil
 import sys
@@ -71,7 +72,8 @@ elif _log_format != "text":
 # (The folder made is remembered in the environment: a reload re-reads this file in the same master.)
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["HOLDOUT_METRICS_DIR_MADE"] = tempfile.mkdtemp(
-        prefix="holdout-metrics-")
+        prefix="holdout-metrics-"
+    )
 
 
 def on_starting(server):

@@ -1,4 +1,5 @@
 """WSGI entry point: `gunicorn -c gunicorn.conf.py wsgi:app`, `flask --app wsgi ...`."""
+
 import sys
 
 import click
@@ -23,5 +24,8 @@ if click.get_current_context(silent=True) is None:
         # The database is briefly unreachable (restart, failover): a worker booting now serves 503s
         # until it is back rather than taking the whole server down.
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()
-        print(f"holdout: database unreachable at startup, schema not checked: {reason[0] if reason else exc}",
-              file=sys.stderr, flush=True)
+        print(
+            f"holdout: database unreachable at startup, schema not checked: {reason[0] if reason else exc}",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -1,4 +1,5 @@
 """Holdout: a leaderboard and blind-test evaluation server for visual-reasoning benchmarks."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,6 @@ from werkzeug.routing import IntegerConverter
 
 from app.config import ConfigError, engine_options, from_environment, request_body_limit
 from app.db import begin_writes_immediately, db, migrate
-from app.evaluation.display import score_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -19,8 +19,7 @@ STATIC = ROOT / "static"
 
 
 def create_app(config: dict | None = None) -> Flask:
-    app = Flask(__name__, instance_relative_config=True, template_folder=str(TEMPLATES),
-                static_folder=str(STATIC))
+    app = Flask(__name__, instance_relative_config=True, template_folder=str(TEMPLATES), static_folder=str(STATIC))
     os.makedirs(app.instance_path, exist_ok=True)
     app.config.update(from_environment(app.instance_path))
     if config:
@@ -42,20 +41,18 @@ def create_app(config: dict | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 
     # Imported here: blueprints and the CLI import services, which need the models defined first.
-    from app import cli, security
+    from app import cli, http_caching, security
     from app.api import v1 as api_v1
-    from app.web import account, auth, caching, errors, public, teams
-    from app.web import console
-    from app.web import metrics
+    from app.web import account, auth, console, errors, metrics, public, teams, templating
     from app.web import submissions as submission_pages
 
     metrics.init_app(app)  # first, so its clock starts before any other hook runs
     security.init_app(app)
-    caching.init_app(app)  # Cache-Control and ETag of every response (app/web/caching.py)
+    http_caching.init_app(app)  # Cache-Control and ETag of every response
+    templating.init_app(app)  # links, the score filter, the visibility predicates
     for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp):
         app.register_blueprint(blueprint)
     errors.register(app)
-    app.jinja_env.filters["score"] = score_text  # the one way a score is written (app.evaluation.display)
     if app.config.get("TRUSTED_PROXIES"):
         hops = int(app.config["TRUSTED_PROXIES"])
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)

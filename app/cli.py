@@ -1,10 +1,13 @@
-"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|labels|evaluate|demo|users|teams|tokens|references ...`.
+"""Maintainers' commands: `flask --app wsgi benchmarks|splits|subsets|labels|evaluate|demo|users|teams|tokens|
+references ...`.
 
 These names and options are an interface that scripts rely on. Errors exit with code 2.
 """
+
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -25,6 +28,15 @@ def _read(path: str, what: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as exc:
         raise CliError(f"cannot read {what} {path!r}: {exc.strerror}") from exc
+
+
+@contextmanager
+def _refusals():
+    """A service's refusal becomes the command's error: exit code 2 with the message the API gives."""
+    try:
+        yield
+    except ServiceError as exc:
+        raise _fail(exc) from exc
 
 
 def _fail(exc: ServiceError) -> CliError:
@@ -48,10 +60,8 @@ subsets_cli = AppGroup("subsets", help="Add subsets of a split.")
 @click.option("--paper-url", default=None, help="Link to the benchmark's paper.")
 def benchmarks_add(slug, task_type, name, description, paper_url):
     """Add a benchmark SLUG of a task type."""
-    try:
+    with _refusals():
         benchmark = console.add_benchmark(None, slug, task_type, name, description, paper_url, via="cli")
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"added benchmark {benchmark.slug} ({benchmark.task_type})")
 
 
@@ -74,13 +84,18 @@ def splits_add(benchmark, split, labels, hidden, name, annotations, subset_field
     """Import the gold file of SPLIT of BENCHMARK into the hidden-labels folder."""
     gold = _read(labels, "labels file")
     notes = _read(annotations, "annotations file") if annotations else None
-    try:
+    with _refusals():
         added = console.add_split(
-            None, benchmark, split, gold, hidden=hidden, name=name, annotations=notes, subset_field=subset_field,
+            None,
+            benchmark,
+            split,
+            gold,
+            hidden=hidden,
+            name=name,
+            annotations=notes,
+            subset_field=subset_field,
             via="cli",
         )
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     subsets = ", ".join(f"{s.name} ({s.size})" for s in added.subsets) or "none"
     click.echo(
         f"added split {benchmark}/{added.slug} ({'hidden' if added.hidden else 'public'}): "
@@ -112,22 +127,39 @@ def _quota(value: str | None, option: str):
 @click.option("--feedback", type=click.Choice(["full", "ladder", "none"]), help="What teams see on a hidden split.")
 @click.option("--open/--closed", "is_open", default=None, help="Accept submissions or not.")
 @click.option("--default", "pin", is_flag=True, help="Make SPLIT the benchmark's landing page.")
-def splits_policy(benchmark, split, per_day, per_month, total, rejected_per_day, feedback, is_open, pin):
-    """Set the submission policy of SPLIT of BENCHMARK (quotas, feedback, open/closed) or pin it as the
-    benchmark's landing split (--default)."""
-    policy_given = any(v is not None for v in (per_day, per_month, total, rejected_per_day, feedback, is_open))
-    try:
+@click.option(
+    "--sealed",
+    "sealed_fraction",
+    type=float,
+    default=None,
+    help="Seal this share (0-0.9; 0 removes it) of a hidden split's groups: no feedback touches them "
+    "until the reveal. Only before the split's first scored submission.",
+)
+def splits_policy(
+    benchmark, split, per_day, per_month, total, rejected_per_day, feedback, is_open, pin, sealed_fraction
+):
+    """Set the submission policy of SPLIT of BENCHMARK (quotas, feedback, open/closed, sealed part) or pin it
+    as the benchmark's landing split (--default)."""
+    policy_given = any(
+        v is not None for v in (per_day, per_month, total, rejected_per_day, feedback, is_open, sealed_fraction)
+    )
+    with _refusals():
         if pin:
             updated = console.pin_default_split(None, benchmark, split, via="cli")
         if policy_given or not pin:
             updated = console.set_policy(
-                None, benchmark, split, per_day=_quota(per_day, "--per-day"),
-                per_month=_quota(per_month, "--per-month"), total=_quota(total, "--total"),
-                rejected_per_day=_quota(rejected_per_day, "--rejected-per-day"), feedback=feedback,
-                is_open=is_open, via="cli",
+                None,
+                benchmark,
+                split,
+                per_day=_quota(per_day, "--per-day"),
+                per_month=_quota(per_month, "--per-month"),
+                total=_quota(total, "--total"),
+                rejected_per_day=_quota(rejected_per_day, "--rejected-per-day"),
+                feedback=feedback,
+                is_open=is_open,
+                sealed_fraction=sealed_fraction,
+                via="cli",
             )
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"{benchmark}/{updated.slug}: {_policy_text(updated)}" + ("; the landing split" if pin else ""))
 
 
@@ -139,7 +171,19 @@ def _policy_text(split) -> str:
         f"per day {limit(split.per_day)}, per month {limit(split.per_month)}, total {limit(split.total)}, "
         f"rejected per day {split.rejected_per_day}, feedback {split.feedback}, "
         f"{'open' if split.is_open else 'closed'}"
+        + (f", sealed part {split.sealed_fraction:g} of its groups" if split.sealed_fraction else "")
     )
+
+
+@splits_cli.command("reveal")
+@click.argument("benchmark")
+@click.argument("split")
+def splits_reveal(benchmark, split):
+    """Reveal hidden SPLIT of BENCHMARK (after a challenge ends): its board shows every published entry's
+    scores, and a sealed part's figures and gaps; this cannot be undone."""
+    with _refusals():
+        revealed = console.reveal_split(None, benchmark, split, via="cli")
+    click.echo(f"{benchmark}/{revealed.slug} revealed on {revealed.revealed_at:%Y-%m-%d %H:%M} UTC")
 
 
 @splits_cli.command("list")
@@ -167,10 +211,8 @@ def splits_list():
 def subsets_add(benchmark, split, name, ids):
     """Add subset NAME to SPLIT from a file of identifiers; stored submissions are rescored on it."""
     data = _read(ids, "identifier file")
-    try:
+    with _refusals():
         subset, rescored = console.add_subset(None, benchmark, split, name, data, via="cli")
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"added subset {subset.name} ({subset.size} examples); rescored {rescored} submissions")
 
 
@@ -182,10 +224,8 @@ def subsets_add(benchmark, split, name, ids):
 def evaluate(benchmark, split, predictions):
     """Score PREDICTIONS against SPLIT without storing anything; print JSON scores."""
     data = _read(predictions, "predictions file")
-    try:
+    with _refusals():
         scores = submissions.evaluate(benchmark, split, data)
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(json.dumps(scores, indent=2))
 
 
@@ -215,15 +255,18 @@ def _user(email: str):
 
 @users_cli.command("create")
 @click.argument("email")
-@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
-              help="At least 8 characters; asked for when not given.")
+@click.option(
+    "--password",
+    prompt=True,
+    hide_input=True,
+    confirmation_prompt=True,
+    help="At least 8 characters; asked for when not given.",
+)
 @click.option("--admin", is_flag=True, help="Make the user a maintainer.")
 def users_create(email, password, admin):
     """Create a user account for EMAIL."""
-    try:
+    with _refusals():
         user = console.create_user(None, email, password, admin=admin, via="cli")
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"created user {user.email}{' (admin)' if user.is_admin else ''}")
 
 
@@ -231,10 +274,8 @@ def users_create(email, password, admin):
 @click.argument("email")
 def users_sign_out(email):
     """End every session of EMAIL at once, on every server (API tokens are revoked separately)."""
-    try:
+    with _refusals():
         user = console.sign_out_everywhere(None, email, via="cli")
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"signed {user.email} out everywhere")
 
 
@@ -244,10 +285,8 @@ def users_sign_out(email):
 def teams_create(name, emails):
     """Create team NAME with the given members."""
     users = [_user(email) for email in emails]  # all checked before anything is created
-    try:
+    with _refusals():
         team = console.create_team(None, name, users, via="cli")
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"created team {team.name} with {len(users)} member{'' if len(users) == 1 else 's'}")
 
 
@@ -256,10 +295,8 @@ def teams_create(name, emails):
 @click.option("--name", default="cli", show_default=True, help="A label to recognise the token by.")
 def tokens_create(email, name):
     """Create an API token for EMAIL; the token is the last line of output and is not shown again."""
-    try:
+    with _refusals():
         token, plaintext = console.create_token(None, _user(email), name, via="cli")
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"created token {token.name!r} ({token.prefix}...) for {token.user.email}; it is shown only once:")
     click.echo(plaintext)
 
@@ -271,15 +308,17 @@ references_cli = AppGroup("references", help="Reference rows (baselines, human p
 @click.argument("benchmark")
 @click.argument("split")
 @click.option("--name", required=True, help='What the row is, e.g. "Human" or "Majority class".')
-@click.option("--scores", "scores_json", required=True,
-              help='Percentages as JSON, e.g. \'{"all": {"accuracy": 96.1, "consistency": 89.0}}\'.')
+@click.option(
+    "--scores",
+    "scores_json",
+    required=True,
+    help='Percentages as JSON, e.g. \'{"all": {"accuracy": 96.1, "consistency": 89.0}}\'.',
+)
 @click.option("--source", "source_url", default=None, help="Where the figures come from (http(s) URL).")
 def references_add(benchmark, split, name, scores_json, source_url):
     """Add a reference row to the leaderboard of SPLIT of BENCHMARK (shown apart, never ranked)."""
-    try:
+    with _refusals():
         reference = references.add_reference(benchmark, split, name, scores_json, source_url)
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"added reference {reference.id} {reference.name!r} to {benchmark}/{split}: {reference.scores}")
 
 
@@ -288,10 +327,8 @@ def references_add(benchmark, split, name, scores_json, source_url):
 @click.argument("split")
 def references_list(benchmark, split):
     """List the reference rows of SPLIT of BENCHMARK."""
-    try:
+    with _refusals():
         rows = references.list_references(benchmark, split)
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     if not rows:
         click.echo("no reference rows")
     for reference in rows:
@@ -304,10 +341,8 @@ def references_list(benchmark, split):
 @click.argument("reference_id", type=int)
 def references_remove(benchmark, split, reference_id):
     """Remove reference row REFERENCE_ID (see `references list`) from SPLIT of BENCHMARK."""
-    try:
+    with _refusals():
         reference = references.remove_reference(benchmark, split, reference_id)
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     click.echo(f"removed reference {reference_id} {reference.name!r} from {benchmark}/{split}")
 
 
@@ -316,13 +351,13 @@ def references_remove(benchmark, split, reference_id):
 @click.argument("path", type=click.Path(dir_okay=False))
 def backup_command(path):
     """Write a consistent archive (tar.gz) of the database, gold files and uploads to the new file PATH."""
-    try:
+    with _refusals():
         summary = backups.backup(Path(path))
-    except ServiceError as exc:
-        raise _fail(exc) from exc
-    click.echo(f"wrote {summary.path}: {summary.rows} rows in {len(summary.tables)} tables (revision "
-               f"{summary.revision}), {summary.gold_files} gold files, {summary.uploads} uploads; it holds the "
-               "hidden labels: keep it private")
+    click.echo(
+        f"wrote {summary.path}: {summary.rows} rows in {len(summary.tables)} tables (revision "
+        f"{summary.revision}), {summary.gold_files} gold files, {summary.uploads} uploads; it holds the "
+        "hidden labels: keep it private"
+    )
 
 
 @click.command("restore")
@@ -330,13 +365,13 @@ def backup_command(path):
 @click.argument("path", type=click.Path(dir_okay=False))
 def restore_command(path):
     """Restore the archive PATH (from `backup`) into this empty deployment, then migrate to the newest schema."""
-    try:
+    with _refusals():
         summary = backups.restore(Path(path))
-    except ServiceError as exc:
-        raise _fail(exc) from exc
-    click.echo(f"restored {summary.path}: {summary.rows} rows in {len(summary.tables)} tables (revision "
-               f"{summary.revision}, migrated to {summary.upgraded_to}), {summary.gold_files} gold files, "
-               f"{summary.uploads} uploads")
+    click.echo(
+        f"restored {summary.path}: {summary.rows} rows in {len(summary.tables)} tables (revision "
+        f"{summary.revision}, migrated to {summary.upgraded_to}), {summary.gold_files} gold files, "
+        f"{summary.uploads} uploads"
+    )
 
 
 labels_cli = AppGroup("labels", help="Audit a split's gold labels; install a corrected gold file.")
@@ -345,21 +380,26 @@ labels_cli = AppGroup("labels", help="Audit a split's gold labels; install a cor
 @labels_cli.command("audit")
 @click.argument("benchmark")
 @click.argument("split")
-@click.option("--top", default=str(label_audits.DEFAULT_TOP), show_default=True,
-              help=f"How many suspect labels to list (1 to {label_audits.MAX_TOP}).")
+@click.option(
+    "--top",
+    default=str(label_audits.DEFAULT_TOP),
+    show_default=True,
+    help=f"How many suspect labels to list (1 to {label_audits.MAX_TOP}).",
+)
 def labels_audit(benchmark, split, top):
     """List the examples of SPLIT whose gold label the stored submissions most consistently contradict."""
-    try:
+    with _refusals():
         report = label_audits.audit_labels(benchmark, split, top)
-    except ServiceError as exc:
-        raise _fail(exc) from exc
     noise = ", ".join(f"{field} {100 * (1 - value):.2f}%" for field, value in report.gold_accuracy.items())
-    click.echo(f"{benchmark}/{split}: {report.submissions} distinct submissions voted; "
-               f"estimated wrong gold labels: {noise}")
+    click.echo(
+        f"{benchmark}/{split}: {report.submissions} distinct submissions voted; estimated wrong gold labels: {noise}"
+    )
     click.echo("rank	identifier	field	gold	likely	p_wrong	against")
     for row in report.rows:
-        click.echo(f"{row.rank}	{row.identifier}	{row.field}	{row.gold}	{row.likely}	"
-                   f"{row.probability:.4f}	{100 * row.against:.1f}%")
+        click.echo(
+            f"{row.rank}	{row.identifier}	{row.field}	{row.gold}	{row.likely}	"
+            f"{row.probability:.4f}	{100 * row.against:.1f}%"
+        )
 
 
 @labels_cli.command("correct")
@@ -370,25 +410,33 @@ def labels_audit(benchmark, split, top):
 def labels_correct(benchmark, split, labels, note):
     """Install a corrected gold file for SPLIT as its next version and rescore every stored submission."""
     data = _read(labels, "labels file")
-    try:
+    with _refusals():
         done = label_audits.correct_labels(None, benchmark, split, data, note, via="cli")
-    except ServiceError as exc:
-        raise _fail(exc) from exc
-    click.echo(f"{benchmark}/{split}: gold version {done.version} installed ({done.old_sha256[:12]} -> "
-               f"{done.new_sha256[:12]}); {done.labels_changed} label{'' if done.labels_changed == 1 else 's'} "
-               f"changed, {done.rescored} submissions rescored, {done.ranks_moved} published "
-               f"rank{'' if done.ranks_moved == 1 else 's'} moved")
+    click.echo(
+        f"{benchmark}/{split}: gold version {done.version} installed ({done.old_sha256[:12]} -> "
+        f"{done.new_sha256[:12]}); {done.labels_changed} label{'' if done.labels_changed == 1 else 's'} "
+        f"changed, {done.rescored} submissions rescored, {done.ranks_moved} published "
+        f"rank{'' if done.ranks_moved == 1 else 's'} moved"
+    )
 
 
 uploads_cli = AppGroup("uploads", help="Check the folder of original uploads against the database.")
 
 
 @uploads_cli.command("check")
-@click.option("--delete", is_flag=True,
-              help="Remove files without a row (and leftovers of unfinished uploads); put back complete files "
-                   "of committed rows that a killed worker left under a temporary name.")
-@click.option("--min-age", type=click.FloatRange(min=0), default=uploads.IN_FLIGHT_SECONDS, show_default=True,
-              help="Seconds after which a temporary file is no longer taken for an upload in flight.")
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Remove files without a row (and leftovers of unfinished uploads); put back complete files "
+    "of committed rows that a killed worker left under a temporary name.",
+)
+@click.option(
+    "--min-age",
+    type=click.FloatRange(min=0),
+    default=uploads.IN_FLIGHT_SECONDS,
+    show_default=True,
+    help="Seconds after which a temporary file is no longer taken for an upload in flight.",
+)
 def uploads_check(delete, min_age):
     """List files in SUBMISSIONS_DIR without a stored submission and stored submissions without a file.
 
@@ -400,7 +448,8 @@ def uploads_check(delete, min_age):
     for path in found.leftovers:
         click.echo(f"unfinished upload{done}: {path}")
     for path in found.restorable:
-        click.echo(f"complete file of a stored submission under a temporary name{' (moved into place)' if delete else ''}: {path}")
+        moved = " (moved into place)" if delete else ""
+        click.echo(f"complete file of a stored submission under a temporary name{moved}: {path}")
     for digest in found.rows_without_file:
         click.echo(f"stored submission without a file: sha256 {digest}")
     for path in found.in_flight:
@@ -412,6 +461,19 @@ def uploads_check(delete, min_age):
 
 
 def register(app: Flask) -> None:
-    for command in (benchmarks_cli, splits_cli, subsets_cli, evaluate, demo_command, labels_cli,
-                    users_cli, teams_cli, tokens_cli, references_cli, backup_command, restore_command, uploads_cli):
+    for command in (
+        benchmarks_cli,
+        splits_cli,
+        subsets_cli,
+        evaluate,
+        demo_command,
+        labels_cli,
+        users_cli,
+        teams_cli,
+        tokens_cli,
+        references_cli,
+        backup_command,
+        restore_command,
+        uploads_cli,
+    ):
         app.cli.add_command(command)

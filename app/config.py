@@ -1,4 +1,5 @@
 """Settings read from the environment, so one build runs anywhere."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -58,9 +59,9 @@ def from_environment(instance_path: str) -> dict:
     database_url = os.environ.get("DATABASE_URL") or f"sqlite:///{instance / 'holdout.sqlite3'}"
     # SQLAlchemy wants an explicit driver; accept the common postgres:// spellings as written.
     if database_url.startswith("postgres://"):
-        database_url = "postgresql+psycopg://" + database_url[len("postgres://"):]
+        database_url = "postgresql+psycopg://" + database_url[len("postgres://") :]
     elif database_url.startswith("postgresql://"):
-        database_url = "postgresql+psycopg://" + database_url[len("postgresql://"):]
+        database_url = "postgresql+psycopg://" + database_url[len("postgresql://") :]
     max_upload_mb = _int("MAX_UPLOAD_MB", 50)
     return {
         "SECRET_KEY": os.environ.get("SECRET_KEY"),
@@ -103,8 +104,7 @@ def networks(name: str, raw: str) -> tuple:
         try:
             found.append(ipaddress.ip_network(item, strict=False))
         except ValueError as exc:
-            raise ConfigError(f"{name} must list IP addresses or networks separated by commas, got {item!r}") \
-                from exc
+            raise ConfigError(f"{name} must list IP addresses or networks separated by commas, got {item!r}") from exc
     return tuple(found)
 
 

@@ -1,6 +1,8 @@
 """The database handle: one session per request, a declarative base with named constraints."""
+
 from __future__ import annotations
 
+import contextlib
 import os
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -9,7 +11,7 @@ from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import DeclarativeBase, Session
 
 # Named constraints make migrations reproducible across SQLite and PostgreSQL
 # (SQLite batch mode can only drop a constraint it can name).
@@ -76,6 +78,25 @@ def write_transaction(continue_open: bool = False):
     yield
 
 
+def may_hold_write_lock() -> bool:
+    """Whether the session's open transaction may hold a write lock: it has changes, pending or flushed,
+    or this request began its transactions as a writer. Work done on a connection of its own (a shared
+    cache) must not wait for such a lock held by its own caller."""
+    session = db.session()
+    return bool(_immediate.get() or session.new or session.dirty or session.deleted or session.info.get("flushed"))
+
+
+@event.listens_for(Session, "after_flush")
+def _flushed(session, _context) -> None:
+    session.info["flushed"] = True
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _ended(session, transaction) -> None:
+    if transaction.parent is None:
+        session.info.pop("flushed", None)
+
+
 def begin_writes_immediately(flag: bool) -> None:
     """For the rest of this request, begin SQLite transactions as writers (see write_transaction).
 
@@ -100,10 +121,8 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     # creates its -wal and -shm files with the main file's mode.
     for _, _, path in cursor.execute("PRAGMA database_list").fetchall():
         for name in (path, f"{path}-wal", f"{path}-shm") if path else ():
-            try:
+            with contextlib.suppress(FileNotFoundError, PermissionError):
                 os.chmod(name, 0o600)
-            except (FileNotFoundError, PermissionError):
-                pass
     cursor.close()
 
 

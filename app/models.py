@@ -1,7 +1,8 @@
 """Typed SQLAlchemy 2.0 models: benchmarks, splits and subsets; teams, submissions and scores."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 from flask_login import UserMixin
@@ -28,12 +29,12 @@ SUBMISSION_STATUSES = ("scored", "rejected")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def as_utc(moment: datetime) -> datetime:
     """SQLite hands datetimes back naive; they were stored as UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class User(UserMixin, db.Model):
@@ -164,6 +165,10 @@ class Split(db.Model):
     feedback: Mapped[str] = mapped_column(String(16), default="full")
     is_open: Mapped[bool] = mapped_column(Boolean, default=True)
     revealed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # A blind test's sealed part (app/evaluation/sealed.py): the share of its groups sealed (None: none) and
+    # the secret the part is drawn from, made once and never shown on any page, export, response or log.
+    sealed_fraction: Mapped[float | None] = mapped_column(Float)
+    seal_seed: Mapped[str | None] = mapped_column(String(64))
     # Bumped whenever what the public leaderboard shows may change (publish, hide, new subset, reveal...),
     # so cached intervals and tiers are recomputed once per change, not per request.
     board_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -182,7 +187,7 @@ class Subset(db.Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(120))
-    source: Mapped[str] = mapped_column(String(16))  # derived | annotation | field | ids
+    source: Mapped[str] = mapped_column(String(16))  # derived | annotation | field | ids | sealed
     size: Mapped[int] = mapped_column(Integer)
     # Example indices into the split's gold order, as little-endian int32.
     members: Mapped[bytes] = mapped_column(LargeBinary)
@@ -203,6 +208,10 @@ class Submission(db.Model):
         CheckConstraint(f"status IN {SUBMISSION_STATUSES}", name="status"),
         # The quota count: one team's attempts on one split in a time window.
         Index("ix_submissions_team_split_created", "team_id", "split_id", "created_at"),
+        # A split's submissions in id order (rescoring streams them) and its published entries (its board),
+        # without reading or sorting every row of a split that holds hundreds of thousands.
+        Index("ix_submissions_split_id_id", "split_id", "id"),
+        Index("ix_submissions_split_published", "split_id", "published_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -224,6 +233,9 @@ class Submission(db.Model):
     # What the split's feedback policy released to the team when it was scored, as JSON
     # {"<subset>": {"<metric>": value}} (null: nothing released).
     released: Mapped[str | None] = mapped_column(Text)
+    # The feedback policy that release was made under (null: the split showed every score), so that a later
+    # policy never shows more than it (services/visibility.py).
+    release_policy: Mapped[str | None] = mapped_column(String(8))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -239,7 +251,11 @@ class Submission(db.Model):
 
 class Score(db.Model):
     __tablename__ = "scores"
-    __table_args__ = (UniqueConstraint("submission_id", "subset", "metric"),)
+    __table_args__ = (
+        UniqueConstraint("submission_id", "subset", "metric"),
+        # The probe check reads the submissions whose primary score is near a new one's (integrity.flag_probes).
+        Index("ix_scores_subset_metric_value", "subset", "metric", "value"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)

@@ -5,6 +5,7 @@ Nothing here knows of HTTP: the request metrics are filled in by app/web/metrics
 gunicorn.conf.py, before any worker imports this) each writes its samples to files there and /metrics sums
 them over all workers. Without it (tests, `flask run`) the metrics live in this process's registry.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,24 +14,35 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess,
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
 )
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 UPLOAD_OUTCOMES = ("scored", "rejected", "over_quota")
+CONTENT_TYPE = CONTENT_TYPE_LATEST  # what /metrics answers with (the Prometheus text format)
 
-REQUESTS = Counter("holdout_http_requests", "HTTP requests answered, by endpoint, method and status",
-                   ["endpoint", "method", "status"])
+REQUESTS = Counter(
+    "holdout_http_requests", "HTTP requests answered, by endpoint, method and status", ["endpoint", "method", "status"]
+)
 REQUEST_SECONDS = Histogram(
-    "holdout_http_request_duration_seconds", "Time to answer an HTTP request, by endpoint and method",
+    "holdout_http_request_duration_seconds",
+    "Time to answer an HTTP request, by endpoint and method",
     ["endpoint", "method"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
-UPLOADS = Counter("holdout_uploads", "Prediction files received, by outcome (scored, rejected, over_quota)",
-                  ["outcome"])
+UPLOADS = Counter(
+    "holdout_uploads", "Prediction files received, by outcome (scored, rejected, over_quota)", ["outcome"]
+)
 PARSE_SCORE_SECONDS = Histogram(
-    "holdout_upload_parse_score_seconds", "Time to parse, validate and score one prediction file",
+    "holdout_upload_parse_score_seconds",
+    "Time to parse, validate and score one prediction file",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
 BOARD_SECONDS = Histogram(
@@ -39,7 +51,8 @@ BOARD_SECONDS = Histogram(
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
 DATABASE_ERRORS = Counter(
-    "holdout_database_errors", "Errors raised by the database or its driver, by kind (unavailable, other)",
+    "holdout_database_errors",
+    "Errors raised by the database or its driver, by kind (unavailable, other)",
     ["kind"],
 )
 

@@ -1,4 +1,5 @@
 """Is the database's schema the one this code was written for? Serving refuses an older (or unknown) one."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,15 +1,14 @@
 """Authentication plumbing: sessions (Flask-Login) bound to the user's session generation, bearer tokens
 for the API, CSRF, the trusted Host names."""
-from __future__ import annotations
 
-import hashlib
+from __future__ import annotations
 
 from flask import Flask, redirect, request, session, url_for
 from flask_login import LoginManager, login_user
 from flask_wtf.csrf import CSRFProtect
 
 from app.db import db
-from app.models import ApiToken, User
+from app.models import User
 from app.services.errors import InvalidInput, NotFound
 
 login_manager = LoginManager()
@@ -21,11 +20,6 @@ SESSION_GENERATION = "_generation"
 # The Host names a deployment answers to unless TRUSTED_HOSTS or SERVER_NAME says otherwise: the machine
 # itself, so `make run` and the tests work as they are.
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
-
-
-def token_digest(token: str) -> str:
-    """Tokens are long random strings, so a plain sha256 is a sound way to store them."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def start_session(user: User) -> None:
@@ -66,13 +60,12 @@ def unauthorized():
     return redirect(url_for("auth.login"))
 
 
-def user_for_bearer(header: str | None) -> User | None:
-    """The user behind an `Authorization: Bearer <token>` header, if the token is valid and not revoked."""
-    if not header or not header.startswith("Bearer "):
-        return None
-    from app.services import accounts  # services import this module for token_digest
-
-    return accounts.user_for_token(header[len("Bearer "):].strip())
+def bearer_token(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None for a header of any other form. The
+    scheme name is case-insensitive (RFC 9110); the token itself is not."""
+    scheme, _, token = (header or "").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
 
 
 # Everything the pages use is served from this site: no inline script or style, no framing, no plugins.
@@ -123,7 +116,8 @@ def too_many_parts(count: int | None = None) -> InvalidInput:
 def check_form_parts() -> None:
     """The form's number of parts and the text of its fields, which must have been UTF-8 (422 naming it)."""
     parts = sum(len(values) for values in request.form.listvalues()) + sum(
-        len(values) for values in request.files.listvalues())
+        len(values) for values in request.files.listvalues()
+    )
     if parts > MAX_FORM_PARTS:
         raise too_many_parts(parts)
     for name, values in request.form.lists():

@@ -110,32 +110,98 @@ def _dumps(obj: object) -> str:
 
 # (singular, plural)
 _NOUNS: tuple[tuple[str, str], ...] = (
-    ("dog", "dogs"), ("cat", "cats"), ("penguin", "penguins"), ("bus", "buses"),
-    ("bottle", "bottles"), ("cup", "cups"), ("horse", "horses"), ("duck", "ducks"),
-    ("laptop", "laptops"), ("bicycle", "bicycles"), ("lamp", "lamps"), ("chair", "chairs"),
-    ("sheep", "sheep"), ("goat", "goats"), ("rabbit", "rabbits"), ("parrot", "parrots"),
-    ("tiger", "tigers"), ("zebra", "zebras"), ("truck", "trucks"), ("boat", "boats"),
-    ("guitar", "guitars"), ("umbrella", "umbrellas"), ("vase", "vases"), ("candle", "candles"),
-    ("teapot", "teapots"), ("backpack", "backpacks"), ("sofa", "sofas"), ("monkey", "monkeys"),
-    ("seal", "seals"), ("owl", "owls"), ("pillow", "pillows"), ("shoe", "shoes"),
-    ("kite", "kites"), ("drum", "drums"), ("lobster", "lobsters"), ("snail", "snails"),
-    ("wolf", "wolves"), ("fox", "foxes"), ("camel", "camels"), ("tractor", "tractors"),
+    ("dog", "dogs"),
+    ("cat", "cats"),
+    ("penguin", "penguins"),
+    ("bus", "buses"),
+    ("bottle", "bottles"),
+    ("cup", "cups"),
+    ("horse", "horses"),
+    ("duck", "ducks"),
+    ("laptop", "laptops"),
+    ("bicycle", "bicycles"),
+    ("lamp", "lamps"),
+    ("chair", "chairs"),
+    ("sheep", "sheep"),
+    ("goat", "goats"),
+    ("rabbit", "rabbits"),
+    ("parrot", "parrots"),
+    ("tiger", "tigers"),
+    ("zebra", "zebras"),
+    ("truck", "trucks"),
+    ("boat", "boats"),
+    ("guitar", "guitars"),
+    ("umbrella", "umbrellas"),
+    ("vase", "vases"),
+    ("candle", "candles"),
+    ("teapot", "teapots"),
+    ("backpack", "backpacks"),
+    ("sofa", "sofas"),
+    ("monkey", "monkeys"),
+    ("seal", "seals"),
+    ("owl", "owls"),
+    ("pillow", "pillows"),
+    ("shoe", "shoes"),
+    ("kite", "kites"),
+    ("drum", "drums"),
+    ("lobster", "lobsters"),
+    ("snail", "snails"),
+    ("wolf", "wolves"),
+    ("fox", "foxes"),
+    ("camel", "camels"),
+    ("tractor", "tractors"),
 )
 _ADJECTIVES: tuple[str, ...] = (
-    "black", "white", "brown", "red", "blue", "green", "yellow", "grey", "small", "large",
-    "striped", "spotted", "wooden", "shiny", "fluffy", "young", "old", "orange", "pink", "dark",
+    "black",
+    "white",
+    "brown",
+    "red",
+    "blue",
+    "green",
+    "yellow",
+    "grey",
+    "small",
+    "large",
+    "striped",
+    "spotted",
+    "wooden",
+    "shiny",
+    "fluffy",
+    "young",
+    "old",
+    "orange",
+    "pink",
+    "dark",
 )
 _NUMBERS: tuple[str, ...] = ("two", "three", "four", "five", "six", "seven", "eight")
 _PLACES: tuple[str, ...] = (
-    "on a wooden floor", "in front of a brick wall", "on green grass", "on a sandy beach",
-    "near a window", "on a white background", "in the snow", "beside a fence",
-    "on a kitchen table", "under a tree", "in shallow water", "on a red carpet",
-    "next to a door", "on a gravel path", "in a cardboard box",
+    "on a wooden floor",
+    "in front of a brick wall",
+    "on green grass",
+    "on a sandy beach",
+    "near a window",
+    "on a white background",
+    "in the snow",
+    "beside a fence",
+    "on a kitchen table",
+    "under a tree",
+    "in shallow water",
+    "on a red carpet",
+    "next to a door",
+    "on a gravel path",
+    "in a cardboard box",
 )
 _POSES: tuple[str, ...] = (
-    "facing the camera", "lying down", "standing upright", "partly hidden",
-    "turned to the left", "turned to the right", "seen from above", "in motion",
-    "close to the edge of the frame", "casting a long shadow",
+    "facing the camera",
+    "lying down",
+    "standing upright",
+    "partly hidden",
+    "turned to the left",
+    "turned to the right",
+    "seen from above",
+    "in motion",
+    "close to the edge of the frame",
+    "casting a long shadow",
 )
 _SIDES: tuple[str, ...] = ("left", "right")
 
@@ -198,7 +264,16 @@ _NLVR_NUMBERS: tuple[str, ...] = ("two", "three", "four", "five")
 
 # VCR vocabulary.
 _VCR_OBJECT_POOL: tuple[str, ...] = (
-    "person", "person", "person", "car", "chair", "cup", "dog", "bottle", "handbag", "tie",
+    "person",
+    "person",
+    "person",
+    "car",
+    "chair",
+    "cup",
+    "dog",
+    "bottle",
+    "handbag",
+    "tie",
 )
 _VCR_QUESTIONS: tuple[tuple[object, ...], ...] = (
     ("What", "is", [0], "busy", "with", "?"),
@@ -256,17 +331,19 @@ def _nlvr2_sentence(rng: np.random.Generator, noun: tuple[str, str]) -> str:
     tpl = _NLVR2_TEMPLATES[int(rng.integers(len(_NLVR2_TEMPLATES)))]
     side = _SIDES[int(rng.integers(2))]
     adj, adj2 = rng.choice(len(_ADJECTIVES), size=2, replace=False)
-    return _fix_articles(tpl.format(
-        n=noun[0],
-        ns=noun[1],
-        num=_NUMBERS[int(rng.integers(len(_NUMBERS)))],
-        adj=_ADJECTIVES[int(adj)],
-        adj2=_ADJECTIVES[int(adj2)],
-        place=_PLACES[int(rng.integers(len(_PLACES)))],
-        pose=_POSES[int(rng.integers(len(_POSES)))],
-        side=side,
-        other="right" if side == "left" else "left",
-    ))
+    return _fix_articles(
+        tpl.format(
+            n=noun[0],
+            ns=noun[1],
+            num=_NUMBERS[int(rng.integers(len(_NUMBERS)))],
+            adj=_ADJECTIVES[int(adj)],
+            adj2=_ADJECTIVES[int(adj2)],
+            place=_PLACES[int(rng.integers(len(_PLACES)))],
+            pose=_POSES[int(rng.integers(len(_POSES)))],
+            side=side,
+            other="right" if side == "left" else "left",
+        )
+    )
 
 
 def _unique_nlvr2_sentence(rng: np.random.Generator, noun: tuple[str, str], seen: set[str]) -> str:
@@ -337,9 +414,7 @@ def nlvr2_gold(n_examples: int, split: str = "dev", seed: int = 0) -> bytes:
     pair[:, 1][fresh] = n_sets * PAIRS_PER_SET + np.arange(n_fresh)
     n_pairs = n_sets * PAIRS_PER_SET + n_fresh
     # The set whose synset names a pair's images (the set that first used it).
-    pair_set = np.concatenate(
-        [np.repeat(np.arange(n_sets), PAIRS_PER_SET), np.nonzero(fresh)[0]]
-    )
+    pair_set = np.concatenate([np.repeat(np.arange(n_sets), PAIRS_PER_SET), np.nonzero(fresh)[0]])
 
     labels = _group_labels(rng, n_sets)
 
@@ -370,7 +445,7 @@ def nlvr2_gold(n_examples: int, split: str = "dev", seed: int = 0) -> bytes:
     ]
     q_adj = rng.integers(len(_ADJECTIVES), size=n_sets).tolist()
     q_num = rng.integers(0, 60, size=n_sets).tolist()
-    queries = [f"{_ADJECTIVES[a]} {_NOUNS[i][1]}{q}" for a, i, q in zip(q_adj, synset_idx.tolist(), q_num)]
+    queries = [f"{_ADJECTIVES[a]} {_NOUNS[i][1]}{q}" for a, i, q in zip(q_adj, synset_idx.tolist(), q_num, strict=True)]
     # A few prolific writers, a long tail of occasional ones (Zipf-like).
     writer_ids = rng.permutation(200)[:70]
     w = 1.0 / np.arange(1, 71)
@@ -381,7 +456,7 @@ def nlvr2_gold(n_examples: int, split: str = "dev", seed: int = 0) -> bytes:
     set_id_list = set_ids.tolist()
     syn_list = synset_idx.tolist()
     out = []
-    for s, t, p, pi, lab in zip(s_idx.tolist(), t_idx.tolist(), p_idx.tolist(), pair_rows, label_rows):
+    for s, t, p, pi, lab in zip(s_idx.tolist(), t_idx.tolist(), p_idx.tolist(), pair_rows, label_rows, strict=True):
         out.append(
             _dumps(
                 {
@@ -692,7 +767,7 @@ def predictions(
         correct = _correct_mask(rng, accuracy, groups[ex], group_correlation)
         pred = np.where(correct, labels[ex], ~labels[ex])
         prefix = f"{split}-" if split else ""
-        keys = [f"{prefix}{ids[e]}-{kk}.png" for e, kk in zip(ex.tolist(), k.tolist())]
+        keys = [f"{prefix}{ids[e]}-{kk}.png" for e, kk in zip(ex.tolist(), k.tolist(), strict=True)]
     else:
         correct = _correct_mask(rng, accuracy, groups, group_correlation)
         pred = np.where(correct, labels, ~labels)
@@ -716,9 +791,7 @@ def _softmax_rows(rng: np.random.Generator, n: int, target: np.ndarray) -> np.nd
     return np.round(e / e.sum(axis=1, keepdims=True), 4)
 
 
-def _vcr_predictions(
-    rng: np.random.Generator, gold: bytes, accuracy: float, r_accuracy: float, shuffle: bool
-) -> bytes:
+def _vcr_predictions(rng: np.random.Generator, gold: bytes, accuracy: float, r_accuracy: float, shuffle: bool) -> bytes:
     ids: list[str] = []
     ans: list[int] = []
     rat: list[int] = []

@@ -6,6 +6,7 @@ temporary deployment (SQLite) with one split of each task type at its real size 
 gunicorn with gunicorn.conf.py on a free loopback port and prints two tables. Targets (issue 12): a hostile
 file of 50 MB answered within 3 s with a worker's peak RSS under 300 MB; 8 at once kill no worker.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,8 +52,12 @@ def reset_peak(pid: int) -> None:
 
 def request_for(base: str, token: str, benchmark: str, split: str, data: bytes) -> urllib.request.Request:
     body, content_type = multipart({"benchmark": benchmark, "split": split, "model_name": "hostile"}, data)
-    return urllib.request.Request(f"{base}/api/v1/submissions", data=body, method="POST",
-                                  headers={"Authorization": f"Bearer {token}", "Content-Type": content_type})
+    return urllib.request.Request(
+        f"{base}/api/v1/submissions",
+        data=body,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
+    )
 
 
 def setup(folder: Path) -> tuple[Deployment, dict[str, bytes]]:
@@ -72,8 +77,11 @@ def setup(folder: Path) -> tuple[Deployment, dict[str, bytes]]:
                 gold = deployment.gold
             # No quota may refuse a file before it is parsed: the point is what parsing it costs.
             catalog.set_policy(benchmark, split, per_day=None, rejected_per_day=100_000)
-            valid[task] = (synthetic.predictions("vcr", gold, 0.5) if task == "vcr" else
-                           synthetic.all_true(task, gold, **({"split": "test1"} if task == "nlvr-images" else {})))
+            valid[task] = (
+                synthetic.predictions("vcr", gold, 0.5)
+                if task == "vcr"
+                else synthetic.all_true(task, gold, **({"split": "test1"} if task == "nlvr-images" else {}))
+            )
         db.engine.dispose()
     return deployment, valid
 
@@ -93,8 +101,11 @@ def sequential(server: Gunicorn, token: str, valid: dict[str, bytes], size: int)
             peak = status_field(worker, "VmHWM") / 1024
             first = (body.get("details") or [{}])[0].get("message") or body.get("error", "")
             rows.append((task, name, status, elapsed, peak, first[:60], peak - before))
-            print(f"| {task} | {name} | {status} | {elapsed:.2f} s | {peak:.0f} MB | +{peak - before:.0f} MB | "
-                  f"{first[:60]} |", flush=True)
+            print(
+                f"| {task} | {name} | {status} | {elapsed:.2f} s | {peak:.0f} MB | +{peak - before:.0f} MB | "
+                f"{first[:60]} |",
+                flush=True,
+            )
     return rows
 
 
@@ -103,8 +114,12 @@ def concurrent(server: Gunicorn, token: str, valid: dict[str, bytes], size: int)
     # Every split's gold loaded in both workers first (a few requests each, whichever worker takes them).
     for _ in range(3):
         with ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(lambda job: send(request_for(server.base, token, job[0], job[1], b"x\n")),
-                          [(b, s) for b, s, _ in SPLITS.values()] * 2))
+            list(
+                pool.map(
+                    lambda job: send(request_for(server.base, token, job[0], job[1], b"x\n")),
+                    [(b, s) for b, s, _ in SPLITS.values()] * 2,
+                )
+            )
     for pid in workers:
         reset_peak(pid)
     base = max(status_field(pid, "VmRSS") / 1024 for pid in workers)
@@ -133,9 +148,15 @@ def concurrent(server: Gunicorn, token: str, valid: dict[str, bytes], size: int)
     poller.join()
     alive = server.worker_pids()
     peaks = [status_field(pid, "VmHWM") / 1024 for pid in workers & alive]
-    return {"statuses": statuses, "elapsed": elapsed, "healthz_worst": max(latencies), "healthz_n": len(latencies),
-            "died": len(workers - alive), "peak": max(peaks) if peaks else float("nan"), "base": base,
-            }
+    return {
+        "statuses": statuses,
+        "elapsed": elapsed,
+        "healthz_worst": max(latencies),
+        "healthz_n": len(latencies),
+        "died": len(workers - alive),
+        "peak": max(peaks) if peaks else float("nan"),
+        "base": base,
+    }
 
 
 def main() -> None:
@@ -148,9 +169,13 @@ def main() -> None:
         deployment, valid = setup(folder)
         token = deployment.tokens["team-0"]
         env = deployment.env | {"MAX_UPLOAD_MB": str(int(args.mb) + 1)}
-        print(f"{datetime.now(timezone.utc):%Y-%m-%d}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-              f"hostile files of {args.mb:g} MB\n")
-        print("| task | shape | status | answered in | worker peak RSS (VmHWM) | above its RSS before | first problem |")
+        print(
+            f"{datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+            f"hostile files of {args.mb:g} MB\n"
+        )
+        print(
+            "| task | shape | status | answered in | worker peak RSS (VmHWM) | above its RSS before | first problem |"
+        )
         print("|---|---|---|---|---|---|---|")
         server = Gunicorn(env, folder / "gunicorn-1.log", workers=1)
         try:
@@ -158,9 +183,11 @@ def main() -> None:
             rows = sequential(server, token, valid, size)
         finally:
             server.stop()
-        print(f"\nworst: {max(r[3] for r in rows):.2f} s, {max(r[4] for r in rows):.0f} MB "
-              f"(+{max(r[6] for r in rows):.0f} MB above the worker's RSS before the upload); "
-              f"every answer 4xx: {all(400 <= r[2] < 500 for r in rows)}\n")
+        print(
+            f"\nworst: {max(r[3] for r in rows):.2f} s, {max(r[4] for r in rows):.0f} MB "
+            f"(+{max(r[6] for r in rows):.0f} MB above the worker's RSS before the upload); "
+            f"every answer 4xx: {all(400 <= r[2] < 500 for r in rows)}\n"
+        )
         server = Gunicorn(env, folder / "gunicorn-2.log", workers=2)
         try:
             server.wait_until_up()
@@ -171,9 +198,15 @@ def main() -> None:
         print("|---|---|")
         print(f"| statuses | {sorted(result['statuses'])} |")
         print(f"| all answered in | {result['elapsed']:.2f} s |")
-        print(f"| `/healthz` meanwhile: worst latency ({result['healthz_n']} requests) | {result['healthz_worst']:.2f} s |")
+        print(
+            f"| `/healthz` meanwhile: worst latency ({result['healthz_n']} requests) "
+            f"| {result['healthz_worst']:.2f} s |"
+        )
         print(f"| workers that died | {result['died']} |")
-        print(f"| largest worker peak RSS (VmHWM) | {result['peak']:.0f} MB (largest RSS before: {result['base']:.0f} MB) |")
+        print(
+            f"| largest worker peak RSS (VmHWM) | {result['peak']:.0f} MB "
+            f"(largest RSS before: {result['base']:.0f} MB) |"
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

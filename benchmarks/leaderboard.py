@@ -15,6 +15,7 @@ Run from the repository root: `.venv/bin/python benchmarks/leaderboard.py`. Prin
 Targets (issues 4 and 11): under 2 s for 1,000 entries cold; the page at no less than half the /healthz
 rate. The 10,000-entry figures are reported, with no target.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,7 @@ import tempfile
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -85,10 +86,16 @@ def time_statistics(counts: list[int]) -> list[tuple[str, float, float]]:
             times.append(time.perf_counter() - start)
         target = 2.0 if count <= 1000 else float("nan")
         what = f"median of {runs}" if runs > 1 else "one run"
-        rows.append((f"ranks + rank intervals, {count:,} entries (cold, {what})", sorted(ranks)[len(ranks) // 2],
-                     target))
-        rows.append((f"whole board: intervals + ranks, {count:,} entries (cold, {what})",
-                     sorted(times)[len(times) // 2], target))
+        rows.append(
+            (f"ranks + rank intervals, {count:,} entries (cold, {what})", sorted(ranks)[len(ranks) // 2], target)
+        )
+        rows.append(
+            (
+                f"whole board: intervals + ranks, {count:,} entries (cold, {what})",
+                sorted(times)[len(times) // 2],
+                target,
+            )
+        )
     return rows
 
 
@@ -112,8 +119,14 @@ def prepare_database(folder: Path, count: int) -> dict[str, str]:
         "SUBMISSIONS_DIR": str(folder / "uploads"),
         "SECRET_KEY": secrets.token_hex(32),
     }
-    app = create_app({"SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"], "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"],
-                      "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"], "SECRET_KEY": env["SECRET_KEY"]})
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"],
+            "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"],
+            "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"],
+            "SECRET_KEY": env["SECRET_KEY"],
+        }
+    )
     gold_bytes = synthetic.nlvr2_gold(N_EXAMPLES, split="test2", seed=3)
     with app.app_context():
         upgrade()
@@ -126,22 +139,36 @@ def prepare_database(folder: Path, count: int) -> dict[str, str]:
         teams = [Team(name=f"Team {i}") for i in range(50)]
         db.session.add_all(teams)
         db.session.flush()
-        start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+        start = datetime(2024, 1, 1, tzinfo=UTC)
         rows = [
-            {"id": i + 1, "split_id": split.id, "team_id": teams[i % 50].id, "status": "scored",
-             "model_name": f"Model {i}", "description": f"Entry {i}: a synthetic model.", "anonymous": i % 7 == 0,
-             "paper_url": f"https://example.org/paper/{i}" if i % 3 == 0 else None, "code_url": None,
-             "file_sha256": f"{i:064x}", "file_size": 1, "predictions": blob,
-             "created_at": start + timedelta(hours=7 * i), "published_at": start + timedelta(hours=7 * i + 1)}
+            {
+                "id": i + 1,
+                "split_id": split.id,
+                "team_id": teams[i % 50].id,
+                "status": "scored",
+                "model_name": f"Model {i}",
+                "description": f"Entry {i}: a synthetic model.",
+                "anonymous": i % 7 == 0,
+                "paper_url": f"https://example.org/paper/{i}" if i % 3 == 0 else None,
+                "code_url": None,
+                "file_sha256": f"{i:064x}",
+                "file_size": 1,
+                "predictions": blob,
+                "created_at": start + timedelta(hours=7 * i),
+                "published_at": start + timedelta(hours=7 * i + 1),
+            }
             for i, blob in enumerate(blobs)
         ]
         db.session.execute(insert(Submission), rows)
-        db.session.execute(insert(Score), [
-            {"submission_id": i + 1, "subset": subset, "metric": metric, "value": value}
-            for i, result in enumerate(scores)
-            for subset, metrics in result.items()
-            for metric, value in metrics.items()
-        ])
+        db.session.execute(
+            insert(Score),
+            [
+                {"submission_id": i + 1, "subset": subset, "metric": metric, "value": value}
+                for i, result in enumerate(scores)
+                for subset, metrics in result.items()
+                for metric, value in metrics.items()
+            ],
+        )
         split.board_version += 1
         db.session.commit()
         db.engine.dispose()
@@ -152,15 +179,21 @@ def time_service(env: dict[str, str]) -> tuple[str, float, float]:
     """The whole first-reader step on the prepared database: read rows, compute, store the payload."""
     from app import create_app
     from app.db import db
-    from app.services import catalog, leaderboards
+    from app.services import board_snapshots, catalog
 
-    app = create_app({"SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"], "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"],
-                      "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"], "SECRET_KEY": env["SECRET_KEY"]})
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"],
+            "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"],
+            "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"],
+            "SECRET_KEY": env["SECRET_KEY"],
+        }
+    )
     with app.app_context():
         split = catalog.get_split("nlvr2", "test-u")
         catalog.gold_for(split)  # gold files are parsed once per process and kept; not part of the board
         start = time.perf_counter()
-        count = len(leaderboards.snapshot(split).entries)
+        count = len(board_snapshots.snapshot(split).entries)
         elapsed = time.perf_counter() - start
         # A change again, so that the server's first page view below computes the board itself.
         split = catalog.get_split("nlvr2", "test-u")
@@ -198,15 +231,27 @@ def rate(url: str, requests: int, concurrency: int) -> float:
     return requests / elapsed
 
 
-def serve_and_measure(env: dict[str, str], requests: int, concurrency: int,
-                      rounds: int) -> list[tuple[str, float]]:
+def serve_and_measure(env: dict[str, str], requests: int, concurrency: int, rounds: int) -> list[tuple[str, float]]:
     port = free_port()
     gunicorn = Path(sys.executable).with_name("gunicorn")
     process = subprocess.Popen(
         # The project's gunicorn.conf.py, but no worker recycling (max_requests) in the middle of a measurement.
-        [str(gunicorn), "-c", str(ROOT / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}", "--workers", "2",
-         "--max-requests", "0", "wsgi:app"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            str(gunicorn),
+            "-c",
+            str(ROOT / "gunicorn.conf.py"),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--max-requests",
+            "0",
+            "wsgi:app",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -228,8 +273,11 @@ def serve_and_measure(env: dict[str, str], requests: int, concurrency: int,
         for _ in range(rounds):
             health = max(health, rate(base + "/healthz", requests, concurrency))
             board = max(board, rate(page, requests, concurrency))
-        return [("first page view after a change (reads gold, computes, stores)", first), ("/healthz", health),
-                ("/leaderboards/nlvr2/test-u (1,000 entries, page 1 of 10)", board)]
+        return [
+            ("first page view after a change (reads gold, computes, stores)", first),
+            ("/healthz", health),
+            ("/leaderboards/nlvr2/test-u (1,000 entries, page 1 of 10)", board),
+        ]
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -238,8 +286,13 @@ def serve_and_measure(env: dict[str, str], requests: int, concurrency: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=1000, help="published entries on the served board")
-    parser.add_argument("--statistics", type=int, nargs="+", default=[100, 1000, 10000],
-                        help="board sizes whose cold statistics are timed")
+    parser.add_argument(
+        "--statistics",
+        type=int,
+        nargs="+",
+        default=[100, 1000, 10000],
+        help="board sizes whose cold statistics are timed",
+    )
     parser.add_argument("--requests", type=int, default=2000, help="requests per rate measurement")
     parser.add_argument("--concurrency", type=int, default=8, help="concurrent client threads")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each; the best is shown")
@@ -258,8 +311,10 @@ def main() -> None:
         name, seconds, target = time_service(env)
         print(f"{name:<66} {seconds:>8.2f}s {target:>7.0f}s  {'yes' if seconds < target else 'NO'}")
         print()
-        print(f"gunicorn, 2 workers; {args.requests:,} requests from {args.concurrency} threads a round, "
-              f"best of {args.rounds} alternating rounds, after warm-up")
+        print(
+            f"gunicorn, 2 workers; {args.requests:,} requests from {args.concurrency} threads a round, "
+            f"best of {args.rounds} alternating rounds, after warm-up"
+        )
         print(f"{'endpoint':<66} {'req/s':>9} {'target':>8}  ok")
         print("-" * 92)
         results = serve_and_measure(env, args.requests, args.concurrency, args.rounds)
@@ -267,8 +322,10 @@ def main() -> None:
         print(f"{first_name:<66} {first:>8.2f}s {'':>8}")
         print(f"{health_name:<66} {health:>9.0f} {'':>8}")
         ratio = page / health
-        print(f"{page_name:<66} {page:>9.0f} {health / 2:>8.0f}  {'yes' if ratio >= 0.5 else 'NO'} "
-              f"({ratio:.0%} of /healthz)")
+        print(
+            f"{page_name:<66} {page:>9.0f} {health / 2:>8.0f}  {'yes' if ratio >= 0.5 else 'NO'} "
+            f"({ratio:.0%} of /healthz)"
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -6,6 +6,7 @@ reads the gold JSON lines and the prediction CSV into dicts and loops over them.
 Prints accuracy and consistency (percent). benchmarks/serve.py times this as a subprocess, interpreter
 start-up included, as the baseline an HTTP upload to Holdout is compared with. Standard library only.
 """
+
 import json
 import sys
 

@@ -3,6 +3,7 @@
 Run from the repository root: `.venv/bin/python benchmarks/scoring.py` (or `make benchmarks`).
 Prints a table; the targets are the issue's, measured on the project's 2-core machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,12 +56,14 @@ def rescoring_case(count: int) -> float:
     from app.services import catalog
 
     folder = Path(tempfile.mkdtemp(prefix="holdout-bench-"))
-    app = create_app({
-        "TESTING": True,
-        "SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'bench.sqlite3'}",
-        "HIDDEN_LABELS_DIR": str(folder / "hidden"),
-        "SUBMISSIONS_DIR": str(folder / "uploads"),
-    })
+    app = create_app(
+        {
+            "TESTING": True,
+            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'bench.sqlite3'}",
+            "HIDDEN_LABELS_DIR": str(folder / "hidden"),
+            "SUBMISSIONS_DIR": str(folder / "uploads"),
+        }
+    )
     gold = synthetic.nlvr2_gold(6970, split="test", seed=1)
     with app.app_context():
         upgrade()
@@ -72,15 +75,24 @@ def rescoring_case(count: int) -> float:
         task = get_task("nlvr2")
         rng = np.random.default_rng(0)
         rows = [
-            {"split_id": split.id, "team_id": team.id, "status": "scored", "model_name": f"m{i}",
-             "description": "", "anonymous": False, "file_sha256": f"{i:064x}", "file_size": 1,
-             "predictions": task.encode(rng.random(6970) < 0.5)}
+            {
+                "split_id": split.id,
+                "team_id": team.id,
+                "status": "scored",
+                "model_name": f"m{i}",
+                "description": "",
+                "anonymous": False,
+                "file_sha256": f"{i:064x}",
+                "file_size": 1,
+                "predictions": task.encode(rng.random(6970) < 0.5),
+            }
             for i in range(count)
         ]
         db.session.execute(insert(Submission), rows)
         db.session.commit()
-        ids = "\n".join(line.split('"identifier": "')[1].split('"')[0]
-                        for line in gold.decode().splitlines()[::3]).encode()
+        ids = "\n".join(
+            line.split('"identifier": "')[1].split('"')[0] for line in gold.decode().splitlines()[::3]
+        ).encode()
         start = time.perf_counter()
         _, rescored = catalog.add_subset("nlvr2", "test-u", "every-third", ids)
         elapsed = time.perf_counter() - start
@@ -99,22 +111,38 @@ def main() -> None:
     nlvr_gold = synthetic.nlvr_gold(985, seed=2)  # 985 examples x 6 images = 5,910 lines
     vcr_gold = synthetic.vcr_gold(25_263, seed=3)
     cases = [
-        ("NLVR2 Test-U size (6,970 lines)", "20 ms",
-         scoring_case("nlvr2", nlvr2_gold, synthetic.predictions("nlvr2", nlvr2_gold, 0.7), True), 20.0),
-        ("NLVR images (5,910 lines)", "20 ms",
-         scoring_case("nlvr-images", nlvr_gold, synthetic.predictions("nlvr-images", nlvr_gold, 0.7), False), 20.0),
-        ("VCR size (25,263 rows x 21 columns)", "150 ms",
-         scoring_case("vcr", vcr_gold, synthetic.predictions("vcr", vcr_gold, 0.5), False), 150.0),
+        (
+            "NLVR2 Test-U size (6,970 lines)",
+            "20 ms",
+            scoring_case("nlvr2", nlvr2_gold, synthetic.predictions("nlvr2", nlvr2_gold, 0.7), True),
+            20.0,
+        ),
+        (
+            "NLVR images (5,910 lines)",
+            "20 ms",
+            scoring_case("nlvr-images", nlvr_gold, synthetic.predictions("nlvr-images", nlvr_gold, 0.7), False),
+            20.0,
+        ),
+        (
+            "VCR size (25,263 rows x 21 columns)",
+            "150 ms",
+            scoring_case("vcr", vcr_gold, synthetic.predictions("vcr", vcr_gold, 0.5), False),
+            150.0,
+        ),
     ]
     print(f"{'case':<58} {'median':>10} {'best':>10} {'target':>9}  ok")
     print("-" * 94)
     for name, target_text, fn, target in cases:
         median, best = best_of(fn, args.repeat)
-        print(f"{'parse+validate+score ' + name:<58} {median:>8.1f}ms {best:>8.1f}ms {target_text:>9}  "
-              f"{'yes' if median < target else 'NO'}")
+        print(
+            f"{'parse+validate+score ' + name:<58} {median:>8.1f}ms {best:>8.1f}ms {target_text:>9}  "
+            f"{'yes' if median < target else 'NO'}"
+        )
     seconds = rescoring_case(args.stored)
-    print(f"{f'rescore {args.stored:,} stored submissions on a new subset':<58} {seconds:>9.2f}s {'':>10} "
-          f"{'10 s':>9}  {'yes' if seconds < 10 else 'NO'}")
+    print(
+        f"{f'rescore {args.stored:,} stored submissions on a new subset':<58} {seconds:>9.2f}s {'':>10} "
+        f"{'10 s':>9}  {'yes' if seconds < 10 else 'NO'}"
+    )
 
 
 if __name__ == "__main__":

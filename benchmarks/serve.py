@@ -14,6 +14,7 @@ Run from the repository root: `.venv/bin/python benchmarks/serve.py` (or `make s
 temporary SQLite database; `--postgres` uses a throwaway PostgreSQL cluster (Debian's postgresql package).
 Prints a table; the targets are the issue's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -87,25 +88,39 @@ def prepare(deployment: Deployment, stored: int, published: int) -> None:
             stacked = np.where(rng.random((count, gold.n)) < accuracy, labels, ~labels)
             results = task.score_batch(gold, stacked, subsets)
             rows = [
-                {"split_id": board.id, "team_id": others.id, "status": "scored", "model_name": f"model {start + i}",
-                 "description": "A stored submission.", "anonymous": False, "file_sha256": f"{start + i:064x}",
-                 "file_size": 100_000, "predictions": task.encode(stacked[i]), "created_at": now,
-                 "published_at": now if start + i < published else None}
+                {
+                    "split_id": board.id,
+                    "team_id": others.id,
+                    "status": "scored",
+                    "model_name": f"model {start + i}",
+                    "description": "A stored submission.",
+                    "anonymous": False,
+                    "file_sha256": f"{start + i:064x}",
+                    "file_size": 100_000,
+                    "predictions": task.encode(stacked[i]),
+                    "created_at": now,
+                    "published_at": now if start + i < published else None,
+                }
                 for i in range(count)
             ]
             ids = db.session.execute(insert(Submission).returning(Submission.id), rows).scalars().all()
-            db.session.execute(insert(Score), [
-                {"submission_id": submission_id, "subset": subset, "metric": metric, "value": value}
-                for submission_id, result in zip(ids, results)
-                for subset, metrics in result.items() for metric, value in metrics.items()
-            ])
+            db.session.execute(
+                insert(Score),
+                [
+                    {"submission_id": submission_id, "subset": subset, "metric": metric, "value": value}
+                    for submission_id, result in zip(ids, results, strict=True)
+                    for subset, metrics in result.items()
+                    for metric, value in metrics.items()
+                ],
+            )
         board.board_version += 1
         db.session.commit()
         db.engine.dispose()
 
 
-def time_uploads_and_scorer(server: Gunicorn, deployment: Deployment, gold: Path, predictions: Path,
-                            count: int) -> tuple[list[float], list[float]]:
+def time_uploads_and_scorer(
+    server: Gunicorn, deployment: Deployment, gold: Path, predictions: Path, count: int
+) -> tuple[list[float], list[float]]:
     """Wall times of HTTP uploads (each a different file) and of standalone scorer runs, alternated so both
     see the same machine load. The first of each warms up (the worker's gold cache, the page cache)."""
     files = [synthetic.predictions("nlvr2", deployment.gold, 0.6 + 0.01 * (i % 30), seed=i) for i in range(count + 1)]
@@ -176,12 +191,17 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL cluster instead of SQLite")
     parser.add_argument("--stored", type=int, default=10_000, help="stored submissions (default 10,000)")
     parser.add_argument("--published", type=int, default=100, help="of which on the leaderboard (default 100)")
-    parser.add_argument("--uploads", type=int, default=60,
-                        help="timed uploads, each followed by a timed standalone scorer run (default 60)")
+    parser.add_argument(
+        "--uploads",
+        type=int,
+        default=60,
+        help="timed uploads, each followed by a timed standalone scorer run (default 60)",
+    )
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients for the rates (default 4)")
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per rate and round (default 2)")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="alternating rounds of the page and /healthz rates; medians (default 5)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="alternating rounds of the page and /healthz rates; medians (default 5)"
+    )
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="holdout-serve-bench-"))
@@ -196,8 +216,11 @@ def main() -> None:
         else:
             database_url = f"sqlite:///{folder / 'bench.sqlite3'}"
         deployment = Deployment(database_url, folder, secret_key=secrets.token_hex(32))
-        print(f"preparing: {args.stored:,} stored submissions ({args.published} published) on "
-              f"{'PostgreSQL' if cluster else 'SQLite'} ...", flush=True)
+        print(
+            f"preparing: {args.stored:,} stored submissions ({args.published} published) on "
+            f"{'PostgreSQL' if cluster else 'SQLite'} ...",
+            flush=True,
+        )
         prepare(deployment, args.stored, args.published)
         gold_path, predictions_path = folder / "test2.jsonl", folder / "predictions.csv"
         gold_path.write_bytes(deployment.gold)
@@ -224,16 +247,29 @@ def main() -> None:
 
     upload, standalone = statistics.median(uploads), statistics.median(scorer)
     ratio = upload / standalone
-    print(f"\n{datetime.now(timezone.utc):%Y-%m-%d}, {machine()}, {'PostgreSQL' if cluster else 'SQLite'}, "
-          f"gunicorn with {len(workers)} sync workers (gunicorn.conf.py), {args.stored:,} stored submissions\n")
+    print(
+        f"\n{datetime.now(UTC):%Y-%m-%d}, {machine()}, {'PostgreSQL' if cluster else 'SQLite'}, "
+        f"gunicorn with {len(workers)} sync workers (gunicorn.conf.py), {args.stored:,} stored submissions\n"
+    )
     rows = [
-        ("HTTP upload of a 6,970-line NLVR2 file (median of %d)" % len(uploads), f"{upload * 1000:.1f} ms",
-         f"<= 0.3x scorer ({ratio:.2f}x)", ratio <= 0.3),
-        ("standalone official-style scorer process (median of %d)" % len(scorer), f"{standalone * 1000:.1f} ms",
-         "", None),
-        (f"leaderboard page ({args.published} entries), {args.clients} clients, median of {args.rounds}",
-         f"{page_rate:.0f} req/s",
-         f">= half /healthz ({page_rate / health_rate:.2f}x)", page_rate >= health_rate / 2),
+        (
+            f"HTTP upload of a 6,970-line NLVR2 file (median of {len(uploads)})",
+            f"{upload * 1000:.1f} ms",
+            f"<= 0.3x scorer ({ratio:.2f}x)",
+            ratio <= 0.3,
+        ),
+        (
+            f"standalone official-style scorer process (median of {len(scorer)})",
+            f"{standalone * 1000:.1f} ms",
+            "",
+            None,
+        ),
+        (
+            f"leaderboard page ({args.published} entries), {args.clients} clients, median of {args.rounds}",
+            f"{page_rate:.0f} req/s",
+            f">= half /healthz ({page_rate / health_rate:.2f}x)",
+            page_rate >= health_rate / 2,
+        ),
         (f"/healthz, {args.clients} clients, median of {args.rounds}", f"{health_rate:.0f} req/s", "", None),
         (f"worker RSS, max of {len(rss)} workers", f"{max(rss):.0f} MB", "< 200 MB", max(rss) < 200),
     ]

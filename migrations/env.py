@@ -1,9 +1,8 @@
 import logging
 from logging.config import fileConfig
 
-from flask import current_app
-
 from alembic import context
+from flask import current_app
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
@@ -14,27 +13,26 @@ config = context.config
 # Keep the loggers that already exist: an in-process upgrade (tests, `flask restore`) must not silence the
 # application's own logging for the rest of the process.
 fileConfig(config.config_file_name, disable_existing_loggers=False)
-logger = logging.getLogger('alembic.env')
+logger = logging.getLogger("alembic.env")
 
 
 def get_engine():
-    return current_app.extensions['migrate'].db.engine
+    return current_app.extensions["migrate"].db.engine
 
 
 def get_engine_url():
     try:
-        return get_engine().url.render_as_string(hide_password=False).replace(
-            '%', '%%')
+        return get_engine().url.render_as_string(hide_password=False).replace("%", "%%")
     except AttributeError:
-        return str(get_engine().url).replace('%', '%%')
+        return str(get_engine().url).replace("%", "%%")
 
 
 # add your model's MetaData object here
 # for 'autogenerate' support
 # from myapp import mymodel
 # target_metadata = mymodel.Base.metadata
-config.set_main_option('sqlalchemy.url', get_engine_url())
-target_db = current_app.extensions['migrate'].db
+config.set_main_option("sqlalchemy.url", get_engine_url())
+target_db = current_app.extensions["migrate"].db
 
 # other values from the config, defined by the needs of env.py,
 # can be acquired:
@@ -43,7 +41,7 @@ target_db = current_app.extensions['migrate'].db
 
 
 def get_metadata():
-    if hasattr(target_db, 'metadatas'):
+    if hasattr(target_db, "metadatas"):
         return target_db.metadatas[None]
     return target_db.metadata
 
@@ -61,9 +59,7 @@ def run_migrations_offline():
 
     """
     url = config.get_main_option("sqlalchemy.url")
-    context.configure(
-        url=url, target_metadata=get_metadata(), literal_binds=True
-    )
+    context.configure(url=url, target_metadata=get_metadata(), literal_binds=True)
 
     with context.begin_transaction():
         context.run_migrations()
@@ -81,13 +77,13 @@ def run_migrations_online():
     # when there are no changes to the schema
     # reference: http://alembic.zzzcomputing.com/en/latest/cookbook.html
     def process_revision_directives(context, revision, directives):
-        if getattr(config.cmd_opts, 'autogenerate', False):
+        if getattr(config.cmd_opts, "autogenerate", False):
             script = directives[0]
             if script.upgrade_ops.is_empty():
                 directives[:] = []
-                logger.info('No changes in schema detected.')
+                logger.info("No changes in schema detected.")
 
-    conf_args = current_app.extensions['migrate'].configure_args
+    conf_args = current_app.extensions["migrate"].configure_args
     if conf_args.get("process_revision_directives") is None:
         conf_args["process_revision_directives"] = process_revision_directives
 
@@ -98,26 +94,22 @@ def run_migrations_online():
         # DROP deletes every row that references the table (ON DELETE CASCADE), so a downgrade would wipe
         # subsets, submissions and scores. Enforcement is off while migrating (the pragma only takes
         # effect outside a transaction, hence the driver connection) and checked afterwards.
-        sqlite = connection.dialect.name == 'sqlite'
+        sqlite = connection.dialect.name == "sqlite"
         if sqlite:
-            connection.connection.driver_connection.execute('PRAGMA foreign_keys=OFF')
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
         try:
-            context.configure(
-                connection=connection,
-                target_metadata=get_metadata(),
-                **conf_args
-            )
+            context.configure(connection=connection, target_metadata=get_metadata(), **conf_args)
 
             with context.begin_transaction():
                 context.run_migrations()
                 if sqlite:
-                    broken = connection.exec_driver_sql('PRAGMA foreign_key_check').fetchall()
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                     if broken:
-                        raise RuntimeError(f'migration left rows with dangling foreign keys: {broken[:5]}')
+                        raise RuntimeError(f"migration left rows with dangling foreign keys: {broken[:5]}")
         finally:
             if sqlite:
                 connection.rollback()
-                connection.connection.driver_connection.execute('PRAGMA foreign_keys=ON')
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
 if context.is_offline_mode():

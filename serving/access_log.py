@@ -6,13 +6,14 @@ no token or cookie), never a body (so no password or file), and never a secret t
 the invite token in /invites/<token> (also where it is the `next` parameter of the login page) and the
 values of query parameters named like a credential are replaced by "[redacted]".
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode
 
 from gunicorn.glogging import Logger
@@ -42,7 +43,7 @@ def clean_query(query: str) -> str:
 def record(environ: dict, status: str | int, duration_seconds: float, sent: int | None) -> dict:
     """The log record of one answered request."""
     return {
-        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "method": environ.get("REQUEST_METHOD"),
         "path": clean_path(environ.get("PATH_INFO") or ""),
         "query": clean_query(environ.get("QUERY_STRING") or ""),

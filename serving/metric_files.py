@@ -6,6 +6,7 @@ busy server the folder would gain files without end and scrapes would slow down 
 exits, the master folds its counters and histograms into one file per kind and removes its own. Only the
 master writes those files, so no two processes write one at the same time.
 """
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ parametrised by the session-scoped `database_backend` fixture, ids `[sqlite]` an
 Each test gets a copy of a database migrated once per session (a file copy on SQLite, CREATE DATABASE
 ... TEMPLATE on PostgreSQL).
 """
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,9 @@ def _flag(name: str) -> bool:
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--postgres", action="store_true", default=False,
+        "--postgres",
+        action="store_true",
+        default=False,
         help="also run every database test on a throwaway PostgreSQL cluster (as TEST_POSTGRES=1; on in CI)",
     )
 
@@ -41,7 +44,10 @@ def backends(config) -> list[str]:
 
 def pytest_generate_tests(metafunc):
     if "database_backend" in metafunc.fixturenames:
-        metafunc.parametrize("database_backend", backends(metafunc.config), indirect=True, scope="session")
+        names = backends(metafunc.config)
+        if metafunc.definition.get_closest_marker("one_backend"):
+            names = names[:1]  # SQLite
+        metafunc.parametrize("database_backend", names, indirect=True, scope="session")
 
 
 def make_config(tmp_path: Path, database: Path | str) -> dict:
@@ -128,7 +134,7 @@ def migrated_database(database_backend, tmp_path_factory) -> Path | str:
         upgrade()
         db.engine.dispose()
     if database_backend.name == "sqlite":
-        return Path(url[len("sqlite:///"):])
+        return Path(url[len("sqlite:///") :])
     return url
 
 
@@ -146,6 +152,19 @@ def app(tmp_path, database_url):
     yield app
     with app.app_context():
         db.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def module_app(database_backend, migrated_database, tmp_path_factory):
+    """An app on a database of its own for a whole module (per backend): for a world that is expensive to
+    build and that the module's tests only read. A test that changes anything uses `app`."""
+    folder = tmp_path_factory.mktemp("module")
+    url = database_backend.new_database(folder, template=migrated_database)
+    app = create_app(make_config(folder, url))
+    yield app
+    with app.app_context():
+        db.engine.dispose()
+    database_backend.drop(url)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """Hostile prediction files of every shape, shared by the tests and benchmarks/hostile_uploads.py."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -5,6 +5,7 @@ PostgreSQL refuses to run as root, so when the tests run as root the cluster bel
 user and its commands run through `runuser` (or `su`). The cluster trusts local connections and keeps
 nothing durable (fsync off): it lives for one test session and is removed afterwards.
 """
+
 from __future__ import annotations
 
 import glob
@@ -82,8 +83,21 @@ class PostgresCluster:
             if owner is not None:
                 for path in (root, cluster.sockets):
                     os.chown(path, owner.pw_uid, owner.pw_gid)
-            cluster._run(["initdb", "-D", str(cluster.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
-                          "--locale=C", "--no-sync"], timeout=120)
+            cluster._run(
+                [
+                    "initdb",
+                    "-D",
+                    str(cluster.data),
+                    "-U",
+                    SUPERUSER,
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ],
+                timeout=120,
+            )
             cluster.start()
         except BaseException:
             cluster.remove()
@@ -100,15 +114,17 @@ class PostgresCluster:
                 "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300 "
                 "-c shared_buffers=64MB"
             )
-            result = self._run(["pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                                "-o", options, "start"], check=False, timeout=90)
+            result = self._run(
+                ["pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options, "start"],
+                check=False,
+                timeout=90,
+            )
             if result.returncode == 0:
                 return
         raise PostgresUnavailable(f"pg_ctl start failed:\n{result.stdout}{result.stderr}\n{self._log_tail()}")
 
     def stop(self, mode: str = "fast") -> None:
-        self._run(["pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop"], check=False,
-                  timeout=90)
+        self._run(["pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop"], check=False, timeout=90)
 
     def remove(self) -> None:
         if (self.data / "postmaster.pid").exists():
@@ -122,8 +138,9 @@ class PostgresCluster:
         return f"postgresql+psycopg://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def connect(self, database: str = "postgres") -> psycopg.Connection:
-        return psycopg.connect(host="127.0.0.1", port=self.port, user=SUPERUSER, dbname=database,
-                               autocommit=True, connect_timeout=10)
+        return psycopg.connect(
+            host="127.0.0.1", port=self.port, user=SUPERUSER, dbname=database, autocommit=True, connect_timeout=10
+        )
 
     def create_database(self, prefix: str = "holdout", template: str | None = None) -> str:
         """Create a new, uniquely named database (a copy of `template` when given); return its name."""

@@ -3,6 +3,7 @@
 Kept as a plain dict beside the views so a change to one is reviewed with the other; the test suite
 validates it and fuzzes every operation against it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,8 +42,10 @@ ERROR_RESPONSES = {
     "404": ("NotFound", "Unknown benchmark, split or submission (others' submissions are reported as missing)."),
     "409": ("Conflict", "The split is closed to submissions, or the submission cannot be published."),
     "413": ("TooLarge", "The upload is over the size limit (MAX_UPLOAD_MB)."),
-    "422": ("Invalid", "Invalid input: missing or malformed fields, or an invalid prediction file; "
-                       "details name each problem by line."),
+    "422": (
+        "Invalid",
+        "Invalid input: missing or malformed fields, or an invalid prediction file; details name each problem by line.",
+    ),
     "429": ("TooManyRequests", "Over the split's submission quota (or the daily cap on invalid files)."),
 }
 
@@ -71,7 +74,8 @@ SCHEMAS = {
                 "required": ["retry_at"],
                 "properties": {
                     "retry_at": _nullable(
-                        "string", format="date-time",
+                        "string",
+                        format="date-time",
                         description="When the next slot opens (UTC); null when the split's total is used up.",
                     )
                 },
@@ -140,8 +144,17 @@ SCHEMAS = {
             _ref("SubmissionSummary"),
             {
                 "type": "object",
-                "required": ["sha256", "size", "scores", "errors", "description", "paper_url", "code_url",
-                             "anonymous", "published_at"],
+                "required": [
+                    "sha256",
+                    "size",
+                    "scores",
+                    "errors",
+                    "description",
+                    "paper_url",
+                    "code_url",
+                    "anonymous",
+                    "published_at",
+                ],
                 "properties": {
                     "sha256": {"type": "string", "description": "sha256 of the uploaded file."},
                     "size": {"type": "integer", "description": "Size of the uploaded file in bytes."},
@@ -198,18 +211,20 @@ SCHEMAS = {
     },
     "LeaderboardEntry": {
         "type": "object",
-        "required": ["rank", "submission_id", "model_name", "team", "submitted_at", "paper_url", "code_url",
-                     "scores"],
+        "required": ["rank", "submission_id", "model_name", "team", "submitted_at", "paper_url", "code_url", "scores"],
         "properties": {
             "rank": {
-                "type": "integer", "minimum": 1,
+                "type": "integer",
+                "minimum": 1,
                 "description": "1 + the number of entries significantly better on the primary metric: a one-sided "
-                               "exact McNemar test against each entry above, Holm-corrected over that entry's own "
-                               "comparisons (alpha 0.05); equal primary scores share a rank. Never decreases down "
-                               "the table.",
+                "exact McNemar test against each entry above, Holm-corrected over that entry's own "
+                "comparisons (alpha 0.05); equal primary scores share a rank. Never decreases down "
+                "the table.",
             },
-            "rank_low": _nullable("integer", description="Lower end of the 95% rank interval (the entry's rank "
-                                                         "in the bootstrap resamples)."),
+            "rank_low": _nullable(
+                "integer",
+                description="Lower end of the 95% rank interval (the entry's rank in the bootstrap resamples).",
+            ),
             "rank_high": _nullable("integer", description="Upper end of the 95% rank interval."),
             "submission_id": {"type": "integer", "description": "Its public page is /submissions/{id}."},
             "model_name": {"type": "string"},
@@ -225,13 +240,26 @@ SCHEMAS = {
                         "type": "object",
                         "required": ["value", "ci_low", "ci_high"],
                         "description": "A percentage and its 95% interval from a bootstrap over consistency "
-                                       "groups (sentences; VCR questions), shared across entries.",
+                        "groups (sentences; VCR questions), shared across entries.",
                         "properties": {
                             "value": _nullable("number"),
                             "ci_low": _nullable("number"),
                             "ci_high": _nullable("number"),
                         },
                     },
+                },
+            },
+            "gap": {
+                "type": "object",
+                "required": ["metric", "value", "p", "larger_than_sampling"],
+                "description": "Only on a revealed blind test with a sealed part: the primary metric on the queried "
+                "part minus that on the sealed part (also in scores as subset 'gap'), the one-sided "
+                "p-value of a cluster-bootstrap test, and whether it is below 0.05.",
+                "properties": {
+                    "metric": {"type": "string"},
+                    "value": {"type": "number"},
+                    "p": _nullable("number"),
+                    "larger_than_sampling": {"type": "boolean"},
                 },
             },
         },
@@ -263,8 +291,11 @@ SCHEMAS = {
                 "type": "boolean",
                 "description": "False while a hidden split's scores are held; entries is then empty.",
             },
-            "view": {"type": "string", "enum": ["entries", "teams"],
-                     "description": "`teams`: each team's best entry, ranked among those."},
+            "view": {
+                "type": "string",
+                "enum": ["entries", "teams"],
+                "description": "`teams`: each team's best entry, ranked among those.",
+            },
             "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
         },
     },
@@ -272,26 +303,47 @@ SCHEMAS = {
         "type": "object",
         "required": ["benchmark", "ranked_by", "splits", "columns", "models"],
         "description": "One row per model (a team and its model name, trimmed, case-insensitive; each anonymous "
-                       "entry is its own model) with its latest published entry on each split whose scores are "
-                       "public.",
+        "entry is its own model) with its latest published entry on each split whose scores are "
+        "public.",
         "properties": {
             "benchmark": {"type": "string"},
             "ranked_by": _nullable("string", description="The split the rows are ranked by (its board order)."),
             "splits": {"type": "array", "items": {"type": "object"}},
-            "columns": {"type": "array", "items": {
-                "type": "object", "required": ["key", "split", "subset", "metric", "label"],
-                "properties": {"key": {"type": "string"}, "split": {"type": "string"}, "subset": {"type": "string"},
-                               "metric": {"type": "string"}, "label": {"type": "string"},
-                               "examples": _nullable("integer")}}},
-            "models": {"type": "array", "items": {
-                "type": "object", "required": ["rank", "rank_low", "rank_high", "model", "team", "anonymous", "cells"],
-                "properties": {
-                    "rank": _nullable("integer"), "rank_low": _nullable("integer"), "rank_high": _nullable("integer"),
-                    "model": {"type": "string"}, "team": {"type": "string"}, "anonymous": {"type": "boolean"},
-                    "cells": {"type": "object", "description": "Column key -> the entry's submission_id, value, "
-                                                              "ci_low and ci_high.",
-                              "additionalProperties": {"type": "object"}},
-                }}},
+            "columns": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["key", "split", "subset", "metric", "label"],
+                    "properties": {
+                        "key": {"type": "string"},
+                        "split": {"type": "string"},
+                        "subset": {"type": "string"},
+                        "metric": {"type": "string"},
+                        "label": {"type": "string"},
+                        "examples": _nullable("integer"),
+                    },
+                },
+            },
+            "models": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["rank", "rank_low", "rank_high", "model", "team", "anonymous", "cells"],
+                    "properties": {
+                        "rank": _nullable("integer"),
+                        "rank_low": _nullable("integer"),
+                        "rank_high": _nullable("integer"),
+                        "model": {"type": "string"},
+                        "team": {"type": "string"},
+                        "anonymous": {"type": "boolean"},
+                        "cells": {
+                            "type": "object",
+                            "description": "Column key -> the entry's submission_id, value, ci_low and ci_high.",
+                            "additionalProperties": {"type": "object"},
+                        },
+                    },
+                },
+            },
         },
     },
 }
@@ -302,11 +354,13 @@ RESPONSES = {
     if status not in ("401", "429")
 }
 RESPONSES["Unauthorized"] = _json(
-    _ref("Error"), ERROR_RESPONSES["401"][1],
+    _ref("Error"),
+    ERROR_RESPONSES["401"][1],
     headers={"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Always `Bearer`."}},
 )
 RESPONSES["TooManyRequests"] = _json(
-    _ref("QuotaError"), ERROR_RESPONSES["429"][1],
+    _ref("QuotaError"),
+    ERROR_RESPONSES["429"][1],
     headers={
         "Retry-After": {
             "schema": {"type": "string"},
@@ -323,11 +377,20 @@ SUBMISSION_ID = {
 }
 PUBLIC: list = []  # overrides the global bearer requirement
 
-BENCHMARK_PARAMETER = {"name": "benchmark", "in": "path", "required": True, "schema": {"type": "string"},
-                       "example": "nlvr2"}
-VIEW_PARAMETER = {"name": "view", "in": "query", "required": False,
-                  "schema": {"type": "string", "enum": ["entries", "teams"]},
-                  "description": "`teams` keeps each team's best entry (anonymous entries count apart)."}
+BENCHMARK_PARAMETER = {
+    "name": "benchmark",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string"},
+    "example": "nlvr2",
+}
+VIEW_PARAMETER = {
+    "name": "view",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "enum": ["entries", "teams"]},
+    "description": "`teams` keeps each team's best entry (anonymous entries count apart).",
+}
 
 PATHS = {
     "/benchmarks": {
@@ -336,11 +399,15 @@ PATHS = {
             "summary": "Benchmarks and their splits",
             "security": PUBLIC,
             "responses": _responses(
-                ("200", "Every benchmark with its splits.", {
-                    "type": "object",
-                    "required": ["benchmarks"],
-                    "properties": {"benchmarks": {"type": "array", "items": _ref("Benchmark")}},
-                }),
+                (
+                    "200",
+                    "Every benchmark with its splits.",
+                    {
+                        "type": "object",
+                        "required": ["benchmarks"],
+                        "properties": {"benchmarks": {"type": "array", "items": _ref("Benchmark")}},
+                    },
+                ),
             ),
         }
     },
@@ -355,7 +422,7 @@ PATHS = {
         "get": {
             "operationId": "getDefaultLeaderboard",
             "summary": "The leaderboard of a benchmark's landing split (pinned, else its first hidden split, "
-                       "else its first split)",
+            "else its first split)",
             "security": PUBLIC,
             "parameters": [BENCHMARK_PARAMETER, VIEW_PARAMETER],
             "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
@@ -368,8 +435,7 @@ PATHS = {
             "security": PUBLIC,
             "parameters": [
                 BENCHMARK_PARAMETER,
-                {"name": "split", "in": "path", "required": True, "schema": {"type": "string"},
-                 "example": "test-u"},
+                {"name": "split", "in": "path", "required": True, "schema": {"type": "string"}, "example": "test-u"},
                 VIEW_PARAMETER,
             ],
             "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
@@ -400,20 +466,30 @@ PATHS = {
                             "type": "object",
                             "required": ["file", "benchmark", "split", "model_name"],
                             "properties": {
-                                "file": {"type": "string", "format": "binary",
-                                         "description": "The prediction file (CSV for every task type)."},
-                                "benchmark": {"type": "string", "description": "Benchmark slug.",
-                                              "example": "demo-nlvr2"},
+                                "file": {
+                                    "type": "string",
+                                    "format": "binary",
+                                    "description": "The prediction file (CSV for every task type).",
+                                },
+                                "benchmark": {
+                                    "type": "string",
+                                    "description": "Benchmark slug.",
+                                    "example": "demo-nlvr2",
+                                },
                                 "split": {"type": "string", "description": "Split slug.", "example": "dev"},
-                                "team": {"type": "string",
-                                         "description": "Team id or name; optional for members of one team."},
+                                "team": {
+                                    "type": "string",
+                                    "description": "Team id or name; optional for members of one team.",
+                                },
                                 "model_name": {"type": "string", "maxLength": 200},
                                 "description": {"type": "string", "maxLength": 5000},
                                 "paper_url": {"type": "string", "format": "uri", "maxLength": 2000},
                                 "code_url": {"type": "string", "format": "uri", "maxLength": 2000},
-                                "anonymous": {"type": "string",
-                                              "enum": ["true", "false", "1", "0", "on", "off", "yes", "no"],
-                                              "description": "Appear on the leaderboard without the team name."},
+                                "anonymous": {
+                                    "type": "string",
+                                    "enum": ["true", "false", "1", "0", "on", "off", "yes", "no"],
+                                    "description": "Appear on the leaderboard without the team name.",
+                                },
                             },
                         },
                         "encoding": {"file": {"contentType": "text/csv, application/octet-stream"}},
@@ -422,9 +498,18 @@ PATHS = {
             },
             "responses": {
                 **_responses(
-                    ("201", "Scored and stored; scores are null where the feedback policy withholds them.",
-                     _ref("SubmissionCreated")),
-                    "401", "403", "404", "409", "413", "422", "429",
+                    (
+                        "201",
+                        "Scored and stored; scores are null where the feedback policy withholds them.",
+                        _ref("SubmissionCreated"),
+                    ),
+                    "401",
+                    "403",
+                    "404",
+                    "409",
+                    "413",
+                    "422",
+                    "429",
                 ),
             },
         },
@@ -432,11 +517,15 @@ PATHS = {
             "operationId": "listSubmissions",
             "summary": "Submissions of the caller's teams, newest first",
             "responses": _responses(
-                ("200", "The submissions.", {
-                    "type": "object",
-                    "required": ["submissions"],
-                    "properties": {"submissions": {"type": "array", "items": _ref("SubmissionSummary")}},
-                }),
+                (
+                    "200",
+                    "The submissions.",
+                    {
+                        "type": "object",
+                        "required": ["submissions"],
+                        "properties": {"submissions": {"type": "array", "items": _ref("SubmissionSummary")}},
+                    },
+                ),
                 "401",
             ),
         },

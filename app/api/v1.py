@@ -4,6 +4,7 @@ Thin views: each parses its input, calls one service function and formats the re
 authenticate with `Authorization: Bearer <token>`; the session cookie is ignored here, so CSRF does not
 apply. Errors are `{"error": "...", "details": [{"line": n, "message": "..."}]}`.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,16 +12,16 @@ from typing import Any
 
 from flask import Blueprint, request, url_for
 
+from app import http_caching as caching
 from app.api import openapi
 from app.db import db
 from app.evaluation import Problem
 from app.models import Split, Submission, User
-from app.security import check_form_parts, csrf, user_for_bearer
-from app.services import exports, listings, submissions, versions
-from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError, TooLarge
-from app.services.leaderboards import Entry
+from app.security import bearer_token, check_form_parts, csrf
+from app.services import accounts, exports, listings, quotas, submissions, versions, visibility
+from app.services.board_snapshots import Entry
+from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
 from app.services.submissions import Upload, timestamp
-from app.web import caching
 
 bp = Blueprint("api_v1", __name__, url_prefix="/api/v1")
 csrf.exempt(bp)
@@ -47,7 +48,7 @@ def service_error(exc: ServiceError):
     headers: dict[str, str] = {}
     if isinstance(exc, QuotaExceeded):
         body["retry_at"] = timestamp(exc.retry_at) if exc.retry_at else None
-        seconds = submissions.retry_after_seconds(exc)
+        seconds = quotas.retry_after_seconds(exc)
         if seconds is not None:
             headers["Retry-After"] = str(seconds)
     if isinstance(exc, Unauthenticated):
@@ -62,11 +63,10 @@ def _caller() -> User:
     header = request.headers.get("Authorization")
     if not header:
         raise Unauthenticated("authentication required: send the header 'Authorization: Bearer <token>'")
-    scheme, _, token = header.strip().partition(" ")
-    # The scheme name is case-insensitive (RFC 9110); the token itself is not.
-    if scheme.lower() != "bearer" or not token.strip():
+    token = bearer_token(header)
+    if token is None:
         raise Unauthenticated("malformed Authorization header: expected 'Bearer <token>'")
-    user = user_for_bearer(f"Bearer {token.strip()}")
+    user = accounts.user_for_token(token)
     if user is None:
         raise Unauthenticated("the API token is invalid or has been revoked")
     return user
@@ -88,12 +88,9 @@ def _flag(name: str, raw: str | None) -> bool:
 
 
 def _read_upload() -> bytes:
-    """The `file` part, read no further than one byte past the limit (the body was bounded by werkzeug)."""
-    limit = submissions.max_upload_bytes()
-    data = request.files["file"].read(limit + 1)
-    if len(data) > limit:
-        raise TooLarge(f"the file is larger than the limit of {limit // 1048576} MB")
-    return data
+    """The `file` part, read no further than one byte past the limit (the body was bounded by werkzeug); the
+    service refuses a file over it."""
+    return request.files["file"].read(submissions.max_upload_bytes() + 1)
 
 
 def _check_required_fields() -> None:
@@ -153,7 +150,7 @@ def _detail(submission: Submission) -> dict:
     return _summary(submission) | {
         "sha256": submission.file_sha256,
         "size": submission.file_size,
-        "scores": _scores(submissions.released_scores(submission)),
+        "scores": _scores(visibility.released_scores(submission)),
         "errors": submissions.problems_of(submission),
         "description": submission.description,
         "paper_url": submission.paper_url,
@@ -176,8 +173,11 @@ def _split(split: Split) -> dict:
 
 def _score(value: float, bounds: tuple[float | None, float | None]) -> dict:
     low, high = bounds
-    return {"value": _number(value), "ci_low": None if low is None else _number(low),
-            "ci_high": None if high is None else _number(high)}
+    return {
+        "value": _number(value),
+        "ci_low": None if low is None else _number(low),
+        "ci_high": None if high is None else _number(high),
+    }
 
 
 def _entry(entry: Entry) -> dict:
@@ -193,10 +193,13 @@ def _entry(entry: Entry) -> dict:
         "paper_url": entry.paper_url,
         "code_url": entry.code_url,
         "scores": {
-            subset: {metric: _score(value, entry.intervals.get(subset, {}).get(metric, (None, None)))
-                     for metric, value in metrics.items()}
+            subset: {
+                metric: _score(value, entry.intervals.get(subset, {}).get(metric, (None, None)))
+                for metric, value in metrics.items()
+            }
             for subset, metrics in entry.scores.items()
         },
+        **({"gap": exports.gap_document(entry)} if entry.gap_marked is not None else {}),
     }
 
 
@@ -230,8 +233,11 @@ def benchmarks():
 @bp.get("/me")
 def me():
     user = _caller()
-    return {"email": user.email, "maintainer": user.is_admin,
-            "teams": [{"id": team.id, "name": team.name} for team in user.teams]}
+    return {
+        "email": user.email,
+        "maintainer": user.is_admin,
+        "teams": [{"id": team.id, "name": team.name} for team in user.teams],
+    }
 
 
 @bp.get("/leaderboards/<benchmark>")
@@ -268,12 +274,20 @@ def create_submission():
         code_url=form.get("code_url") or None,
         anonymous=_flag("anonymous", form.get("anonymous")),
     )
-    result = submissions.submit(user, form.get("team") or None, form["benchmark"].strip(),
-                                form["split"].strip(), upload)
+    result = submissions.submit(
+        user, form.get("team") or None, form["benchmark"].strip(), form["split"].strip(), upload
+    )
     body = {
-        "id": result.id, "benchmark": result.benchmark, "split": result.split, "team": result.team,
-        "model_name": result.model_name, "status": "scored", "submitted_at": timestamp(result.created_at),
-        "published": False, "scores": _scores(result.scores), "quota": result.quota.as_dict(),
+        "id": result.id,
+        "benchmark": result.benchmark,
+        "split": result.split,
+        "team": result.team,
+        "model_name": result.model_name,
+        "status": "scored",
+        "submitted_at": timestamp(result.created_at),
+        "published": False,
+        "scores": _scores(result.scores),
+        "quota": result.quota.as_dict(),
     }
     location = url_for("api_v1.get_submission", submission_id=result.id)
     return body, 201, {"Location": location}

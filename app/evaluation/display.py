@@ -5,6 +5,7 @@ on its board, its own page, the models view and in every export. Stored values a
 (100 * k / n) computed in floating point; they are first snapped to 9 decimals so that float noise
 (40.449999999 for 40.45) cannot tip the one real rounding.
 """
+
 from __future__ import annotations
 
 import math

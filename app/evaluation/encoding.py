@@ -4,6 +4,7 @@ Booleans are packed 8 to a byte (a 7,000-example NLVR2 submission is 873 bytes);
 (VCR choices 0-3) are stored one int8 each. Shapes are not stored: the gold set determines them.
 The *_many variants decode k blobs into one stacked array without a Python loop over the bits.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,4 +1,5 @@
 """Problems found in an uploaded or gold file, and the one exception the parsers raise."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -87,6 +88,6 @@ class ProblemList:
             return
         # Whole-file problems (e.g. missing identifiers) always survive the cut; line problems come first.
         room = max(0, MAX_PROBLEMS - len(self._file_problems))
-        ordered = sorted(self._line_problems, key=lambda problem: problem.line)
+        ordered = sorted(self._line_problems, key=lambda problem: problem.line or 0)  # line problems have lines
         omitted = self._omitted + max(0, len(ordered) - room)
         raise ValidationError(ordered[:room] + self._file_problems, omitted=omitted)

@@ -4,6 +4,7 @@ Gold files come from maintainers, are read once per process and cached by the se
 plain Python over records; json.loads per line dominates (~50 ms of ~80 ms for the 3.7 MB NLVR2 dev
 file), and well-formed files take a column-wise fast path for the checks.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeGuard
 
 import numpy as np
 import pandas as pd
 
 from .errors import Problem, ProblemList, at
-from .predictions import read_text, show
+from .text_files import read_text, show
 
 # NLVR2 'split-set_id-pair_id-sentence_id'; the consistency group drops pair_id.
 NLVR2_IDENTIFIER = re.compile(r"(\S+)-(\d+)-(\d+)-(\d+)")
@@ -38,8 +40,10 @@ class GoldSet:
 
     def __repr__(self) -> str:
         # Never the labels: a GoldSet may end up in a log or a traceback.
-        return (f"GoldSet(task={self.task!r}, n={self.n}, n_groups={self.n_groups}, "
-                f"fields={sorted(self.fields)}, n_images={self.n_images})")
+        return (
+            f"GoldSet(task={self.task!r}, n={self.n}, n_groups={self.n_groups}, "
+            f"fields={sorted(self.fields)}, n_images={self.n_images})"
+        )
 
     @property
     def n(self) -> int:
@@ -75,7 +79,7 @@ class GoldSet:
             return np.full(cells.size, -1, dtype=np.int64)  # the caller's general path decides
         if cells.size == self.n and (cells == self._id_bytes).all():
             return np.arange(self.n, dtype=np.int64)  # the usual file: every id, in the gold file's order
-        rows = self._id_hash_index.get_indexer(byte_hashes(cells))
+        rows = self._id_hash_index.get_indexer(pd.Index(byte_hashes(cells)))
         # Equal hashes are not proof: compare the bytes.
         return np.where((rows >= 0) & (self._id_bytes[rows] == cells), rows, -1).astype(np.int64)
 
@@ -109,13 +113,6 @@ def byte_hashes(cells: np.ndarray) -> np.ndarray:
     raw[:, :width] = np.ascontiguousarray(cells).view(np.uint8).reshape(cells.size, width)
     # Integer arrays wrap modulo 2**64: what a hash wants.
     return (raw.view("<u8") * _HASH_MULTIPLIERS[:words]).sum(axis=1, dtype=np.uint64)
-
-
-def read_gold(task: str, data: bytes) -> GoldSet:
-    """Read the gold file of a task type by name (see tasks.TASK_TYPES)."""
-    from .tasks import get_task  # tasks builds on this module
-
-    return get_task(task).read_gold(data)
 
 
 def json_lines(data: bytes) -> tuple[list, np.ndarray]:
@@ -163,15 +160,21 @@ def _label(value: object) -> bool | None:
 
 
 def _binary_labels(records: list[dict]) -> list | None:
-    labels = [value if type(value) is bool else _LABEL_WORDS.get(value) if type(value) is str else None
-              for value in (record.get("label") for record in records)]
+    labels = [
+        value if type(value) is bool else _LABEL_WORDS.get(value) if type(value) is str else None
+        for value in (record.get("label") for record in records)
+    ]
     return None if None in labels else labels
 
 
+def _is_choice(value: object) -> TypeGuard[int]:
+    """One of VCR's four choices: an integer 0-3, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 3
+
+
 def _vcr_label(record: dict) -> tuple[int, int] | None:
-    values = tuple(record.get(name) for name in VCR_LABELS)
-    valid = all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 3 for v in values)
-    return values if valid else None
+    answer, rationale = (record.get(name) for name in VCR_LABELS)
+    return (answer, rationale) if _is_choice(answer) and _is_choice(rationale) else None
 
 
 def _vcr_labels(records: list[dict]) -> list | None:
@@ -214,7 +217,7 @@ def _read_fast(records: list, spec: _Format) -> tuple[list[str], list, list[dict
     if not pd.Series(ids, dtype=object).str.fullmatch(spec.pattern).all():
         return None
     for name in spec.required:
-        if set(type(record.get(name)) for record in records) != {str}:
+        if {type(record.get(name)) for record in records} != {str}:
             return None
     labels = spec.labels(records)
     return None if labels is None else (ids, labels, records)
@@ -226,7 +229,7 @@ def _read_slow(records: list, lines: np.ndarray, spec: _Format) -> tuple[list[st
     labels: list = []
     kept: list[dict] = []
     first_line: dict[str, int] = {}
-    for record, line in zip(records, lines.tolist()):
+    for record, line in zip(records, lines.tolist(), strict=True):
         if not isinstance(record, dict):
             problems.add(at(line, "expected a JSON object"))
             continue
@@ -263,16 +266,28 @@ def _read_slow(records: list, lines: np.ndarray, spec: _Format) -> tuple[list[st
 
 _BINARY_LABEL = "missing or invalid 'label' (true or false)"
 NLVR2_FORMAT = _Format(
-    "identifier", NLVR2_IDENTIFIER, "split-set-pair-sentence (e.g. 'dev-850-0-1')",
-    lambda record: _label(record.get("label")), _binary_labels, _BINARY_LABEL,
+    "identifier",
+    NLVR2_IDENTIFIER,
+    "split-set-pair-sentence (e.g. 'dev-850-0-1')",
+    lambda record: _label(record.get("label")),
+    _binary_labels,
+    _BINARY_LABEL,
     ("sentence", "left_url", "right_url"),
 )
 NLVR_FORMAT = _Format(
-    "identifier", NLVR_IDENTIFIER, "n-m (e.g. '1572-0')",
-    lambda record: _label(record.get("label")), _binary_labels, _BINARY_LABEL,
+    "identifier",
+    NLVR_IDENTIFIER,
+    "n-m (e.g. '1572-0')",
+    lambda record: _label(record.get("label")),
+    _binary_labels,
+    _BINARY_LABEL,
 )
 VCR_FORMAT = _Format(
-    "annot_id", re.compile(r"\S(?:.*\S)?"), "a non-empty string", _vcr_label, _vcr_labels,
+    "annot_id",
+    re.compile(r"\S(?:.*\S)?"),
+    "a non-empty string",
+    _vcr_label,
+    _vcr_labels,
     "missing or invalid 'answer_label'/'rationale_label' (integers 0-3)",
 )
 
@@ -310,8 +325,11 @@ def read_vcr(data: bytes, task: str = "vcr") -> GoldSet:
     """VCR annotations: 'annot_id', 'answer_label' and 'rationale_label' (0-3); one group per question."""
     ids, labels, records = _read_examples(data, VCR_FORMAT)
     return GoldSet(
-        task, _object_array(ids), np.array(labels, dtype=np.int8).reshape(-1, 2),
-        np.arange(len(ids), dtype=np.int32), _scalar_fields(records, exclude={"annot_id", *VCR_LABELS}),
+        task,
+        _object_array(ids),
+        np.array(labels, dtype=np.int8).reshape(-1, 2),
+        np.arange(len(ids), dtype=np.int32),
+        _scalar_fields(records, exclude={"annot_id", *VCR_LABELS}),
     )
 
 

@@ -11,6 +11,7 @@ noise. An example is suspect by the posterior log-odds that its true class is no
 
 Pure numpy: votes in, estimates out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,8 +52,9 @@ def _log_weight(accuracy: np.ndarray, classes: int) -> np.ndarray:
     return np.log(accuracy) - np.log((1 - accuracy) / (classes - 1))
 
 
-def dawid_skene(votes: np.ndarray, gold: np.ndarray, classes: int, *, iterations: int = ITERATIONS,
-                tolerance: float = TOLERANCE) -> AuditEstimate:
+def dawid_skene(
+    votes: np.ndarray, gold: np.ndarray, classes: int, *, iterations: int = ITERATIONS, tolerance: float = TOLERANCE
+) -> AuditEstimate:
     """Estimate from `votes` (k voters, n examples, m votes per example and voter; class ids 0..C-1) and the
     `gold` labels (n,) how likely each gold label is wrong."""
     votes = np.asarray(votes)
@@ -74,7 +76,7 @@ def dawid_skene(votes: np.ndarray, gold: np.ndarray, classes: int, *, iterations
     prior = np.full(classes, 1.0 / classes)
     log_post = np.zeros((n, classes))
     done = 0
-    for done in range(1, iterations + 1):
+    for done in range(1, iterations + 1):  # noqa: B007 (read after the loop: the iterations it took)
         weight = _log_weight(accuracy, classes).astype(np.float32)
         gold_weight = float(_log_weight(np.array([gold_accuracy]), classes)[0])
         # E-step: log P(true class c | votes), normalised per example.
@@ -97,7 +99,11 @@ def dawid_skene(votes: np.ndarray, gold: np.ndarray, classes: int, *, iterations
     probability = np.exp(wrong_log)
     against = 1.0 - np.einsum("ckn,nc->n", counts, gold_onehot) / (k * m)
     return AuditEstimate(
-        suspicion=wrong_log - right_log, probability=probability, likely=log_post.argmax(axis=1),
-        against=against, voter_accuracy=np.clip(accuracy, 0.0, 1.0), gold_accuracy=gold_accuracy,
+        suspicion=wrong_log - right_log,
+        probability=probability,
+        likely=log_post.argmax(axis=1),
+        against=against,
+        voter_accuracy=np.clip(accuracy, 0.0, 1.0),
+        gold_accuracy=gold_accuracy,
         iterations=done,
     )

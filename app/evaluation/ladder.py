@@ -17,6 +17,7 @@ defeats adaptive attacks such as submitting many random vectors and keeping the 
 
 Pure functions over numpy arrays; the services keep the state in the database.
 """
+
 from __future__ import annotations
 
 import math

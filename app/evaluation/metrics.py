@@ -3,6 +3,7 @@
 Every function takes the example axis last, so the same code scores one submission, shape (n,),
 or k stacked submissions, shape (k, n), in one vectorised pass.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Parse an uploaded prediction file into an array aligned to the gold order, or raise ValidationError.
 
 Every parse runs the same stages:
-1. ``read_text``: size limit, binary content, UTF-8, byte-order mark, emptiness.
+1. ``text_files.read_text``: size limit, binary content, UTF-8, byte-order mark, emptiness.
 2. ``_Layout``: one numpy pass over the bytes finds every physical line, its number of fields and
    the blank lines, so each row keeps its real line number whatever pandas would count.
 3. The cells of the lines that have the right number of fields: for identifier,true|false files a
@@ -11,31 +11,31 @@ Every parse runs the same stages:
    joined on identifiers through ``pandas.Index.get_indexer`` (never on row order).
 Python-level loops only format problems (at most a few dozen) or handle rare layouts.
 """
+
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .errors import MAX_PROBLEMS, Problem, ProblemList, ValidationError, at
+from .text_files import read_text, show
 
-BOM = b"\xef\xbb\xbf"
 LABELS = ("true", "false")
 IMAGES_PER_NLVR_EXAMPLE = 6
 # Around a cell: whitespace, including the '\r' of CRLF files, and the quotes of files written with
 # QUOTE_ALL (quoting is otherwise off, so a stray quote can never swallow the following lines).
-_CELL_PADDING = " \t\r\x0b\x0c\""
+_CELL_PADDING = ' \t\r\x0b\x0c"'
 # 'dev-', 'test-', 'hidden-' in front of an NLVR identifier; bounded, as it is spelled onto every gold key.
 _SPLIT_PREFIX = r"^[A-Za-z][A-Za-z0-9]{0,15}-"
 _IMAGE_EXTENSION = r"\.[A-Za-z]{2,5}$"  # '.png' (or any other image extension) after an image name
 _MISSING_SHOWN = 10
-_UTF8_CHUNK = 1 << 20
 _FIELD_CHUNK = 1 << 22  # bytes a field-counting step looks at: bounds its temporary arrays
 _NOT_SPACE = np.ones(256, dtype=bool)
 _NOT_SPACE[list(b" \t\r\n\x0b\x0c")] = False  # what bytes.strip() removes
@@ -44,75 +44,6 @@ VCR_ANSWER_COLUMNS = tuple(f"answer_{i}" for i in range(4))
 VCR_RATIONALE_COLUMNS = tuple(f"rationale_conditioned_on_a{a}_{r}" for a in range(4) for r in range(4))
 VCR_SCORE_COLUMNS = VCR_ANSWER_COLUMNS + VCR_RATIONALE_COLUMNS
 VCR_COLUMNS = ("annot_id",) + VCR_SCORE_COLUMNS
-
-
-def show(value: object, limit: int = 60) -> str:
-    """A value quoted for a message, shortened so that one absurd cell cannot flood the page."""
-    text = str(value)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return repr(text)
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 2**20:.2f} MB ({size:,} bytes)"
-
-
-def _line_at(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
-
-
-def _check_utf8(data: bytes) -> None:
-    """Raise on the first invalid UTF-8 byte without building the file's text (one str of a 50 MB file
-    would cost 50 to 200 MB): ASCII files pass in one C scan, others are decoded a chunk at a time."""
-    if data.isascii():
-        return
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    for offset in range(0, len(data), _UTF8_CHUNK):
-        chunk = view[offset : offset + _UTF8_CHUNK]
-        try:
-            decoder.decode(chunk, final=offset + len(chunk) >= len(data))
-        except UnicodeDecodeError as exc:
-            # exc.object is what the decoder held back from the previous chunk (a character's first
-            # bytes), then this chunk.
-            bad = offset + exc.start - (len(exc.object) - len(chunk))
-            raise ValidationError(
-                at(_line_at(data, bad), f"not valid UTF-8 (byte 0x{data[bad]:02x}); save the file as UTF-8")
-            ) from None
-
-
-def read_text(data: bytes, max_bytes: int | None = None, max_lines: int | None = None) -> bytes:
-    """The checks every uploaded text file passes first; returns the bytes without a byte-order mark.
-
-    Each is one C-level scan that allocates nothing in proportion to the file, so a hostile file is
-    refused for the price of reading it. ``max_lines``: more physical lines than this cannot be valid.
-    """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ValidationError(f"expected the file's bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if max_bytes is not None and len(data) > max_bytes:
-        raise ValidationError(f"file is too large: {_megabytes(len(data))}; the limit is {_megabytes(max_bytes)}")
-    if data.startswith(BOM):
-        data = data[len(BOM):]  # the BOM is not a line, so line numbers are unchanged
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise ValidationError(
-            at(_line_at(data, nul),
-               "binary content (NUL byte); upload a plain UTF-8 text file, not a spreadsheet or archive")
-        )
-    if max_lines is not None:
-        lines = data.count(b"\n") + (not data.endswith(b"\n"))
-        if lines > max_lines:
-            raise ValidationError(at(
-                max_lines + 1,
-                f"too many lines: the file has {lines:,}, and a valid file for this split has at most "
-                f"{max_lines:,} (one line per prediction, a header, and as many blank lines)",
-            ))
-    _check_utf8(data)
-    if not data.strip():
-        raise ValidationError("file is empty")
-    return data
 
 
 def max_lines_for(rows: int) -> int:
@@ -149,8 +80,9 @@ def _count_per_line(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, table
 
 def _positions(arr: np.ndarray, byte: int) -> np.ndarray:
     """Offsets of ``byte`` in ``arr``, found a chunk at a time (no temporary array the size of the file)."""
-    found = [np.flatnonzero(arr[start : start + _FIELD_CHUNK] == byte) + start
-             for start in range(0, arr.size, _FIELD_CHUNK)]
+    found = [
+        np.flatnonzero(arr[start : start + _FIELD_CHUNK] == byte) + start for start in range(0, arr.size, _FIELD_CHUNK)
+    ]
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
@@ -187,11 +119,14 @@ class _Layout:
             long_lines = np.flatnonzero(ends - starts > limit)
             if long_lines.size:
                 first = int(long_lines[0])
-                raise ValidationError(at(
-                    first + 1,
-                    f"line of {int(ends[first] - starts[first]):,} bytes: a line of this file has at most "
-                    f"{max_fields} columns and {limit:,} bytes ({show(data[starts[first] : starts[first] + 40].decode('utf-8', 'replace'))})",
-                ))
+                opening = show(data[starts[first] : starts[first] + 40].decode("utf-8", "replace"))
+                raise ValidationError(
+                    at(
+                        first + 1,
+                        f"line of {int(ends[first] - starts[first]):,} bytes: a line of this file has at most "
+                        f"{max_fields} columns and {limit:,} bytes ({opening})",
+                    )
+                )
         fields = _fields_per_line(arr, starts, ends)
         has_content = np.ones(len(starts), dtype=bool)
         # Only comma-free lines can be blank: usually a handful (checked one by one), but a file
@@ -216,12 +151,19 @@ class _Layout:
         if bad.any():
             lines = rows + 1
             problems.add_lines(
-                lines, np.flatnonzero(bad),
+                lines,
+                np.flatnonzero(bad),
                 lambda r: f"expected {n_fields} columns, found {int(self.fields[rows[r]])}: {show(self.text(rows[r]))}",
             )
         return rows[~bad]
 
-    def read(self, rows: np.ndarray, n_fields: int, dtype: object = str) -> pd.DataFrame | None:
+    def strings(self, rows: np.ndarray, n_fields: int) -> pd.DataFrame:
+        """The cells of ``rows`` as strings, which ``read`` always manages."""
+        frame = self.read(rows, n_fields)
+        assert frame is not None
+        return frame
+
+    def read(self, rows: np.ndarray, n_fields: int, dtype: Any = str) -> pd.DataFrame | None:
         """The cells of ``rows`` (all with ``n_fields`` fields) as a DataFrame with columns 0..n_fields-1.
 
         Returns None when pandas cannot convert a cell to ``dtype``; with dtype=str it always succeeds.
@@ -238,9 +180,19 @@ class _Layout:
             chunk = np.frombuffer(self.data, dtype=np.uint8)[np.repeat(keep, spans)].tobytes()
         try:
             frame = pd.read_csv(
-                io.BytesIO(chunk), engine="c", sep=",", header=None, names=list(range(n_fields)),
-                index_col=False, dtype=dtype, na_filter=False, keep_default_na=False,
-                quoting=csv.QUOTE_NONE, lineterminator="\n", skip_blank_lines=False, encoding="utf-8",
+                io.BytesIO(chunk),
+                engine="c",
+                sep=",",
+                header=None,
+                names=list(range(n_fields)),
+                index_col=False,
+                dtype=dtype,
+                na_filter=False,
+                keep_default_na=False,
+                quoting=csv.QUOTE_NONE,
+                lineterminator="\n",
+                skip_blank_lines=False,
+                encoding="utf-8",
             )
         except (ValueError, OverflowError, pd.errors.ParserError):
             frame = None  # e.g. a score that is not a number; the caller looks again with dtype=str
@@ -249,7 +201,10 @@ class _Layout:
         if dtype is not str:
             return None
         # Defensive: pandas saw the lines differently (it never has in testing); split them in Python.
-        lines = [self.data[s:e].decode("utf-8") for s, e in zip(self.starts[rows].tolist(), self.ends[rows].tolist())]
+        lines = [
+            self.data[s:e].decode("utf-8")
+            for s, e in zip(self.starts[rows].tolist(), self.ends[rows].tolist(), strict=True)
+        ]
         return pd.DataFrame([line.split(",") for line in lines], columns=list(range(n_fields)), dtype=object)
 
 
@@ -264,7 +219,7 @@ def _strip_all(cells: np.ndarray) -> np.ndarray:
 def _lookup(index: pd.Index, cells: np.ndarray, general: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Positions of ``cells`` in ``index`` (-1: unknown): one hash lookup of the cells as they are,
     then ``general(rows)`` (cleaning, other spellings) for the rows, few or all, not found that way."""
-    positions = index.get_indexer(cells)
+    positions = index.get_indexer(pd.Index(cells))
     misses = np.flatnonzero(positions < 0)
     if misses.size:
         positions[misses] = general(misses)
@@ -291,13 +246,13 @@ def _affixed(keys: pd.Index, first: str, prefix: bool, suffix: bool) -> pd.Index
 def _without_prefix(index: pd.Index, ids: np.ndarray) -> np.ndarray:
     """Positions of ids written with a split prefix ('dev-1572-0' for '1572-0'); -1 where that fails."""
     stripped = pd.Series(ids, dtype=object).str.replace(_SPLIT_PREFIX, "", n=1, regex=True).to_numpy(dtype=object)
-    return np.where(stripped != ids, index.get_indexer(stripped), -1)
+    return np.where(stripped != ids, index.get_indexer(pd.Index(stripped)), -1)
 
 
 def _identifier_positions(index: pd.Index, ids: np.ndarray, split_prefix: bool) -> np.ndarray:
     """General path for identifiers: surrounding spaces or quotes, then an optional split prefix."""
     ids = _strip_all(ids)
-    positions = index.get_indexer(ids)
+    positions = index.get_indexer(pd.Index(ids))
     if split_prefix:
         misses = np.flatnonzero(positions < 0)
         positions[misses] = _without_prefix(index, ids[misses])
@@ -309,7 +264,7 @@ _LABEL_SPELLINGS = pd.Index(["true", "false", "True", "False", "TRUE", "FALSE"])
 
 def _read_labels(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(is_true, valid) for prediction cells: true/false in any case, spaces and quotes around allowed."""
-    codes = _LABEL_SPELLINGS.get_indexer(words)
+    codes = _LABEL_SPELLINGS.get_indexer(pd.Index(words))
     misses = np.flatnonzero(codes < 0)
     if misses.size:
         lowered = pd.Series(_strip_all(words[misses]), dtype=object).str.lower().to_numpy(dtype=object)
@@ -321,7 +276,7 @@ def _align(
     positions: np.ndarray,
     size: int,
     lines: np.ndarray,
-    cells: np.ndarray,
+    cells: np.ndarray | _Column,
     problems: ProblemList,
     name_of: Callable[[int], str],
     what: str = "identifier",
@@ -337,9 +292,12 @@ def _align(
         ordered = positions[order]
         repeated = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
         run_starts = np.where(np.r_[True, ordered[1:] != ordered[:-1]], np.arange(ordered.size), 0)
-        first_row = dict(zip(order[repeated].tolist(), order[np.maximum.accumulate(run_starts)[repeated]].tolist()))
+        first_row = dict(
+            zip(order[repeated].tolist(), order[np.maximum.accumulate(run_starts)[repeated]].tolist(), strict=True)
+        )
         problems.add_lines(
-            lines, order[repeated],
+            lines,
+            order[repeated],
             lambda r: f"duplicate {what} {show(_strip(cells[r]))} (first on line {int(lines[first_row[r]])})",
         )
     missing = np.flatnonzero(counts == 0)
@@ -374,7 +332,7 @@ def _two_columns(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(names, words, physical lines) of an 'identifier,prediction' file with an optional header."""
     layout, rows = _two_column_rows(data, max_bytes, problems, expected_rows)
-    frame = layout.read(rows, 2)
+    frame = layout.strings(rows, 2)
     return frame[0].to_numpy(dtype=object), frame[1].to_numpy(dtype=object), rows + 1
 
 
@@ -411,7 +369,7 @@ class _Column:
     def take(self, rows: np.ndarray) -> np.ndarray:
         """The decoded cells of ``rows`` as an object array of str."""
         starts, ends = self.starts[rows].tolist(), self.ends[rows].tolist()
-        return np.array([self.data[a:b].decode("utf-8") for a, b in zip(starts, ends)] or [], dtype=object)
+        return np.array([self.data[a:b].decode("utf-8") for a, b in zip(starts, ends, strict=True)] or [], dtype=object)
 
     def fixed(self) -> np.ndarray:
         """Every cell's bytes as a numpy bytes array ('S<width>'); cells over the width limit become b''
@@ -430,7 +388,8 @@ class _Column:
 def _check_labels(words: np.ndarray, names: np.ndarray, lines: np.ndarray, problems: ProblemList) -> np.ndarray:
     is_true, valid = _read_labels(words)
     problems.add_lines(
-        lines, np.flatnonzero(~valid),
+        lines,
+        np.flatnonzero(~valid),
         lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(names[r]))}; expected true or false",
     )
     return is_true
@@ -454,7 +413,8 @@ def parse_binary(data: bytes, gold, *, max_bytes: int | None = None, split_prefi
     if unsettled.size:
         is_true[unsettled], valid[unsettled] = _read_labels(words.take(unsettled))
     problems.add_lines(
-        lines, np.flatnonzero(~valid),
+        lines,
+        np.flatnonzero(~valid),
         lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(ids[r]))}; expected true or false",
     )
     positions = gold.positions_of_bytes(ids.fixed())
@@ -487,7 +447,7 @@ def parse_images(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarr
     def general(rows: np.ndarray) -> np.ndarray:
         # 'dev-1572-0-3.png' -> example 'dev-1572-0' and image '3' (slicing beats a regex split)
         bare = pd.Series(_strip_all(names[rows]), dtype=object).str.replace(_IMAGE_EXTENSION, "", n=1, regex=True)
-        image = pd.Index([str(k) for k in range(n_images)]).get_indexer(bare.str[-1].to_numpy(dtype=object))
+        image = pd.Index([str(k) for k in range(n_images)]).get_indexer(pd.Index(bare.str[-1].to_numpy(dtype=object)))
         named = (bare.str[-2] == "-").to_numpy() & (image >= 0)
         well_named[rows] = named
         examples = _identifier_positions(gold.id_index, bare.str[:-2].to_numpy(dtype=object), split_prefix=True)
@@ -497,8 +457,13 @@ def parse_images(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarr
     index = _affixed(keys, names[0], prefix=True, suffix=True) if names.size else keys
     positions = _lookup(index, names, general)
     _align(
-        positions, gold.n * n_images, lines, names, problems,
-        lambda i: keys[i], what="image",
+        positions,
+        gold.n * n_images,
+        lines,
+        names,
+        problems,
+        lambda i: keys[i],
+        what="image",
         hint=lambda r: "" if well_named[r] else f" (expected 'n-m-k' with image number k in 0-{n_images - 1})",
     )
     problems.raise_if_any()
@@ -531,14 +496,13 @@ def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
 
     # Fast path: pandas parses the scores as floats in C. Any cell it cannot parse, or that is not
     # finite, sends us to the string path, which finds and names every bad cell.
-    dtypes = {column: np.float64 for column in score_columns} | {id_column: str}
+    dtypes = dict.fromkeys(score_columns, np.float64) | {id_column: str}
     frame = layout.read(rows, n_fields, dtype=dtypes)
-    scores = None if frame is None else frame[score_columns].to_numpy(dtype=np.float64)
-    if scores is None or not np.isfinite(scores).all():
-        ids, scores = _vcr_cells_with_problems(layout, rows, n_fields, id_column, score_columns, problems)
-    else:
+    if frame is not None and np.isfinite(scores := frame[score_columns].to_numpy(dtype=np.float64)).all():
         ids = frame[id_column].to_numpy(dtype=object)
-    positions = _lookup(gold.id_index, ids, lambda rows: gold.id_index.get_indexer(_strip_all(ids[rows])))
+    else:
+        ids, scores = _vcr_cells_with_problems(layout, rows, n_fields, id_column, score_columns, problems)
+    positions = _lookup(gold.id_index, ids, lambda rows: gold.id_index.get_indexer(pd.Index(_strip_all(ids[rows]))))
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
 
@@ -552,17 +516,31 @@ def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
 
 def _check_vcr_header(header: list[str], line: int) -> None:
     if not set(header) & set(VCR_COLUMNS):
-        raise ValidationError(at(line, "expected a header line naming the columns annot_id, answer_0..answer_3 and "
-                                       "rationale_conditioned_on_a0_0..rationale_conditioned_on_a3_3"))
+        raise ValidationError(
+            at(
+                line,
+                "expected a header line naming the columns annot_id, answer_0..answer_3 and "
+                "rationale_conditioned_on_a0_0..rationale_conditioned_on_a3_3",
+            )
+        )
     problems = []
     seen: set[str] = set()
-    duplicates = [name for name in header if name in seen or seen.add(name)]
+    duplicates = []
+    for name in header:
+        if name in seen:
+            duplicates.append(name)
+        seen.add(name)
     if duplicates:
         problems.append(at(line, f"duplicate columns: {', '.join(show(n) for n in dict.fromkeys(duplicates))}"))
     missing = [name for name in VCR_COLUMNS if name not in seen]
     if missing:
-        problems.append(at(line, f"missing columns: {', '.join(missing)} (the header must name annot_id, "
-                                 "answer_0..answer_3 and rationale_conditioned_on_a0_0..a3_3)"))
+        problems.append(
+            at(
+                line,
+                f"missing columns: {', '.join(missing)} (the header must name annot_id, "
+                "answer_0..answer_3 and rationale_conditioned_on_a0_0..a3_3)",
+            )
+        )
     extra = [name for name in dict.fromkeys(header) if name not in VCR_COLUMNS]
     if extra:
         problems.append(at(line, f"unexpected columns: {', '.join(show(n) for n in extra)}"))
@@ -574,7 +552,11 @@ _VCR_CHUNK = 4096  # rows read as strings at a time on the slow path: bounds its
 
 
 def _vcr_cells_with_problems(
-    layout: _Layout, rows: np.ndarray, n_fields: int, id_column: int, score_columns: list[int],
+    layout: _Layout,
+    rows: np.ndarray,
+    n_fields: int,
+    id_column: int,
+    score_columns: list[int],
     problems: ProblemList,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ids, scores) from string cells, a chunk of rows at a time; once a chunk has brought the problems
@@ -583,12 +565,13 @@ def _vcr_cells_with_problems(
     ids, scores = [], []
     for start in range(0, rows.size, _VCR_CHUNK):
         chunk = rows[start : start + _VCR_CHUNK]
-        frame = layout.read(chunk, n_fields)
+        frame = layout.strings(chunk, n_fields)
         ids.append(frame[id_column].to_numpy(dtype=object))
         scores.append(_vcr_scores_with_problems(frame, id_column, score_columns, chunk + 1, problems))
         if problems.count > MAX_PROBLEMS and start + _VCR_CHUNK < rows.size:
-            problems.add(Problem(None, f"checking stopped after line {int(chunk[-1]) + 1}: fix the problems "
-                                       "above first"))
+            problems.add(
+                Problem(None, f"checking stopped after line {int(chunk[-1]) + 1}: fix the problems above first")
+            )
             problems.raise_if_any()
     return np.concatenate(ids), np.concatenate(scores)
 
@@ -599,14 +582,15 @@ def _vcr_scores_with_problems(
     """Scores from string cells; a problem for each cell that is not a finite number."""
     ids = frame[id_column].to_numpy(dtype=object)
     scores = np.empty((len(frame), len(score_columns)), dtype=np.float64)
-    for j, (column, name) in enumerate(zip(score_columns, VCR_SCORE_COLUMNS)):
+    for j, (column, name) in enumerate(zip(score_columns, VCR_SCORE_COLUMNS, strict=True)):
         cells = _strip_all(frame[column].to_numpy(dtype=object))
         values = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
         scores[:, j] = values
-        problems.add_lines(
-            lines, np.flatnonzero(~np.isfinite(values)),
-            lambda r, cells=cells, name=name: (
+
+        def invalid(r: int, cells: np.ndarray = cells, name: str = name) -> str:
+            return (
                 f"invalid score {show(cells[r])} in column {name} for {show(_strip(ids[r]))}; expected a finite number"
-            ),
-        )
+            )
+
+        problems.add_lines(lines, np.flatnonzero(~np.isfinite(values)), invalid)
     return scores

@@ -5,6 +5,7 @@
 - category subsets: NLVR2's annotated dev sentences ('category:hard-cardinality');
 - identifier files: any list of example identifiers a maintainer uploads.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import Problem, ProblemList, ValidationError, at
-from .predictions import read_text, show
+from .text_files import read_text, show
 
 _BULLETS = ("* ", "- ")
 
@@ -90,8 +91,13 @@ def parse_category_annotations(data: bytes) -> dict[str, list[str]]:
                 annotations.setdefault(sentence, [])
             continue
         if not is_category:
-            problems.add(at(number, f"expected a category line starting with '* ' or '- ' after the sentence, "
-                                    f"found {show(line)} (separate blocks with a blank line)"))
+            problems.add(
+                at(
+                    number,
+                    f"expected a category line starting with '* ' or '- ' after the sentence, "
+                    f"found {show(line)} (separate blocks with a blank line)",
+                )
+            )
             continue
         category = line[1:].strip()
         if not category:
@@ -111,9 +117,7 @@ def category_subsets(gold, data: bytes) -> dict[str, np.ndarray]:
         raise ValueError("category subsets need the gold field 'sentence'")
     sentences = pd.Index(pd.Series(gold.fields["sentence"], dtype=object).str.strip())
     if not sentences.isin(list(annotations)).any():
-        raise ValidationError(
-            f"none of the {len(annotations)} annotated sentences matches a sentence of this split"
-        )
+        raise ValidationError(f"none of the {len(annotations)} annotated sentences matches a sentence of this split")
     by_category: dict[str, list[str]] = {}
     for sentence, categories in annotations.items():
         for category in categories:
@@ -157,7 +161,8 @@ def ids_subset(gold, data: bytes) -> np.ndarray:
         lines.append(number)
     names = np.array(ids, dtype=object)
     positions = gold.id_index.get_indexer(names)
-    problems.add_lines(np.array(lines, dtype=np.int64), np.flatnonzero(positions < 0),
-                       lambda r: f"unknown identifier {show(names[r])}")
+    problems.add_lines(
+        np.array(lines, dtype=np.int64), np.flatnonzero(positions < 0), lambda r: f"unknown identifier {show(names[r])}"
+    )
     problems.raise_if_any()
     return np.unique(positions).astype(np.int32)

@@ -3,6 +3,7 @@
 A task type knows its gold format, its prediction format, its metrics and subsets, and how its
 aligned predictions are stored. Adding a family means adding one registered class here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -10,9 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import encoding, gold as gold_files, predictions as prediction_files
+from . import encoding
+from . import gold as gold_files
+from . import predictions as prediction_files
 from .gold import GoldSet
 from .metrics import accuracy, consistency, vcr_staged
+from .sealed import PARTS
 from .subsets import balanced_unbalanced, field_subsets
 
 Scores = dict[str, dict[str, float]]
@@ -29,6 +33,11 @@ def get_task(name: str) -> TaskType:
     if not isinstance(name, str) or name not in TASK_TYPES:
         raise ValueError(f"unknown task type {name!r}; choose one of {', '.join(TASK_TYPES)}")
     return TASK_TYPES[name]
+
+
+def read_gold(task: str, data: bytes) -> GoldSet:
+    """Read the gold file of a task type by name (see TASK_TYPES)."""
+    return get_task(task).read_gold(data)
 
 
 @dataclass(frozen=True)
@@ -92,8 +101,9 @@ class TaskType:
         self._check_shape(stacked.shape[1:], gold.n)
         columns = self._score_columns(gold, stacked, subsets or {})
         # One conversion per column, then plain Python floats per submission.
-        values = {subset: {metric: array.tolist() for metric, array in metrics.items()}
-                  for subset, metrics in columns.items()}
+        values = {
+            subset: {metric: array.tolist() for metric, array in metrics.items()} for subset, metrics in columns.items()
+        }
         return [
             {subset: {metric: column[i] for metric, column in metrics.items()} for subset, metrics in values.items()}
             for i in range(stacked.shape[0])
@@ -132,8 +142,10 @@ class BinaryTask(TaskType):
     tie_break_metric = "consistency"
     subset_metrics = ("accuracy",)
 
-    file_format = ("CSV, one line per example: identifier,prediction with prediction true or false (any "
-                   "case); an optional header line")
+    file_format = (
+        "CSV, one line per example: identifier,prediction with prediction true or false (any "
+        "case); an optional header line"
+    )
 
     def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
         return (gold_n,)
@@ -147,17 +159,23 @@ class BinaryTask(TaskType):
         labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
         correct = stacked.astype(bool, copy=False) == labels  # (k, n) or (k, n, images)
         per_example = correct.reshape(k, gold.n, -1).all(axis=-1)
-        columns = {"all": {"accuracy": accuracy(correct.reshape(k, -1)),
-                           "consistency": consistency(per_example, gold.groups)}}
+        columns = {
+            "all": {"accuracy": accuracy(correct.reshape(k, -1)), "consistency": consistency(per_example, gold.groups)}
+        }
         for name, indices in subsets.items():
             if len(indices):
                 columns[name] = {"accuracy": accuracy(correct[:, indices].reshape(k, -1))}
+                if name in PARTS:  # a blind test's queried and sealed parts: whole groups, every metric
+                    columns[name]["consistency"] = consistency(per_example[:, indices], gold.groups[indices])
         return columns
 
     def label_votes(self, gold, stacked):
         k = stacked.shape[0]
-        return [LabelVotes("label", gold.labels.astype(np.int8), stacked.reshape(k, gold.n, -1).astype(np.int8),
-                           ("false", "true"))]
+        return [
+            LabelVotes(
+                "label", gold.labels.astype(np.int8), stacked.reshape(k, gold.n, -1).astype(np.int8), ("false", "true")
+            )
+        ]
 
     def encode(self, predictions: np.ndarray) -> bytes:
         return encoding.pack_bools(predictions)
@@ -208,8 +226,10 @@ class NLVRImages(BinaryTask):
     name = "nlvr-images"
     label = "NLVR (images)"
     n_images = prediction_files.IMAGES_PER_NLVR_EXAMPLE
-    file_format = ("CSV, one line per image: image,prediction, the image named n-m-k (k = 0-5, with or without "
-                   "the split prefix and .png) and prediction true or false; an optional header line")
+    file_format = (
+        "CSV, one line per image: image,prediction, the image named n-m-k (k = 0-5, with or without "
+        "the split prefix and .png) and prediction true or false; an optional header line"
+    )
     example = ("image,prediction", "dev-1572-0-0.png,true", "dev-1572-0-1.png,false")
 
     def read_gold(self, data: bytes) -> GoldSet:
@@ -228,9 +248,11 @@ class VCR(TaskType):
 
     name = "vcr"
     label = "VCR"
-    file_format = ("CSV with a header naming annot_id, answer_0..answer_3 and rationale_conditioned_on_a0_0.."
-                   "rationale_conditioned_on_a3_3 (21 columns, any order); one line per question with a score "
-                   "per choice (the highest wins)")
+    file_format = (
+        "CSV with a header naming annot_id, answer_0..answer_3 and rationale_conditioned_on_a0_0.."
+        "rationale_conditioned_on_a3_3 (21 columns, any order); one line per question with a score "
+        "per choice (the highest wins)"
+    )
     example = (
         ",".join(prediction_files.VCR_COLUMNS),
         "val-0," + ",".join(["0.7", "0.1", "0.1", "0.1"] + ["0.25"] * 16),
@@ -241,6 +263,7 @@ class VCR(TaskType):
         scores = ",".join(["1"] + ["0"] * (len(prediction_files.VCR_SCORE_COLUMNS) - 1))
         header = ",".join(prediction_files.VCR_COLUMNS)
         return (header + "\n" + "".join(f"{key},{scores}\n" for key in gold.ids.tolist())).encode()
+
     metrics = ("q_a", "qa_r", "q_ar")
     primary_metric = "q_ar"
     tie_break_metric = None
@@ -256,7 +279,7 @@ class VCR(TaskType):
         return (gold_n, 5)
 
     def _score_columns(self, gold, stacked, subsets):
-        staged = dict(zip(self.metrics, vcr_staged(stacked, gold.labels)))  # each (k, n)
+        staged = dict(zip(self.metrics, vcr_staged(stacked, gold.labels), strict=True))  # each (k, n)
         columns = {"all": {metric: accuracy(correct) for metric, correct in staged.items()}}
         for name, indices in subsets.items():
             if len(indices):
@@ -267,10 +290,13 @@ class VCR(TaskType):
         answer = gold.labels[:, 0].astype(np.intp)
         # The rationale each submission picks given the gold answer, as QA->R scores it.
         rationale = np.take_along_axis(
-            stacked[..., 1:], np.broadcast_to(answer[None, :, None], stacked.shape[:-1] + (1,)), axis=-1)
+            stacked[..., 1:], np.broadcast_to(answer[None, :, None], stacked.shape[:-1] + (1,)), axis=-1
+        )
         choices = ("0", "1", "2", "3")
-        return [LabelVotes("answer_label", gold.labels[:, 0], stacked[..., 0:1], choices),
-                LabelVotes("rationale_label", gold.labels[:, 1], rationale, choices)]
+        return [
+            LabelVotes("answer_label", gold.labels[:, 0], stacked[..., 0:1], choices),
+            LabelVotes("rationale_label", gold.labels[:, 1], rationale, choices),
+        ]
 
     def encode(self, predictions: np.ndarray) -> bytes:
         return encoding.pack_int8(predictions)

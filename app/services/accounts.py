@@ -1,6 +1,8 @@
 """Accounts: registration, password checks and API tokens."""
+
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from datetime import timedelta
@@ -13,7 +15,6 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.db import db, write_transaction
 from app.models import ApiToken, Membership, User, as_utc, utcnow
-from app.security import token_digest
 from app.services.errors import Conflict, InvalidInput, NotFound
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -77,9 +78,8 @@ def _check_new_password(password: str) -> None:
 def _bump_generation(user_id: int) -> int:
     """End every session of the user (sessions carry the generation they were started under); returns
     the new generation. An UPDATE ... + 1, so two servers bumping at once both count."""
-    db.session.execute(update(User).where(User.id == user_id)
-                       .values(session_generation=User.session_generation + 1))
-    return db.session.scalar(select(User.session_generation).where(User.id == user_id))
+    db.session.execute(update(User).where(User.id == user_id).values(session_generation=User.session_generation + 1))
+    return db.session.scalars(select(User.session_generation).where(User.id == user_id)).one()
 
 
 def end_sessions(user: User) -> None:
@@ -106,17 +106,18 @@ def create_token(user: User, name: str) -> tuple[ApiToken, str]:
     if not name or len(name) > 80:
         raise InvalidInput("a token name must have 1 to 80 characters")
     plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken(user=user, name=name, token_hash=token_digest(plaintext),
-                     prefix=plaintext[:TOKEN_PREFIX_LENGTH])
+    token = ApiToken(user=user, name=name, token_hash=token_digest(plaintext), prefix=plaintext[:TOKEN_PREFIX_LENGTH])
     db.session.add(token)
     db.session.commit()
     return token, plaintext
 
 
 def list_tokens(user: User) -> list[ApiToken]:
-    return list(db.session.scalars(
-        select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.created_at.desc(), ApiToken.id.desc())
-    ))
+    return list(
+        db.session.scalars(
+            select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.created_at.desc(), ApiToken.id.desc())
+        )
+    )
 
 
 def revoke_token(user: User, token_id: int) -> ApiToken:
@@ -136,16 +137,25 @@ def revoke_token(user: User, token_id: int) -> ApiToken:
 TOKEN_USE_RESOLUTION = timedelta(minutes=5)
 
 
+def token_digest(token: str) -> str:
+    """How API tokens and invite links are stored: they are long random strings, so a plain sha256 is sound."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
 def user_for_token(token: str) -> User | None:
     """The owner of a valid, unrevoked API token (noting when it was last used), or None."""
     if not token or len(token) > 200:
         return None
-    row = db.session.scalars(
-        select(ApiToken)
-        .where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
-        # The owner and their teams in the same query: an API upload needs them next (resolve_team).
-        .options(joinedload(ApiToken.user).joinedload(User.memberships).joinedload(Membership.team))
-    ).unique().one_or_none()
+    row = (
+        db.session.scalars(
+            select(ApiToken)
+            .where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
+            # The owner and their teams in the same query: an API upload needs them next (resolve_team).
+            .options(joinedload(ApiToken.user).joinedload(User.memberships).joinedload(Membership.team))
+        )
+        .unique()
+        .one_or_none()
+    )
     if row is None:
         return None
     user = row.user

@@ -5,8 +5,9 @@ Each row holds the model's latest published entry on each split whose scores are
 of every split, and every default column of the ranking split (the benchmark's landing split, or the first
 split whose scores are public when the landing split's are held). Rows are ranked by the ranking split's
 board order and carry that entry's board rank; models without an entry there follow, by name. Everything
-is read from the split boards' snapshots (leaderboards.snapshot), so it agrees with them number for number.
+is read from the split boards' snapshots (board_snapshots.snapshot), so it agrees with them number for number.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,8 +16,9 @@ from datetime import datetime
 from app.db import begin_reading, db
 from app.evaluation import get_task
 from app.models import Split
-from app.services import leaderboards
-from app.services.leaderboards import Board, BenchmarkInfo, Column, Entry, SplitInfo
+from app.services import board_snapshots, leaderboards, visibility
+from app.services.board_snapshots import Entry
+from app.services.leaderboards import BenchmarkInfo, Board, Column, SplitInfo
 
 
 @dataclass(frozen=True)
@@ -128,32 +130,43 @@ def models_table(benchmark_slug: str) -> ModelsTable:
     begin_reading()
     benchmark = leaderboards.benchmark_info(benchmark_slug)
     task = get_task(benchmark.task_type)
-    public = [split for split in benchmark.splits if leaderboards.scores_are_public(split)]
-    held = [split for split in benchmark.splits if not leaderboards.scores_are_public(split)]
+    public = [split for split in benchmark.splits if visibility.scores_are_public(split)]
+    held = [split for split in benchmark.splits if not visibility.scores_are_public(split)]
     landing = leaderboards.default_split(benchmark)
     ranking = landing if landing in public else (public[0] if public else None)
-    snapshots = {split.slug: leaderboards.snapshot(db.session.get(Split, split.id)) for split in public}
+    snapshots = {split.slug: board_snapshots.snapshot(db.session.get_one(Split, split.id)) for split in public}
 
     rows: dict[str, ModelRow] = {}
     for split in public:
         for entry in snapshots[split.slug].entries:
             row = rows.setdefault(entry.model_key, ModelRow(entry.model_key, entry.model_name, entry.team))
             current = row.latest.get(split.slug)
-            if current is None or (entry.submitted_at, entry.submission_id) > (current.submitted_at,
-                                                                               current.submission_id):
+            if current is None or (entry.submitted_at, entry.submission_id) > (
+                current.submitted_at,
+                current.submission_id,
+            ):
                 row.latest[split.slug] = entry
     for row in rows.values():  # the name as the team wrote it last
         row.model_name = row.newest.model_name
 
     label = leaderboards.METRIC_LABELS.get(task.primary_metric, task.primary_metric)
-    columns = [ModelColumn("all", task.primary_metric, f"{split.name} {label.lower() if label.isalpha() else label}",
-                           split.example_count, split.slug) for split in public]
+    columns = [
+        ModelColumn(
+            "all",
+            task.primary_metric,
+            f"{split.name} {label.lower() if label.isalpha() else label}",
+            split.example_count,
+            split.slug,
+        )
+        for split in public
+    ]
     if ranking is not None:
-        for column in snapshots[ranking.slug].columns:
+        for column in leaderboards.columns(db.session.get_one(Split, ranking.id)):
             if column.subset == "all" and column.metric == task.primary_metric:
                 continue
-            columns.append(ModelColumn(column.subset, column.metric, f"{ranking.name} {column.label}",
-                                       column.size, ranking.slug))
+            columns.append(
+                ModelColumn(column.subset, column.metric, f"{ranking.name} {column.label}", column.size, ranking.slug)
+            )
 
     def order(row: ModelRow):
         entry = row.latest.get(ranking.slug) if ranking else None
@@ -163,7 +176,7 @@ def models_table(benchmark_slug: str) -> ModelsTable:
 
     ranked = sorted(rows.values(), key=order)
     for row in ranked:
-        entry = row.latest.get(ranking.slug) if ranking else None
-        if entry is not None:
-            row.rank, row.rank_low, row.rank_high = entry.rank, entry.rank_low, entry.rank_high
+        latest = row.latest.get(ranking.slug) if ranking else None
+        if latest is not None:
+            row.rank, row.rank_low, row.rank_high = latest.rank, latest.rank_low, latest.rank_high
     return ModelsTable(benchmark, public, ranking, columns, ranked, held)

@@ -3,6 +3,7 @@
 `record` only adds the event to the session; the use case that changes state commits both together, so an
 action that fails leaves no event behind and an event never describes an action that did not happen.
 """
+
 from __future__ import annotations
 
 import json

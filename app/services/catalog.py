@@ -1,7 +1,9 @@
 """Benchmarks, splits and subsets: what maintainers add and everyone else looks up."""
+
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,9 +11,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import contains_eager, joinedload
 
 from app.db import db
-from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_task
+from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_task, sealed
 from app.evaluation.subsets import category_subsets, ids_subset
-from app.models import FEEDBACK_POLICIES, Benchmark, Split, Subset, utcnow
+from app.models import FEEDBACK_POLICIES, Benchmark, Split, Submission, Subset, utcnow
 from app.services import gold_files, rescoring
 from app.services.errors import Conflict, InvalidInput, NotFound
 
@@ -52,8 +54,12 @@ def get_split(benchmark_slug: str, split_slug: str, with_subsets: bool = False) 
     """The split with its benchmark (and its subsets if asked: what scoring needs), in one query (every
     upload starts here)."""
     if all(isinstance(slug, str) and SLUG.match(slug) for slug in (benchmark_slug, split_slug)):
-        query = (select(Split).join(Split.benchmark).options(contains_eager(Split.benchmark))
-                 .where(Benchmark.slug == benchmark_slug, Split.slug == split_slug))
+        query = (
+            select(Split)
+            .join(Split.benchmark)
+            .options(contains_eager(Split.benchmark))
+            .where(Benchmark.slug == benchmark_slug, Split.slug == split_slug)
+        )
         if with_subsets:
             query = query.options(joinedload(Split.subsets))
         split = db.session.scalars(query).unique().one_or_none()
@@ -64,14 +70,14 @@ def get_split(benchmark_slug: str, split_slug: str, with_subsets: bool = False) 
 
 
 def unknown_split(benchmark_slug: str, split_slug: object, slugs: list[str]) -> NotFound:
-    return NotFound(f"unknown split {str(split_slug)[:80]!r} of benchmark {benchmark_slug!r}"
-                    + _valid(f"splits of {benchmark_slug!r}", slugs))
+    return NotFound(
+        f"unknown split {str(split_slug)[:80]!r} of benchmark {benchmark_slug!r}"
+        + _valid(f"splits of {benchmark_slug!r}", slugs)
+    )
 
 
 def list_splits() -> list[Split]:
-    return list(
-        db.session.scalars(select(Split).join(Split.benchmark).order_by(Benchmark.slug, Split.position))
-    )
+    return list(db.session.scalars(select(Split).join(Split.benchmark).order_by(Benchmark.slug, Split.position)))
 
 
 def add_benchmark(
@@ -125,11 +131,11 @@ def add_split(
     benchmark = get_benchmark(benchmark_slug)
     _check_slug("split slug", split_slug)
     if split_slug in RESERVED_SPLIT_SLUGS:
-        raise InvalidInput(f"split slug {split_slug!r} is reserved: /leaderboards/<benchmark>/{split_slug} is "
-                           "the models view; choose another")
-    existing = db.session.scalar(
-        select(Split.id).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug)
-    )
+        raise InvalidInput(
+            f"split slug {split_slug!r} is reserved: /leaderboards/<benchmark>/{split_slug} is "
+            "the models view; choose another"
+        )
+    existing = db.session.scalar(select(Split.id).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug))
     if existing is not None:
         raise Conflict(f"split {split_slug!r} of {benchmark_slug!r} already exists")
     task = get_task(benchmark.task_type)
@@ -145,8 +151,11 @@ def add_split(
 
     relative, digest = gold_files.write_gold(benchmark.slug, split_slug, labels)
     try:
-        position = db.session.scalar(
-            select(func.coalesce(func.max(Split.position), -1)).where(Split.benchmark_id == benchmark.id)
+        position = (
+            db.session.scalar(
+                select(func.coalesce(func.max(Split.position), -1)).where(Split.benchmark_id == benchmark.id)
+            )
+            or 0
         )
         split = Split(
             benchmark=benchmark,
@@ -177,10 +186,10 @@ def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> t
     Returns the subset and how many submissions were rescored.
     """
     split = get_split(benchmark_slug, split_slug)
-    if not SUBSET_NAME.match(name or "") or name == "all":
+    if not SUBSET_NAME.match(name or "") or name in ("all", *sealed.PARTS):
         raise InvalidInput(
             f"subset name {name!r} must start with a letter or digit, use letters, digits, ':', '-', '_', '.', "
-            "spaces (at most 120), and not be 'all'"
+            "spaces (at most 120), and not be 'all', 'queried' or 'sealed'"
         )
     if db.session.scalar(select(Subset.id).where(Subset.split_id == split.id, Subset.name == name)):
         raise Conflict(f"subset {name!r} of {benchmark_slug}/{split_slug} already exists")
@@ -214,7 +223,8 @@ class ScoringInputs:
 def scoring_inputs(split: Split) -> ScoringInputs:
     subsets = list(split.subsets)
     return ScoringInputs(
-        task=get_task(split.benchmark.task_type), gold=gold_for(split),
+        task=get_task(split.benchmark.task_type),
+        gold=gold_for(split),
         subsets={subset.name: subset.indices for subset in subsets},
         sources={subset.name: subset.source for subset in subsets},
     )
@@ -250,11 +260,19 @@ def set_policy(
     rejected_per_day=UNSET,
     feedback: str | None = None,
     is_open: bool | None = None,
+    sealed_fraction: float | None = None,
 ) -> Split:
-    """Change a split's submission policy; quotas are whole numbers >= 0 or None for unlimited."""
+    """Change a split's submission policy; quotas are whole numbers >= 0 or None for unlimited;
+    `sealed_fraction` seals that share of a blind test's groups (0 removes the sealed part, see seal)."""
     split = get_split(benchmark_slug, split_slug)
-    for field, value in (("per_day", per_day), ("per_month", per_month), ("total", total),
-                         ("rejected_per_day", rejected_per_day)):
+    if sealed_fraction is not None:
+        seal(split, sealed_fraction)
+    for field, value in (
+        ("per_day", per_day),
+        ("per_month", per_month),
+        ("total", total),
+        ("rejected_per_day", rejected_per_day),
+    ):
         if value is UNSET:
             continue
         if value is not None and (not isinstance(value, int) or value < 0):
@@ -273,6 +291,46 @@ def set_policy(
     return split
 
 
+def seal(split: Split, fraction: float) -> None:
+    """Divide a blind test's consistency groups into a queried and a sealed part (app/evaluation/sealed.py),
+    stored as the subsets 'queried' and 'sealed'; 0 removes them. Only on a hidden split not yet revealed,
+    and only before its first scored submission: every release is made on the queried part, so the part
+    cannot change under releases already made (Conflict says why). The seed is drawn once and kept."""
+    try:
+        fraction = sealed.check_fraction(fraction)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    where = f"{split.benchmark.slug}/{split.slug}"
+    if (split.sealed_fraction or 0.0) == fraction:
+        return  # unchanged (a policy form sends the part it shows)
+    if not split.hidden:
+        raise Conflict(f"{where} is a public split: only a hidden split (a blind test) can have a sealed part")
+    if split.revealed_at is not None:
+        raise Conflict(
+            f"{where} was revealed on {split.revealed_at:%Y-%m-%d %H:%M} UTC: its sealed part can no longer change"
+        )
+    first = db.session.scalar(
+        select(Submission.id).where(Submission.split_id == split.id, Submission.status == "scored").limit(1)
+    )
+    if first is not None:
+        raise Conflict(
+            f"{where} already has scored submissions: its sealed part can only be set before the "
+            "first one (releases made on one queried part cannot move to another)"
+        )
+    for subset in [s for s in split.subsets if s.source == "sealed"]:
+        split.subsets.remove(subset)
+    db.session.flush()
+    if fraction == 0.0:
+        split.sealed_fraction = None
+        return
+    if split.seal_seed is None:
+        split.seal_seed = secrets.token_hex(32)
+    mask = sealed.sealed_mask(gold_for(split).groups, fraction, split.seal_seed)
+    for name, indices in sealed.parts(mask).items():
+        split.subsets.append(subset_row(name, "sealed", indices))
+    split.sealed_fraction = fraction
+
+
 def pin_default_split(benchmark_slug: str, split_slug: str) -> Split:
     """Make this split the benchmark's landing page (the board /leaderboards/<benchmark> shows)."""
     split = get_split(benchmark_slug, split_slug)
@@ -289,8 +347,8 @@ def reveal_split(benchmark_slug: str, split_slug: str) -> Split:
         raise Conflict(f"{benchmark_slug}/{split_slug} is a public split: its scores are already shown")
     if split.revealed_at is not None:
         raise Conflict(f"{benchmark_slug}/{split_slug} was already revealed on {split.revealed_at:%Y-%m-%d %H:%M} UTC")
-    if split.feedback == "full":
-        raise Conflict(f"{benchmark_slug}/{split_slug} has feedback 'full': its scores are not held")
+    if split.feedback == "full" and not any(subset.source == "sealed" for subset in split.subsets):
+        raise Conflict(f"{benchmark_slug}/{split_slug} has feedback 'full' and no sealed part: its scores are not held")
     split.revealed_at = utcnow()
     split.board_version += 1
     db.session.commit()
@@ -305,4 +363,6 @@ def open_splits() -> list[Split]:
 def sample_file(benchmark_slug: str, split_slug: str) -> tuple[str, bytes]:
     """(file name, a valid prediction file for the split: its identifiers with a constant prediction)."""
     split = get_split(benchmark_slug, split_slug)
-    return f"{split.benchmark.slug}-{split.slug}-sample.csv", get_task(split.benchmark.task_type).sample(gold_for(split))
+    return f"{split.benchmark.slug}-{split.slug}-sample.csv", get_task(split.benchmark.task_type).sample(
+        gold_for(split)
+    )

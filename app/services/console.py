@@ -4,9 +4,9 @@ maintainers' command line (actor None, via "cli") both come through here.
 
 Also the console's read-only views: the overview, a split's published entries, recent rejected attempts.
 """
+
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -18,7 +18,7 @@ from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
 from app.models import Benchmark, Split, Submission, Team, User
-from app.services import accounts, audit, catalog, submissions, teams
+from app.services import accounts, audit, catalog, checksums, submissions, teams
 from app.services.errors import NotFound
 
 T = TypeVar("T")
@@ -30,6 +30,7 @@ QUOTAS = ("per_day", "per_month", "total", "rejected_per_day")
 
 def _audited(actor: User | None, action: str, target: str, details: dict, via: str, work: Callable[[], T]) -> T:
     """Record the event, then do the work (whose commit stores both); undo both if the work fails."""
+
     def both() -> T:
         audit.record(actor, action, target, {"via": via, **details})
         return work()
@@ -47,31 +48,62 @@ def _undo_on_error(work: Callable[[], T]) -> T:
 
 def _file_facts(data: bytes) -> dict:
     # Gold and identifier files are recorded by checksum and size only: the log must not hold labels.
-    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    return {"sha256": checksums.sha256(data), "bytes": len(data)}
 
 
 # --- benchmarks, splits, subsets -----------------------------------------------------------------------
 
 
-def add_benchmark(actor: User | None, slug: str, task_type: str, name: str, description: str = "",
-                  paper_url: str | None = None, *, via: str = "web") -> Benchmark:
+def add_benchmark(
+    actor: User | None,
+    slug: str,
+    task_type: str,
+    name: str,
+    description: str = "",
+    paper_url: str | None = None,
+    *,
+    via: str = "web",
+) -> Benchmark:
     return _audited(
-        actor, "benchmark.add", f"benchmark {slug}",
-        {"task_type": task_type, "name": name, "paper_url": paper_url}, via,
+        actor,
+        "benchmark.add",
+        f"benchmark {slug}",
+        {"task_type": task_type, "name": name, "paper_url": paper_url},
+        via,
         lambda: catalog.add_benchmark(slug, task_type, name, description, paper_url),
     )
 
 
-def add_split(actor: User | None, benchmark_slug: str, split_slug: str, labels: bytes, *, hidden: bool = False,
-              name: str | None = None, annotations: bytes | None = None, subset_field: str | None = None,
-              via: str = "web") -> Split:
+def add_split(
+    actor: User | None,
+    benchmark_slug: str,
+    split_slug: str,
+    labels: bytes,
+    *,
+    hidden: bool = False,
+    name: str | None = None,
+    annotations: bytes | None = None,
+    subset_field: str | None = None,
+    via: str = "web",
+) -> Split:
     details = {"name": name, "hidden": hidden, "subset_field": subset_field, "gold": _file_facts(labels)}
     if annotations is not None:
         details["annotations"] = _file_facts(annotations)
     return _audited(
-        actor, "split.add", f"{benchmark_slug}/{split_slug}", details, via,
-        lambda: catalog.add_split(benchmark_slug, split_slug, labels, hidden=hidden, name=name,
-                                  annotations=annotations, subset_field=subset_field),
+        actor,
+        "split.add",
+        f"{benchmark_slug}/{split_slug}",
+        details,
+        via,
+        lambda: catalog.add_split(
+            benchmark_slug,
+            split_slug,
+            labels,
+            hidden=hidden,
+            name=name,
+            annotations=annotations,
+            subset_field=subset_field,
+        ),
     )
 
 
@@ -79,7 +111,10 @@ def set_policy(actor: User | None, benchmark_slug: str, split_slug: str, *, via:
     """Change a split's policy; `policy` takes catalog.set_policy's keywords (only those given change).
 
     The audit event lists each setting that changes, as "old → new"."""
+
     def shown(key: str, value) -> str:
+        if key == "sealed_fraction":
+            return f"{value:g} of the groups sealed" if value else "no sealed part"
         if value is None:
             return "unlimited"
         if key == "is_open":
@@ -93,10 +128,14 @@ def set_policy(actor: User | None, benchmark_slug: str, split_slug: str, *, via:
             # UNSET leaves a quota as it is, None leaves feedback and open/closed as they are.
             if value is catalog.UNSET or (value is None and key not in QUOTAS):
                 continue
-            if value != getattr(split, key):
-                changes[key] = f"{shown(key, getattr(split, key))} → {shown(key, value)}"
-        audit.record(actor, "split.policy", f"{benchmark_slug}/{split_slug}",
-                     {"via": via, **(changes or {"changes": "none"})})
+            current = getattr(split, key)
+            if key == "sealed_fraction":  # 0 and None both say "no sealed part"
+                value, current = value or None, current or None
+            if value != current:
+                changes[key] = f"{shown(key, current)} → {shown(key, value)}"
+        audit.record(
+            actor, "split.policy", f"{benchmark_slug}/{split_slug}", {"via": via, **(changes or {"changes": "none"})}
+        )
         return catalog.set_policy(benchmark_slug, split_slug, **policy)
 
     return _undo_on_error(work)
@@ -104,23 +143,34 @@ def set_policy(actor: User | None, benchmark_slug: str, split_slug: str, *, via:
 
 def pin_default_split(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "web") -> Split:
     return _audited(
-        actor, "benchmark.default_split", benchmark_slug, {"split": split_slug}, via,
+        actor,
+        "benchmark.default_split",
+        benchmark_slug,
+        {"split": split_slug},
+        via,
         lambda: catalog.pin_default_split(benchmark_slug, split_slug),
     )
 
 
 def reveal_split(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "web") -> Split:
     return _audited(
-        actor, "split.reveal", f"{benchmark_slug}/{split_slug}", {}, via,
+        actor,
+        "split.reveal",
+        f"{benchmark_slug}/{split_slug}",
+        {},
+        via,
         lambda: catalog.reveal_split(benchmark_slug, split_slug),
     )
 
 
-def add_subset(actor: User | None, benchmark_slug: str, split_slug: str, name: str, ids: bytes, *,
-               via: str = "web"):
+def add_subset(actor: User | None, benchmark_slug: str, split_slug: str, name: str, ids: bytes, *, via: str = "web"):
     """Returns (subset, number of submissions rescored), as catalog.add_subset."""
     return _audited(
-        actor, "subset.add", f"{benchmark_slug}/{split_slug}", {"subset": name, "ids": _file_facts(ids)}, via,
+        actor,
+        "subset.add",
+        f"{benchmark_slug}/{split_slug}",
+        {"subset": name, "ids": _file_facts(ids)},
+        via,
         lambda: catalog.add_subset(benchmark_slug, split_slug, name, ids),
     )
 
@@ -144,7 +194,11 @@ def unhide_entry(actor: User, submission_id: int) -> Submission:
 def create_user(actor: User | None, email: str, password: str, *, admin: bool = False, via: str = "cli") -> User:
     # Never the password, of course.
     return _audited(
-        actor, "user.create", f"user {accounts.normalise_email(email)}", {"admin": admin}, via,
+        actor,
+        "user.create",
+        f"user {accounts.normalise_email(email)}",
+        {"admin": admin},
+        via,
         lambda: accounts.create_user(email, password, admin=admin),
     )
 
@@ -152,7 +206,11 @@ def create_user(actor: User | None, email: str, password: str, *, admin: bool = 
 def create_team(actor: User | None, name: str, members: Iterable[User] = (), *, via: str = "cli") -> Team:
     members = list(members)
     return _audited(
-        actor, "team.create", f"team {(name or '').strip()}", {"members": [user.email for user in members]}, via,
+        actor,
+        "team.create",
+        f"team {(name or '').strip()}",
+        {"members": [user.email for user in members]},
+        via,
         lambda: teams.create_team(name, members=members),
     )
 
@@ -169,7 +227,11 @@ def sign_out_everywhere(actor: User | None, email: str, *, via: str = "web") -> 
 def create_token(actor: User | None, user: User, name: str, *, via: str = "cli"):
     """Returns (token row, plaintext), as accounts.create_token; the log keeps the token's name only."""
     return _audited(
-        actor, "token.create", f"user {user.email}", {"name": (name or "").strip()}, via,
+        actor,
+        "token.create",
+        f"user {user.email}",
+        {"name": (name or "").strip()},
+        via,
         lambda: accounts.create_token(user, name),
     )
 
@@ -191,9 +253,9 @@ class SplitRow:
 
 def overview() -> list[tuple[Benchmark, list[SplitRow]]]:
     """Every benchmark with its splits, policies and entry counts."""
-    benchmarks = list(db.session.scalars(
-        select(Benchmark).options(selectinload(Benchmark.splits)).order_by(Benchmark.name)
-    ))
+    benchmarks = list(
+        db.session.scalars(select(Benchmark).options(selectinload(Benchmark.splits)).order_by(Benchmark.name))
+    )
     published = Submission.published_at.is_not(None)
     counts = {
         split_id: (scored, shown, hidden)
@@ -227,12 +289,14 @@ class SplitView:
 def split_view(benchmark_slug: str, split_slug: str) -> SplitView:
     """What the console's page of a split shows: the split (policy, subsets) and its published entries."""
     split = catalog.get_split(benchmark_slug, split_slug)
-    entries = list(db.session.scalars(
-        select(Submission)
-        .options(joinedload(Submission.team))
-        .where(Submission.split_id == split.id, Submission.status == "scored", Submission.published_at.is_not(None))
-        .order_by(Submission.published_at.desc(), Submission.id.desc())
-    ))
+    entries = list(
+        db.session.scalars(
+            select(Submission)
+            .options(joinedload(Submission.team))
+            .where(Submission.split_id == split.id, Submission.status == "scored", Submission.published_at.is_not(None))
+            .order_by(Submission.published_at.desc(), Submission.id.desc())
+        )
+    )
     return SplitView(split, entries)
 
 

@@ -2,6 +2,7 @@
 
 Idempotent: anything that already exists is left as it is.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from sqlalchemy import select
 
 from app import synthetic
 from app.db import db
-from app.models import Benchmark, Reference, Split, Submission, utcnow
+from app.models import Benchmark, Reference, Split, Submission, Team, utcnow
 from app.services import accounts, catalog, references, submissions, teams
 from app.services.errors import NotFound
 
@@ -38,7 +39,9 @@ class DemoBenchmark:
 
 BENCHMARKS = (
     DemoBenchmark(
-        "demo-nlvr2", "nlvr2", "NLVR2 (demo)",
+        "demo-nlvr2",
+        "nlvr2",
+        "NLVR2 (demo)",
         "Synthetic data in the shape of NLVR2: is a sentence true of a pair of photographs? "
         "Sets of four image pairs, each with two sentences.",
         (
@@ -48,17 +51,27 @@ BENCHMARKS = (
         ),
     ),
     DemoBenchmark(
-        "demo-nlvr", "nlvr-structured", "NLVR structured (demo)",
+        "demo-nlvr",
+        "nlvr-structured",
+        "NLVR structured (demo)",
         "Synthetic data in the shape of NLVR with structured representations: four examples a sentence.",
-        (DemoSplit("dev", "Dev", 5940), DemoSplit("test-p", "Test-P", 5936), DemoSplit("test-u", "Test-U", 5940, hidden=True)),
+        (
+            DemoSplit("dev", "Dev", 5940),
+            DemoSplit("test-p", "Test-P", 5936),
+            DemoSplit("test-u", "Test-U", 5940, hidden=True),
+        ),
     ),
     DemoBenchmark(
-        "demo-nlvr-images", "nlvr-images", "NLVR images (demo)",
+        "demo-nlvr-images",
+        "nlvr-images",
+        "NLVR images (demo)",
         "Synthetic data in the shape of NLVR, scored over images: six box permutations an example.",
         (DemoSplit("dev", "Dev", 5940), DemoSplit("test-u", "Test-U", 5940, hidden=True)),
     ),
     DemoBenchmark(
-        "demo-vcr", "vcr", "VCR (demo)",
+        "demo-vcr",
+        "vcr",
+        "VCR (demo)",
         "Synthetic data in the shape of VCR: four answers, then four rationales for each answer.",
         (DemoSplit("val", "Val", 3000), DemoSplit("test", "Test", 3000, hidden=True)),
         subset_field="region",
@@ -68,37 +81,62 @@ BENCHMARKS = (
 # (team, model, accuracy on binary tasks / per stage on VCR, description, paper URL, days before the demo
 # is loaded): entries spread over about two years, so the progress chart shows a field improving.
 TEAMS = (
-    ("Pixel Reasoners", "PixR", 0.74, "Object detector features with a small reasoning module.",
-     "https://example.org/pixr", 700),
+    (
+        "Pixel Reasoners",
+        "PixR",
+        0.74,
+        "Object detector features with a small reasoning module.",
+        "https://example.org/pixr",
+        700,
+    ),
     ("Visual Grounding Group", "VGG-Lite", 0.70, "A grounding model without pretraining.", None, 610),
     ("Gradient Descenders", "GD-Base", 0.79, "Two-stream encoder fine-tuned on the training split.", None, 430),
-    ("Aurora Lab", "Aurora-L (ensemble)", 0.86, "Cross-attention ensemble of five seeds.", "https://example.org/aurora",
-     150),
+    (
+        "Aurora Lab",
+        "Aurora-L (ensemble)",
+        0.86,
+        "Cross-attention ensemble of five seeds.",
+        "https://example.org/aurora",
+        150,
+    ),
 )
 
 # A team that publishes every run of a hyperparameter sweep: a crowded board, and what view=teams is for.
 SWEEP_TEAM = "Sweep Lab"
 SWEEP_TASKS = ("nlvr2", "nlvr-structured")
-SWEEP = tuple((f"SweepNet lr={lr} seed={seed}", accuracy) for (lr, seed), accuracy in zip(
-    [(lr, seed) for lr in ("1e-5", "3e-5", "1e-4", "3e-4") for seed in (1, 2, 3)],
-    (0.78, 0.79, 0.785, 0.80, 0.805, 0.81, 0.815, 0.82, 0.81, 0.77, 0.765, 0.775),
-))
+SWEEP = tuple(
+    (f"SweepNet lr={lr} seed={seed}", accuracy)
+    for (lr, seed), accuracy in zip(
+        [(lr, seed) for lr in ("1e-5", "3e-5", "1e-4", "3e-4") for seed in (1, 2, 3)],
+        (0.78, 0.79, 0.785, 0.80, 0.805, 0.81, 0.815, 0.82, 0.81, 0.77, 0.765, 0.775),
+        strict=True,
+    )
+)
 
 # Reference rows as the papers report them (human performance; the majority class, which the papers give
 # per split; chance on VCR), by task and split slug.
 _NLVR2 = "https://arxiv.org/abs/1811.00491"
 _NLVR = "https://aclanthology.org/P17-2034"
 _VCR = "https://arxiv.org/abs/1811.10830"
-_MAJORITY = {("nlvr2", "dev"): 50.9, ("nlvr2", "test-p"): 51.1, ("nlvr2", "test-u"): 51.4,
-             ("nlvr", "dev"): 55.3, ("nlvr", "test-p"): 56.2, ("nlvr", "test-u"): 55.4}
+_MAJORITY = {
+    ("nlvr2", "dev"): 50.9,
+    ("nlvr2", "test-p"): 51.1,
+    ("nlvr2", "test-u"): 51.4,
+    ("nlvr", "dev"): 55.3,
+    ("nlvr", "test-p"): 56.2,
+    ("nlvr", "test-u"): 55.4,
+}
 
 
 def references_for(task: str, split_slug: str) -> list[tuple[str, dict, str]]:
     if task == "vcr":
-        return [("Human (Zellers et al. 2019)", {"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 85.0}}, _VCR),
-                ("Chance", {"all": {"q_a": 25.0, "qa_r": 25.0, "q_ar": 6.25}}, _VCR)]
-    family, url, human, cite = (("nlvr2", _NLVR2, 96.2, "Suhr et al. 2019") if task == "nlvr2"
-                                else ("nlvr", _NLVR, 95.4, "Suhr et al. 2017"))
+        return [
+            ("Human (Zellers et al. 2019)", {"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 85.0}}, _VCR),
+            ("Chance", {"all": {"q_a": 25.0, "qa_r": 25.0, "q_ar": 6.25}}, _VCR),
+        ]
+    family, url, human, cite = (
+        ("nlvr2", _NLVR2, 96.2, "Suhr et al. 2019") if task == "nlvr2" else ("nlvr", _NLVR, 95.4, "Suhr et al. 2017")
+    )
     rows = [(f"Human ({cite})", {"all": {"accuracy": human}}, url)]
     if (family, split_slug) in _MAJORITY:
         rows.append((f"Majority class ({cite})", {"all": {"accuracy": _MAJORITY[(family, split_slug)]}}, url))
@@ -106,7 +144,7 @@ def references_for(task: str, split_slug: str) -> list[tuple[str, dict, str]]:
 
 
 # Demo accounts so a newcomer can log in and try an upload; they exist only where `demo` was run.
-DEMO_USERS = (
+DEMO_USERS: tuple[tuple[str, str, bool, str | None], ...] = (
     ("member@demo.holdout", "holdout-demo", False, "Aurora Lab"),
     ("admin@demo.holdout", "holdout-admin", True, None),
 )
@@ -116,15 +154,18 @@ def load_demo(progress=None) -> dict[str, int]:
     """Create whatever part of the demo is missing; return counts of what was created."""
     created = {"benchmarks": 0, "splits": 0, "teams": 0, "users": 0, "submissions": 0, "references": 0}
     now = utcnow()
+    by_name: dict[str, Team] = {}
     for team_name in [team[0] for team in TEAMS] + [SWEEP_TEAM]:
-        if teams.find_team(team_name) is None:
-            teams.create_team(team_name)
+        found = teams.find_team(team_name)
+        if found is None:
+            found = teams.create_team(team_name)
             created["teams"] += 1
-    for email, password, admin, team_name in DEMO_USERS:
+        by_name[team_name] = found
+    for email, password, admin, member_of in DEMO_USERS:
         if accounts.get_user_by_email(email) is None:
             user = accounts.create_user(email, password, admin=admin)
-            if team_name:
-                teams.add_member(teams.find_team(team_name), user)
+            if member_of:
+                teams.add_member(by_name[member_of], user)
             created["users"] += 1
     for seed, spec in enumerate(BENCHMARKS):
         if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == spec.slug)) is None:
@@ -134,24 +175,50 @@ def load_demo(progress=None) -> dict[str, int]:
             split_seed = 100 * seed + number
             split = _ensure_split(spec, split_spec, split_seed, created)
             gold = _gold_bytes(spec, split_spec, split_seed)
-            runs = [(team_name, model, accuracy, description, paper, now - timedelta(days=days))
-                    for team_name, model, accuracy, description, paper, days in TEAMS]
+            runs = [
+                (team_name, model, accuracy, description, paper, now - timedelta(days=days))
+                for team_name, model, accuracy, description, paper, days in TEAMS
+            ]
             if spec.task in SWEEP_TASKS:
-                runs += [(SWEEP_TEAM, model, accuracy, "One run of a learning-rate and seed sweep.", None,
-                          now - timedelta(days=90 - 7 * index)) for index, (model, accuracy) in enumerate(SWEEP)]
+                runs += [
+                    (
+                        SWEEP_TEAM,
+                        model,
+                        accuracy,
+                        "One run of a learning-rate and seed sweep.",
+                        None,
+                        now - timedelta(days=90 - 7 * index),
+                    )
+                    for index, (model, accuracy) in enumerate(SWEEP)
+                ]
             for run_number, (team_name, model, accuracy, description, paper, moment) in enumerate(runs):
-                if _has_submission(split, team_name, model):
+                if _has_submission(split, by_name[team_name], model):
                     continue
-                data = synthetic.predictions(spec.task, gold, accuracy, seed=split_seed * 100 + run_number,
-                                             **_split_kw(spec.task, split_spec.slug))
+                data = synthetic.predictions(
+                    spec.task,
+                    gold,
+                    accuracy,
+                    seed=split_seed * 100 + run_number,
+                    **_split_kw(spec.task, split_spec.slug),
+                )
                 submissions.store_scored(
-                    split, teams.find_team(team_name), data, model_name=model, description=description,
-                    paper_url=paper, publish=True, submitted_at=moment,
+                    split,
+                    by_name[team_name],
+                    data,
+                    model_name=model,
+                    description=description,
+                    paper_url=paper,
+                    publish=True,
+                    submitted_at=moment,
                 )
                 created["submissions"] += 1
             for name, scores, url in references_for(spec.task, split_spec.slug):
-                if db.session.scalar(select(Reference.id).where(Reference.split_id == split.id,
-                                                                Reference.name == name)) is None:
+                if (
+                    db.session.scalar(
+                        select(Reference.id).where(Reference.split_id == split.id, Reference.name == name)
+                    )
+                    is None
+                ):
                     references.add_reference(spec.slug, split_spec.slug, name, json.dumps(scores), url, via="demo")
                     created["references"] += 1
             if progress:
@@ -174,8 +241,13 @@ def _ensure_split(spec: DemoBenchmark, split_spec: DemoSplit, seed: int, created
     annotations = synthetic.nlvr2_annotations(gold, 100, seed=seed) if split_spec.annotations else None
     created["splits"] += 1
     return catalog.add_split(
-        spec.slug, split_spec.slug, gold, hidden=split_spec.hidden, name=split_spec.name,
-        annotations=annotations, subset_field=spec.subset_field,
+        spec.slug,
+        split_spec.slug,
+        gold,
+        hidden=split_spec.hidden,
+        name=split_spec.name,
+        annotations=annotations,
+        subset_field=spec.subset_field,
     )
 
 
@@ -191,10 +263,12 @@ def _split_kw(task: str, split_slug: str) -> dict:
     return {"split": split_slug.replace("-", "")} if task == "nlvr-images" else {}
 
 
-def _has_submission(split: Split, team_name: str, model: str) -> bool:
-    team = teams.find_team(team_name)
-    return db.session.scalar(
-        select(Submission.id).where(
-            Submission.split_id == split.id, Submission.team_id == team.id, Submission.model_name == model
+def _has_submission(split: Split, team: Team, model: str) -> bool:
+    return (
+        db.session.scalar(
+            select(Submission.id).where(
+                Submission.split_id == split.id, Submission.team_id == team.id, Submission.model_name == model
+            )
         )
-    ) is not None
+        is not None
+    )

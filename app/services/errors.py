@@ -1,4 +1,5 @@
 """Errors the use cases raise; the web, API and CLI layers turn them into answers."""
+
 from __future__ import annotations
 
 from datetime import datetime

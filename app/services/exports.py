@@ -8,19 +8,22 @@ as text by app.evaluation.display.score_text, the one rounding every page uses.
 Everything a team wrote is escaped for the format: CSV cells that a spreadsheet would run as a formula
 are defused, Markdown punctuation is backslash-escaped, and LaTeX special characters are replaced.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any
 
 from app.evaluation.display import score_text
-from app.services import across_splits, leaderboards
+from app.services import across_splits, leaderboards, visibility
+from app.services.board_snapshots import GAP, Entry, ReferenceRow
 from app.services.errors import NotFound
-from app.services.leaderboards import Board, Column, Entry, ReferenceRow
+from app.services.leaderboards import Board, Column
 
 FORMATS = {
     "csv": "text/csv; charset=utf-8",
@@ -42,44 +45,78 @@ def _check(fmt: str) -> None:
         raise NotFound(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def export(benchmark_slug: str, split_slug: str, fmt: str, *, view: str | None = None,
-           chosen: str | tuple[str, ...] | None = None, intervals: bool = True) -> Export:
+def export(
+    benchmark_slug: str,
+    split_slug: str,
+    fmt: str,
+    *,
+    view: str | None = None,
+    chosen: str | tuple[str, ...] | None = None,
+    intervals: bool = True,
+) -> Export:
     """The whole leaderboard of a split (every page, the chosen view and columns) in a format; NotFound for
     an unknown format. `intervals=False` leaves the score intervals out of the LaTeX table."""
     _check(fmt)
     board = leaderboards.board(benchmark_slug, split_slug, view=view, chosen=chosen, paginate=False)
-    text = {"csv": to_csv, "json": to_json, "md": to_markdown,
-            "tex": lambda b: to_latex(b, intervals=intervals)}[fmt](board)
+    if board.split is None:
+        raise NotFound(f"{benchmark_slug} has no splits to export")
+    writers: dict[str, Callable[[Board], str]] = {
+        "csv": to_csv,
+        "json": to_json,
+        "md": to_markdown,
+        "tex": lambda b: to_latex(b, intervals=intervals),
+    }
     suffix = "-teams" if board.view == "teams" else ""
-    return Export(text.encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}{suffix}.{fmt}")
+    return Export(
+        writers[fmt](board).encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}{suffix}.{fmt}"
+    )
 
 
 def export_models(benchmark_slug: str, fmt: str, *, intervals: bool = True) -> Export:
     """The models view of a benchmark (one row per model across splits) in a format."""
     _check(fmt)
     table = across_splits.models_table(benchmark_slug)
-    text = {"csv": to_csv, "json": models_json, "md": to_markdown,
-            "tex": lambda t: to_latex(t, intervals=intervals)}[fmt](table)
-    return Export(text.encode("utf-8"), FORMATS[fmt], f"{table.benchmark.slug}-models.{fmt}")
+    writers: dict[str, Callable[[Any], str]] = {
+        "csv": to_csv,
+        "json": models_json,
+        "md": to_markdown,
+        "tex": lambda t: to_latex(t, intervals=intervals),
+    }
+    return Export(writers[fmt](table).encode("utf-8"), FORMATS[fmt], f"{table.benchmark.slug}-models.{fmt}")
 
 
-def _team(entry: Entry) -> str:
+def _team(entry: Entry | across_splits.ModelRow) -> str:
     return entry.team if entry.team is not None else "Anonymous"
 
 
-def _date(row: Entry | ReferenceRow) -> str:
+def _date(row: Any) -> str:
+    """An entry's (or a model row's) submission date, a reference row's creation date."""
     moment = row.created_at if row.kind == "reference" else row.submitted_at
     return f"{moment:%Y-%m-%d}"
 
 
 def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
-    """'71.3 [70.1, 72.5]' (reference rows: the value alone; '–' when there is none)."""
+    """'71.3 [70.1, 72.5]' (reference rows: the value alone; '–' when there is none; a gap larger than
+    sampling explains is marked '†')."""
     value = row.value(column)
     if value is None:
         return "–"
     low, high = row.interval(column)
     bounds = f" [{score_text(low)}, {score_text(high)}]" if low is not None and high is not None else ""
-    return score_text(value) + bounds
+    return score_text(value) + bounds + _gap_mark(row, column)
+
+
+def _gap_mark(row, column: Column) -> str:
+    return " †" if column.subset == GAP and getattr(row, "gap_marked", None) else ""
+
+
+def _gap_words(board) -> str:
+    """The sentence that explains a gap column, when the table has one."""
+    if not any(column.subset == GAP for column in board.columns):
+        return ""
+    return (
+        "; gap = queried minus sealed part, † where larger than sampling explains (one-sided, 0.05, cluster bootstrap)"
+    )
 
 
 def _rank_text(rank: int | None, missing: str = "–") -> str:
@@ -89,14 +126,14 @@ def _rank_text(rank: int | None, missing: str = "–") -> str:
 
 def _interval_words(board) -> str:
     """How the table's intervals were made: from counts alone on a blind test before its reveal."""
-    split = board.split
-    if getattr(split, "hidden", False) and getattr(split, "revealed_at", None) is None:
+    # A models table shows public boards' entries alone; a board of a blind test before its reveal, counts.
+    if isinstance(board, Board) and board.split is not None and visibility.counts_only(board.split):
         return "Wilson intervals from each entry's count"
     return "cluster-bootstrap intervals"
 
 
 def _is_web(url: str | None) -> bool:
-    return bool(url) and url.lower().startswith(("http://", "https://"))
+    return url is not None and url.lower().startswith(("http://", "https://"))
 
 
 # --- CSV -------------------------------------------------------------------------------------------------
@@ -124,19 +161,31 @@ def to_csv(board: Board) -> str:
     header = ["rank", "model", "team", "date"]
     for column in board.columns:
         header += [column.key, f"{column.key} ci_low", f"{column.key} ci_high"]
+    gap = any(column.subset == GAP for column in board.columns)
+    if gap:
+        header += ["gap p", "gap larger than sampling"]
     header += ["rank_low", "rank_high", "paper_url", "code_url", "type"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180; quotes cells with commas, quotes, newlines
     writer.writerow(header)
-    for row in [*board.entries, *board.references]:
-        is_entry = row.kind == "entry"
-        cells = [row.rank if is_entry else "", row.model_name if is_entry else row.name,
-                 _team(row) if is_entry else "", _date(row)]
+    # Entries (or a models table's rows, which read alike) and reference rows.
+    rows: list[Any] = [*board.entries, *board.references]
+    for row in rows:
+        entry = row if row.kind == "entry" else None
+        if entry is not None:
+            name, team, link, code = entry.model_name, _team(entry), entry.paper_url, entry.code_url
+        else:
+            name, team, link, code = row.name, "", row.source_url, None
+        cells: list = [entry.rank if entry else "", name, team, _date(row)]
         for column in board.columns:
             low, high = row.interval(column)
             cells += [_round(row.value(column)), _round(low), _round(high)]
-        cells += [row.rank_low if is_entry else None, row.rank_high if is_entry else None,
-                  row.paper_url if is_entry else row.source_url, row.code_url if is_entry else None, row.kind]
+        if gap:
+            cells += [
+                entry.gap_p if entry else None,
+                "" if entry is None or entry.gap_marked is None else str(entry.gap_marked).lower(),
+            ]
+        cells += [entry.rank_low if entry else None, entry.rank_high if entry else None, link, code, row.kind]
         writer.writerow([csv_cell(cell) for cell in cells])
     return out.getvalue()
 
@@ -160,11 +209,12 @@ def _scores(row: Entry, columns: list[Column] | None = None) -> dict:
 def to_json(board: Board) -> str:
     body = {
         "benchmark": board.benchmark.slug,
-        "split": board.split.slug,
+        "split": board.split.slug if board.split else None,
         "scores_public": board.scores_public,
         "view": board.view,
-        "columns": [{"subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size}
-                    for c in board.columns],
+        "columns": [
+            {"subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size} for c in board.columns
+        ],
         "entries": [
             {
                 "rank": entry.rank,
@@ -178,16 +228,30 @@ def to_json(board: Board) -> str:
                 "paper_url": entry.paper_url,
                 "code_url": entry.code_url,
                 "scores": _scores(entry, board.columns),
+                **({"gap": gap_document(entry)} if any(c.subset == GAP for c in board.columns) else {}),
             }
             for entry in board.entries
         ],
         "references": [
-            {"name": r.name, "source_url": r.source_url, "date": r.created_at.isoformat(),
-             "scores": {s: {m: {"value": v} for m, v in ms.items()} for s, ms in r.scores.items()}}
+            {
+                "name": r.name,
+                "source_url": r.source_url,
+                "date": r.created_at.isoformat(),
+                "scores": {s: {m: {"value": v} for m, v in ms.items()} for s, ms in r.scores.items()},
+            }
             for r in board.references
         ],
     }
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+
+
+def gap_document(entry: Entry) -> dict | None:
+    """An entry's gap on a revealed sealed split (queried minus sealed, primary metric), as JSON."""
+    values = entry.scores.get(GAP)
+    if not values or entry.gap_marked is None:
+        return None
+    metric, value = next(iter(values.items()))
+    return {"metric": metric, "value": value, "p": entry.gap_p, "larger_than_sampling": entry.gap_marked}
 
 
 def models_document(benchmark_slug: str) -> dict:
@@ -204,8 +268,17 @@ def _models_body(table: across_splits.ModelsTable) -> dict:
         "benchmark": table.benchmark.slug,
         "ranked_by": table.ranking_split.slug if table.ranking_split else None,
         "splits": [{"slug": s.slug, "name": s.name} for s in table.splits],
-        "columns": [{"key": c.key, "split": c.split_slug, "subset": c.subset, "metric": c.metric, "label": c.label,
-                     "examples": c.size} for c in table.columns],
+        "columns": [
+            {
+                "key": c.key,
+                "split": c.split_slug,
+                "subset": c.subset,
+                "metric": c.metric,
+                "label": c.label,
+                "examples": c.size,
+            }
+            for c in table.columns
+        ],
         "models": [
             {
                 "rank": row.rank,
@@ -215,9 +288,14 @@ def _models_body(table: across_splits.ModelsTable) -> dict:
                 "team": _team(row),
                 "anonymous": row.team is None,
                 "cells": {
-                    column.key: {"submission_id": cell.submission_id, "value": cell.value, "ci_low": cell.low,
-                                 "ci_high": cell.high}
-                    for column in table.columns if (cell := row.cell(column)) is not None
+                    column.key: {
+                        "submission_id": cell.submission_id,
+                        "value": cell.value,
+                        "ci_low": cell.low,
+                        "ci_high": cell.high,
+                    }
+                    for column in table.columns
+                    if (cell := row.cell(column)) is not None
                 },
             }
             for row in table.entries
@@ -241,7 +319,7 @@ _URL_QUOTED = {"\\": "%5C", "<": "%3C", ">": "%3E", "|": "%7C", "\n": "%0A", "\r
 
 
 def _markdown_link(label: str, url: str | None) -> str:
-    if not _is_web(url):
+    if url is None or not _is_web(url):
         return markdown_escape(url)
     destination = "".join(_URL_QUOTED.get(ch, ch) for ch in url)
     return f"[{label}](<{destination}>)"
@@ -249,21 +327,35 @@ def _markdown_link(label: str, url: str | None) -> str:
 
 def to_markdown(board: Board) -> str:
     header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
+    title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     lines = [
-        f"**{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name)}**: scores in %, "
-        f"95% {_interval_words(board)} in brackets; ranks count the entries significantly better.",
+        f"**{title}**: scores in %, "
+        f"95% {_interval_words(board)} in brackets; ranks count the entries significantly better{_gap_words(board)}.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---"]) + "|",
     ]
     for entry in board.entries:
-        cells = [_rank_text(entry.rank), markdown_escape(entry.model_name), markdown_escape(_team(entry)), _date(entry),
-                 *(_cell_text(entry, c) for c in board.columns),
-                 _markdown_link("paper", entry.paper_url), _markdown_link("code", entry.code_url)]
+        cells = [
+            _rank_text(entry.rank),
+            markdown_escape(entry.model_name),
+            markdown_escape(_team(entry)),
+            _date(entry),
+            *(_cell_text(entry, c) for c in board.columns),
+            _markdown_link("paper", entry.paper_url),
+            _markdown_link("code", entry.code_url),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     for reference in board.references:
-        cells = ["–", f"*{markdown_escape(reference.name)}* (reference)", "", _date(reference),
-                 *(_cell_text(reference, c) for c in board.columns), _markdown_link("source", reference.source_url), ""]
+        cells = [
+            "–",
+            f"*{markdown_escape(reference.name)}* (reference)",
+            "",
+            _date(reference),
+            *(_cell_text(reference, c) for c in board.columns),
+            _markdown_link("source", reference.source_url),
+            "",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -303,8 +395,14 @@ _LATEX_SHORT = {"accuracy": "Acc.", "consistency": "Cons."}
 def _latex_header(column: Column) -> str:
     """Short headers, so that the default columns fit a column of a two-column paper."""
     label = column.label
-    for word, short in (("accuracy", "acc."), ("Accuracy", "Acc."), ("consistency", "cons."),
-                        ("Consistency", "Cons."), ("Unbalanced", "Unbal."), ("Balanced", "Bal.")):
+    for word, short in (
+        ("accuracy", "acc."),
+        ("Accuracy", "Acc."),
+        ("consistency", "cons."),
+        ("Consistency", "Cons."),
+        ("Unbalanced", "Unbal."),
+        ("Balanced", "Bal."),
+    ):
         label = label.replace(word, short)
     return _latex_label(label)
 
@@ -313,7 +411,7 @@ def _latex_value(row, column: Column, best: dict[str, float]) -> str:
     value = row.value(column)
     if value is None:
         return "--"
-    text = score_text(value)
+    text = score_text(value) + ("$^\\dagger$" if _gap_mark(row, column) else "")
     return f"\\textbf{{{text}}}" if row.kind == "entry" and best.get(column.key) == value else text
 
 
@@ -330,11 +428,20 @@ def _latex_model(row) -> str:
     return f"{latex_escape(row.model_name)} ({latex_escape(_team(row))})"
 
 
+def _latex_gap_words(board) -> str:
+    if not any(column.subset == GAP for column in getattr(board, "columns", [])):
+        return ""
+    return (
+        "; gap = queried minus sealed part, $\\dagger$ where larger than sampling explains (one-sided, 0.05, "
+        "cluster bootstrap)"
+    )
+
+
 def to_latex(board, *, intervals: bool = True, today: datetime | None = None) -> str:
     """A complete table float (booktabs + tabularx, \\columnwidth wide): rank, model (team), the chosen
     columns with each column's best value bold and, unless intervals=False, the 95% intervals on a line
     beneath in small type. Links are left out (papers cite them in the text)."""
-    today = today or datetime.now(timezone.utc)
+    today = today or datetime.now(UTC)
     best = board.best
     title = f"{latex_escape(board.benchmark.name)} {latex_escape(board.split.name)}"
     label = "tab:" + "-".join(part for part in (board.benchmark.slug, board.split.slug) if part)
@@ -353,21 +460,31 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         "\\midrule",
     ]
     for entry in board.entries:
-        lines.append(" & ".join([_rank_text(entry.rank, "--"), _latex_model(entry),
-                                 *(_latex_value(entry, c, best) for c in board.columns)]) + " \\\\")
+        lines.append(
+            " & ".join(
+                [
+                    _rank_text(entry.rank, "--"),
+                    _latex_model(entry),
+                    *(_latex_value(entry, c, best) for c in board.columns),
+                ]
+            )
+            + " \\\\"
+        )
         if intervals and any(entry.interval(c)[0] is not None for c in board.columns):
             lines.append(" & ".join(["", "", *(_latex_interval(entry, c) for c in board.columns)]) + " \\\\")
     if board.references:
         lines.append("\\midrule")
         for reference in board.references:
-            lines.append(" & ".join(["--", _latex_model(reference),
-                                     *(_latex_value(reference, c, best) for c in board.columns)]) + " \\\\")
+            lines.append(
+                " & ".join(["--", _latex_model(reference), *(_latex_value(reference, c, best) for c in board.columns)])
+                + " \\\\"
+            )
     what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
     lines += [
         "\\bottomrule",
         "\\end{tabularx}",
         f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
-        "rank = 1 + entries significantly better (one-sided exact McNemar, Holm).}",
+        f"rank = 1 + entries significantly better (one-sided exact McNemar, Holm){_latex_gap_words(board)}.}}",
         f"\\label{{{label}}}",
         "\\end{table}",
     ]

@@ -2,22 +2,20 @@
 
 Only this module opens gold files; everything else gets a parsed GoldSet.
 """
+
 from __future__ import annotations
 
-import hashlib
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from flask import current_app
 
 from app.evaluation import GoldSet, get_task
+from app.lru import LRU
 from app.models import Split
+from app.services.checksums import sha256
 
-_CACHE_SIZE = 16
-_cache: OrderedDict[tuple[str, str], GoldSet] = OrderedDict()
-_lock = threading.Lock()
+_cache: LRU[GoldSet] = LRU(16)
 
 
 class GoldFileError(RuntimeError):
@@ -26,10 +24,6 @@ class GoldFileError(RuntimeError):
 
 def labels_dir() -> Path:
     return Path(current_app.config["HIDDEN_LABELS_DIR"])
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def secure_labels_dir(root: Path) -> None:
@@ -72,30 +66,20 @@ def write_gold(benchmark_slug: str, split_slug: str, data: bytes) -> tuple[str, 
 
 
 def remove_gold(relative: str) -> None:
-    try:
-        (labels_dir() / relative).unlink()
-    except FileNotFoundError:
-        pass
+    (labels_dir() / relative).unlink(missing_ok=True)
 
 
 def load_gold(split: Split) -> GoldSet:
     """The split's parsed gold labels, verified against the recorded sha256 on first load."""
     path = labels_dir() / split.gold_path
     key = (str(path), split.gold_sha256)
-    with _lock:
-        gold = _cache.get(key)
-        if gold is not None:
-            _cache.move_to_end(key)
-            return gold
+    gold = _cache.get(key)
+    if gold is not None:
+        return gold
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:
         raise GoldFileError(f"gold file for split {split.id} is missing from the hidden-labels folder") from exc
     if sha256(data) != split.gold_sha256:
         raise GoldFileError(f"gold file for split {split.id} does not match its recorded sha256")
-    gold = get_task(split.benchmark.task_type).read_gold(data)
-    with _lock:
-        _cache[key] = gold
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return gold
+    return _cache.put(key, get_task(split.benchmark.task_type).read_gold(data))

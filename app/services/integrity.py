@@ -1,9 +1,8 @@
-"""Blind-test integrity: what a hidden split releases to a team, and flags for probing.
+"""Blind-test integrity: how a release is made, and flags for probing.
 
-- Release: on a hidden split (until a maintainer reveals it) a team sees, under `full`, every score
-  rounded to its count resolution (100*k/n to the fewest decimals that still tell every count k apart:
-  the value identifies k and carries nothing more); under `ladder`, only the accuracy the Ladder
-  (app/evaluation/ladder.py) releases for the primary metric; under `none`, nothing.
+- Release (which one applies is decided in services/visibility.py): `full_release` rounds every score to
+  its count resolution (100*k/n to the fewest decimals that still tell every count k apart: the value
+  identifies k and carries nothing more); `ladder_release` runs a team's Ladder (app/evaluation/ladder.py).
 - Probing: a submission on a hidden split that differs from one of the same team's earlier submissions
   there on fewer than PROBE_DISTANCE of the examples (flipping a few predictions to read their labels off
   the score) is flagged for the maintainers; so is one that close to another team's submission (shared
@@ -11,9 +10,9 @@
 
 Helpers for app/services/submissions.py: they add and flush inside its write transaction, never commit.
 """
+
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -25,14 +24,13 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import aliased
 
 from app.db import db
-from app.evaluation import GoldSet, TaskType, encoding, get_task
-from app.evaluation.tasks import BinaryTask
+from app.evaluation import GoldSet, Scores, TaskType, encoding, sealed
 from app.evaluation import ladder as ladder_rule
-from app.models import Benchmark, LadderState, ProbeFlag, Split, Submission, Team, utcnow
-from app.services import catalog, leaderboards
+from app.evaluation.tasks import BinaryTask
+from app.models import Benchmark, LadderState, ProbeFlag, Score, Split, Submission, Team, utcnow
+from app.services import catalog
 from app.services.errors import InvalidInput, NotFound
 
-Scores = dict[str, dict[str, float]]
 DEFAULT_PROBE_DISTANCE = 0.01
 # Earlier submissions compared per block: bounds memory (512 VCR-size submissions are ~65 MB of int8).
 PROBE_BLOCK = 512
@@ -75,28 +73,15 @@ def full_release(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], 
     return released
 
 
-def full_release_for(split: Split, inputs: catalog.ScoringInputs, scores: Scores) -> Scores:
-    """full_release of what a team may see: per-category and per-field breakdowns of a hidden split are
-    for maintainers only, so teams get the whole split and the bias subsets."""
-    shown = {name: metrics for name, metrics in scores.items()
-             if not leaderboards.is_breakdown(split, inputs.sources.get(name, "derived"))}
-    return full_release(inputs.task, inputs.gold, inputs.subsets, shown)
-
-
-def ladder_view(task: TaskType, released: str | None) -> Scores | None:
-    """What a team sees of a submission under `ladder`: the primary metric on the whole split, if it was
-    released; a release stored under another policy is cut down to that one figure."""
-    if not released:
-        return None
-    value = json.loads(released).get("all", {}).get(task.primary_metric)
-    return None if value is None else {"all": {task.primary_metric: value}}
-
-
-def ladder_release(submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray) -> Scores | None:
-    """Run one Ladder step for a new submission (inserted or not) and return the release."""
+def ladder_release(
+    submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray, part: np.ndarray | None = None
+) -> Scores | None:
+    """Run one Ladder step for a new submission (inserted or not) and return the release; with `part` (a
+    sealed split's queried examples) the Ladder sees those examples alone."""
     state = db.session.scalar(
-        select(LadderState).where(LadderState.team_id == submission.team_id,
-                                  LadderState.split_id == submission.split_id)
+        select(LadderState).where(
+            LadderState.team_id == submission.team_id, LadderState.split_id == submission.split_id
+        )
     )
     if state is None:
         state = LadderState(team_id=submission.team_id, split_id=submission.split_id, best_loss=None)
@@ -105,9 +90,10 @@ def ladder_release(submission: Submission, task: TaskType, gold: GoldSet, predic
     if state.best_submission_id is not None:
         best = db.session.get(Submission, state.best_submission_id)
         if best is not None and best.predictions is not None:
-            best_losses = ladder_rule.zero_one_losses(task, gold, task.decode(best.predictions, gold.n))
+            best_predictions = task.decode(best.predictions, gold.n)
+            best_losses = ladder_rule.zero_one_losses(task, *_on_part(gold, best_predictions, part))
     current = ladder_rule.Ladder(math.inf if state.best_loss is None else state.best_loss, best_losses)
-    losses = ladder_rule.zero_one_losses(task, gold, predictions)
+    losses = ladder_rule.zero_one_losses(task, *_on_part(gold, predictions, part))
     result = ladder_rule.step(current, losses)
     if result.improved:
         state.best_loss = result.ladder.best_loss
@@ -115,6 +101,10 @@ def ladder_release(submission: Submission, task: TaskType, gold: GoldSet, predic
     state.updated_at = utcnow()
     value = ladder_rule.released_accuracy(result.ladder, losses.size)
     return None if value is None else {"all": {task.primary_metric: value}}
+
+
+def _on_part(gold: GoldSet, predictions: np.ndarray, part: np.ndarray | None) -> tuple[GoldSet, np.ndarray]:
+    return (gold, predictions) if part is None else (sealed.restrict(gold, part), np.asarray(predictions)[part])
 
 
 # --- probing -------------------------------------------------------------------------------------------
@@ -143,17 +133,33 @@ def _block_distances(task: TaskType, gold: GoldSet, new: np.ndarray, blobs: list
     return distances(task, new, task.decode_many(blobs, gold.n))
 
 
-def flag_probes(submission: Submission, task: TaskType, gold: GoldSet,
-                predictions: np.ndarray) -> list[ProbeFlag]:
+def flag_probes(
+    submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray, primary_score: float
+) -> list[ProbeFlag]:
     """Compare a new submission on a hidden split with every earlier scored one there, of every team, and
     flag the nearest of its own team's and the nearest of other teams' if closer than PROBE_DISTANCE: at
     most two flags per new submission, ties going to the latest. A near-copy of another team's submission
-    names both teams (shared predictions, a second account, collusion)."""
+    names both teams (shared predictions, a second account, collusion).
+
+    Only submissions whose primary score (stored, on the whole split) lies within 100 * PROBE_DISTANCE
+    points of `primary_score` are read: the primary metric counts the same units the distance does
+    (examples; NLVR images; VCR questions), so two files that differ on a share d of them are at most
+    100 * d points apart. The check then reads a window of the split, not all of it."""
     threshold = probe_distance()
+    window = 100 * threshold + 1e-9  # float error in stored percentages must not drop a candidate
+    close = select(Score.submission_id).where(
+        Score.subset == "all",
+        Score.metric == task.primary_metric,
+        Score.value.between(primary_score - window, primary_score + window),
+    )
     query = (
         select(Submission.id, Submission.team_id, Submission.predictions)
-        .where(Submission.split_id == submission.split_id, Submission.status == "scored",
-               Submission.predictions.is_not(None))
+        .where(
+            Submission.split_id == submission.split_id,
+            Submission.status == "scored",
+            Submission.predictions.is_not(None),
+            Submission.id.in_(close),
+        )
         .order_by(Submission.id)
     )
     if submission.id is not None:  # already inserted: not compared with itself
@@ -178,29 +184,17 @@ def flag_probes(submission: Submission, task: TaskType, gold: GoldSet,
     for is_own, (distance, earlier_id, earlier_team) in sorted(nearest.items(), reverse=True):
         if distance >= threshold:
             continue
-        flag = ProbeFlag(split_id=submission.split_id, team_id=submission.team_id, submission=submission,
-                         earlier_submission_id=earlier_id, distance=distance,
-                         other_team_id=None if is_own else earlier_team)
+        flag = ProbeFlag(
+            split_id=submission.split_id,
+            team_id=submission.team_id,
+            submission=submission,
+            earlier_submission_id=earlier_id,
+            distance=distance,
+            other_team_id=None if is_own else earlier_team,
+        )
         db.session.add(flag)
         flags.append(flag)
     return flags
-
-
-def after_scoring(submission: Submission, split: Split, inputs: catalog.ScoringInputs, predictions: np.ndarray,
-                  scores: Scores) -> Scores | None:
-    """The integrity steps for a new scored submission inside the caller's write transaction: flag probing
-    on a hidden split and return what the feedback policy releases now. The submission need not be
-    inserted yet (call under no_autoflush then): the flag and the Ladder state are written after it."""
-    task, gold, subsets = inputs.task, inputs.gold, inputs.subsets
-    if split.hidden:
-        flag_probes(submission, task, gold, predictions)
-    if not split.hidden or split.revealed_at is not None:
-        return scores
-    if split.feedback == "full":
-        return full_release(task, gold, subsets, scores)
-    if split.feedback == "ladder":
-        return ladder_release(submission, task, gold, predictions)
-    return None
 
 
 # --- the console's list of flags -----------------------------------------------------------------------
@@ -269,8 +263,9 @@ def _kind_filter(ref: str | None) -> str | None:
     return ref
 
 
-def list_flags(split_ref: str | None = None, team_ref: str | None = None, limit: int = FLAGS_SHOWN,
-               kind_ref: str | None = None) -> FlagListing:
+def list_flags(
+    split_ref: str | None = None, team_ref: str | None = None, limit: int = FLAGS_SHOWN, kind_ref: str | None = None
+) -> FlagListing:
     """Probe flags, newest first, optionally for one split ('benchmark/split'), one team (id; either team
     of a flag across teams) and one kind ('own' or 'cross')."""
     split, team, kind = _split_filter(split_ref), _team_filter(team_ref), _kind_filter(kind_ref)
@@ -293,23 +288,42 @@ def list_flags(split_ref: str | None = None, team_ref: str | None = None, limit:
     count = db.session.scalar(select(db.func.count()).select_from(query.order_by(None).subquery()))
     rows = [
         FlagRow(
-            id=flag.id, benchmark=benchmark.name, benchmark_slug=benchmark.slug, split=found_split.name,
-            split_slug=found_split.slug, team=found_team.name, team_id=found_team.id,
-            other_team=other_team.name if other_team else None, other_team_id=other_team.id if other_team else None,
-            submission_id=flag.submission_id, earlier_submission_id=flag.earlier_submission_id,
-            distance=flag.distance, created_at=flag.created_at,
+            id=flag.id,
+            benchmark=benchmark.name,
+            benchmark_slug=benchmark.slug,
+            split=found_split.name,
+            split_slug=found_split.slug,
+            team=found_team.name,
+            team_id=found_team.id,
+            other_team=other_team.name if other_team else None,
+            other_team_id=other_team.id if other_team else None,
+            submission_id=flag.submission_id,
+            earlier_submission_id=flag.earlier_submission_id,
+            distance=flag.distance,
+            created_at=flag.created_at,
         )
         for flag, found_split, benchmark, found_team, other_team in db.session.execute(
             query.order_by(ProbeFlag.created_at.desc(), ProbeFlag.id.desc()).limit(limit)
         )
     ]
-    teams = list(db.session.scalars(
-        select(Team).where(or_(Team.id.in_(select(ProbeFlag.team_id)),
-                               Team.id.in_(select(ProbeFlag.other_team_id).where(ProbeFlag.other_team_id.is_not(None)))))
-        .order_by(Team.name)
-    ))
-    splits = list(db.session.scalars(
-        select(Split).join(Benchmark, Split.benchmark_id == Benchmark.id).where(Split.hidden.is_(True))
-        .order_by(Benchmark.slug, Split.position)
-    ))
+    teams = list(
+        db.session.scalars(
+            select(Team)
+            .where(
+                or_(
+                    Team.id.in_(select(ProbeFlag.team_id)),
+                    Team.id.in_(select(ProbeFlag.other_team_id).where(ProbeFlag.other_team_id.is_not(None))),
+                )
+            )
+            .order_by(Team.name)
+        )
+    )
+    splits = list(
+        db.session.scalars(
+            select(Split)
+            .join(Benchmark, Split.benchmark_id == Benchmark.id)
+            .where(Split.hidden.is_(True))
+            .order_by(Benchmark.slug, Split.position)
+        )
+    )
     return FlagListing(rows, int(count or 0), splits, teams, split, team, kind)

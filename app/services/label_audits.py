@@ -7,10 +7,10 @@
   hidden-labels folder; both sha256 are recorded), rescore every stored submission in one vectorised pass,
   bump the board version, and record the audit event and a dated public changelog line, in one transaction.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 from sqlalchemy import func, select
@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 from app.db import db
 from app.evaluation import ValidationError, get_task
 from app.evaluation.label_audit import dawid_skene
-from app.models import ChangelogEntry, GoldVersion, Split, Submission, User, as_utc
-from app.services import audit, catalog, gold_files, leaderboards, rescoring
+from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
+from app.services import audit, board_snapshots, catalog, gold_files, rescoring
 from app.services.errors import Conflict, InvalidInput
 
 DEFAULT_TOP = 40
@@ -74,7 +74,7 @@ def audit_labels(benchmark_slug: str, split_slug: str, top: int | str | None = D
         .order_by(Submission.id.desc())
     ).all()
     # One vote per distinct file: a team resubmitting the same predictions does not vote twice.
-    distinct = list(dict.fromkeys(blobs))[:MAX_VOTERS]
+    distinct = [blob for blob in dict.fromkeys(blobs) if blob is not None][:MAX_VOTERS]
     if not distinct:
         raise Conflict(f"{benchmark_slug}/{split_slug} has no scored submissions to audit its labels with")
     gold = gold_files.load_gold(split)
@@ -88,8 +88,12 @@ def audit_labels(benchmark_slug: str, split_slug: str, top: int | str | None = D
     candidates.sort(key=lambda c: (-c[0], -c[1]))
     rows = [
         SuspectLabel(
-            rank=rank, identifier=str(gold.ids[i]), field=field.field, gold=field.classes[int(field.gold[i])],
-            likely=field.classes[int(estimate.likely[i])], probability=float(estimate.probability[i]),
+            rank=rank,
+            identifier=str(gold.ids[i]),
+            field=field.field,
+            gold=field.classes[int(field.gold[i])],
+            likely=field.classes[int(estimate.likely[i])],
+            probability=float(estimate.probability[i]),
             against=against,
         )
         for rank, (_, against, field, i, estimate) in enumerate(candidates[:top], start=1)
@@ -142,8 +146,9 @@ def _refresh_derived_subsets(split: Split, task, gold) -> dict[str, np.ndarray]:
     return {subset.name: subset.indices for subset in split.subsets}
 
 
-def correct_labels(actor: User | None, benchmark_slug: str, split_slug: str, labels: bytes, note: str, *,
-                   via: str = "cli") -> Correction:
+def correct_labels(
+    actor: User | None, benchmark_slug: str, split_slug: str, labels: bytes, note: str, *, via: str = "cli"
+) -> Correction:
     """Install a corrected gold file for the split (see the module's docstring)."""
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     note = (note or "").strip()
@@ -163,32 +168,54 @@ def correct_labels(actor: User | None, benchmark_slug: str, split_slug: str, lab
     changed = int(np.any((old.labels != new.labels).reshape(old.n, -1), axis=1).sum())
     if changed == 0:
         raise InvalidInput("the corrected file changes no label")
-    ranks_before = leaderboards.published_ranks(split)
+    ranks_before = board_snapshots.published_ranks(split)
     old_path, old_sha256 = split.gold_path, split.gold_sha256
-    existed = (gold_files.labels_dir() / gold_files.gold_relative_path(split.benchmark.slug, split.slug, labels)).exists()
+    existed = (
+        gold_files.labels_dir() / gold_files.gold_relative_path(split.benchmark.slug, split.slug, labels)
+    ).exists()
     relative, digest = gold_files.write_gold(split.benchmark.slug, split.slug, labels)
     try:
-        version = 2 + (db.session.scalar(
-            select(func.count(GoldVersion.id)).where(GoldVersion.split_id == split.id)) or 0)
-        db.session.add(GoldVersion(
-            split_id=split.id, version=version, gold_path=relative, gold_sha256=digest, previous_path=old_path,
-            previous_sha256=old_sha256, labels_changed=changed, note=note,
-            actor_id=actor.id if actor is not None else None,
-        ))
+        version = 2 + (
+            db.session.scalar(select(func.count(GoldVersion.id)).where(GoldVersion.split_id == split.id)) or 0
+        )
+        db.session.add(
+            GoldVersion(
+                split_id=split.id,
+                version=version,
+                gold_path=relative,
+                gold_sha256=digest,
+                previous_path=old_path,
+                previous_sha256=old_sha256,
+                labels_changed=changed,
+                note=note,
+                actor_id=actor.id if actor is not None else None,
+            )
+        )
         split.gold_path, split.gold_sha256 = relative, digest
         subsets = _refresh_derived_subsets(split, task, new)
         db.session.flush()
         rescored = rescoring.rescore_all(split, new, subsets)
         split.board_version += 1
         db.session.flush()
-        ranks_after = leaderboards.published_ranks(split)
+        ranks_after = board_snapshots.published_ranks(split)
         moved = sum(1 for submission_id, rank in ranks_after.items() if ranks_before.get(submission_id) != rank)
         message = f"{changed} label{'' if changed == 1 else 's'} corrected"
         db.session.add(ChangelogEntry(split_id=split.id, message=message))
-        audit.record(actor, "labels.correct", f"split {split.benchmark.slug}/{split.slug}", {
-            "via": via, "version": version, "labels_changed": changed, "ranks_moved": moved,
-            "rescored": rescored, "old_sha256": old_sha256, "new_sha256": digest, "note": note,
-        })
+        audit.record(
+            actor,
+            "labels.correct",
+            f"split {split.benchmark.slug}/{split.slug}",
+            {
+                "via": via,
+                "version": version,
+                "labels_changed": changed,
+                "ranks_moved": moved,
+                "rescored": rescored,
+                "old_sha256": old_sha256,
+                "new_sha256": digest,
+                "note": note,
+            },
+        )
         db.session.commit()
     except Exception:
         db.session.rollback()
@@ -196,11 +223,3 @@ def correct_labels(actor: User | None, benchmark_slug: str, split_slug: str, lab
             gold_files.remove_gold(relative)
         raise
     return Correction(split, version, changed, moved, rescored, old_sha256, digest)
-
-
-# --- the public changelog ------------------------------------------------------------------------------
-
-
-# The board reads it with its snapshot (leaderboards.changelog); the name stays here for the callers of this module.
-ChangelogLine = leaderboards.ChangelogLine
-changelog = leaderboards.changelog

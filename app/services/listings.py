@@ -1,20 +1,19 @@
 """Read-only listings for the JSON API, loaded eagerly so formatting a response issues no further queries."""
+
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from app.db import db
-from app.models import Benchmark, Split
+from app.models import Benchmark
 from app.services import catalog, leaderboards
 from app.services.errors import NotFound
 
 
 def benchmarks() -> list[Benchmark]:
     """Every benchmark with its splits (in their display order)."""
-    return list(
-        db.session.scalars(select(Benchmark).options(selectinload(Benchmark.splits)).order_by(Benchmark.name))
-    )
+    return list(db.session.scalars(select(Benchmark).options(selectinload(Benchmark.splits)).order_by(Benchmark.name)))
 
 
 def leaderboard(benchmark_slug: str, split_slug: str | None, view: str | None = None) -> leaderboards.Board:

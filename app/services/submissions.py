@@ -1,34 +1,41 @@
-"""Submissions: validate, score and store an upload under the split's quotas; publication; moderation.
+"""Submissions: validate, score and store an upload under the split's quotas (services/quotas.py);
+publication; moderation. What a viewer may see of one is decided in services/visibility.py, the page that
+shows it is made in services/submission_pages.py.
 
 Every attempt is stored with its status: scored submissions count against the quotas, rejected files
-against a separate daily cap, so a typo never costs a real slot but cannot be used to hammer the server.
+against a separate daily cap. Both ways in (`submit` for teams, `store_scored` for the demo and
+maintainers' imports) build and store a scored submission through `_scored_submission` and `_record`.
 """
+
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 
+import numpy as np
 from flask import current_app
-from sqlalchemy import bindparam, case, func, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import joinedload
 
 from app import observability
 from app.db import db, release_write_lock, write_transaction
-from app.evaluation import Problem, ValidationError, get_task
+from app.evaluation import Problem, Scores, TaskType, ValidationError
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
-from app.services import audit, catalog, uploads
-from app.services import integrity
-from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
+from app.services import audit, catalog, checksums, integrity, quotas, uploads, visibility
+from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge
 
-Scores = dict[str, dict[str, float]]
 MAX_URL = 2000  # characters of a paper or code link
 MAX_MODEL_NAME = 200
 MAX_DESCRIPTION = 5000
 # Fields in words, for messages people read on a page; the API's name follows in parentheses.
-FIELD_WORDS = {"model_name": "The model name", "description": "The description", "paper_url": "The paper URL",
-               "code_url": "The code URL"}
+FIELD_WORDS = {
+    "model_name": "The model name",
+    "description": "The description",
+    "paper_url": "The paper URL",
+    "code_url": "The code URL",
+}
 
 
 def field_error(field: str, text: str) -> InvalidInput:
@@ -45,16 +52,20 @@ def max_upload_bytes() -> int:
 # --- scoring -------------------------------------------------------------------------------------------
 
 
-def _score_upload(inputs: catalog.ScoringInputs, data: bytes):
-    """Parse and score an upload; pure CPU work on what catalog.scoring_inputs loaded."""
-    task, gold, subsets = inputs.task, inputs.gold, inputs.subsets
-    limit = max_upload_bytes()
-    if len(data) > limit:
+def check_size(data: bytes) -> None:
+    """The one size check of an upload's file (the server refuses a body much larger before any of it)."""
+    if len(data) > max_upload_bytes():
         raise TooLarge(
             f"the file is {len(data) / 1048576:.1f} MB, over the limit of {current_app.config['MAX_UPLOAD_MB']} MB"
         )
+
+
+def _score_upload(inputs: catalog.ScoringInputs, data: bytes):
+    """Parse and score an upload; pure CPU work on what catalog.scoring_inputs loaded."""
+    task, gold, subsets = inputs.task, inputs.gold, inputs.subsets
+    check_size(data)
     try:
-        predictions = task.parse(data, gold, max_bytes=limit)
+        predictions = task.parse(data, gold, max_bytes=max_upload_bytes())
     except ValidationError as exc:
         raise InvalidInput(_problem_summary(exc.problems), exc.problems) from exc
     return task, predictions, task.score(gold, predictions, subsets)
@@ -76,14 +87,6 @@ def evaluate(benchmark_slug: str, split_slug: str, data: bytes) -> Scores:
     return scores
 
 
-def score_rows(scores: Scores) -> list[Score]:
-    return [
-        Score(subset=subset, metric=metric, value=float(value))
-        for subset, metrics in scores.items()
-        for metric, value in metrics.items()
-    ]
-
-
 def store_scored(
     split: Split,
     team: Team,
@@ -102,24 +105,69 @@ def store_scored(
     `submitted_at` dates an entry imported from before the server kept it)."""
     inputs = catalog.scoring_inputs(split)
     task, predictions, scores = _score_upload(inputs, data)
-    digest = uploads.sha256(data)
+    digest = checksums.sha256(data)
     moment = submitted_at or utcnow()
-    submission = Submission(
-        split=split, team=team, user=user, status="scored", model_name=model_name, description=description,
-        paper_url=paper_url, code_url=code_url, anonymous=anonymous, file_sha256=digest,
-        file_size=len(data), predictions=task.encode(predictions), published_at=moment if publish else None,
-        created_at=moment,
+    upload = Upload(data, model_name, description, paper_url, code_url, anonymous)
+    submission = _scored_submission(
+        split.id, team.id, user.id if user else None, upload, digest, moment, task, predictions
     )
-    submission.scores = score_rows(scores)
-    db.session.add(submission)
-    db.session.flush()  # the Ladder and probe flags refer to the submission by id
-    release = _release_now(split, submission, inputs, predictions, scores)
-    submission.released = None if release is None else json.dumps(release)
+    submission.published_at = moment if publish else None
+    _record(submission, split, inputs, predictions, scores)
     if publish:
         split.board_version += 1
-    db.session.add(submission)
     _commit_keeping(uploads.keep(data, digest))
     return submission
+
+
+def _scored_submission(
+    split_id: int,
+    team_id: int,
+    user_id: int | None,
+    upload: Upload,
+    digest: str,
+    moment: datetime,
+    task: TaskType | None = None,
+    predictions: np.ndarray | None = None,
+) -> Submission:
+    """An attempt as it is stored: scored when given its predictions, else for the caller to mark rejected."""
+    return Submission(
+        split_id=split_id,
+        team_id=team_id,
+        user_id=user_id,
+        model_name=upload.model_name,
+        description=upload.description,
+        paper_url=upload.paper_url,
+        code_url=upload.code_url,
+        anonymous=upload.anonymous,
+        file_sha256=digest,
+        file_size=len(upload.data),
+        created_at=moment,
+        status="scored" if task is not None else "rejected",
+        predictions=task.encode(predictions) if task is not None and predictions is not None else None,
+    )
+
+
+def _record(
+    submission: Submission, split: Split, inputs: catalog.ScoringInputs, predictions: np.ndarray, scores: Scores
+) -> None:
+    """Inside the write transaction: the probe check (on a blind test) and the release see every earlier
+    submission; the submission is written once, with its release, then its scores."""
+    with db.session.no_autoflush:
+        if split.hidden:
+            integrity.flag_probes(
+                submission, inputs.task, inputs.gold, predictions, scores["all"][inputs.task.primary_metric]
+            )
+        visibility.release(submission, split, inputs, predictions, scores)
+    db.session.add(submission)
+    db.session.flush()  # the submission, then its Ladder state or probe flag; the scores need its id
+    db.session.execute(
+        insert(Score),
+        [
+            {"submission_id": submission.id, "subset": subset, "metric": metric, "value": float(value)}
+            for subset, metrics in scores.items()
+            for metric, value in metrics.items()
+        ],
+    )
 
 
 def _commit_keeping(kept: uploads.Pending) -> None:
@@ -131,165 +179,6 @@ def _commit_keeping(kept: uploads.Pending) -> None:
         kept.discard()
         raise
     kept.finish()
-
-
-# --- quotas --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class QuotaStatus:
-    per_day: int | None
-    per_month: int | None
-    total: int | None
-    used_today: int
-    used_month: int
-    used_total: int
-    rejected_today: int
-    rejected_per_day: int
-
-    def _left(self, limit: int | None, used: int) -> int | None:
-        return None if limit is None else max(limit - used, 0)
-
-    @property
-    def left(self) -> dict[str, int | None]:
-        """Submissions left today / this month / in total (None: unlimited)."""
-        return {
-            "today": self._left(self.per_day, self.used_today),
-            "month": self._left(self.per_month, self.used_month),
-            "total": self._left(self.total, self.used_total),
-        }
-
-    def as_dict(self) -> dict:
-        return {
-            "limits": {"per_day": self.per_day, "per_month": self.per_month, "total": self.total},
-            "used": {"today": self.used_today, "month": self.used_month, "total": self.used_total},
-            "left": self.left,
-        }
-
-
-def _day_start(now: datetime) -> datetime:
-    return now.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
-def _month_start(now: datetime) -> datetime:
-    return _day_start(now).replace(day=1)
-
-
-def _next_month(now: datetime) -> datetime:
-    start = _month_start(now)
-    return start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
-
-
-def _quota_counts():
-    scored, rejected = Submission.status == "scored", Submission.status == "rejected"
-    day, month = bindparam("day"), bindparam("month")
-    return select(
-        func.count(case((scored, 1))),
-        func.count(case((scored & (Submission.created_at >= month), 1))),
-        func.count(case((scored & (Submission.created_at >= day), 1))),
-        func.count(case((rejected & (Submission.created_at >= day), 1))),
-    ).where(Submission.split_id == bindparam("split_id"), Submission.team_id == bindparam("team_id"))
-
-
-# Built once: every upload runs it, and building the expression costs more than running it on SQLite.
-QUOTA_COUNTS = _quota_counts()
-
-
-def quota_status(split: Split, team: Team | int, now: datetime | None = None) -> QuotaStatus:
-    """Counts of this team's attempts on this split: calendar day and month in UTC, and in total."""
-    now = now or utcnow()
-    row = db.session.execute(QUOTA_COUNTS, {
-        "split_id": split.id, "team_id": team if isinstance(team, int) else team.id,
-        "day": _day_start(now), "month": _month_start(now),
-    }).one()
-    return QuotaStatus(
-        per_day=split.per_day, per_month=split.per_month, total=split.total,
-        used_total=row[0], used_month=row[1], used_today=row[2], rejected_today=row[3],
-        rejected_per_day=split.rejected_per_day,
-    )
-
-
-def _check_rejected_cap(status: QuotaStatus, now: datetime) -> None:
-    if status.rejected_today >= status.rejected_per_day:
-        observability.upload("over_quota")
-        raise QuotaExceeded(
-            f"the team has sent {status.rejected_per_day} invalid files today; fix the file and retry "
-            "tomorrow", _day_start(now) + timedelta(days=1),
-        )
-
-
-def _check_quota(status: QuotaStatus, now: datetime) -> None:
-    refusal = _over_quota(status, now)
-    if refusal is not None:
-        observability.upload("over_quota")
-        raise refusal
-
-
-def _over_quota(status: QuotaStatus, now: datetime) -> QuotaExceeded | None:
-    if status.total is not None and status.used_total >= status.total:
-        return QuotaExceeded(f"the team has used all {status.total} submissions allowed on this split", None)
-    if status.per_month is not None and status.used_month >= status.per_month:
-        retry = _next_month(now)
-        return QuotaExceeded(
-            f"the team has used its {status.per_month} submissions for this month; the next slot opens "
-            f"{retry:%Y-%m-%d %H:%M} UTC", retry,
-        )
-    if status.per_day is not None and status.used_today >= status.per_day:
-        retry = _day_start(now) + timedelta(days=1)
-        return QuotaExceeded(
-            f"the team has used its {status.per_day} submissions for today; the next slot opens "
-            f"{retry:%Y-%m-%d %H:%M} UTC", retry,
-        )
-    return None
-
-
-def _split_under_team_lock(split_id: int, team_id: int) -> Split:
-    """The split's policy as it is now, with quota checks serialised per team: a row lock on the team on
-    PostgreSQL, taken by the same statement (SQLite already holds its write lock)."""
-    if db.session.get_bind().dialect.name == "sqlite":
-        return db.session.get(Split, split_id)
-    return db.session.scalars(
-        select(Split).join(Team, Team.id == team_id).where(Split.id == split_id).with_for_update(of=Team)
-    ).one()
-
-
-@dataclass
-class SplitChoice:
-    """An open split on the Submit page, with each of the user's teams' quota on it."""
-
-    split: Split
-    quotas: dict[int, QuotaStatus]  # team id -> counts now
-
-
-def upload_choices(user: User, now: datetime | None = None) -> list[SplitChoice]:
-    """Every open split with the quota each of the user's teams has left there, in one query."""
-    splits = catalog.open_splits()
-    teams = [team.id for team in user.teams]
-    now = now or utcnow()
-    counts: dict[tuple[int, int], tuple[int, int, int, int]] = {}
-    if splits and teams:
-        scored, rejected = Submission.status == "scored", Submission.status == "rejected"
-        day, month = _day_start(now), _month_start(now)
-        rows = db.session.execute(
-            select(
-                Submission.split_id, Submission.team_id,
-                func.count(case((scored, 1))),
-                func.count(case((scored & (Submission.created_at >= month), 1))),
-                func.count(case((scored & (Submission.created_at >= day), 1))),
-                func.count(case((rejected & (Submission.created_at >= day), 1))),
-            )
-            .where(Submission.team_id.in_(teams), Submission.split_id.in_([split.id for split in splits]))
-            .group_by(Submission.split_id, Submission.team_id)
-        )
-        counts = {(row[0], row[1]): tuple(row[2:]) for row in rows}
-
-    def status(split: Split, team: int) -> QuotaStatus:
-        total, month, today, rejected = counts.get((split.id, team), (0, 0, 0, 0))
-        return QuotaStatus(per_day=split.per_day, per_month=split.per_month, total=split.total,
-                           used_today=today, used_month=month, used_total=total, rejected_today=rejected,
-                           rejected_per_day=split.rejected_per_day)
-
-    return [SplitChoice(split, {team: status(split, team) for team in teams}) for split in splits]
 
 
 # --- submitting ----------------------------------------------------------------------------------------
@@ -317,7 +206,7 @@ class SubmitResult:
     model_name: str
     created_at: datetime
     scores: Scores | None  # what the split's feedback policy releases to the team now
-    quota: QuotaStatus
+    quota: quotas.QuotaStatus
 
 
 def _clean_url(field: str, value: str | None) -> str | None:
@@ -348,8 +237,11 @@ def _clean_upload(upload: Upload) -> Upload:
         raise field_error("model_name", "must not contain NUL bytes")
     description = _clean_description(upload.description)
     return Upload(
-        data=upload.data, model_name=name, description=description,
-        paper_url=_clean_url("paper_url", upload.paper_url), code_url=_clean_url("code_url", upload.code_url),
+        data=upload.data,
+        model_name=name,
+        description=description,
+        paper_url=_clean_url("paper_url", upload.paper_url),
+        code_url=_clean_url("code_url", upload.code_url),
         anonymous=bool(upload.anonymous),
     )
 
@@ -371,7 +263,11 @@ def resolve_team(user: User, team_ref: str | int | None) -> Team:
 
 
 def submit(
-    user: User, team_ref: str | int | None, benchmark_slug: str, split_slug: str, upload: Upload,
+    user: User,
+    team_ref: str | int | None,
+    benchmark_slug: str,
+    split_slug: str,
+    upload: Upload,
     now: datetime | None = None,
 ) -> SubmitResult:
     """Validate, score and store an upload for a team, consuming its quota in the same transaction.
@@ -384,82 +280,102 @@ def submit(
     if not split.is_open:
         raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
     upload = _clean_upload(upload)
+    check_size(upload.data)
     inputs = catalog.scoring_inputs(split)
-    split_id, team_id, user_id = split.id, team.id, user.id
-    benchmark_slug, team_name = split.benchmark.slug, team.name
+    attempt = _Attempt(split.id, team.id, user.id, split.benchmark.slug, team.name, upload, inputs)
     # Cheap refusals first: a team over its quota or its rejected-file cap pays for sending the body and
     # nothing more (a count, no row lock; checked again under the lock before the insert).
     moment = now or utcnow()
-    early = quota_status(split, team_id, moment)
-    _check_rejected_cap(early, moment)
-    _check_quota(early, moment)
+    early = quotas.quota_status(split, attempt.team_id, moment)
+    quotas.check_rejected_cap(early, moment)
+    quotas.check_quota(early, moment)
     # Parse and score outside the write lock: it is the slow part and touches no shared state, and on
     # SQLite a write request's transaction holds the database's write lock.
     release_write_lock()
     try:
         with observability.parse_and_score():
-            task, predictions, scores = _score_upload(inputs, upload.data)
-        problems = None
+            attempt.task, attempt.predictions, attempt.scores = _score_upload(inputs, upload.data)
     except InvalidInput as exc:
-        task = predictions = scores = None
-        problems = exc
-    digest = uploads.sha256(upload.data)
+        attempt.problems = exc
+    attempt.digest = checksums.sha256(upload.data)
     # A scored upload keeps its original: written beside the transaction under a temporary name, waited
     # for before the commit, moved into place after it, removed if nothing is stored.
-    kept = uploads.keep(upload.data, digest) if problems is None else None
+    kept = uploads.keep(upload.data, attempt.digest) if attempt.problems is None else None
     try:
-        result = _store_attempt(split_id, team_id, user_id, benchmark_slug, team_name, upload, digest, inputs,
-                                task, predictions, scores, problems, kept, now)
+        result = _store_attempt(attempt, kept, now)
     except BaseException:
         if kept is not None:
             kept.discard()
         raise
-    kept.finish()
+    if kept is not None:  # a rejected file raised above: only a scored one gets here, with its original
+        kept.finish()
     return result
 
 
-def _store_attempt(split_id, team_id, user_id, benchmark_slug, team_name, upload, digest, inputs, task,
-                   predictions, scores, problems, kept, now) -> SubmitResult:
+@dataclass
+class _Attempt:
+    """An upload on its way to the database: who sent it where, and its scores or its problems."""
+
+    split_id: int
+    team_id: int
+    user_id: int
+    benchmark_slug: str
+    team_name: str
+    upload: Upload
+    inputs: catalog.ScoringInputs
+    digest: str = ""
+    task: TaskType | None = None
+    predictions: np.ndarray | None = None
+    scores: Scores | None = None
+    problems: InvalidInput | None = None
+
+
+def _store_attempt(attempt: _Attempt, kept: uploads.Pending | None, now: datetime | None) -> SubmitResult:
     """The write transaction of ``submit``: quotas under the lock, then the rejected or scored row."""
     with write_transaction(continue_open=True):
-        split = _split_under_team_lock(split_id, team_id)
+        split = quotas.split_under_team_lock(attempt.split_id, attempt.team_id)
         now = now or utcnow()
-        status = quota_status(split, team_id, now)
-        submission = Submission(
-            split_id=split_id, team_id=team_id, user_id=user_id, model_name=upload.model_name,
-            description=upload.description, paper_url=upload.paper_url, code_url=upload.code_url,
-            anonymous=upload.anonymous, file_sha256=digest, file_size=len(upload.data), created_at=now,
+        status = quotas.quota_status(split, attempt.team_id, now)
+        submission = _scored_submission(
+            attempt.split_id,
+            attempt.team_id,
+            attempt.user_id,
+            attempt.upload,
+            attempt.digest,
+            now,
+            attempt.task,
+            attempt.predictions,
         )
-        if problems is not None:
-            _check_rejected_cap(status, now)
-            submission.status = "rejected"
+        if attempt.problems is not None or attempt.scores is None or attempt.predictions is None:
+            quotas.check_rejected_cap(status, now)
+            problems = attempt.problems or InvalidInput("the file could not be scored")
             submission.errors = json.dumps(problems.details())
             db.session.add(submission)
             db.session.commit()
             observability.upload("rejected")
             raise problems
-        _check_quota(status, now)
-        submission.status = "scored"
-        submission.predictions = task.encode(predictions)
-        # Inside the write transaction: the Ladder's state and the probe check see every earlier submission.
-        # Before the insert, so that the submission is written once, with its release.
-        with db.session.no_autoflush:
-            release = _release_now(split, submission, inputs, predictions, scores)
-        submission.released = None if release is None else json.dumps(release)
-        db.session.add(submission)
-        db.session.flush()  # the submission, then its Ladder state or probe flag; the scores need its id
-        db.session.execute(insert(Score), [
-            {"submission_id": submission.id, "subset": subset, "metric": metric, "value": float(value)}
-            for subset, metrics in scores.items() for metric, value in metrics.items()
-        ])
-        result = SubmitResult(
-            submission, submission.id, benchmark_slug, split.slug, team_name, submission.model_name, now,
-            _team_view(split, scores, submission.released, inputs),
-            # The counts read under the lock, plus this submission.
-            replace(status, used_today=status.used_today + 1, used_month=status.used_month + 1,
-                    used_total=status.used_total + 1),
+        quotas.check_quota(status, now)
+        _record(submission, split, attempt.inputs, attempt.predictions, attempt.scores)
+        shown = visibility.team_scores(
+            split, attempt.scores, submission.released, submission.release_policy, attempt.inputs
         )
-        kept.wait()  # an acknowledged submission has its original on disk
+        # The counts read under the lock, plus this submission.
+        quota = replace(
+            status, used_today=status.used_today + 1, used_month=status.used_month + 1, used_total=status.used_total + 1
+        )
+        result = SubmitResult(
+            submission,
+            submission.id,
+            attempt.benchmark_slug,
+            split.slug,
+            attempt.team_name,
+            submission.model_name,
+            now,
+            shown,
+            quota,
+        )
+        if kept is not None:
+            kept.wait()  # an acknowledged submission has its original on disk
         db.session.commit()
     observability.upload("scored")
     return result
@@ -468,52 +384,10 @@ def _store_attempt(split_id, team_id, user_id, benchmark_slug, team_name, upload
 # --- reading -------------------------------------------------------------------------------------------
 
 
-def scores_of(submission: Submission) -> Scores:
-    result: Scores = {}
-    for score in submission.scores:
-        result.setdefault(score.subset, {})[score.metric] = score.value
-    return result
-
-
-def _release_now(split: Split, submission: Submission, inputs, predictions, scores: Scores) -> Scores | None:
-    """What the feedback policy releases at submission time (and the probe check on hidden splits):
-    everything on public or revealed splits; on hidden ones every score to its count resolution under
-    `full`, the Ladder's accuracy under `ladder`, nothing under `none` (see services/integrity.py)."""
-    return integrity.after_scoring(submission, split, inputs, predictions, scores)
-
-
-def released_scores(submission: Submission) -> Scores | None:
-    """Scores the team may see now: all of them once the split is public or revealed; on a hidden split
-    every score to its count resolution under `full` (per-category and per-field breakdowns withheld),
-    only what the Ladder released under `ladder` (every other metric and subset withheld), nothing under
-    `none`."""
-    if submission.status != "scored":
-        return None
-    return _team_view(submission.split, scores_of(submission), submission.released)
-
-
-def _team_view(split: Split, scores: Scores, released: str | None,
-               inputs: catalog.ScoringInputs | None = None) -> Scores | None:
-    """released_scores from a submission's scores and stored release (inputs: if already loaded)."""
-    if not split.hidden or split.revealed_at is not None:
-        return scores
-    if split.feedback == "full":
-        return integrity.full_release_for(split, inputs or catalog.scoring_inputs(split), scores)
-    if split.feedback == "ladder":
-        return integrity.ladder_view(inputs.task if inputs else get_task(split.benchmark.task_type), released)
-    return None
-
-
-def can_view(user: User | None, submission: Submission) -> bool:
-    if user is None or not getattr(user, "is_authenticated", False):
-        return False
-    return bool(user.is_admin) or user.is_member(submission.team_id)
-
-
 def get_for(user: User | None, submission_id: int) -> Submission:
     """A submission its team's members and maintainers may see; everyone else gets NotFound."""
     submission = db.session.get(Submission, submission_id)
-    if submission is None or not can_view(user, submission):
+    if submission is None or not visibility.is_team_or_maintainer(user, submission):
         raise NotFound(f"no submission {submission_id}")
     return submission
 
@@ -547,8 +421,13 @@ def _own(user: User, submission_id: int) -> Submission:
     return submission
 
 
-def publish(user: User, submission_id: int, description: str | None = None, paper_url: str | None = None,
-            code_url: str | None = None) -> Submission:
+def publish(
+    user: User,
+    submission_id: int,
+    description: str | None = None,
+    paper_url: str | None = None,
+    code_url: str | None = None,
+) -> Submission:
     """Show a scored submission on the leaderboard; it needs a description or a paper URL."""
     submission = _own(user, submission_id)
     if submission.status != "scored":
@@ -558,8 +437,9 @@ def publish(user: User, submission_id: int, description: str | None = None, pape
     paper_url = _clean_url("paper_url", paper_url) if paper_url else None
     code_url = _clean_url("code_url", code_url) if code_url else None
     if not (description or paper_url or submission.description or submission.paper_url):
-        raise InvalidInput("Publishing needs a description or a paper URL (description or paper_url)",
-                           field="description")
+        raise InvalidInput(
+            "Publishing needs a description or a paper URL (description or paper_url)", field="description"
+        )
     if description:
         submission.description = description
     if paper_url:
@@ -578,15 +458,24 @@ def _refuse_duplicate(submission: Submission) -> None:
     """A crowded board stays readable: the same predictions a team already has on the board are not
     published twice (Conflict names the entry)."""
     twin = db.session.execute(
-        select(Submission.id, Submission.model_name).where(
-            Submission.team_id == submission.team_id, Submission.split_id == submission.split_id,
-            Submission.id != submission.id, Submission.published_at.is_not(None), Submission.hidden_at.is_(None),
-            Submission.status == "scored", Submission.predictions == submission.predictions,
-        ).order_by(Submission.id).limit(1)
+        select(Submission.id, Submission.model_name)
+        .where(
+            Submission.team_id == submission.team_id,
+            Submission.split_id == submission.split_id,
+            Submission.id != submission.id,
+            Submission.published_at.is_not(None),
+            Submission.hidden_at.is_(None),
+            Submission.status == "scored",
+            Submission.predictions == submission.predictions,
+        )
+        .order_by(Submission.id)
+        .limit(1)
     ).first()
     if twin is not None:
-        raise Conflict(f"these predictions are identical to the team's published submission {twin.id} "
-                       f"({twin.model_name!r}) on this split; unpublish that one first or publish different predictions")
+        raise Conflict(
+            f"these predictions are identical to the team's published submission {twin.id} "
+            f"({twin.model_name!r}) on this split; unpublish that one first or publish different predictions"
+        )
 
 
 def unpublish(user: User, submission_id: int) -> Submission:
@@ -625,81 +514,5 @@ def unhide(admin: User, submission_id: int) -> Submission:
     return submission
 
 
-def retry_after_seconds(exc: QuotaExceeded, now: datetime | None = None) -> int | None:
-    if exc.retry_at is None:
-        return None
-    return max(int((as_utc(exc.retry_at) - (now or utcnow())).total_seconds()) + 1, 1)
-
-
 def timestamp(moment: datetime) -> str:
-    return as_utc(moment).astimezone(timezone.utc).isoformat()
-
-
-@dataclass
-class SubmissionPage:
-    submission: Submission
-    scores: Scores | None
-    problems: list[dict]
-    quota: QuotaStatus | None  # for the team's members
-    is_member: bool
-    withheld_reason: str | None
-    # (ci_low, ci_high) per subset and metric shown, where the split's scores are public or for maintainers
-    intervals: dict[str, dict[str, tuple]] | None = None
-    is_admin: bool = False
-    public_view: bool = False  # a visitor outside the team: a published entry, as the leaderboard shows it
-    breakdowns_held: bool = False  # per-category/per-field scores of a hidden split kept from this viewer
-    rank: int | None = None  # its significance-aware rank while it is on the public leaderboard
-    sizes: dict[str, int] | None = None  # examples each subset shown counts over ("all": the split)
-
-
-def page_for(user: User | None, submission_id: int) -> SubmissionPage:
-    """What the submission page shows to this viewer: everything to the team's members and maintainers;
-    to anyone else a published, visible entry of a split whose scores are public (else NotFound).
-    Per-category and per-field breakdowns of a hidden split are shown to maintainers only."""
-    from app.services import leaderboards  # it decides what a leaderboard, hence the public, may see
-
-    submission = db.session.get(Submission, submission_id)
-    if submission is None:
-        raise NotFound(f"no submission {submission_id}")
-    authenticated = user is not None and getattr(user, "is_authenticated", False)
-    is_admin = bool(authenticated and user.is_admin)
-    is_member = bool(authenticated and user.is_member(submission.team_id))
-    public_view = not (is_admin or is_member)
-    split = submission.split
-    if public_view and not (
-        submission.status == "scored" and submission.published_at is not None and submission.hidden_at is None
-        and leaderboards.scores_are_public(split)
-    ):
-        raise NotFound(f"no submission {submission_id}")
-    released = released_scores(submission)
-    scores = released
-    if is_admin and submission.status == "scored":
-        scores = scores_of(submission)  # maintainers see everything, whatever the Ladder released
-    withheld = None
-    if submission.status == "scored" and released is None:
-        withheld = "Scores on this hidden split are held until the maintainers reveal it."
-    held = False
-    if scores and not is_admin:
-        kinds = {subset.name: subset.source for subset in split.subsets}
-        shown = {name: values for name, values in scores.items()
-                 if name == "all" or not leaderboards.is_breakdown(split, kinds.get(name, "ids"))}
-        # The release itself may already leave the breakdowns out (integrity.full_release_for).
-        held = any(leaderboards.is_breakdown(split, kind) for kind in kinds.values())
-        scores = shown
-    if scores and not is_admin and split.hidden and split.revealed_at is None and split.feedback == "full":
-        # The release rounds to count resolution; a page writes the stored value (itself 100 * count / n)
-        # once, like the board, so the two never differ by a double rounding.
-        stored = scores_of(submission)
-        scores = {subset: {metric: stored.get(subset, {}).get(metric, value) for metric, value in metrics.items()}
-                  for subset, metrics in scores.items()}
-    intervals = {}
-    if scores and (is_admin or leaderboards.scores_are_public(split)):
-        intervals = leaderboards.submission_intervals(submission, list(scores))
-    quota = quota_status(split, submission.team) if is_member else None
-    problems = problems_of(submission) if not public_view else []
-    rank = None
-    if submission.published_at is not None and submission.hidden_at is None:
-        rank = next((e.rank for e in leaderboards.leaderboard(split) if e.submission_id == submission.id), None)
-    sizes = {"all": split.example_count, **{subset.name: subset.size for subset in split.subsets}}
-    return SubmissionPage(submission, scores, problems, quota, is_member, withheld, intervals, is_admin,
-                          public_view, held, rank, sizes)
+    return as_utc(moment).astimezone(UTC).isoformat()

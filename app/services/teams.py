@@ -1,4 +1,5 @@
 """Teams, their members and one-time invite links."""
+
 from __future__ import annotations
 
 import secrets
@@ -9,7 +10,7 @@ from sqlalchemy import select, update
 
 from app.db import db
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
-from app.security import token_digest
+from app.services.accounts import token_digest
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.team_names import RESERVED_KEYS, display_name, name_key
 
@@ -46,7 +47,7 @@ def check_team_name(name: str) -> tuple[str, str]:
     if len(key) > 255:
         raise InvalidInput("this team name is too long once its characters are normalised; choose a shorter one")
     if key in RESERVED_KEYS:
-        raise InvalidInput(f"team name {shown!r} is reserved: boards show anonymous entries as \"Anonymous\"")
+        raise InvalidInput(f'team name {shown!r} is reserved: boards show anonymous entries as "Anonymous"')
     existing = db.session.scalar(select(Team).where(Team.name_key == key))
     if existing is not None:
         same = "already exists" if existing.name == shown else f"looks like the existing team {existing.name!r}"
@@ -76,10 +77,14 @@ def add_member(team: Team, user: User) -> None:
 
 
 def members(team: Team) -> list[User]:
-    return list(db.session.scalars(
-        select(User).join(Membership, Membership.user_id == User.id)
-        .where(Membership.team_id == team.id).order_by(User.email)
-    ))
+    return list(
+        db.session.scalars(
+            select(User)
+            .join(Membership, Membership.user_id == User.id)
+            .where(Membership.team_id == team.id)
+            .order_by(User.email)
+        )
+    )
 
 
 def leave_team(team: Team, user: User) -> None:
@@ -95,8 +100,14 @@ def create_invite(team: Team, inviter: User) -> str:
     if not _is_member(team, inviter):
         raise NotFound("no such team")
     plaintext = secrets.token_urlsafe(32)
-    db.session.add(Invite(team=team, token_hash=token_digest(plaintext), created_by_id=inviter.id,
-                          expires_at=utcnow() + INVITE_LIFETIME))
+    db.session.add(
+        Invite(
+            team=team,
+            token_hash=token_digest(plaintext),
+            created_by_id=inviter.id,
+            expires_at=utcnow() + INVITE_LIFETIME,
+        )
+    )
     db.session.commit()
     return plaintext
 
@@ -120,9 +131,10 @@ def accept_invite(token: str, user: User) -> Team:
         update(Invite)
         .where(Invite.id == invite.id, Invite.used_at.is_(None))
         .values(used_at=now, used_by_id=user.id)
+        .returning(Invite.id)
         .execution_options(synchronize_session=False)
-    ).rowcount
-    if claimed != 1:
+    ).first()
+    if claimed is None:
         db.session.rollback()
         raise NotFound(INVITE_INVALID)
     team = invite.team

@@ -5,6 +5,7 @@ when the key already made `limit` in the last `window` seconds. Counting in the 
 worker's memory is what makes the limit hold with several workers and servers (with per-worker counters, 4
 workers let 4 times as many guesses through). Buckets past the window are deleted as attempts come in.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,11 @@ def _count_attempt(key: str, bucket: int) -> None:
     insert = sqlite_insert if db.session.get_bind().dialect.name == "sqlite" else postgresql_insert
     statement = insert(AuthAttempt).values(key=key, bucket=bucket, count=1)
     # Atomic on both databases: concurrent attempts on the same row wait for each other, none is lost.
-    db.session.execute(statement.on_conflict_do_update(
-        index_elements=[AuthAttempt.key, AuthAttempt.bucket], set_={"count": AuthAttempt.count + 1}))
+    db.session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[AuthAttempt.key, AuthAttempt.bucket], set_={"count": AuthAttempt.count + 1}
+        )
+    )
 
 
 def _prune(first: int) -> None:
@@ -55,7 +59,8 @@ def attempt(key: str, *, limit: int = AUTH_LIMIT, window: int = AUTH_WINDOW, now
         _count_attempt(key, bucket)
         counts = db.session.execute(
             select(AuthAttempt.bucket, AuthAttempt.count)
-            .where(AuthAttempt.key == key, AuthAttempt.bucket >= first).order_by(AuthAttempt.bucket)
+            .where(AuthAttempt.key == key, AuthAttempt.bucket >= first)
+            .order_by(AuthAttempt.bucket)
         ).all()
         db.session.commit()
     _prune(first)
@@ -71,4 +76,3 @@ def attempt(key: str, *, limit: int = AUTH_LIMIT, window: int = AUTH_WINDOW, now
             break
     retry_after = max(1, math.ceil((wait_until or now + window) - now))
     raise Throttled(f"too many attempts from this address; try again in {retry_after} seconds", retry_after)
-

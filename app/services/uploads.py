@@ -4,8 +4,10 @@ An original is kept only for a submission that is stored: it is written under a 
 the transaction and moved into place only once the row is committed (``Pending``), removed otherwise.
 ``check`` finds what a killed worker can still leave behind: files without a row, rows without a file.
 """
+
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
@@ -58,10 +60,8 @@ class Pending:
             os.replace(self.temp, self.target)
 
     def discard(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # a failed write leaves nothing to keep either way
             self.wait()
-        except Exception:  # a failed write leaves nothing to keep either way
-            pass
         self.temp.unlink(missing_ok=True)
 
 
@@ -96,10 +96,6 @@ def _write(temp: Path, data: bytes) -> None:
 def read_original(digest: str) -> bytes:
     with gzip.open(path_for(digest), "rb") as fh:
         return fh.read()
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 # --- consistency of the folder with the database --------------------------------------------------------

@@ -5,6 +5,7 @@ Every value a public page shows changes only with a row read here: what a board 
 split's board_version (publication, hiding, subsets, references, reveal, policy); the rest is the
 benchmark's and splits' own columns, and for a submission page the submission's and its team's.
 """
+
 from __future__ import annotations
 
 from sqlalchemy import select
@@ -14,10 +15,13 @@ from app.models import Benchmark, Split, Submission, Team
 from app.services import leaderboards
 
 _CATALOG_QUERY = (
-    select(Benchmark.id, Benchmark.slug, Benchmark.name, Benchmark.description, Benchmark.paper_url,
-           Benchmark.task_type, Benchmark.default_split_id, Split.id, Split.slug, Split.name, Split.hidden,
-           Split.position, Split.example_count, Split.board_version, Split.feedback, Split.revealed_at,
-           Split.per_day, Split.per_month, Split.total, Split.rejected_per_day, Split.is_open)
+    select(
+        *leaderboards.BENCHMARK_FIELDS,
+        Benchmark.default_split_id,
+        *leaderboards.SPLIT_FIELDS,
+        Split.position,
+        Split.sealed_fraction,
+    )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .order_by(Benchmark.id, Split.position, Split.id)
 )
@@ -40,11 +44,28 @@ def submission(submission_id: int) -> tuple | None:
     """A submission's shown columns, its team's name and its split's state (None if there is none)."""
     begin_reading()
     row = db.session.execute(
-        select(Submission.status, Submission.model_name, Submission.description, Submission.paper_url,
-               Submission.code_url, Submission.anonymous, Submission.published_at, Submission.hidden_at,
-               Submission.released, Team.name, Split.board_version, Split.hidden, Split.feedback,
-               Split.revealed_at, Split.name, Split.slug, Benchmark.name, Benchmark.slug)
-        .join(Team, Team.id == Submission.team_id).join(Split, Split.id == Submission.split_id)
+        select(
+            Submission.status,
+            Submission.model_name,
+            Submission.description,
+            Submission.paper_url,
+            Submission.code_url,
+            Submission.anonymous,
+            Submission.published_at,
+            Submission.hidden_at,
+            Submission.released,
+            Team.name,
+            Split.board_version,
+            Split.hidden,
+            Split.feedback,
+            Split.revealed_at,
+            Split.name,
+            Split.slug,
+            Benchmark.name,
+            Benchmark.slug,
+        )
+        .join(Team, Team.id == Submission.team_id)
+        .join(Split, Split.id == Submission.split_id)
         .join(Benchmark, Benchmark.id == Split.benchmark_id)
         .where(Submission.id == submission_id)
     ).first()

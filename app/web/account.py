@@ -1,4 +1,5 @@
 """The account page: API tokens and the password."""
+
 from __future__ import annotations
 
 from flask import Blueprint, flash, make_response, redirect, render_template, url_for
@@ -16,12 +17,20 @@ def _me():
     return current_user._get_current_object()
 
 
-def _page(form: TokenForm, *, new_token: str | None = None, status: int = 200,
-          password_form: PasswordForm | None = None):
-    response = make_response(render_template(
-        "account/index.html", form=form, tokens=accounts.list_tokens(_me()), confirm=ConfirmForm(),
-        new_token=new_token, password_form=password_form or PasswordForm(formdata=None),
-    ), status)
+def _page(
+    form: TokenForm, *, new_token: str | None = None, status: int = 200, password_form: PasswordForm | None = None
+):
+    response = make_response(
+        render_template(
+            "account/index.html",
+            form=form,
+            tokens=accounts.list_tokens(_me()),
+            confirm=ConfirmForm(),
+            new_token=new_token,
+            password_form=password_form or PasswordForm(formdata=None),
+        ),
+        status,
+    )
     if new_token:
         response.headers["Cache-Control"] = "no-store"
     return response

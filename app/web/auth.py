@@ -1,4 +1,5 @@
 """Registration, login and logout."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -29,19 +30,20 @@ def safe_next(target: str | None, default: str = "/") -> str:
     return target
 
 
-def _throttle(action: str) -> None:
-    """Count this attempt for the client's address (behind TRUSTED_PROXIES, the client's own)."""
-    throttle.attempt(f"{action}:{request.remote_addr or 'unknown'}")
+def _prepared(form, action: str):
+    """The form with the page's `next` kept; a POST counts as an attempt for the client's address (behind
+    TRUSTED_PROXIES, the client's own)."""
+    if request.method == "GET":
+        form.next.data = request.args.get("next", "")
+    if request.method == "POST":
+        throttle.attempt(f"{action}:{request.remote_addr or 'unknown'}")
+    return form
 
 
 @bp.route("/register", methods=["GET", "POST"])
 def register():
-    form = RegisterForm()
-    if request.method == "GET":
-        form.next.data = request.args.get("next", "")
+    form = _prepared(RegisterForm(), "register")
     status = 200
-    if request.method == "POST":
-        _throttle("register")
     if form.validate_on_submit():
         try:
             user = accounts.register(form.email.data, form.password.data)
@@ -59,12 +61,8 @@ def register():
 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    form = LoginForm()
-    if request.method == "GET":
-        form.next.data = request.args.get("next", "")
+    form = _prepared(LoginForm(), "login")
     status = 200
-    if request.method == "POST":
-        _throttle("login")
     if form.validate_on_submit():
         user = accounts.authenticate(form.email.data, form.password.data)
         if user is not None:

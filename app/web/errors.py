@@ -1,5 +1,8 @@
 """Error pages (HTML) and JSON errors for the API; every error rolls the session back."""
+
 from __future__ import annotations
+
+import contextlib
 
 from flask import Flask, g, render_template, request
 from flask_wtf.csrf import CSRFError
@@ -11,7 +14,7 @@ from werkzeug.exceptions import HTTPException
 from app.db import db
 from app.security import login_manager, too_many_parts
 from app.services.errors import QuotaExceeded, ServiceError, Throttled
-from app.services.submissions import retry_after_seconds
+from app.services.quotas import retry_after_seconds
 
 MESSAGES = {
     400: "The request could not be understood.",
@@ -41,26 +44,29 @@ def _wants_json() -> bool:
 
 
 def _rollback() -> None:
-    try:
+    with contextlib.suppress(Exception):  # a broken connection must not hide the original error
         db.session.rollback()
-    except Exception:  # a broken connection must not hide the original error
-        pass
 
 
-def _render(status: int, message: str, details: list[dict] | None = None, headers: dict | None = None,
-            retry_after: int | None = None):
+def _render(
+    status: int,
+    message: str,
+    details: list[dict] | None = None,
+    headers: dict | None = None,
+    retry_after: int | None = None,
+):
     headers = headers or {}
     if _wants_json():
         return {"error": message, "details": details or []}, status, headers
     templates = [f"errors/{status}.html", "errors/error.html"] if status in PAGES else ["errors/error.html"]
     try:
-        page = render_template(templates, status=status, message=message, details=details or [],
-                               retry_after=retry_after)
+        page = render_template(
+            templates, status=status, message=message, details=details or [], retry_after=retry_after
+        )
     except Exception:
         # The error page itself failed (say the database is down and the layout asks who is logged in):
         # answer with bare HTML rather than a traceback.
-        page = (f"<!doctype html><title>Error {status} · Holdout</title><h1>Error {status}</h1>"
-                f"<p>{escape(message)}</p>")
+        page = f"<!doctype html><title>Error {status} · Holdout</title><h1>Error {status}</h1><p>{escape(message)}</p>"
     return page, status, headers
 
 
@@ -107,13 +113,18 @@ def register(app: Flask) -> None:
         The pool (pre-ping on PostgreSQL) reconnects by itself once it is back. Other database errors
         are bugs: 500 and logged."""
         unavailable = isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)) or getattr(
-            exc, "connection_invalidated", False)
+            exc, "connection_invalidated", False
+        )
         if not unavailable:
             return unexpected(exc)
         _rollback()
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-        app.logger.warning("database unavailable on %s %s: %s", request.method, request.path,
-                           reason[0] if reason else type(exc).__name__)
+        app.logger.warning(
+            "database unavailable on %s %s: %s",
+            request.method,
+            request.path,
+            reason[0] if reason else type(exc).__name__,
+        )
         # The layout asks who is logged in, which needs the database: render the page for a visitor.
         g._login_user = login_manager.anonymous_user()
         return _render(503, MESSAGES[503], headers={"Retry-After": str(DATABASE_RETRY_AFTER)})

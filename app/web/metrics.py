@@ -4,6 +4,7 @@ Served only to addresses in METRICS_ALLOW (default loopback) or to a request car
 `Authorization: Bearer <METRICS_TOKEN>`; anyone else gets 404, as if there were nothing here, and a wrong
 token 403.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -13,6 +14,7 @@ import time
 from flask import Blueprint, Flask, Response, abort, current_app, g, request
 
 from app import observability
+from app.security import bearer_token
 
 bp = Blueprint("metrics", __name__)
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
@@ -20,9 +22,9 @@ METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
 def _allowed() -> bool:
     token = current_app.config.get("METRICS_TOKEN")
-    scheme, _, presented = (request.headers.get("Authorization") or "").strip().partition(" ")
-    if token and scheme.lower() == "bearer" and presented.strip():
-        if hmac.compare_digest(presented.strip().encode(), token.encode()):
+    presented = bearer_token(request.headers.get("Authorization"))
+    if token and presented is not None:
+        if hmac.compare_digest(presented.encode(), token.encode()):
             return True
         abort(403)
     try:
@@ -38,8 +40,11 @@ def _allowed() -> bool:
 def metrics():
     if not _allowed():
         abort(404)
-    return Response(observability.exposition(), content_type=observability.CONTENT_TYPE_LATEST,
-                    headers={"Cache-Control": "no-store"})
+    return Response(
+        observability.exposition(),
+        content_type=observability.CONTENT_TYPE,
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 def init_app(app: Flask) -> None:
@@ -55,6 +60,5 @@ def init_app(app: Flask) -> None:
         if started is not None:
             # The endpoint name, not the path: one series per route however many ids and slugs there are.
             method = request.method if request.method in METHODS else "other"
-            observability.request_answered(request.endpoint or "unmatched", method, response.status_code,
-                                           started)
+            observability.request_answered(request.endpoint or "unmatched", method, response.status_code, started)
         return response

@@ -1,13 +1,14 @@
 """Public pages: the benchmark list, leaderboards and their exports, health."""
+
 from __future__ import annotations
 
-import gzip
+from flask import Blueprint, Response, render_template, request
 
-from flask import Blueprint, Response, g, render_template, request
-
+from app import http_caching as caching
+from app import page_cache
 from app.evaluation import get_task
 from app.services import across_splits, catalog, exports, leaderboards, versions
-from app.web import caching
+from app.web import progress_chart
 
 bp = Blueprint("public", __name__)
 
@@ -31,39 +32,37 @@ def healthz():
 @bp.get("/leaderboards/<benchmark>/<split>")
 @caching.public(_benchmark, zips=True)
 def leaderboard(benchmark: str, split: str | None = None):
-    def board():
-        return leaderboards.board(benchmark, split, sort=request.args.get("sort"), order=request.args.get("order"),
-                                  page=request.args.get("page"), view=request.args.get("view"),
-                                  chosen=_columns())
-
-    def page(board) -> str:
-        task = get_task(board.benchmark.task_type)
-        # The table is the same for every visitor: rendered once per board version, sort and page.
-        table = leaderboards.rendered(
-            board, lambda: render_template("public/_board.html", board=board, task=task)) if board.split else ""
-        return render_template("public/leaderboard.html", board=board, task=task, table=table)
-
     if request.cookies:
-        return page(board())  # a session: the layout shows who is logged in, and the board as it is now
-    # Without cookies every visitor gets the same page: its bytes are kept per board version (it is read far
-    # more than it changes), gzipped once for browsers that accept it (100 rows and the chart: ~160 kB, 20 kB
-    # zipped), and reused for a moment (LEADERBOARD_PAGE_TTL) once its ETag's query has confirmed the version.
-    zipped = caching.gzipped()
+        return _leaderboard_page(_board(benchmark, split))  # a session: who is logged in, the board as it is now
+    return page_cache.shared_page(lambda: _board(benchmark, split), _leaderboard_page)
 
-    def anonymous() -> bytes:
-        current = board()
-        return leaderboards.rendered(
-            current, lambda: gzip.compress(page(current).encode(), 6, mtime=0) if zipped else page(current).encode(),
-            extra=(request.full_path, zipped),
+
+def _board(benchmark: str, split: str | None) -> leaderboards.Board:
+    return leaderboards.board(
+        benchmark,
+        split,
+        sort=request.args.get("sort"),
+        order=request.args.get("order"),
+        page=request.args.get("page"),
+        view=request.args.get("view"),
+        chosen=_columns(),
+    )
+
+
+def _leaderboard_page(board: leaderboards.Board) -> str:
+    task = get_task(board.benchmark.task_type)
+    # The table is the same for every visitor: rendered once per board version, sort and page.
+    table = (
+        page_cache.rendered(
+            board,
+            lambda: render_template(
+                "public/_board.html", board=board, task=task, chart=progress_chart.for_board(board)
+            ),
         )
-
-    # Keyed by the ETag too: a page reused for a moment is never older than the version its ETag names.
-    body = leaderboards.recent_page((g.get("http_etag"), request.full_path, zipped), anonymous)
-    response = Response(body, content_type="text/html; charset=utf-8")
-    if zipped:
-        response.headers["Content-Encoding"] = "gzip"
-    response.vary.update(("Cookie", "Accept-Encoding"))  # a shared cache must tell these apart
-    return response
+        if board.split
+        else ""
+    )
+    return render_template("public/leaderboard.html", board=board, task=task, table=table)
 
 
 def _columns() -> tuple[str, ...] | None:
@@ -73,23 +72,36 @@ def _columns() -> tuple[str, ...] | None:
 
 
 def _download(result: exports.Export) -> Response:
-    return Response(result.body, mimetype=None, content_type=result.mimetype,
-                    headers={"Content-Disposition": f'attachment; filename="{result.filename}"'})
+    return Response(
+        result.body,
+        mimetype=None,
+        content_type=result.mimetype,
+        headers={"Content-Disposition": f'attachment; filename="{result.filename}"'},
+    )
 
 
 @bp.get("/leaderboards/<benchmark>/<split>/sample.csv")
 @caching.public(_benchmark)
 def sample_file(benchmark: str, split: str):
     name, body = catalog.sample_file(benchmark, split)
-    return Response(body, content_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return Response(
+        body, content_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="{name}"'}
+    )
 
 
 @bp.get("/leaderboards/<benchmark>/<split>/export.<fmt>")
 @caching.public(_benchmark)
 def export(benchmark: str, split: str, fmt: str):
-    return _download(exports.export(benchmark, split, fmt, view=request.args.get("view"),
-                                    chosen=_columns(), intervals=request.args.get("ci") != "0"))
+    return _download(
+        exports.export(
+            benchmark,
+            split,
+            fmt,
+            view=request.args.get("view"),
+            chosen=_columns(),
+            intervals=request.args.get("ci") != "0",
+        )
+    )
 
 
 @bp.get("/leaderboards/<benchmark>/models")

@@ -1,13 +1,14 @@
 """Uploading predictions from the browser, the submission page, publication and moderation."""
+
 from __future__ import annotations
 
 from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
+from app import http_caching as caching
 from app.security import login_manager
-from app.services import leaderboards, submissions, versions
+from app.services import leaderboards, quotas, submission_pages, submissions, versions
 from app.services.errors import InvalidInput, NotFound, ServiceError
-from app.web import caching
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
 bp = Blueprint("submissions", __name__)
@@ -15,11 +16,13 @@ bp = Blueprint("submissions", __name__)
 
 def _upload_form() -> tuple[UploadForm, list]:
     form = UploadForm()
-    choices = submissions.upload_choices(current_user)
+    choices = quotas.upload_choices(current_user)
     form.team.choices = [(str(team.id), team.name) for team in current_user.teams]
     form.split.choices = [
-        (f"{c.split.benchmark.slug}/{c.split.slug}",
-         f"{c.split.benchmark.name} — {c.split.name}{' (hidden)' if c.split.hidden else ''}")
+        (
+            f"{c.split.benchmark.slug}/{c.split.slug}",
+            f"{c.split.benchmark.name} — {c.split.name}{' (hidden)' if c.split.hidden else ''}",
+        )
         for c in choices
     ]
     if request.method == "GET" and request.args.get("split"):
@@ -39,14 +42,23 @@ def new():
     if not form.validate_on_submit():
         status = 422 if request.method == "POST" else 200
         if _wants_json() and request.method == "POST":
-            details = [{"line": None, "field": name, "message": f"{form[name].label.text}: {message}"}
-                       for name, messages in form.errors.items() for message in messages]
-            return jsonify(error="The form is incomplete.", details=details), 400 if "csrf_token" in form.errors else 422
+            details = [
+                {"line": None, "field": name, "message": f"{form[name].label.text}: {message}"}
+                for name, messages in form.errors.items()
+                for message in messages
+            ]
+            return jsonify(
+                error="The form is incomplete.", details=details
+            ), 400 if "csrf_token" in form.errors else 422
         return render_template("submissions/new.html", form=form, choices=choices), status
     benchmark_slug, _, split_slug = form.split.data.partition("/")
     upload = submissions.Upload(
-        data=form.file.data.read(), model_name=form.model_name.data, description=form.description.data or "",
-        paper_url=form.paper_url.data, code_url=form.code_url.data, anonymous=form.anonymous.data,
+        data=form.file.data.read(),
+        model_name=form.model_name.data,
+        description=form.description.data or "",
+        paper_url=form.paper_url.data,
+        code_url=form.code_url.data,
+        anonymous=form.anonymous.data,
     )
     try:
         result = submissions.submit(current_user, form.team.data, benchmark_slug, split_slug, upload)
@@ -72,23 +84,30 @@ def show(submission_id: int):
     return _show_page(submission_id)
 
 
-def _show_page(submission_id: int, publish_form: PublishForm | None = None, error: ServiceError | None = None,
-               status: int = 200):
+def _show_page(
+    submission_id: int, publish_form: PublishForm | None = None, error: ServiceError | None = None, status: int = 200
+):
     # Open to everyone: page_for shows a published entry to the public and answers 404 for anything else;
     # a visitor who is not logged in is asked to log in instead (it may be their team's submission).
     try:
-        view = submissions.page_for(current_user, submission_id)
+        view = submission_pages.page_for(current_user, submission_id)
     except NotFound:
         if not current_user.is_authenticated:
             return login_manager.unauthorized()
         raise
     # Forms (and the CSRF token they put in the session) only for the team and maintainers.
-    forms = {} if view.public_view else {
-        "publish_form": publish_form or PublishForm(obj=view.submission), "hide_form": HideForm(),
-        "button": ConfirmForm(),
-    }
-    page = render_template("submissions/show.html", view=view, metric_labels=leaderboards.METRIC_LABELS,
-                           publish_error=error, **forms)
+    forms = (
+        {}
+        if view.public_view
+        else {
+            "publish_form": publish_form or PublishForm(obj=view.submission),
+            "hide_form": HideForm(),
+            "button": ConfirmForm(),
+        }
+    )
+    page = render_template(
+        "submissions/show.html", view=view, metric_labels=leaderboards.METRIC_LABELS, publish_error=error, **forms
+    )
     return page, status
 
 
@@ -101,8 +120,7 @@ def publish(submission_id: int):
             abort(400)
         return _show_page(submission_id, form, status=422)  # what was typed stays, errors by the fields
     try:
-        submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data,
-                            form.code_url.data)
+        submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data)
     except InvalidInput as exc:
         if exc.field in form:
             form[exc.field].errors = [*form[exc.field].errors, exc.message]

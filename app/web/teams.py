@@ -1,4 +1,5 @@
 """Teams: my teams, a team's members, invite links, leaving."""
+
 from __future__ import annotations
 
 from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
@@ -35,9 +36,15 @@ def index():
 
 
 def _team_page(team, invite_url: str | None = None):
-    response = make_response(render_template(
-        "teams/detail.html", team=team, members=teams.members(team), confirm=ConfirmForm(), invite_url=invite_url,
-    ))
+    response = make_response(
+        render_template(
+            "teams/detail.html",
+            team=team,
+            members=teams.members(team),
+            confirm=ConfirmForm(),
+            invite_url=invite_url,
+        )
+    )
     if invite_url:
         # The link is a credential: keep it out of caches.
         response.headers["Cache-Control"] = "no-store"
@@ -77,10 +84,15 @@ def invite(token: str):
         flash(f"You are a member of {team.name}.")
         return redirect(url_for("teams.detail", team_id=team.id))
     found = teams.find_invite(token)
-    response = make_response(render_template(
-        "teams/invite.html", token=token, team=found.team, already_member=_me().is_member(found.team_id),
-        confirm=ConfirmForm(),
-    ))
+    response = make_response(
+        render_template(
+            "teams/invite.html",
+            token=token,
+            team=found.team,
+            already_member=_me().is_member(found.team_id),
+            confirm=ConfirmForm(),
+        )
+    )
     # The token is in this page's URL; do not pass it on in Referer headers or keep it in caches.
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["Cache-Control"] = "no-store"

@@ -1,9 +1,10 @@
 """Who may call what: (anonymous, member of another team, member, admin) x every API v1 endpoint."""
+
 from __future__ import annotations
 
 import pytest
 
-from tests.api import ROLES, build_world, post_file, stored_submission
+from tests.support.api_world import ROLES, build_world, post_file, stored_submission
 
 # endpoint -> expected status for (anonymous, other, member, admin). The admin belongs to no team: it may
 # read any submission but cannot submit for, publish or unpublish a team's work.

@@ -1,15 +1,18 @@
 """What the command-line client needs from API v1: who a token belongs to (GET /me) and a benchmark's
 default board (GET /leaderboards/<benchmark>)."""
+
 from __future__ import annotations
 
 from app.services import catalog
-from tests.api import build_world, stored_submission
+from tests.support.api_world import build_world, stored_submission
 
 
 def test_me_names_the_user_and_their_teams(app, client):
     world = build_world(app)
     assert client.get("/api/v1/me", headers=world.headers("member")).json == {
-        "email": "member@example.org", "maintainer": False, "teams": [{"id": 1, "name": "Lab"}],
+        "email": "member@example.org",
+        "maintainer": False,
+        "teams": [{"id": 1, "name": "Lab"}],
     }
     admin = client.get("/api/v1/me", headers=world.headers("admin")).json
     assert admin["maintainer"] is True and admin["teams"] == []

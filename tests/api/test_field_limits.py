@@ -1,12 +1,13 @@
 """Form fields of an upload: limits per field, invalid UTF-8 and the number of parts are 422s naming the
 field, never a 413 about the body; unknown slugs list the valid ones."""
+
 from __future__ import annotations
 
 import io
 
 import pytest
 
-from tests.api import build_world, post_file
+from tests.support.api_world import build_world, post_file
 
 
 @pytest.fixture
@@ -14,12 +15,15 @@ def world(app):
     return build_world(app)
 
 
-@pytest.mark.parametrize("field, value, named", [
-    ("model_name", "m" * 201, "model name (model_name)"),
-    ("description", "d" * 2**20, "description (description)"),  # 1 MB: past werkzeug's own field limit
-    ("paper_url", "https://example.org/" + "p" * 2000, "paper URL (paper_url)"),
-    ("code_url", "javascript:alert(1)", "code URL (code_url)"),
-])
+@pytest.mark.parametrize(
+    "field, value, named",
+    [
+        ("model_name", "m" * 201, "model name (model_name)"),
+        ("description", "d" * 2**20, "description (description)"),  # 1 MB: past werkzeug's own field limit
+        ("paper_url", "https://example.org/" + "p" * 2000, "paper URL (paper_url)"),
+        ("code_url", "javascript:alert(1)", "code URL (code_url)"),
+    ],
+)
 def test_each_field_over_its_limit_is_a_422_naming_it(client, world, field, value, named):
     response = post_file(client, world, "member", world.predictions(), **{field: value})
     assert response.status_code == 422, response.json
@@ -27,32 +31,51 @@ def test_each_field_over_its_limit_is_a_422_naming_it(client, world, field, valu
 
 
 def test_limits_are_inclusive(client, world):
-    response = post_file(client, world, "member", world.predictions(), model_name="m" * 200,
-                         description="d" * 5000, paper_url="https://example.org/" + "p" * 1980)
+    response = post_file(
+        client,
+        world,
+        "member",
+        world.predictions(),
+        model_name="m" * 200,
+        description="d" * 5000,
+        paper_url="https://example.org/" + "p" * 1980,
+    )
     assert response.status_code == 201, response.json
 
 
 @pytest.mark.parametrize("extra_parts", [17, 1200])  # 21 parts, and past werkzeug's own limit
 def test_a_form_of_too_many_parts_is_a_422(client, world, extra_parts):
-    form = {"benchmark": "nlvr2", "split": "dev", "model_name": "m",
-            "file": (io.BytesIO(world.predictions()), "p.csv")}
+    form = {"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(world.predictions()), "p.csv")}
     form.update({f"x{i}": "1" for i in range(extra_parts)})
-    response = client.post("/api/v1/submissions", data=form, headers=world.headers("member"),
-                           content_type="multipart/form-data")
+    response = client.post(
+        "/api/v1/submissions", data=form, headers=world.headers("member"), content_type="multipart/form-data"
+    )
     assert response.status_code == 422, response.get_data(as_text=True)
     assert "parts" in response.json["error"] and "at most 20" in response.json["error"]
 
 
 def test_invalid_utf8_in_a_field_is_a_422_naming_it(client, world):
     boundary = "b0und"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"benchmark\"\r\n\r\nnlvr2\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"split\"\r\n\r\ndev\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"model_name\"\r\n\r\n").encode()
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="benchmark"\r\n\r\nnlvr2\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="split"\r\n\r\ndev\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="model_name"\r\n\r\n'
+    ).encode()
     body += "Modèle".encode("latin-1")
-    body += (f"\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\n"
-             "Content-Type: text/csv\r\n\r\n").encode() + world.predictions() + f"\r\n--{boundary}--\r\n".encode()
-    response = client.post("/api/v1/submissions", data=body, headers=world.headers("member"),
-                           content_type=f"multipart/form-data; boundary={boundary}")
+    body += (
+        (
+            f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
+            "Content-Type: text/csv\r\n\r\n"
+        ).encode()
+        + world.predictions()
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    response = client.post(
+        "/api/v1/submissions",
+        data=body,
+        headers=world.headers("member"),
+        content_type=f"multipart/form-data; boundary={boundary}",
+    )
     assert response.status_code == 422
     assert "'model_name' is not valid UTF-8" in response.json["error"]
 

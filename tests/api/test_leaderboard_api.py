@@ -1,4 +1,5 @@
 """GET /api/v1/leaderboards/<benchmark>/<split>: every score with its interval, significance-aware ranks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,10 +17,13 @@ def _store(app, gold: bytes, predictions: np.ndarray, name: str, split: str = "d
     """Publish a submission whose aligned predictions are given (as the CSV a team would upload)."""
     with app.app_context():
         parsed = TASK.read_gold(gold)
-        text = "".join(f"{identifier},{'true' if p else 'false'}\n" for identifier, p in zip(parsed.ids, predictions))
+        text = "".join(
+            f"{identifier},{'true' if p else 'false'}\n" for identifier, p in zip(parsed.ids, predictions, strict=True)
+        )
         team = teams.find_team("Lab") or teams.create_team("Lab")
-        return submissions.store_scored(catalog.get_split("nlvr2", split), team, text.encode(), model_name=name,
-                                        description="d", publish=True).id
+        return submissions.store_scored(
+            catalog.get_split("nlvr2", split), team, text.encode(), model_name=name, description="d", publish=True
+        ).id
 
 
 def _flip(right: np.ndarray, to_wrong: int, to_right: int, seed: int) -> np.ndarray:
@@ -41,8 +45,10 @@ def test_every_score_has_an_interval_and_ranks_know_significance(app, client):
     best = rng.random(labels.size) < 0.85
     close = _flip(best, 16, 10, seed=2)  # 0.3 points below, differing both ways: not significantly worse
     far = _flip(close, 200, 0, seed=3)  # 10 points below: significantly worse
-    ids = [_store(app, gold, np.where(mask, labels, ~labels), name)
-           for name, mask in (("far", far), ("best", best), ("close", close))]
+    ids = [
+        _store(app, gold, np.where(mask, labels, ~labels), name)
+        for name, mask in (("far", far), ("best", best), ("close", close))
+    ]
     body = client.get("/api/v1/leaderboards/nlvr2/dev").json
     entries = body["entries"]
     assert [e["model_name"] for e in entries] == ["best", "close", "far"]

@@ -1,4 +1,5 @@
 """The OpenAPI document: valid 3.1, in step with the routes, and true of the running app (schemathesis)."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,7 +16,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from app.api import openapi
-from tests.api import build_world, stored_submission
+from tests.support.api_world import build_world, stored_submission
 
 
 def test_document_is_valid_openapi_31(client):
@@ -29,14 +30,14 @@ def test_document_is_valid_openapi_31(client):
 def test_document_describes_every_route(app, client):
     spec = client.get("/api/v1/openapi.json").json
     base = spec["servers"][0]["url"]
-    documented = {
-        (method.upper(), base + path)
-        for path, operations in spec["paths"].items()
-        for method in operations
-    }
+    documented = {(method.upper(), base + path) for path, operations in spec["paths"].items() for method in operations}
     routed = {
-        (method, rule.rule.replace("<int:submission_id>", "{submission_id}")
-         .replace("<benchmark>", "{benchmark}").replace("<split>", "{split}"))
+        (
+            method,
+            rule.rule.replace("<int:submission_id>", "{submission_id}")
+            .replace("<benchmark>", "{benchmark}")
+            .replace("<split>", "{split}"),
+        )
         for rule in app.url_map.iter_rules()
         if rule.endpoint.startswith("api_v1.")
         for method in rule.methods - {"HEAD", "OPTIONS"}
@@ -74,10 +75,12 @@ def _files_for_the_real_split(operation, world):
             lambda edits: _edit(valid, edits)
         ),
     )
-    return files.map(lambda data: operation.Case(
-        body={"file": data, "benchmark": "nlvr2", "split": "dev", "model_name": "fuzz"},
-        media_type="multipart/form-data",
-    ))
+    return files.map(
+        lambda data: operation.Case(
+            body={"file": data, "benchmark": "nlvr2", "split": "dev", "model_name": "fuzz"},
+            media_type="multipart/form-data",
+        )
+    )
 
 
 def _edit(text: str, edits: list[tuple[int, str]]) -> bytes:

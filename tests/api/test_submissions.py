@@ -1,7 +1,8 @@
 """API v1: submitting, following and publishing submissions, and every error the interface promises."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -9,8 +10,8 @@ from app import create_app
 from app.db import db
 from app.models import Submission
 from app.services import accounts, catalog
-from tests.api import build_world, post_file, stored_submission
 from tests.conftest import make_config
+from tests.support.api_world import build_world, post_file, stored_submission
 
 
 @pytest.fixture
@@ -40,8 +41,14 @@ def _error(response, status: int) -> dict:
 def test_submit_list_get_publish_leaderboard_unpublish(app, client, world):
     with app.app_context():
         catalog.set_policy("nlvr2", "dev", per_day=5)
-    response = post_file(client, world, "member", world.predictions(accuracy=0.8), model_name="BigNet",
-                         paper_url="https://example.org/paper")
+    response = post_file(
+        client,
+        world,
+        "member",
+        world.predictions(accuracy=0.8),
+        model_name="BigNet",
+        paper_url="https://example.org/paper",
+    )
     assert response.status_code == 201, response.json
     created = response.json
     assert created["benchmark"] == "nlvr2" and created["split"] == "dev" and created["team"] == "Lab"
@@ -66,8 +73,11 @@ def test_submit_list_get_publish_leaderboard_unpublish(app, client, world):
     assert detail["errors"] == [] and detail["published_at"] is None and detail["anonymous"] is False
     assert detail["paper_url"] == "https://example.org/paper"
 
-    published = client.post(f"/api/v1/submissions/{created['id']}/publish", headers=world.headers("member"),
-                            json={"description": "A big network.", "code_url": "https://example.org/code"})
+    published = client.post(
+        f"/api/v1/submissions/{created['id']}/publish",
+        headers=world.headers("member"),
+        json={"description": "A big network.", "code_url": "https://example.org/code"},
+    )
     assert published.status_code == 200, published.json
     assert published.json["published"] is True and published.json["published_at"]
     assert published.json["description"] == "A big network."
@@ -87,8 +97,7 @@ def test_submit_list_get_publish_leaderboard_unpublish(app, client, world):
 
 
 def test_anonymous_entry_hides_the_team(client, world):
-    created = post_file(client, world, "member", world.predictions(), anonymous="on",
-                        description="described").json
+    created = post_file(client, world, "member", world.predictions(), anonymous="on", description="described").json
     client.post(f"/api/v1/submissions/{created['id']}/publish", headers=world.headers("member"))
     [entry] = client.get("/api/v1/leaderboards/nlvr2/dev").json["entries"]
     assert entry["team"] is None and entry["model_name"] == "my-model"
@@ -102,7 +111,14 @@ def test_benchmarks_are_public(client, world):
     assert benchmark["paper_url"] == "https://example.org/nlvr2"
     assert benchmark["splits"] == [
         {"slug": "dev", "name": "Dev", "hidden": False, "examples": 160, "open": True, "feedback": "full"},
-        {"slug": "test-u", "name": "Test-U", "hidden": True, "examples": 160, "open": True, "feedback": "ladder"},  # a hidden split's default
+        {
+            "slug": "test-u",
+            "name": "Test-U",
+            "hidden": True,
+            "examples": 160,
+            "open": True,
+            "feedback": "ladder",
+        },  # a hidden split's default
     ]
 
 
@@ -118,8 +134,7 @@ def test_team_can_be_named_by_id_or_name(app, client, world):
 def test_hidden_split_with_feedback_none_returns_no_scores(app, client, world):
     with app.app_context():
         catalog.set_policy("nlvr2", "test-u", feedback="none")
-    response = post_file(client, world, "member", world.predictions("test-u"), split="test-u",
-                         description="d")
+    response = post_file(client, world, "member", world.predictions("test-u"), split="test-u", description="d")
     assert response.status_code == 201, response.json
     assert response.json["scores"] is None and response.json["status"] == "scored"
     submission_id = response.json["id"]
@@ -151,8 +166,12 @@ def test_rejected_file_is_stored_with_its_problems_and_costs_no_quota(app, clien
 def test_publishing_a_rejected_submission_conflicts(client, world):
     post_file(client, world, "member", _invalid_file(world))
     [listed] = client.get("/api/v1/submissions", headers=world.headers("member")).json["submissions"]
-    body = _error(client.post(f"/api/v1/submissions/{listed['id']}/publish", headers=world.headers("member"),
-                              json={"description": "x"}), 409)
+    body = _error(
+        client.post(
+            f"/api/v1/submissions/{listed['id']}/publish", headers=world.headers("member"), json={"description": "x"}
+        ),
+        409,
+    )
     assert "scored" in body["error"]
 
 
@@ -178,24 +197,40 @@ def test_422_missing_file(client, world):
 
 
 def test_422_blank_model_name_and_bad_urls_and_flags(client, world):
-    assert "model_name" in _error(post_file(client, world, "member", world.predictions(), model_name="  "),
-                                  422)["error"]
-    assert "paper_url" in _error(post_file(client, world, "member", world.predictions(),
-                                           paper_url="ftp://x"), 422)["error"]
-    assert "anonymous" in _error(post_file(client, world, "member", world.predictions(),
-                                           anonymous="maybe"), 422)["error"]
+    assert (
+        "model_name" in _error(post_file(client, world, "member", world.predictions(), model_name="  "), 422)["error"]
+    )
+    assert (
+        "paper_url"
+        in _error(post_file(client, world, "member", world.predictions(), paper_url="ftp://x"), 422)["error"]
+    )
+    assert (
+        "anonymous" in _error(post_file(client, world, "member", world.predictions(), anonymous="maybe"), 422)["error"]
+    )
 
 
 def test_422_publish_needs_description_or_paper(app, client, world):
     submission_id = stored_submission(app, world)
-    body = _error(client.post(f"/api/v1/submissions/{submission_id}/publish",
-                              headers=world.headers("member"), json={}), 422)
+    body = _error(
+        client.post(f"/api/v1/submissions/{submission_id}/publish", headers=world.headers("member"), json={}), 422
+    )
     assert "description" in body["error"] and "paper_url" in body["error"]
-    body = _error(client.post(f"/api/v1/submissions/{submission_id}/publish", headers=world.headers("member"),
-                              data="[1, 2]", content_type="application/json"), 422)
+    body = _error(
+        client.post(
+            f"/api/v1/submissions/{submission_id}/publish",
+            headers=world.headers("member"),
+            data="[1, 2]",
+            content_type="application/json",
+        ),
+        422,
+    )
     assert "JSON object" in body["error"]
-    body = _error(client.post(f"/api/v1/submissions/{submission_id}/publish", headers=world.headers("member"),
-                              json={"description": 5}), 422)
+    body = _error(
+        client.post(
+            f"/api/v1/submissions/{submission_id}/publish", headers=world.headers("member"), json={"description": 5}
+        ),
+        422,
+    )
     assert "description" in body["error"]
 
 
@@ -205,7 +240,7 @@ def test_429_says_when_the_next_slot_opens(app, client, world):
     assert post_file(client, world, "member", world.predictions(seed=1)).status_code == 201
     response = post_file(client, world, "member", world.predictions(seed=2))
     body = _error(response, 429)
-    tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     assert datetime.fromisoformat(body["retry_at"]) == tomorrow
     assert "next slot opens" in body["error"] and tomorrow.strftime("%Y-%m-%d") in body["error"]
     seconds = int(response.headers["Retry-After"])
@@ -230,19 +265,25 @@ def test_409_closed_split(app, client, world):
     assert "closed" in body["error"]
 
 
-@pytest.mark.parametrize(("fields", "named"), [
-    ({"benchmark": "nope"}, "unknown benchmark 'nope'"),
-    ({"split": "nope"}, "unknown split 'nope'"),
-])
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"benchmark": "nope"}, "unknown benchmark 'nope'"),
+        ({"split": "nope"}, "unknown split 'nope'"),
+    ],
+)
 def test_404_unknown_benchmark_or_split(client, world, fields, named):
     body = _error(post_file(client, world, "member", world.predictions(), **fields), 404)
     assert named in body["error"]
 
 
-@pytest.mark.parametrize(("path", "named"), [
-    ("/api/v1/leaderboards/nope/dev", "unknown benchmark 'nope'"),
-    ("/api/v1/leaderboards/nlvr2/nope", "unknown split 'nope'"),
-])
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("/api/v1/leaderboards/nope/dev", "unknown benchmark 'nope'"),
+        ("/api/v1/leaderboards/nlvr2/nope", "unknown split 'nope'"),
+    ],
+)
 def test_404_leaderboard(client, world, path, named):
     assert named in _error(client.get(path), 404)["error"]
 
@@ -272,13 +313,16 @@ def test_422_several_teams_must_name_one(app, client, world):
     assert "team" in body["error"]
 
 
-@pytest.mark.parametrize(("header", "says"), [
-    (None, "authentication required"),
-    ("Token abc", "malformed"),
-    ("Bearer", "malformed"),
-    ("Bearer    ", "malformed"),
-    ("Bearer hd_not-a-real-token", "invalid or has been revoked"),
-])
+@pytest.mark.parametrize(
+    ("header", "says"),
+    [
+        (None, "authentication required"),
+        ("Token abc", "malformed"),
+        ("Bearer", "malformed"),
+        ("Bearer    ", "malformed"),
+        ("Bearer hd_not-a-real-token", "invalid or has been revoked"),
+    ],
+)
 def test_401(client, world, header, says):
     headers = {"Authorization": header} if header is not None else {}
     response = client.get("/api/v1/submissions", headers=headers)

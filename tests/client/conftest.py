@@ -1,4 +1,5 @@
 """The client as a team installs it: `pip install ./clients/python` into a temporary venv, once a session."""
+
 from __future__ import annotations
 
 import shutil
@@ -21,9 +22,20 @@ def holdout_command(tmp_path_factory) -> Path:
     shutil.copytree(CLIENT, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     installed = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
-         "--disable-pip-version-check", str(source)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return venv / "bin" / "holdout"

@@ -1,4 +1,5 @@
 """The client's parts that need no server: the progress bar, the upload body, CSV and the config file."""
+
 from __future__ import annotations
 
 import io
@@ -41,9 +42,20 @@ def test_file_name_cannot_break_the_multipart_header():
 
 
 def test_csv_cells_a_spreadsheet_would_run_are_quoted():
-    board = {"entries": [{"rank": 1, "submission_id": 3, "model_name": "=HYPERLINK(\"x\")", "team": "@lab",
-                          "submitted_at": "2026-11-23T05:00:00Z", "paper_url": None, "code_url": None,
-                          "scores": {"all": {"accuracy": {"value": 81.5, "ci_low": 80.0, "ci_high": 83.0}}}}]}
+    board = {
+        "entries": [
+            {
+                "rank": 1,
+                "submission_id": 3,
+                "model_name": '=HYPERLINK("x")',
+                "team": "@lab",
+                "submitted_at": "2026-11-23T05:00:00Z",
+                "paper_url": None,
+                "code_url": None,
+                "scores": {"all": {"accuracy": {"value": 81.5, "ci_low": 80.0, "ci_high": 83.0}}},
+            }
+        ]
+    }
     text = output.board_csv(board)
     header, row = text.splitlines()
     assert header.startswith("rank,submission_id,model_name,team") and "all:accuracy:ci_high" in header

@@ -1,6 +1,7 @@
 """The `holdout` command end to end, installed from clients/python, against gunicorn on a live database:
 login, submit a valid and an invalid file, over quota, submissions, show, publish, and the leaderboard in
 every format; exit codes 0 (done), 1 (refused by the server), 2 (usage or file errors)."""
+
 from __future__ import annotations
 
 import csv
@@ -9,7 +10,7 @@ import json
 import os
 import stat
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -22,8 +23,9 @@ PER_DAY = 2
 @pytest.fixture
 def server(tmp_path, database_backend):
     """gunicorn (2 workers, JSON access log) on a deployment with NLVR2 Test-P (2 scored a day), one team."""
-    with running_server(tmp_path, database_backend, "client", teams=1, per_day=PER_DAY, workers=2,
-                        env={"LOG_FORMAT": "json"}) as served:
+    with running_server(
+        tmp_path, database_backend, "client", teams=1, per_day=PER_DAY, workers=2, env={"LOG_FORMAT": "json"}
+    ) as served:
         yield served
 
 
@@ -37,8 +39,14 @@ class Holdout:
         self.config = home / "config" / "holdout" / "config.json"
 
     def __call__(self, *args, stdin: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.command), *map(str, args)], input=stdin, capture_output=True, text=True,
-                              env=self.env | (env or {}), timeout=120)
+        return subprocess.run(
+            [str(self.command), *map(str, args)],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env | (env or {}),
+            timeout=120,
+        )
 
 
 @pytest.mark.slow
@@ -68,12 +76,15 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
     # --- submit: a valid file, published at once ------------------------------------------------------------
     valid = tmp_path / "valid.csv"
     valid.write_bytes(synthetic.predictions("nlvr2", deployment.gold, 0.8, seed=1))
-    first = holdout("submit", "nlvr2", "test-p", valid, "--model", "CLI model", "--description", "from the CLI",
-                    "--publish")
+    first = holdout(
+        "submit", "nlvr2", "test-p", valid, "--model", "CLI model", "--description", "from the CLI", "--publish"
+    )
     assert first.returncode == 0, first
     assert "scored: nlvr2 test-p, team team-0, model CLI model" in first.stdout
-    assert any(line.split()[:2] == ["all", "accuracy"] and 70 < float(line.split()[2]) < 90
-               for line in first.stdout.splitlines())
+    assert any(
+        line.split()[:2] == ["all", "accuracy"] and 70 < float(line.split()[2]) < 90
+        for line in first.stdout.splitlines()
+    )
     assert f"submissions left: {PER_DAY - 1} today" in first.stdout
     assert "published" in first.stdout.splitlines()[-1]
 
@@ -98,7 +109,7 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
     stored = holdout("show", submissions[0]["id"])
     assert stored.returncode == 0
     # The same lines the server stored with the rejected file.
-    assert stored.stdout.splitlines()[-len(problems[1:]):] == problems[1:]
+    assert stored.stdout.splitlines()[-len(problems[1:]) :] == problems[1:]
 
     # --- over quota: the time of the next slot ------------------------------------------------------------
     # Publishing at once needs a description or a paper URL: the submission is kept, the refusal is said.
@@ -114,9 +125,10 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
     assert over.stderr.startswith("over quota: the team has used its 2 submissions for today")
     next_slot = over.stderr.splitlines()[-1]
     assert next_slot.startswith("next slot: ")
-    tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).date()
-    assert datetime.fromisoformat(next_slot[len("next slot: "):].replace("Z", "+00:00")) == datetime(
-        tomorrow.year, tomorrow.month, tomorrow.day, tzinfo=timezone.utc)
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date()
+    assert datetime.fromisoformat(next_slot[len("next slot: ") :].replace("Z", "+00:00")) == datetime(
+        tomorrow.year, tomorrow.month, tomorrow.day, tzinfo=UTC
+    )
 
     # --- usage and file errors: 2 ------------------------------------------------------------------------
     missing = holdout("submit", "nlvr2", "test-p", tmp_path / "nope.csv", "--model", "m")
@@ -131,8 +143,16 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
     # --- the listing, show and publish -------------------------------------------------------------------
     listing = holdout("submissions")
     assert listing.returncode == 0
-    assert listing.stdout.splitlines()[0].split() == ["id", "benchmark", "split", "team", "model", "status",
-                                                      "submitted", "published"]
+    assert listing.stdout.splitlines()[0].split() == [
+        "id",
+        "benchmark",
+        "split",
+        "team",
+        "model",
+        "status",
+        "submitted",
+        "published",
+    ]
     assert len(listing.stdout.splitlines()) == 2 + 3
     second_id = json.loads(holdout("submissions", "--json").stdout)[0]["id"]
     published = holdout("publish", second_id, "--paper-url", "https://example.org/paper")
@@ -145,8 +165,9 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
     as_json = holdout("leaderboard", "nlvr2", "test-p", "--format", "json")
     assert as_json.returncode == 0, as_json
     board = json.loads(as_json.stdout)
-    assert [e["model_name"] for e in board["entries"]] == ["CLI model", "second"] or \
-        [e["model_name"] for e in board["entries"]] == ["second", "CLI model"]
+    assert [e["model_name"] for e in board["entries"]] == ["CLI model", "second"] or [
+        e["model_name"] for e in board["entries"]
+    ] == ["second", "CLI model"]
     as_csv = holdout("leaderboard", "nlvr2", "test-p", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
     assert [row["model_name"] for row in rows] == [e["model_name"] for e in board["entries"]]
@@ -167,8 +188,7 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
 
     server.stop()
     records = [json.loads(line) for line in server.log.read_text().splitlines() if line.startswith("{")]
-    assert any(r["path"] == "/api/v1/leaderboards/nlvr2/test-p" and r["query"] == "view=teams"
-               for r in records)
+    assert any(r["path"] == "/api/v1/leaderboards/nlvr2/test-p" and r["query"] == "view=teams" for r in records)
     unreachable = holdout("leaderboard", "nlvr2")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
 
@@ -176,8 +196,9 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
 @pytest.fixture
 def small_server(tmp_path, database_backend):
     """gunicorn with MAX_UPLOAD_MB=2."""
-    with running_server(tmp_path, database_backend, "small", teams=1, per_day=None, workers=1,
-                        env={"MAX_UPLOAD_MB": "2"}) as served:
+    with running_server(
+        tmp_path, database_backend, "small", teams=1, per_day=None, workers=1, env={"MAX_UPLOAD_MB": "2"}
+    ) as served:
         yield served
 
 
@@ -203,15 +224,15 @@ def _on_a_terminal(command: list[str], env: dict) -> tuple[int, str, str]:
     return process.wait(timeout=60), stdout, screen.decode(errors="replace")
 
 
-def test_large_files_get_a_progress_bar_and_oversized_ones_the_servers_answer(small_server, holdout_command,
-                                                                              tmp_path):
+def test_large_files_get_a_progress_bar_and_oversized_ones_the_servers_answer(small_server, holdout_command, tmp_path):
     server, deployment = small_server
     holdout = Holdout(holdout_command, tmp_path / "home")
     env = holdout.env | {"HOLDOUT_URL": server.base, "HOLDOUT_TOKEN": deployment.tokens["team-0"]}
     large = tmp_path / "large.csv"  # 1.5 MB: under the limit, over the bar's threshold; not a valid file
     large.write_bytes(b"test-p-1-0-0,maybe\n" * (1536 * 1024 // 19))
     code, stdout, screen = _on_a_terminal(
-        [str(holdout_command), "submit", "nlvr2", "test-p", str(large), "--model", "big"], env)
+        [str(holdout_command), "submit", "nlvr2", "test-p", str(large), "--model", "big"], env
+    )
     assert code == 1, screen
     assert "uploading large.csv [" in screen and "100% 1.5/1.5 MB" in screen
     assert "rejected: invalid prediction file" in screen

@@ -1,4 +1,5 @@
 """Conformance tests read the real benchmark files in ../shared/data in place (never copied here)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """NLVR on the real files: structured representations and images, predicting true everywhere."""
+
 import numpy as np
 import pytest
 

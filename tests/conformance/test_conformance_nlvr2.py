@@ -1,4 +1,5 @@
 """NLVR2 on the real files: published majority-class figures, groups, bias subsets, categories."""
+
 import json
 
 import numpy as np
@@ -28,11 +29,14 @@ def all_true_file(gold):
     return "".join(f"{identifier},True\n" for identifier in gold.ids).encode()
 
 
-@pytest.mark.parametrize("split, accuracy, consistency, groups", [
-    ("dev", 50.9, 3.9, 2018),
-    ("test1", 51.1, 4.2, 1995),   # Test-P
-    ("test2", 51.4, 4.6, 1996),   # Test-U
-])
+@pytest.mark.parametrize(
+    "split, accuracy, consistency, groups",
+    [
+        ("dev", 50.9, 3.9, 2018),
+        ("test1", 51.1, 4.2, 1995),  # Test-P
+        ("test2", 51.4, 4.6, 1996),  # Test-U
+    ],
+)
 def test_all_true_reproduces_published_figures(gold_of, split, accuracy, consistency, groups):
     gold = gold_of(split)
     assert gold.n_groups == groups
@@ -55,8 +59,7 @@ def test_derived_bias_subsets_equal_the_official_files(gold_of, read_shared, spl
         assert set(gold.ids[derived[name]].tolist()) == official
         assert derived[name].size == size
         # the official file read as an identifier file gives the same indices
-        np.testing.assert_array_equal(ids_subset(gold, read_shared(f"nlvr2/{name}/{name}_{split}.json")),
-                                      derived[name])
+        np.testing.assert_array_equal(ids_subset(gold, read_shared(f"nlvr2/{name}/{name}_{split}.json")), derived[name])
 
 
 def test_bias_subsets_are_derived_for_test_u_too(gold_of):

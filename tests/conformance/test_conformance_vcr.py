@@ -1,4 +1,5 @@
 """VCR format on the real GD-VCR validation file (886 questions with a region)."""
+
 import numpy as np
 import pytest
 
@@ -28,7 +29,7 @@ def test_gold_shape(gold):
 def test_max_on_the_gold_answer_and_rationale_scores_100(gold):
     rng = np.random.default_rng(0)
     rows = {}
-    for identifier, (answer, rationale) in zip(gold.ids.tolist(), gold.labels.tolist()):
+    for identifier, (answer, rationale) in zip(gold.ids.tolist(), gold.labels.tolist(), strict=True):
         scores = rng.random(20) * 0.5
         scores[answer] = 0.9
         scores[4 + 4 * answer + rationale] = 0.9  # the rationale block conditioned on the gold answer

@@ -4,6 +4,7 @@ Chromium (never a downloaded browser). One server for the whole module keeps the
 Without /usr/bin/chromium (or the playwright package) they skip with the reason, except when the
 environment variable CI is set: CI always has Chromium, so there they fail.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,15 @@ from tests.load.servers import Deployment, Gunicorn
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ADMIN = ("maintainer@example.org", "maintainer-password")
 
 
@@ -37,7 +45,7 @@ def sync_api():
     try:
         from playwright import sync_api
     except ImportError:
-        _unavailable("the playwright package is not installed (pip install -r requirements.txt)")
+        _unavailable("the playwright package is not installed (pip install -r requirements-dev.txt)")
     return sync_api
 
 
@@ -61,18 +69,27 @@ def _prepare(site: Site) -> None:
     app = site.app()
     with app.app_context():
         upgrade()
-        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Natural Language for Visual Reasoning for Real.",
-                              "https://arxiv.org/abs/1811.00491")
+        catalog.add_benchmark(
+            "nlvr2",
+            "nlvr2",
+            "NLVR2",
+            "Natural Language for Visual Reasoning for Real.",
+            "https://arxiv.org/abs/1811.00491",
+        )
         catalog.add_split("nlvr2", "dev", site.dev_gold, name="Dev")
         accounts.create_user(*ADMIN, admin=True)
         rival = accounts.create_user("rival@example.org", "rival-password")
         team = teams.create_team("Baseline Lab", creator=rival)
         for number, accuracy in enumerate((0.62, 0.71, 0.78)):
             entry = submissions.store_scored(
-                catalog.get_split("nlvr2", "dev"), team,
+                catalog.get_split("nlvr2", "dev"),
+                team,
                 synthetic.predictions("nlvr2", site.dev_gold, accuracy, seed=10 + number),
-                model_name=f"Baseline {number + 1}", user=rival, description="A baseline from the paper.",
-                paper_url="https://example.org/paper", publish=True,
+                model_name=f"Baseline {number + 1}",
+                user=rival,
+                description="A baseline from the paper.",
+                paper_url="https://example.org/paper",
+                publish=True,
             )
             site.seeded.append(entry.id)
         db.engine.dispose()

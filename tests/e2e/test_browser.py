@@ -1,11 +1,13 @@
 """In a real browser: a participant registers, forms a team, uploads predictions while the progress bar runs,
 publishes, finds the entry on the leaderboard, sorts it and downloads the CSV; a maintainer adds a split
 from the console. Screenshots of each page land in tests/e2e/artifacts/ for a person to look at."""
+
 from __future__ import annotations
 
 import csv
 import io
 import re
+from pathlib import Path
 
 from sqlalchemy import select
 
@@ -29,16 +31,19 @@ def _scores(site, submission_ids, metric: str) -> dict[int, float]:
     app = site.app()
     with app.app_context():
         rows = db.session.execute(
-            select(Score.submission_id, Score.value)
-            .where(Score.submission_id.in_(submission_ids), Score.subset == "all", Score.metric == metric)
+            select(Score.submission_id, Score.value).where(
+                Score.submission_id.in_(submission_ids), Score.subset == "all", Score.metric == metric
+            )
         ).all()
         db.engine.dispose()
     return dict(rows)
 
 
 def _row_ids(page) -> list[int]:
-    return [int(value) for value in page.locator("tr.entry").evaluate_all(
-        "rows => rows.map(row => row.dataset.submissionId)")]
+    return [
+        int(value)
+        for value in page.locator("tr.entry").evaluate_all("rows => rows.map(row => row.dataset.submissionId)")
+    ]
 
 
 def _no_horizontal_scroll(page) -> bool:
@@ -70,7 +75,8 @@ def test_participant_uploads_publishes_sorts_and_downloads(page, site, sync_api,
     predictions = synthetic.predictions("nlvr2", site.dev_gold, 0.74, seed=3)
     page.get_by_label("Benchmark and split").select_option("nlvr2/dev")
     page.get_by_label("Prediction file").set_input_files(
-        {"name": "predictions.csv", "mimeType": "text/csv", "buffer": predictions})
+        {"name": "predictions.csv", "mimeType": "text/csv", "buffer": predictions}
+    )
     page.get_by_label("Model name").fill("Ada <Net>")
     page.get_by_role("button", name="Upload and score").click()
     expect(page).to_have_url(re.compile(r"/submissions/\d+$"))
@@ -118,7 +124,7 @@ def test_participant_uploads_publishes_sorts_and_downloads(page, site, sync_api,
         page.get_by_role("link", name="CSV", exact=True).click()
     download = download_info.value
     assert download.suggested_filename == "nlvr2-dev.csv"
-    rows = list(csv.DictReader(io.StringIO(open(download.path(), encoding="utf-8").read())))
+    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
     entries = [r for r in rows if r["type"] == "entry"]
     assert {r["model"] for r in entries} == {"Ada <Net>", "Baseline 1", "Baseline 2", "Baseline 3"}
     ours = next(r for r in entries if r["model"] == "Ada <Net>")
@@ -128,8 +134,13 @@ def test_participant_uploads_publishes_sorts_and_downloads(page, site, sync_api,
     assert sorted(int(r["rank"]) for r in entries)[0] == 1
 
     # The same leaderboard on a phone: the page fits the screen, the table scrolls in its box.
-    phone = browser.new_context(base_url=site.base, viewport={"width": 390, "height": 844}, device_scale_factor=2,
-                                is_mobile=True, has_touch=True)
+    phone = browser.new_context(
+        base_url=site.base,
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+    )
     try:
         small = phone.new_page()
         small.goto("/leaderboards/nlvr2/dev")
@@ -161,7 +172,8 @@ def test_maintainer_adds_a_split_from_the_console(page, site, sync_api):
     page.get_by_label("Split slug").fill("test-p")
     page.get_by_label("Display name").fill("Test-P")
     page.get_by_label("Gold file (JSON lines)").set_input_files(
-        {"name": "test1.json", "mimeType": "application/json", "buffer": gold})
+        {"name": "test1.json", "mimeType": "application/json", "buffer": gold}
+    )
     page.get_by_role("button", name="Add the split").click()
     expect(page).to_have_url(re.compile(r"/console/splits/nlvr2/test-p$"))
     expect(page.get_by_role("status")).to_contain_text("Added split nlvr2/test-p (240 examples")
@@ -214,16 +226,23 @@ def test_a_phone_sees_rank_model_and_primary_score_and_the_rest_scrolls(browser,
     scrolling the table sideways keeps the rank and model columns in place; a tap on a chart point opens
     the entry."""
     expect = sync_api.expect
-    phone = browser.new_context(base_url=site.base, viewport={"width": 390, "height": 844}, device_scale_factor=2,
-                                is_mobile=True, has_touch=True)
+    phone = browser.new_context(
+        base_url=site.base,
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+    )
     try:
         small = phone.new_page()
         small.goto("/leaderboards/nlvr2/dev")
         table = small.locator("table.leaderboard")
         table.scroll_into_view_if_needed()
         first = small.locator("tbody tr.entry").first
-        boxes = {name: first.locator(selector).bounding_box()
-                 for name, selector in (("rank", "td.rank"), ("model", "th.model"), ("primary", "td.primary"))}
+        boxes = {
+            name: first.locator(selector).bounding_box()
+            for name, selector in (("rank", "td.rank"), ("model", "th.model"), ("primary", "td.primary"))
+        }
         header = small.locator("thead th.primary").bounding_box()
         for name, box in [*boxes.items(), ("primary header", header)]:
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (name, box)

@@ -10,6 +10,7 @@ first flushes everything (the submission and its scores are then rows of the ope
 - HOLDOUT_TEST_COMMIT_DELAY=<seconds>: every upload holds its transaction open that long before COMMIT,
   with `<dir>/busy/<pid>` present meanwhile, so a test can pick a worker that is mid-transaction.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """Real servers for load and fault tests: a deployment (migrated database, folders, teams with API tokens)
 and gunicorn processes started with the project's gunicorn.conf.py on free loopback ports."""
+
 from __future__ import annotations
 
 import json
@@ -46,22 +47,35 @@ class Deployment:
             "HIDDEN_LABELS_DIR": str(self.folder / "hidden_labels"),
             "SUBMISSIONS_DIR": str(self.folder / "submissions"),
         }
-        for name in ("HOLDOUT_DEMO", "MAX_UPLOAD_MB", "GUNICORN_CMD_ARGS", "LOG_FORMAT", "METRICS_ALLOW",
-                     "METRICS_TOKEN", "PROMETHEUS_MULTIPROC_DIR", "TRUSTED_PROXIES"):
+        for name in (
+            "HOLDOUT_DEMO",
+            "MAX_UPLOAD_MB",
+            "GUNICORN_CMD_ARGS",
+            "LOG_FORMAT",
+            "METRICS_ALLOW",
+            "METRICS_TOKEN",
+            "PROMETHEUS_MULTIPROC_DIR",
+            "TRUSTED_PROXIES",
+        ):
             env.pop(name, None)
         return env
 
     def app(self):
         """An app on the deployment's database, for setting up and inspecting it from the test."""
         env = self.env
-        return create_app({
-            "SECRET_KEY": self.secret_key, "SQLALCHEMY_DATABASE_URI": self.database_url,
-            "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"], "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"],
-        })
+        return create_app(
+            {
+                "SECRET_KEY": self.secret_key,
+                "SQLALCHEMY_DATABASE_URI": self.database_url,
+                "HIDDEN_LABELS_DIR": env["HIDDEN_LABELS_DIR"],
+                "SUBMISSIONS_DIR": env["SUBMISSIONS_DIR"],
+            }
+        )
 
 
-def prepare(deployment: Deployment, *, teams: int, per_day: int | None, examples: int = 1000,
-            seed: int = 5) -> Deployment:
+def prepare(
+    deployment: Deployment, *, teams: int, per_day: int | None, examples: int = 1000, seed: int = 5
+) -> Deployment:
     """Migrate, add NLVR2 Test-P with a daily quota, and one-user teams `team-<i>` with API tokens."""
     from app.services import accounts, catalog
     from app.services import teams as team_service
@@ -88,17 +102,22 @@ def multipart(fields: dict[str, str], file_data: bytes) -> tuple[bytes, str]:
         parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
     parts.append(
         f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="predictions.csv"\r\n'
-        "Content-Type: text/csv\r\n\r\n".encode() + file_data + b"\r\n"
+        "Content-Type: text/csv\r\n\r\n".encode()
+        + file_data
+        + b"\r\n"
     )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
-def upload_request(base: str, token: str, model_name: str, data: bytes,
-                   split: str = "test-p") -> urllib.request.Request:
+def upload_request(
+    base: str, token: str, model_name: str, data: bytes, split: str = "test-p"
+) -> urllib.request.Request:
     body, content_type = multipart({"benchmark": "nlvr2", "split": split, "model_name": model_name}, data)
     return urllib.request.Request(
-        f"{base}/api/v1/submissions", data=body, method="POST",
+        f"{base}/api/v1/submissions",
+        data=body,
+        method="POST",
         headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
     )
 
@@ -121,15 +140,29 @@ def send(request: urllib.request.Request, timeout: float = TIMEOUT) -> tuple[int
 class Gunicorn:
     """`gunicorn -c gunicorn.conf.py` on a free loopback port; its output goes to a log file."""
 
-    def __init__(self, env: dict[str, str], log: Path, *, workers: int | None = 2, app: str = "wsgi:app",
-                 extra: list[str] | None = None):
+    def __init__(
+        self,
+        env: dict[str, str],
+        log: Path,
+        *,
+        workers: int | None = 2,
+        app: str = "wsgi:app",
+        extra: list[str] | None = None,
+    ):
         """`workers=None` keeps gunicorn.conf.py's count."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log
-        command = [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py",
-                   "--bind", f"127.0.0.1:{self.port}", *(["--workers", str(workers)] if workers else []),
-                   *(extra or []), app]
+        command = [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "-c",
+            "gunicorn.conf.py",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            *(["--workers", str(workers)] if workers else []),
+            *(extra or []),
+            app,
+        ]
         with open(log, "ab") as out:
             self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -184,7 +217,7 @@ def children_of(parent: int) -> set[int]:
         except OSError:
             continue
         # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'.
-        state, ppid = stat[stat.rindex(")") + 2:].split()[:2]
+        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
         if int(ppid) == parent and state != "Z":
             children.add(int(entry.name))
     return children
@@ -210,11 +243,20 @@ def uploads_check(deployment: Deployment, repair: bool = False):
 
 
 @contextmanager
-def running_server(tmp_path: Path, database_backend, name: str, *, teams: int, per_day: int | None,
-                   workers: int, env: dict[str, str] | None = None) -> Iterator[tuple[Gunicorn, Deployment]]:
+def running_server(
+    tmp_path: Path,
+    database_backend,
+    name: str,
+    *,
+    teams: int,
+    per_day: int | None,
+    workers: int,
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[Gunicorn, Deployment]]:
     """A prepared deployment on a new database of the backend, served by gunicorn; stopped and dropped after."""
-    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name=name), tmp_path),
-                         teams=teams, per_day=per_day)
+    deployment = prepare(
+        Deployment(database_backend.new_database(tmp_path, name=name), tmp_path), teams=teams, per_day=per_day
+    )
     server = Gunicorn(deployment.env | (env or {}), tmp_path / "gunicorn.log", workers=workers)
     try:
         server.wait_until_up()

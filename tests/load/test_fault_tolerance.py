@@ -6,6 +6,7 @@
 - A database that goes away answers 503 with Retry-After (a page for browsers, JSON for the API), never a
   500 with a traceback, and the same server recovers by itself when the database is back.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,7 +55,7 @@ def _transaction_is_open(deployment: Deployment) -> bool:
     """Whether some connection holds an uncommitted write transaction on the deployment's database."""
     url = deployment.database_url
     if url.startswith("sqlite:///"):
-        connection = sqlite3.connect(url[len("sqlite:///"):], timeout=0, isolation_level=None)
+        connection = sqlite3.connect(url[len("sqlite:///") :], timeout=0, isolation_level=None)
         try:
             connection.execute("BEGIN IMMEDIATE")  # fails at once while another writer holds the lock
             connection.execute("ROLLBACK")
@@ -68,7 +69,8 @@ def _transaction_is_open(deployment: Deployment) -> bool:
     with psycopg.connect(conninfo, autocommit=True) as connection:
         count = connection.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND state = 'idle in transaction' "
-            "AND backend_xid IS NOT NULL", (name,)
+            "AND backend_xid IS NOT NULL",
+            (name,),
         ).fetchone()[0]
     return count > 0
 

@@ -1,7 +1,9 @@
 """Metrics and access logs under real gunicorn: /metrics sums the counts of every worker (those that have
 exited too), its access rule holds, and LOG_FORMAT=json writes one JSON object a line with no secrets."""
+
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -25,11 +27,16 @@ HEALTHZ = ("holdout_http_requests_total", (("endpoint", "public.healthz"), ("met
 def server(tmp_path, database_backend):
     """gunicorn with 2 workers, JSON access logs, /metrics only with the token; yields (server, deployment,
     metrics folder)."""
-    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name="observed"), tmp_path),
-                         teams=1, per_day=None)
+    deployment = prepare(
+        Deployment(database_backend.new_database(tmp_path, name="observed"), tmp_path), teams=1, per_day=None
+    )
     folder = tmp_path / "metrics"
-    env = deployment.env | {"LOG_FORMAT": "json", "METRICS_ALLOW": "", "METRICS_TOKEN": METRICS_TOKEN,
-                            "PROMETHEUS_MULTIPROC_DIR": str(folder)}
+    env = deployment.env | {
+        "LOG_FORMAT": "json",
+        "METRICS_ALLOW": "",
+        "METRICS_TOKEN": METRICS_TOKEN,
+        "PROMETHEUS_MULTIPROC_DIR": str(folder),
+    }
     server = Gunicorn(env, tmp_path / "gunicorn.log", workers=2)
     try:
         server.wait_until_up()
@@ -106,15 +113,15 @@ def test_metrics_add_up_over_workers_and_json_access_log(server):
 
     # Secrets that must never reach the log: a bearer token, a query parameter named like one, an invite
     # token in the path, and a password in a form body.
-    assert get(f"{server.base}/healthz?access_token=query-secret-1&page=2",
-               {"Authorization": f"Bearer {token}"})[0] == 200
+    assert (
+        get(f"{server.base}/healthz?access_token=query-secret-1&page=2", {"Authorization": f"Bearer {token}"})[0] == 200
+    )
     get(f"{server.base}/invites/invite-secret-2")
-    login = urllib.request.Request(f"{server.base}/login", data=b"email=a%40b.org&password=form-secret-3",
-                                   method="POST")
-    try:
+    login = urllib.request.Request(
+        f"{server.base}/login", data=b"email=a%40b.org&password=form-secret-3", method="POST"
+    )
+    with contextlib.suppress(urllib.error.HTTPError):  # refused for want of a CSRF token; the log line matters
         urllib.request.urlopen(login, timeout=TIMEOUT)
-    except urllib.error.HTTPError:
-        pass  # refused for want of a CSRF token; what matters is the log line
 
     server.stop()
     log = server.log.read_text()
@@ -134,10 +141,19 @@ def test_metrics_add_up_over_workers_and_json_access_log(server):
 
 
 def test_an_unknown_log_format_stops_gunicorn_with_a_message(tmp_path):
-    env = {**os.environ, "LOG_FORMAT": "xml", "SECRET_KEY": "x" * 32,
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}"}
-    result = subprocess.run([str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py",
-                             "--bind", "127.0.0.1:0", "wsgi:app"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=60)
+    env = {
+        **os.environ,
+        "LOG_FORMAT": "xml",
+        "SECRET_KEY": "x" * 32,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
+    }
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", "--bind", "127.0.0.1:0", "wsgi:app"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "LOG_FORMAT must be text or json, got 'xml'" in result.stderr + result.stdout

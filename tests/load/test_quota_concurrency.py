@@ -4,6 +4,7 @@ on SQLite (BEGIN IMMEDIATE) and on PostgreSQL (SELECT ... FOR UPDATE on the team
 Each team may make 3 scored submissions a day; exactly 3 per team must be accepted, the rest answered 429,
 and the database must hold exactly 3 scored submissions per team.
 """
+
 from __future__ import annotations
 
 import threading

@@ -2,6 +2,7 @@
 (SQLite file or PostgreSQL), 40 wrong passwords from one address sent in parallel to both. Exactly the
 limit (10 a minute) is answered 401 and the rest 429, and then the right password is refused too; with
 per-worker counters 4 workers let about 40 through (the issue measured 36 of 40)."""
+
 from __future__ import annotations
 
 import http.cookiejar
@@ -22,8 +23,12 @@ ATTEMPTS = 40
 
 @pytest.fixture
 def servers(tmp_path, database_backend):
-    deployment = prepare(Deployment(database_backend.new_database(tmp_path, name="throttle"), tmp_path),
-                         teams=1, per_day=None, examples=40)
+    deployment = prepare(
+        Deployment(database_backend.new_database(tmp_path, name="throttle"), tmp_path),
+        teams=1,
+        per_day=None,
+        examples=40,
+    )
     pair = [Gunicorn(deployment.env, tmp_path / f"gunicorn-{name}.log", workers=2) for name in ("a", "b")]
     try:
         for server in pair:
@@ -41,16 +46,18 @@ class Browser:
     share, so one browser may send its form to either."""
 
     def __init__(self, base: str):
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
-                                                  NoRedirect())
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), NoRedirect()
+        )
         with self.opener.open(f"{base}/login", timeout=TIMEOUT) as response:
             self.token = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', response.read().decode()).group(1)
 
     def login(self, base: str, email: str, password: str) -> int:
         body = urllib.parse.urlencode({"email": email, "password": password, "csrf_token": self.token}).encode()
         try:
-            with self.opener.open(urllib.request.Request(f"{base}/login", data=body, method="POST"),
-                                  timeout=TIMEOUT) as response:
+            with self.opener.open(
+                urllib.request.Request(f"{base}/login", data=body, method="POST"), timeout=TIMEOUT
+            ) as response:
                 return response.status
         except urllib.error.HTTPError as exc:
             return exc.code

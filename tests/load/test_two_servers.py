@@ -8,6 +8,7 @@ is the killed worker's connection, and no response is a 5xx.
 
 Needs PostgreSQL: skipped where it is missing, failed in CI.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,10 @@ def servers(postgres_cluster, tmp_path):
     pause_dir = tmp_path / "pauses"
     pause_dir.mkdir()
     env = deployment.env | {"HOLDOUT_TEST_PAUSE_DIR": str(pause_dir), "HOLDOUT_TEST_COMMIT_DELAY": str(COMMIT_DELAY)}
-    pair = [Gunicorn(env, tmp_path / f"gunicorn-{name}.log", workers=WORKERS, app="tests.load.pausing_wsgi:app")
-            for name in ("a", "b")]
+    pair = [
+        Gunicorn(env, tmp_path / f"gunicorn-{name}.log", workers=WORKERS, app="tests.load.pausing_wsgi:app")
+        for name in ("a", "b")
+    ]
     try:
         for server in pair:
             server.wait_until_up()
@@ -107,8 +110,7 @@ def test_two_servers_one_database_a_worker_killed_mid_burst(servers):
         return {"team": team, "name": name, "server": server, "first": first, "final": final, "retried": retried}
 
     killed: dict = {}
-    killer = threading.Thread(
-        target=lambda: killed.update(pid=_kill_a_busy_worker(server_a, pause_dir, started, done)))
+    killer = threading.Thread(target=lambda: killed.update(pid=_kill_a_busy_worker(server_a, pause_dir, started, done)))
     killer.start()
     with ThreadPoolExecutor(max_workers=32) as pool:
         results = list(pool.map(client, jobs, timeout=BURST_LIMIT))
@@ -137,10 +139,13 @@ def test_two_servers_one_database_a_worker_killed_mid_burst(servers):
             .outerjoin(Score, Score.submission_id == Submission.id)
             .group_by(Submission.id, Submission.model_name, Submission.status, Team.name)
         ).all()
-        accuracy = dict(db.session.execute(
-            select(Submission.model_name, Score.value).join(Score, Score.submission_id == Submission.id)
-            .where(Score.subset == "all", Score.metric == "accuracy")
-        ).all())
+        accuracy = dict(
+            db.session.execute(
+                select(Submission.model_name, Score.value)
+                .join(Score, Score.submission_id == Submission.id)
+                .where(Score.subset == "all", Score.metric == "accuracy")
+            ).all()
+        )
         db.engine.dispose()
 
     names = Counter(row.model_name for row in stored)

@@ -3,6 +3,7 @@ fetched as a given role, plus every local link the pages it gets point to (expor
 
 Built from the URL map when it runs, so routes added later are covered without editing this file.
 """
+
 from __future__ import annotations
 
 import html
@@ -18,8 +19,9 @@ from werkzeug.routing import BuildError
 
 from app.db import db
 from app.models import ApiToken, Submission, Team
-from tests.clients import login
-from tests.security.world import EMAILS, HIDDEN, PASSWORD, World
+from tests.support.browser import login
+from tests.support.security_world import EMAILS, HIDDEN, World
+from tests.support.users import PASSWORD
 
 # Values tried for URL parts the world has no row for (an export format, say); unknown ones answer 404.
 FORMAT_GUESSES = ("csv", "json", "md", "tex", "jsonl", "tsv", "txt", "html", "xml", "bib")
@@ -58,8 +60,9 @@ def _contexts(app, world: World) -> list[dict]:
         submission_ids = list(db.session.scalars(select(Submission.id)))
         team_ids = list(db.session.scalars(select(Team.id)))
         token_ids = list(db.session.scalars(select(ApiToken.id)))
-    contexts: list[dict] = [{"benchmark": "nlvr2", "benchmark_slug": "nlvr2", "split": split, "split_slug": split}
-                            for split in SPLITS]
+    contexts: list[dict] = [
+        {"benchmark": "nlvr2", "benchmark_slug": "nlvr2", "split": split, "split_slug": split} for split in SPLITS
+    ]
     contexts += [{"submission_id": i, "earlier_submission_id": i} for i in submission_ids]
     contexts += [{"team_id": i} for i in team_ids]
     contexts += [{"token_id": i} for i in token_ids]
@@ -99,7 +102,7 @@ def _assignments(rule, contexts: list[dict], largest_id: int) -> Iterable[dict]:
         rest = sorted(args - fixed.keys())
         pools = [_pool(name, rule._converters.get(name), largest_id) for name in rest]
         for combination in itertools.product(*pools):
-            yield {**fixed, **dict(zip(rest, combination))}
+            yield {**fixed, **dict(zip(rest, combination, strict=True))}
             count += 1
             if count >= MAX_PER_RULE:
                 return
@@ -157,8 +160,15 @@ def crawl(app, world: World, role: str, urls: list[tuple[str, str]] | None = Non
             continue
         seen.add(url)
         response = client.get(url, headers=headers)
-        visit = Visit(role, url, _endpoint(app, url), response.status_code, response.content_type or "",
-                      dict(response.headers), response.get_data())
+        visit = Visit(
+            role,
+            url,
+            _endpoint(app, url),
+            response.status_code,
+            response.content_type or "",
+            dict(response.headers),
+            response.get_data(),
+        )
         visits.append(visit)
         for link in _links(visit):
             if link not in seen and discovered < MAX_LINKS_PER_ROLE:

@@ -5,16 +5,19 @@
 - a run of per-example booleans or 0/1 flags (a correctness vector, a prediction vector);
 - raw lines of a hidden gold file.
 """
+
 from __future__ import annotations
 
 import re
 
-from tests.security.world import World
+from tests.support.security_world import World
 
 # What may stand between an identifier and a label that belongs to it: quotes, punctuation, spaces, entities,
 # table or list markup, and the words `label` / `gold`; not other words ("...'; expected true or false").
-_BETWEEN = (r"""(?:[\s"',:;=|\[\]{}()]|&#3[49];|&#x2[27];|&quot;|&apos;|</?[A-Za-z][^<>]{0,40}>"""
-            r"""|\blabel\b|\bgold\b){0,14}""")
+_BETWEEN = (
+    r"""(?:[\s"',:;=|\[\]{}()]|&#3[49];|&#x2[27];|&quot;|&apos;|</?[A-Za-z][^<>]{0,40}>"""
+    r"""|\blabel\b|\bgold\b){0,14}"""
+)
 _LABEL = r"(true|false|yes|no|1|0)(?![\w.])"
 BOOLEAN_RUN = re.compile(r"(?:\b(?:true|false)\b[\s,;\"'\[\]]*){24,}", re.IGNORECASE)
 BIT_STRING = re.compile(r"(?<![0-9A-Za-z])[01]{32,}(?![0-9A-Za-z])")
@@ -32,12 +35,14 @@ class LeakDetector:
     def leaks(self, text: str) -> list[str]:
         """Every leak found in `text`, described (empty: none)."""
         found = []
-        pairs = [(match.group(1), TRUTH[match.group(2).lower()], match.group(0))
-                 for match in self.pattern.finditer(text)]
+        pairs = [
+            (match.group(1), TRUTH[match.group(2).lower()], match.group(0)) for match in self.pattern.finditer(text)
+        ]
         # One prediction for every identifier (a split's sample file) says nothing of the labels: it sits
         # next to as many wrong labels as right ones. Anything else pairing an id with its label is a leak.
         constant = len({truth for _, truth, _ in pairs}) == 1 and any(
-            truth != self.labels[identifier] for identifier, truth, _ in pairs)
+            truth != self.labels[identifier] for identifier, truth, _ in pairs
+        )
         for identifier, truth, seen in [] if constant else pairs:
             if truth == self.labels[identifier]:
                 found.append(f"{identifier} next to its gold label: {seen[:120]!r}")
@@ -51,3 +56,35 @@ class LeakDetector:
     def gold_bytes(self, text: str) -> list[str]:
         """Only the raw gold-file check (applies to maintainers too: gold files are never served)."""
         return [f"a gold file line: {line[:80]!r}" for line in self.gold_lines if line in text]
+
+
+class SealedFigureDetector:
+    """Figures of a blind test's sealed part in a response body or a log line: each stored submission's
+    sealed-part scores and its whole-split scores (which, with the queried part's, give the sealed ones),
+    written as JSON (the value itself), CSV (six decimals) or to three or four decimals; and the split's
+    secret seal seed. A written form that some figure a viewer may see also takes (two files with the
+    same count on both parts) proves nothing and is not looked for."""
+
+    FORMATS = (repr, "{:.6f}".format, "{:.4f}".format, "{:.3f}".format)
+
+    def __init__(self, forbidden: dict[str, float], allowed: list[float], secrets: list[str]):
+        shown = {fmt(float(value)) for value in allowed for fmt in self.FORMATS}
+        self.figures: dict[str, str] = {}
+        for what, value in forbidden.items():
+            for fmt in self.FORMATS:
+                text = fmt(float(value))
+                if text not in shown:
+                    self.figures.setdefault(text, what)
+        numbers = sorted(self.figures, key=len, reverse=True)
+        self.pattern = (
+            re.compile(r"(?<![\d.])(" + "|".join(re.escape(n) for n in numbers) + r")(?!\d)") if numbers else None
+        )
+        self.secrets = [secret for secret in secrets if secret]
+
+    def leaks(self, text: str) -> list[str]:
+        found = [f"the seal seed {secret[:6]}..." for secret in self.secrets if secret in text]
+        if self.pattern is not None:
+            found += [
+                f"{self.figures[match.group(1)]} written {match.group(1)}" for match in self.pattern.finditer(text)
+            ]
+        return found

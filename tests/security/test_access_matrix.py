@@ -1,17 +1,21 @@
 """The access matrix of the submissions issue, extended to every console route found in the URL map:
 anonymous visitors are sent to log in, team members get 403 and change nothing, maintainers get the page."""
+
 from __future__ import annotations
 
-from tests.clients import csrf_token
 from tests.security import crawler
-from tests.security.world import build, table_counts
+from tests.support.browser import csrf_token
+from tests.support.security_world import build, table_counts
 
 ROLES = ("anonymous", "other", "owner", "admin")
 
 
 def console_rules(app):
-    return [rule for rule in app.url_map.iter_rules()
-            if rule.endpoint.startswith("console.") or rule.rule.startswith("/console")]
+    return [
+        rule
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint.startswith("console.") or rule.rule.startswith("/console")
+    ]
 
 
 def test_every_console_route_for_every_role(app):

@@ -3,6 +3,7 @@ and a maintainer's "sign out everywhere"; the login throttle is kept in the data
 shares it counts the same attempts; team names that look alike (case, invisible characters, compatibility
 forms, Cyrillic and Greek look-alikes) or like "Anonymous" are refused; no absolute URL is built from an
 untrusted Host; the labels folder and the SQLite file are owner-only."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,11 @@ from app.models import AuditEvent, Team, User
 from app.services import accounts, teams
 from app.services.errors import Conflict, InvalidInput, Throttled
 from app.team_names import name_key
-from tests.clients import login, logout, post_form
 from tests.conftest import make_config
-from tests.helpers import write
-from tests.security.world import EMAILS, PASSWORD, make_user
+from tests.support.browser import login, logout, post_form
+from tests.support.files import write
+from tests.support.security_world import EMAILS
+from tests.support.users import PASSWORD, make_user
 
 
 @pytest.fixture
@@ -66,18 +68,22 @@ def test_logout_ends_every_session_of_the_user(app, people):
 def test_changing_the_password_ends_every_other_session(app, people):
     laptop, phone = _client(app), _client(app)
     stolen = _copy(app, laptop)
-    response = post_form(laptop, "/account/password", {"current_password": PASSWORD,
-                                                       "new_password": "a brand new password"}, form_page="/account")
+    response = post_form(
+        laptop,
+        "/account/password",
+        {"current_password": PASSWORD, "new_password": "a brand new password"},
+        form_page="/account",
+    )
     assert response.status_code == 303
     assert laptop.get("/account").status_code == 200  # the browser that changed it stays in
     assert phone.get("/account").status_code == 302 and stolen.get("/account").status_code == 302
     assert login(app.test_client(), EMAILS["owner"], PASSWORD).status_code == 401
     _client(app, password="a brand new password")
     # A wrong current password or a short new one: a clear 422, nothing changes.
-    for form, message in (({"current_password": "not it at all", "new_password": "another new one"},
-                           "the current password is wrong"),
-                          ({"current_password": "a brand new password", "new_password": "short"},
-                           "at least 8 characters")):
+    for form, message in (
+        ({"current_password": "not it at all", "new_password": "another new one"}, "the current password is wrong"),
+        ({"current_password": "a brand new password", "new_password": "short"}, "at least 8 characters"),
+    ):
         response = post_form(laptop, "/account/password", form, form_page="/account")
         assert response.status_code == 422 and message in response.get_data(as_text=True)
     assert laptop.get("/account").status_code == 200
@@ -101,10 +107,13 @@ def test_a_maintainer_signs_a_user_out_everywhere(app, people, runner):
     result = runner.invoke(args=["users", "sign-out", "nobody@example.org"])
     assert result.exit_code == 2 and "no user with email 'nobody@example.org'" in result.output
     with app.app_context():
-        events = db.session.scalars(select(AuditEvent).where(AuditEvent.action == "user.sign_out_everywhere")
-                                    .order_by(AuditEvent.id)).all()
+        events = db.session.scalars(
+            select(AuditEvent).where(AuditEvent.action == "user.sign_out_everywhere").order_by(AuditEvent.id)
+        ).all()
         assert [(e.target, json.loads(e.details)["via"]) for e in events] == [
-            ("user owner@example.org", "web"), ("user owner@example.org", "cli")]
+            ("user owner@example.org", "web"),
+            ("user owner@example.org", "cli"),
+        ]
 
 
 def test_api_tokens_survive_a_logout(app, people):
@@ -128,8 +137,10 @@ def test_the_throttle_is_shared_by_every_app_on_the_database(app, people, tmp_pa
         response = login(server, EMAILS["owner"], PASSWORD)
         assert response.status_code == 429 and int(response.headers["Retry-After"]) > 0
     # Registration has its own count, shared the same way.
-    statuses = [post_form(servers[i % 2], "/register", {"email": f"new{i}@example.org", "password": "short"})
-                .status_code for i in range(11)]
+    statuses = [
+        post_form(servers[i % 2], "/register", {"email": f"new{i}@example.org", "password": "short"}).status_code
+        for i in range(11)
+    ]
     assert statuses == [422] * 10 + [429]
     with other.app_context():
         db.engine.dispose()
@@ -157,14 +168,25 @@ def test_old_buckets_are_pruned(app, people):
 # --- team names ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, key", [
-    ("TeamA", "teama"), ("teama", "teama"), ("Team\u200bA", "teama"), ("\u202eTeamA\u2060", "teama"),
-    ("ＴｅａｍＡ", "teama"), ("Теаm\u0410", "teama"),  # Cyrillic Т, е, а, А
-    ("ΤeamΑ", "teama"),  # Greek Tau and Alpha
-    ("  Team   A  ", "team a"), ("Team\u00a0A", "team a"),
-    ("Аnоnymоus", "anonymous"), ("ANONYMOUS", "anonymous"), ("Anonymous\ufe0f", "anonymous"),
-    ("Café", "café"), ("Lab <b>", "lab <b>"),
-])
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("TeamA", "teama"),
+        ("teama", "teama"),
+        ("Team\u200bA", "teama"),
+        ("\u202eTeamA\u2060", "teama"),
+        ("ＴｅａｍＡ", "teama"),
+        ("Теаm\u0410", "teama"),  # Cyrillic Т, е, а, А
+        ("ΤeamΑ", "teama"),  # Greek Tau and Alpha
+        ("  Team   A  ", "team a"),
+        ("Team\u00a0A", "team a"),
+        ("Аnоnymоus", "anonymous"),
+        ("ANONYMOUS", "anonymous"),
+        ("Anonymous\ufe0f", "anonymous"),
+        ("Café", "café"),
+        ("Lab <b>", "lab <b>"),
+    ],
+)
 def test_name_keys(name, key):
     assert name_key(name) == key
 
@@ -217,8 +239,10 @@ def test_unknown_hosts_are_refused_and_urls_use_the_trusted_one(app, people):
         assert client.get("/", headers={"Host": host}).status_code == 200, host
     # An invite link (the one absolute URL the site makes) names the host the request came to, if trusted.
     with app.app_context():
-        team_id = db.session.scalar(select(Team.id)) or teams.create_team(
-            "Lab", db.session.scalar(select(User).where(User.email == EMAILS["owner"]))).id
+        team_id = (
+            db.session.scalar(select(Team.id))
+            or teams.create_team("Lab", db.session.scalar(select(User).where(User.email == EMAILS["owner"]))).id
+        )
     response = post_form(client, f"/teams/{team_id}/invites", {}, form_page=f"/teams/{team_id}")
     assert response.status_code == 200 and "http://localhost/invites/" in response.get_data(as_text=True)
     response = client.post(f"/teams/{team_id}/invites", headers={"Host": "evil.example"})
@@ -235,8 +259,9 @@ def test_trusted_hosts_and_server_name_from_the_configuration(tmp_path, database
         from_environment(str(tmp_path))
     monkeypatch.delenv("TRUSTED_HOSTS")
 
-    app = create_app(make_config(tmp_path, database_url) | {"TRUSTED_HOSTS": ["leaderboard.example.org",
-                                                                              ".holdout.example"]})
+    app = create_app(
+        make_config(tmp_path, database_url) | {"TRUSTED_HOSTS": ["leaderboard.example.org", ".holdout.example"]}
+    )
     client = app.test_client()
     assert client.get("/", headers={"Host": "leaderboard.example.org"}).status_code == 200
     assert client.get("/", headers={"Host": "eu.holdout.example"}).status_code == 200
@@ -247,6 +272,7 @@ def test_trusted_hosts_and_server_name_from_the_configuration(tmp_path, database
     assert client.get("/", headers={"Host": "evil.example"}).status_code == 400
     with named.test_request_context("/", base_url="http://leaderboard.example.org"):
         from flask import url_for
+
         assert url_for("public.index", _external=True) == "http://leaderboard.example.org/"
     for each in (app, named):
         with each.app_context():

@@ -1,5 +1,6 @@
 """Accounts and requests: open redirects, session fixation, login throttling, API tokens (hashed at rest,
 shown once, revocable), and upload limits enforced before a body is read whole."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,20 +14,39 @@ from sqlalchemy import select, text
 from app import synthetic
 from app.db import db
 from app.models import ApiToken
-from tests.clients import csrf_token, login, post_form
 from tests.security import crawler
-from tests.security.world import EMAILS, PASSWORD, build, make_user, table_counts
+from tests.support.browser import csrf_token, login, post_form
+from tests.support.security_world import EMAILS, build, table_counts
+from tests.support.users import PASSWORD, make_user
 
-REDIRECTS = ["//evil.example", "https://evil.example/", "/\\evil.example", "\\\\evil.example", "http:evil.example",
-             "/\t/evil.example", "javascript:alert(1)", "/%2F%2Fevil.example", "%2F%2Fevil.example",
-             "///evil.example", "https:/evil.example", "/\r\nLocation: https://evil.example", "evil.example",
-             "／/evil.example"]
+REDIRECTS = [
+    "//evil.example",
+    "https://evil.example/",
+    "/\\evil.example",
+    "\\\\evil.example",
+    "http:evil.example",
+    "/\t/evil.example",
+    "javascript:alert(1)",
+    "/%2F%2Fevil.example",
+    "%2F%2Fevil.example",
+    "///evil.example",
+    "https:/evil.example",
+    "/\r\nLocation: https://evil.example",
+    "evil.example",
+    "／/evil.example",
+]
 
 
 def _is_local(location: str) -> bool:
     parts = urlsplit(location)
-    return (location.startswith("/") and not location.startswith(("//", "/\\")) and not parts.scheme
-            and not parts.netloc and "\\" not in location and not any(ord(c) < 0x21 for c in location))
+    return (
+        location.startswith("/")
+        and not location.startswith(("//", "/\\"))
+        and not parts.scheme
+        and not parts.netloc
+        and "\\" not in location
+        and not any(ord(c) < 0x21 for c in location)
+    )
 
 
 @pytest.fixture
@@ -39,15 +59,19 @@ def account(app):
 @pytest.mark.parametrize("target", REDIRECTS)
 def test_login_and_register_never_redirect_off_site(app, account, target):
     client = app.test_client()
-    response = post_form(client, f"/login?next={quote(target, safe='')}", {"email": EMAILS["owner"],
-                                                                            "password": PASSWORD})
+    response = post_form(
+        client, f"/login?next={quote(target, safe='')}", {"email": EMAILS["owner"], "password": PASSWORD}
+    )
     assert response.status_code == 302 and _is_local(response.headers["Location"]), response.headers["Location"]
     client = app.test_client()
     response = post_form(client, "/login", {"email": EMAILS["owner"], "password": PASSWORD, "next": target})
     assert _is_local(response.headers["Location"]), response.headers["Location"]
     client = app.test_client()
-    response = post_form(client, f"/register?next={quote(target, safe='')}",
-                         {"email": f"new{abs(hash(target))}@example.org", "password": "long enough password"})
+    response = post_form(
+        client,
+        f"/register?next={quote(target, safe='')}",
+        {"email": f"new{abs(hash(target))}@example.org", "password": "long enough password"},
+    )
     assert response.status_code == 302 and _is_local(response.headers["Location"]), response.headers["Location"]
 
 
@@ -86,8 +110,7 @@ def test_login_attempts_are_throttled_per_address(app, account):
     assert login(client, EMAILS["owner"], PASSWORD).status_code == 429
     assert client.get("/account").status_code == 302
     other_address = app.test_client()
-    assert login(other_address, EMAILS["owner"], PASSWORD,
-                 environ_base={"REMOTE_ADDR": "10.0.0.9"}).status_code == 302
+    assert login(other_address, EMAILS["owner"], PASSWORD, environ_base={"REMOTE_ADDR": "10.0.0.9"}).status_code == 302
 
 
 def test_api_tokens_are_hashed_at_rest_shown_once_and_revocable(app):
@@ -101,8 +124,11 @@ def test_api_tokens_are_hashed_at_rest_shown_once_and_revocable(app):
     assert plaintext not in client.get("/account").get_data(as_text=True)  # shown once
     # Nothing in the database holds a plaintext token: not the new one, not the world's.
     with app.app_context():
-        dump = "\n".join(line for line in db.session.connection().connection.iterdump()) \
-            if db.engine.dialect.name == "sqlite" else _postgres_dump()
+        dump = (
+            "\n".join(line for line in db.session.connection().connection.iterdump())
+            if db.engine.dialect.name == "sqlite"
+            else _postgres_dump()
+        )
         rows = db.session.scalars(select(ApiToken)).all()
         assert all(len(row.token_hash) == 64 and row.prefix == row.prefix[:10] for row in rows)
     for token in [plaintext, *world.tokens.values()]:
@@ -117,15 +143,15 @@ def test_api_tokens_are_hashed_at_rest_shown_once_and_revocable(app):
     # Another user cannot revoke (or learn about) someone else's token.
     other = crawler.logged_in_client(app, "other")
     with app.app_context():
-        owners_token = db.session.scalar(select(ApiToken.id).where(ApiToken.name == "security tests")
-                                         .order_by(ApiToken.id))
+        owners_token = db.session.scalar(
+            select(ApiToken.id).where(ApiToken.name == "security tests").order_by(ApiToken.id)
+        )
     assert post_form(other, f"/account/tokens/{owners_token}/revoke", form_page="/account").status_code == 404
     assert client.get("/api/v1/submissions", headers=world.headers("owner")).status_code == 200
 
 
 def _postgres_dump() -> str:
-    tables = [row[0] for row in db.session.execute(text(
-        "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))]
+    tables = [row[0] for row in db.session.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))]
     return "\n".join(str(row) for table in tables for row in db.session.execute(text(f'SELECT * FROM "{table}"')))
 
 
@@ -152,15 +178,27 @@ def test_oversized_bodies_are_refused_before_they_are_read(app, path):
     client = crawler.logged_in_client(app, "owner")
     before = table_counts(app)
     stream = CountingStream()
-    response = client.post(path, content_type="multipart/form-data; boundary=----x", headers=world.headers("owner"),
-                           environ_overrides={"wsgi.input": stream, "CONTENT_LENGTH": str(200 * 1024 * 1024)})
+    response = client.post(
+        path,
+        content_type="multipart/form-data; boundary=----x",
+        headers=world.headers("owner"),
+        environ_overrides={"wsgi.input": stream, "CONTENT_LENGTH": str(200 * 1024 * 1024)},
+    )
     assert response.status_code == 413
     assert stream.consumed == 0
     # Without a declared length (chunked), reading stops at the limit.
     stream = CountingStream()
-    response = client.post(path, content_type="multipart/form-data; boundary=----x", headers=world.headers("owner"),
-                           environ_overrides={"wsgi.input": stream, "CONTENT_LENGTH": "",
-                                              "HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input_terminated": True})
+    response = client.post(
+        path,
+        content_type="multipart/form-data; boundary=----x",
+        headers=world.headers("owner"),
+        environ_overrides={
+            "wsgi.input": stream,
+            "CONTENT_LENGTH": "",
+            "HTTP_TRANSFER_ENCODING": "chunked",
+            "wsgi.input_terminated": True,
+        },
+    )
     assert response.status_code in (400, 413)
     assert stream.consumed <= 2 * 1024 * 1024
     assert table_counts(app) == before
@@ -173,8 +211,11 @@ def test_upload_over_the_file_limit_is_413_and_stores_nothing(app):
     before = table_counts(app)
     big = b"x" * (1024 * 1024 + 10)
     response = app.test_client().post(
-        "/api/v1/submissions", headers=world.headers("owner"), content_type="multipart/form-data",
-        data={"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(big), "p.csv")})
+        "/api/v1/submissions",
+        headers=world.headers("owner"),
+        content_type="multipart/form-data",
+        data={"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(big), "p.csv")},
+    )
     assert response.status_code == 413 and "1 MB" in response.json["error"]
     assert table_counts(app) == before
 
@@ -187,21 +228,29 @@ def test_compressed_uploads_are_not_inflated(app):
     packed = gzip.compress(data)
     client = app.test_client()
     response = client.post(
-        "/api/v1/submissions", headers=world.headers("owner"), content_type="multipart/form-data",
-        data={"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(packed), "p.csv.gz")})
+        "/api/v1/submissions",
+        headers=world.headers("owner"),
+        content_type="multipart/form-data",
+        data={"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(packed), "p.csv.gz")},
+    )
     assert response.status_code == 422 and "binary" in response.json["error"]
     bomb = gzip.compress(b"0" * (50 * 1024 * 1024))
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
     response = client.post(
-        "/api/v1/submissions", headers={**world.headers("owner"), "Content-Encoding": "gzip"},
-        content_type="multipart/form-data; boundary=----x", data=bomb)
+        "/api/v1/submissions",
+        headers={**world.headers("owner"), "Content-Encoding": "gzip"},
+        content_type="multipart/form-data; boundary=----x",
+        data=bomb,
+    )
     assert response.status_code in (400, 413, 415, 422)
 
 
 def test_registrations_are_throttled_per_address(app):
     client = app.test_client()
-    statuses = [post_form(client, "/register", {"email": f"bot{i}@example.org", "password": "short"}).status_code
-                for i in range(10)]
+    statuses = [
+        post_form(client, "/register", {"email": f"bot{i}@example.org", "password": "short"}).status_code
+        for i in range(10)
+    ]
     assert 429 not in statuses
     response = post_form(client, "/register", {"email": "bot@example.org", "password": "long enough password"})
     assert response.status_code == 429

@@ -16,6 +16,7 @@ attacks run on the same Ladder code (app/evaluation/ladder.py) the server runs, 
 bound (standard error about 0.05 points). The paper's own attack code (Ladder.jl, examples/attacks.jl)
 reports the same kind of figure: the vote's loss averaged over repeated attacks.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,13 +25,13 @@ import json
 import numpy as np
 import pytest
 from sqlalchemy import select
-from werkzeug.security import generate_password_hash
 
 from app import synthetic
 from app.db import db
 from app.evaluation import ladder as ladder_rule
-from app.models import Submission, User
-from app.services import accounts, catalog, submissions, teams
+from app.models import Submission
+from app.services import accounts, catalog, teams, visibility
+from tests.support.users import bearer, make_user
 
 N = 6970  # NLVR2 Test-U
 K = 300
@@ -40,12 +41,14 @@ CHANCE = 50.0
 
 def _csv(identifiers: list[str], predictions: np.ndarray) -> bytes:
     words = np.where(predictions, "True", "False")
-    return ("\n".join(f"{i},{w}" for i, w in zip(identifiers, words)) + "\n").encode()
+    return ("\n".join(f"{i},{w}" for i, w in zip(identifiers, words, strict=True)) + "\n").encode()
 
 
 def _submit(client, token: str, split: str, data: bytes, name: str) -> dict:
     response = client.post(
-        "/api/v1/submissions", headers={"Authorization": f"Bearer {token}"}, content_type="multipart/form-data",
+        "/api/v1/submissions",
+        headers=bearer(token),
+        content_type="multipart/form-data",
         data={"benchmark": "attack", "split": split, "model_name": name, "file": (io.BytesIO(data), "p.csv")},
     )
     assert response.status_code == 201, response.get_data(as_text=True)
@@ -68,10 +71,7 @@ def test_boosting_attack_full_feedback_versus_the_ladder(app):
         for split, feedback in (("full", "full"), ("ladder", "ladder")):
             catalog.add_split("attack", split, gold, hidden=True)
             catalog.set_policy("attack", split, feedback=feedback, per_day=10_000, per_month=10_000, total=10_000)
-        user = User(email="attacker@example.org",
-                    password_hash=generate_password_hash("x", method="pbkdf2:sha256:1000"))
-        db.session.add(user)
-        db.session.commit()
+        user = make_user("attacker@example.org")
         teams.create_team("Attackers", user)
         token = accounts.create_token(user, "attack")[1]
 
@@ -98,7 +98,7 @@ def test_boosting_attack_full_feedback_versus_the_ladder(app):
         answer = _submit(client, token, split, _csv(identifiers, vote), "majority vote")
         true_accuracy = 100.0 * float((vote == labels).mean())
         with app.app_context():  # the server's own (unreleased) score of the vote agrees
-            stored = submissions.scores_of(db.session.get(Submission, answer["id"]))["all"]["accuracy"]
+            stored = visibility.scores_of(db.session.get(Submission, answer["id"]))["all"]["accuracy"]
         assert stored == pytest.approx(true_accuracy)
         figures[split] = (true_accuracy, len(kept[split]))
     with app.app_context():
@@ -131,8 +131,10 @@ def test_the_ladder_keeps_the_attack_within_a_point_of_chance_on_average():
         rng = np.random.default_rng(SEED + 1 + attack)
         vectors = rng.random((K, N)) < 0.5
         released = [ladder_rule.round_percentage(a, N) for a in 100.0 * (vectors == labels).mean(axis=1)]
-        keeps = {"full": [i for i, value in enumerate(released) if value > CHANCE],
-                 "ladder": _ladder_keeps(vectors, labels)}
+        keeps = {
+            "full": [i for i, value in enumerate(released) if value > CHANCE],
+            "ladder": _ladder_keeps(vectors, labels),
+        }
         for policy, kept in keeps.items():
             vote = _vote(vectors[kept], rng)
             gains[policy].append(100.0 * float((vote == labels).mean()) - CHANCE)
@@ -142,7 +144,9 @@ def test_the_ladder_keeps_the_attack_within_a_point_of_chance_on_average():
     for label, values in (("full feedback", full), ("Ladder", ladder)):
         half_width = 1.96 * values.std(ddof=1) / np.sqrt(values.size)
         bounds[label] = (values.mean() - half_width, values.mean() + half_width)
-        print(f"  {label + ':':14} {values.mean():+.2f} (95% CI {bounds[label][0]:+.2f} to {bounds[label][1]:+.2f}; "
-              f"one attack: sd {values.std(ddof=1):.2f}, range {values.min():+.2f} to {values.max():+.2f})")
+        print(
+            f"  {label + ':':14} {values.mean():+.2f} (95% CI {bounds[label][0]:+.2f} to {bounds[label][1]:+.2f}; "
+            f"one attack: sd {values.std(ddof=1):.2f}, range {values.min():+.2f} to {values.max():+.2f})"
+        )
     assert bounds["full feedback"][0] >= 3.0, "exact scores should let the attack gain several points"
     assert bounds["Ladder"][1] < 1.0, "the Ladder should hold the attack within a point of chance"

@@ -1,25 +1,33 @@
 """CSRF: every state-changing route of the HTML blueprints (found in the URL map) refuses a POST without a
 valid token with 400 and changes nothing; the API takes no session cookie, so it needs no token."""
+
 from __future__ import annotations
 
 import io
 
 from app import synthetic
-from tests.clients import csrf_token
 from tests.security import crawler
-from tests.security.world import build, table_counts
+from tests.support.browser import csrf_token
+from tests.support.security_world import build, table_counts
 
 
 def html_post_rules(app):
-    return [rule for rule in app.url_map.iter_rules()
-            if "POST" in rule.methods and not rule.endpoint.startswith("api_v1.")]
+    return [
+        rule for rule in app.url_map.iter_rules() if "POST" in rule.methods and not rule.endpoint.startswith("api_v1.")
+    ]
 
 
 def test_every_html_post_refuses_a_missing_or_forged_token(app):
     world = build(app)
     rules = html_post_rules(app)
-    assert {rule.endpoint for rule in rules} >= {"auth.login", "auth.logout", "submissions.new", "teams.index",
-                                                 "account.create_token", "submissions.publish"}
+    assert {rule.endpoint for rule in rules} >= {
+        "auth.login",
+        "auth.logout",
+        "submissions.new",
+        "teams.index",
+        "account.create_token",
+        "submissions.publish",
+    }
     problems = []
     for role in ("anonymous", "owner", "admin"):
         client = crawler.logged_in_client(app, role)
@@ -47,8 +55,9 @@ def test_a_token_from_another_session_is_refused(app):
     before = table_counts(app)
     response = victim.post("/account/tokens", data={"csrf_token": stolen, "name": "planted"})
     assert response.status_code == 400
-    response = victim.post(f"/submissions/{world.submissions['owner:dev:published']}/unpublish",
-                           data={"csrf_token": stolen})
+    response = victim.post(
+        f"/submissions/{world.submissions['owner:dev:published']}/unpublish", data={"csrf_token": stolen}
+    )
     assert response.status_code == 400
     assert table_counts(app) == before
 
@@ -58,9 +67,16 @@ def test_uploads_need_the_token_too(app):
     client = crawler.logged_in_client(app, "owner")
     data = synthetic.predictions("nlvr2", world.gold["dev"], 0.8)
     before = table_counts(app)
-    response = client.post("/submit", content_type="multipart/form-data", data={
-        "team": str(world.team_ids["owner"]), "split": "nlvr2/dev", "model_name": "m",
-        "file": (io.BytesIO(data), "p.csv")})
+    response = client.post(
+        "/submit",
+        content_type="multipart/form-data",
+        data={
+            "team": str(world.team_ids["owner"]),
+            "split": "nlvr2/dev",
+            "model_name": "m",
+            "file": (io.BytesIO(data), "p.csv"),
+        },
+    )
     assert response.status_code == 400
     assert table_counts(app) == before
 
@@ -71,8 +87,11 @@ def test_the_api_ignores_the_session_cookie(app):
     client = crawler.logged_in_client(app, "owner")
     data = synthetic.predictions("nlvr2", world.gold["dev"], 0.8)
     before = table_counts(app)
-    response = client.post("/api/v1/submissions", content_type="multipart/form-data", data={
-        "benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(data), "p.csv")})
+    response = client.post(
+        "/api/v1/submissions",
+        content_type="multipart/form-data",
+        data={"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(data), "p.csv")},
+    )
     assert response.status_code == 401
     sid = world.submissions["owner:dev:published"]
     assert client.post(f"/api/v1/submissions/{sid}/unpublish").status_code == 401

@@ -1,4 +1,5 @@
 """Security headers on every response, and pages that need nothing the strict CSP forbids."""
+
 from __future__ import annotations
 
 import io
@@ -9,7 +10,7 @@ import pytest
 
 from app.security import CONTENT_SECURITY_POLICY
 from tests.security import crawler
-from tests.security.world import build
+from tests.support.security_world import build
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {
@@ -39,9 +40,14 @@ def check_headers(headers, where: str) -> None:
 
 def inline_problems(text: str) -> list[str]:
     problems = []
-    for name, pattern in (("inline script", INLINE_SCRIPT), ("style element", STYLE_ELEMENT),
-                          ("style attribute", STYLE_ATTRIBUTE), ("event handler", HANDLER_ATTRIBUTE),
-                          ("javascript: URL", SCRIPT_URL), ("external resource", EXTERNAL)):
+    for name, pattern in (
+        ("inline script", INLINE_SCRIPT),
+        ("style element", STYLE_ELEMENT),
+        ("style attribute", STYLE_ATTRIBUTE),
+        ("event handler", HANDLER_ATTRIBUTE),
+        ("javascript: URL", SCRIPT_URL),
+        ("external resource", EXTERNAL),
+    ):
         match = pattern.search(text)
         if match:
             problems.append(f"{name}: {match.group(0)[:80]!r}")
@@ -49,7 +55,7 @@ def inline_problems(text: str) -> list[str]:
 
 
 def test_policy_constant_is_the_documented_one():
-    assert CONTENT_SECURITY_POLICY == EXPECTED["Content-Security-Policy"]
+    assert EXPECTED["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
 
 
 def test_every_crawled_response_has_the_headers_and_no_inline_code(app):
@@ -70,8 +76,12 @@ def test_error_answers_have_the_headers_too(app, client):
         "405": client.get("/logout"),
         "400 (CSRF)": client.post("/login", data={"email": "a@b.c", "password": "x"}),
         "401 (API)": client.get("/api/v1/submissions"),
-        "413": client.post("/api/v1/submissions", data={"file": (io.BytesIO(b"x" * 4096), "f.csv")},
-                           content_type="multipart/form-data", headers={"Authorization": "Bearer nope"}),
+        "413": client.post(
+            "/api/v1/submissions",
+            data={"file": (io.BytesIO(b"x" * 4096), "f.csv")},
+            content_type="multipart/form-data",
+            headers={"Authorization": "Bearer nope"},
+        ),
         "static": client.get("/static/holdout.css"),
         "health": client.get("/healthz"),
     }
@@ -97,6 +107,14 @@ def test_templates_use_no_inline_script_or_style(path):
 def test_scripts_build_no_markup_from_strings(path):
     """Scripts set text, not HTML, and never evaluate strings (nor set style attributes, which CSP blocks)."""
     text = (REPO / path).read_text()
-    for forbidden in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
-                      'setAttribute("style"', "setAttribute('style'"):
+    for forbidden in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "new Function",
+        'setAttribute("style"',
+        "setAttribute('style'",
+    ):
         assert forbidden not in text, forbidden

@@ -2,8 +2,9 @@
 per-example correctness to anyone but a maintainer; gold files are private and never served.
 
 The crawler walks every GET route of the URL map (tests/security/crawler.py) as an anonymous visitor, a
-member of another team, the owner and a maintainer, on the world of tests/security/world.py.
+member of another team, the owner and a maintainer, on the world of tests/support/security_world.py.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,7 +21,7 @@ from app.db import db
 from app.models import Split, Submission
 from tests.security import crawler
 from tests.security.leaks import LeakDetector
-from tests.security.world import HIDDEN, ROLES, build
+from tests.support.security_world import HIDDEN, ROLES, build
 
 
 @pytest.fixture
@@ -33,11 +34,16 @@ def test_the_detector_finds_what_it_looks_for(world):
     detector = LeakDetector(world)
     rows = world.rows("test-none")
     identifier, label = rows[3]["identifier"], rows[3]["label"]
-    for leak in (f"{identifier},{label}", f'{{"{identifier}": {label.lower()}}}',
-                 f"<tr><td>{identifier}</td><td>{label}</td></tr>",
-                 f'"identifier": "{identifier}", "label": "{label}"',
-                 json.dumps([True, False] * 20), "0110" * 10, ", ".join("1" if i % 3 else "0" for i in range(40)),
-                 world.gold["test-full"].decode().splitlines()[0]):
+    for leak in (
+        f"{identifier},{label}",
+        f'{{"{identifier}": {label.lower()}}}',
+        f"<tr><td>{identifier}</td><td>{label}</td></tr>",
+        f'"identifier": "{identifier}", "label": "{label}"',
+        json.dumps([True, False] * 20),
+        "0110" * 10,
+        ", ".join("1" if i % 3 else "0" for i in range(40)),
+        world.gold["test-full"].decode().splitlines()[0],
+    ):
         assert detector.leaks(f"<p>before</p>{leak}<p>after</p>"), leak
     # ...and an identifier beside something else is fine: the team's own (negated) line, or a message.
     assert not detector.leaks(world.negated_line("test-none", 3))
@@ -130,9 +136,17 @@ def test_upload_errors_name_lines_and_identifiers_but_never_a_label(app, world):
     lines = [world.negated_line("test-none", i) for i in range(len(rows))]
     unknown = "hnone-9999-0-0"
     faulty = lines[:3] + [lines[1], f"{unknown},false", f"{rows[4]['identifier']},perhaps", "a,b,c"]
-    api = client.post("/api/v1/submissions", headers=world.headers("owner"), content_type="multipart/form-data",
-                      data={"benchmark": "nlvr2", "split": "test-none", "model_name": "m",
-                            "file": (io.BytesIO(("\n".join(faulty) + "\n").encode()), "p.csv")})
+    api = client.post(
+        "/api/v1/submissions",
+        headers=world.headers("owner"),
+        content_type="multipart/form-data",
+        data={
+            "benchmark": "nlvr2",
+            "split": "test-none",
+            "model_name": "m",
+            "file": (io.BytesIO(("\n".join(faulty) + "\n").encode()), "p.csv"),
+        },
+    )
     assert api.status_code == 422
     messages = " ".join(detail["message"] for detail in api.json["details"])
     assert "line 4" in messages and rows[1]["identifier"] in messages  # the duplicate, by line and id
@@ -157,9 +171,15 @@ def test_gold_files_are_private_and_never_served(app, world):
     detector = LeakDetector(world)
     client = crawler.logged_in_client(app, "admin")
     name = Path(relative).name
-    for path in (f"/static/{relative}", f"/static/{name}", f"/static/../hidden_labels/{relative}",
-                 f"/static/..%2Fhidden_labels%2F{relative.replace('/', '%2F')}", f"/hidden_labels/{relative}",
-                 f"/{relative}", f"/static/%2e%2e/%2e%2e/{relative}"):
+    for path in (
+        f"/static/{relative}",
+        f"/static/{name}",
+        f"/static/../hidden_labels/{relative}",
+        f"/static/..%2Fhidden_labels%2F{relative.replace('/', '%2F')}",
+        f"/hidden_labels/{relative}",
+        f"/{relative}",
+        f"/static/%2e%2e/%2e%2e/{relative}",
+    ):
         response = client.get(path)
         assert response.status_code in (400, 404), (path, response.status_code)
         assert not detector.gold_bytes(response.get_data(as_text=True))
@@ -214,8 +234,10 @@ def test_other_teams_and_anonymous_visitors_see_no_hidden_submission(app, world)
     another team gets 404 on the page and, with a valid token, on the API, exactly as for a missing
     submission, and neither answer names the submission; the owner and a maintainer get it (200)."""
     with app.app_context():
-        facts = {sid: (sub.file_sha256, sub.model_name) for sid, sub in
-                 ((sid, db.session.get(Submission, sid)) for sid in world.submissions.values())}
+        facts = {
+            sid: (sub.file_sha256, sub.model_name)
+            for sid, sub in ((sid, db.session.get(Submission, sid)) for sid in world.submissions.values())
+        }
     clients = {role: crawler.logged_in_client(app, role) for role in ROLES}
     for split in HIDDEN:
         for kind in ("unpublished", "rejected"):

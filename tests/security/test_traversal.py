@@ -1,5 +1,6 @@
 """Path traversal through every path-like input: URL parts (benchmark and split slugs, export formats,
 static file names, any string part of any route), upload file names, and slugs given to the CLI."""
+
 from __future__ import annotations
 
 import io
@@ -15,10 +16,22 @@ from app.services import catalog
 from app.services.errors import InvalidInput
 from tests.security import crawler
 from tests.security.leaks import LeakDetector
-from tests.security.world import build
+from tests.support.security_world import build
 
-PAYLOADS = ("..", "../..", "../../../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "%2e%2e%2f%2e%2e", "....//....//",
-            "..\\..\\windows", "%252e%252e%252f", "/etc/passwd", "nlvr2/../../hidden_labels", "\x00", "~root")
+PAYLOADS = (
+    "..",
+    "../..",
+    "../../../../etc/passwd",
+    "..%2F..%2Fetc%2Fpasswd",
+    "%2e%2e%2f%2e%2e",
+    "....//....//",
+    "..\\..\\windows",
+    "%252e%252e%252f",
+    "/etc/passwd",
+    "nlvr2/../../hidden_labels",
+    "\x00",
+    "~root",
+)
 SECRETS = ("root:x:0:0", "def from_environment", "SECRET_KEY =", "[extensions]")
 
 
@@ -55,12 +68,23 @@ def test_every_string_url_part_refuses_traversal(app):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("path", [
-    "/static/../app/config.py", "/static/%2e%2e/app/config.py", "/static/..%2fapp%2fconfig.py",
-    "/static/..%5capp%5cconfig.py", "/static//etc/passwd", "/static/%2fetc%2fpasswd", "/static/../../etc/passwd",
-    "/static/../hidden_labels/README.md", "/static/.%2e/migrations/env.py", "/../app/config.py",
-    "/leaderboards/nlvr2/dev/export.csv/../../../app/config.py", "/leaderboards/nlvr2/dev/export.%2e%2e%2fconfig",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../app/config.py",
+        "/static/%2e%2e/app/config.py",
+        "/static/..%2fapp%2fconfig.py",
+        "/static/..%5capp%5cconfig.py",
+        "/static//etc/passwd",
+        "/static/%2fetc%2fpasswd",
+        "/static/../../etc/passwd",
+        "/static/../hidden_labels/README.md",
+        "/static/.%2e/migrations/env.py",
+        "/../app/config.py",
+        "/leaderboards/nlvr2/dev/export.csv/../../../app/config.py",
+        "/leaderboards/nlvr2/dev/export.%2e%2e%2fconfig",
+    ],
+)
 def test_raw_traversal_paths_serve_nothing(client, path):
     response = client.get(path)
     assert response.status_code in (301, 302, 308, 400, 404), response.status_code
@@ -71,14 +95,22 @@ def test_raw_traversal_paths_serve_nothing(client, path):
 def test_upload_file_names_are_never_used_as_paths(app, tmp_path):
     world = build(app)
     target = tmp_path / "escaped.csv"
-    names = [f"../../../../../../{target}", str(target), "..\\..\\..\\escaped.csv", "../../hidden_labels/x.jsonl",
-             "/etc/passwd", "con", "a\x00b.csv"]
+    names = [
+        f"../../../../../../{target}",
+        str(target),
+        "..\\..\\..\\escaped.csv",
+        "../../hidden_labels/x.jsonl",
+        "/etc/passwd",
+        "con",
+        "a\x00b.csv",
+    ]
     client = crawler.logged_in_client(app, "owner")
     for i, name in enumerate(names):
         data = synthetic.predictions("nlvr2", world.gold["dev"], 0.6, seed=100 + i)
         form = {"benchmark": "nlvr2", "split": "dev", "model_name": "m", "file": (io.BytesIO(data), name)}
-        api = client.post("/api/v1/submissions", headers=world.headers("owner"), content_type="multipart/form-data",
-                          data=form)
+        api = client.post(
+            "/api/v1/submissions", headers=world.headers("owner"), content_type="multipart/form-data", data=form
+        )
         assert api.status_code == 201, api.get_data(as_text=True)
     assert not target.exists()
     assert not (Path(app.config["HIDDEN_LABELS_DIR"]) / "x.jsonl").exists()

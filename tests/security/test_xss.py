@@ -1,5 +1,6 @@
 """XSS through every team-written field (model name, description, team name, paper and code URLs) on every
 page and export that shows them; only http(s) URLs ever become links."""
+
 from __future__ import annotations
 
 import csv
@@ -14,7 +15,7 @@ from sqlalchemy import update
 from app.db import db
 from app.models import Submission
 from tests.security import crawler
-from tests.security.world import build
+from tests.support.security_world import build
 
 MODEL = "=cmd|'/C calc'!A0 <script>alert('xss-model')</script> \\input{/etc/passwd}"
 DESCRIPTION = "\"><img src=x onerror=alert('xss-desc')> [click](javascript:alert('md'))"
@@ -23,8 +24,9 @@ CODE = "https://example.org/?q=<svg/onload=alert('xss-code')>"
 TEAM = "<b onmouseover=alert('xss-team')>Lab</b>"
 # A tag from a payload, as a browser would parse it (escaped text never contains a raw '<tag').
 RAW_TAGS = re.compile(r"<script>alert\(|<img src=x onerror|<svg/onload|<b onmouseover", re.IGNORECASE)
-ATTRIBUTE = re.compile(r"""\b(?:href|src|action|formaction|xlink:href)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""",
-                       re.IGNORECASE)
+ATTRIBUTE = re.compile(
+    r"""\b(?:href|src|action|formaction|xlink:href)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE
+)
 BAD_SCHEMES = ("javascript:", "vbscript:", "data:text", "data:application")
 
 
@@ -40,20 +42,31 @@ def _scheme_links(text: str) -> list[str]:
 
 @pytest.fixture
 def world(app):
-    world = build(app, team_names={"owner": TEAM, "other": "Rivals"},
-                  published_fields={"model_name": MODEL, "description": DESCRIPTION, "paper_url": PAPER,
-                                    "code_url": CODE})
+    world = build(
+        app,
+        team_names={"owner": TEAM, "other": "Rivals"},
+        published_fields={"model_name": MODEL, "description": DESCRIPTION, "paper_url": PAPER, "code_url": CODE},
+    )
     return world
 
 
 def test_the_services_refuse_non_web_urls(app, world):
     client = app.test_client()
     sid = world.submissions["owner:dev:published"]
-    for url in ("javascript:alert(1)", " JaVaScRiPt:alert(1)", "data:text/html,<script>alert(1)</script>",
-                "vbscript:msgbox(1)", "//evil.example/x", "ftp://example.org/x", "http:/x", "https://"):
+    for url in (
+        "javascript:alert(1)",
+        " JaVaScRiPt:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "//evil.example/x",
+        "ftp://example.org/x",
+        "http:/x",
+        "https://",
+    ):
         for field in ("paper_url", "code_url"):
-            response = client.post(f"/api/v1/submissions/{sid}/publish", json={field: url},
-                                   headers=world.headers("owner"))
+            response = client.post(
+                f"/api/v1/submissions/{sid}/publish", json={field: url}, headers=world.headers("owner")
+            )
             assert response.status_code == 422, (field, url)
             assert field in response.json["error"]
 
@@ -61,11 +74,16 @@ def test_the_services_refuse_non_web_urls(app, world):
 def test_no_payload_runs_anywhere(app, world):
     """Even URLs that slipped past the services (older rows, another path) are never rendered as links."""
     with app.app_context():
-        db.session.execute(update(Submission).where(Submission.id == world.submissions["other:dev:published"])
-                           .values(paper_url="javascript:alert('xss-js')", code_url=" JaVaScRiPt:alert(1)"))
-        db.session.execute(update(Submission).where(Submission.id == world.submissions["other:test-full:published"])
-                           .values(paper_url="data:text/html,<script>alert(1)</script>",
-                                   code_url="vbscript:msgbox(1)"))
+        db.session.execute(
+            update(Submission)
+            .where(Submission.id == world.submissions["other:dev:published"])
+            .values(paper_url="javascript:alert('xss-js')", code_url=" JaVaScRiPt:alert(1)")
+        )
+        db.session.execute(
+            update(Submission)
+            .where(Submission.id == world.submissions["other:test-full:published"])
+            .values(paper_url="data:text/html,<script>alert(1)</script>", code_url="vbscript:msgbox(1)")
+        )
         db.session.commit()
     urls = crawler.get_urls(app, world)
     problems, seen_model = [], set()
@@ -83,8 +101,13 @@ def test_no_payload_runs_anywhere(app, world):
                 problems += _export_problems(where, visit)
     assert not problems, "\n".join(problems)
     # The payloads were really shown: on the leaderboard, the submission page, the API and the exports.
-    assert {"public.leaderboard", "submissions.show", "api_v1.get_submission", "api_v1.leaderboard",
-            "public.export"} <= seen_model
+    assert {
+        "public.leaderboard",
+        "submissions.show",
+        "api_v1.get_submission",
+        "api_v1.leaderboard",
+        "public.export",
+    } <= seen_model
 
 
 def _export_problems(where: str, visit) -> list[str]:
@@ -106,9 +129,9 @@ def _export_problems(where: str, visit) -> list[str]:
         # A backslash makes '<' literal in Markdown; an unescaped one would start inline HTML.
         if re.search(r"(?<!\\)(?:" + RAW_TAGS.pattern + ")", text, re.IGNORECASE):
             problems.append(f"{where}: raw HTML tag in Markdown")
-    if kind in ("application/x-tex", "text/x-tex") or visit.url.endswith(".tex"):
-        if "\\input{" in text or re.search(r"\\href\{\s*(javascript|data)", text, re.IGNORECASE):
-            problems.append(f"{where}: LaTeX command from team text")
+    is_tex = kind in ("application/x-tex", "text/x-tex") or visit.url.endswith(".tex")
+    if is_tex and ("\\input{" in text or re.search(r"\\href\{\s*(javascript|data)", text, re.IGNORECASE)):
+        problems.append(f"{where}: LaTeX command from team text")
     return problems
 
 

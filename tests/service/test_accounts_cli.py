@@ -1,4 +1,5 @@
 """`users create`, `teams create` and `tokens create`: the account commands scripts rely on."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from werkzeug.security import check_password_hash
 from app import create_app
 from app.db import db
 from app.models import Team, User
-from app.security import user_for_bearer
+from app.security import bearer_token
 from app.services import accounts, teams
 
 PASSWORD = "correct horse battery"
@@ -58,8 +59,9 @@ def test_users_create_refusals_exit_2(app, runner):
 def test_teams_create_with_members(app, runner):
     create_user(runner, "ada@example.org")
     create_user(runner, "bob@example.org")
-    result = runner.invoke(args=["teams", "create", "Aurora Lab", "--member", "ada@example.org",
-                                 "--member", "BOB@example.org"])
+    result = runner.invoke(
+        args=["teams", "create", "Aurora Lab", "--member", "ada@example.org", "--member", "BOB@example.org"]
+    )
     assert result.exit_code == 0, result.output
     assert "created team Aurora Lab with 2 members" in result.output
     alone = runner.invoke(args=["teams", "create", "Empty"])
@@ -72,8 +74,9 @@ def test_teams_create_with_members(app, runner):
 
 def test_teams_create_refusals_exit_2(app, runner):
     create_user(runner, "ada@example.org")
-    unknown = runner.invoke(args=["teams", "create", "Aurora Lab", "--member", "ada@example.org",
-                                  "--member", "nobody@example.org"])
+    unknown = runner.invoke(
+        args=["teams", "create", "Aurora Lab", "--member", "ada@example.org", "--member", "nobody@example.org"]
+    )
     assert unknown.exit_code == 2
     assert "nobody@example.org" in unknown.stderr
     with app.app_context():
@@ -92,13 +95,13 @@ def test_tokens_create_prints_a_working_token_last(app, runner):
     token = result.stdout.strip().splitlines()[-1]
     assert token.startswith("hd_")
     with app.app_context():
-        user = user_for_bearer(f"Bearer {token}")
+        user = accounts.user_for_token(bearer_token(f"Bearer {token}"))
         assert user is not None and user.email == "ada@example.org"
         assert [t.name for t in user.tokens] == ["ci"]
     default = runner.invoke(args=["tokens", "create", "ADA@example.org"])
     assert default.exit_code == 0
     with app.app_context():
-        user = user_for_bearer("Bearer " + default.stdout.strip().splitlines()[-1])
+        user = accounts.user_for_token(bearer_token("Bearer " + default.stdout.strip().splitlines()[-1]))
         assert sorted(t.name for t in user.tokens) == ["ci", "cli"]
 
 
@@ -114,13 +117,24 @@ def test_tokens_create_refusals_exit_2(app, runner):
 def test_commands_through_the_flask_executable(tmp_path):
     """As a deployment script runs them: a real process, the token on the last line of stdout."""
     repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "SECRET_KEY": "test-" + "x" * 40, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-           "HIDDEN_LABELS_DIR": str(tmp_path / "labels"), "SUBMISSIONS_DIR": str(tmp_path / "subs")}
+    env = {
+        **os.environ,
+        "SECRET_KEY": "test-" + "x" * 40,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "HIDDEN_LABELS_DIR": str(tmp_path / "labels"),
+        "SUBMISSIONS_DIR": str(tmp_path / "subs"),
+    }
     env.pop("HOLDOUT_DEMO", None)
 
     def flask(*args):
-        return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", *args], cwd=repo, env=env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "wsgi", *args],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     assert flask("db", "upgrade").returncode == 0
     assert flask("users", "create", "ada@example.org", "--password", PASSWORD).returncode == 0
@@ -132,5 +146,5 @@ def test_commands_through_the_flask_executable(tmp_path):
 
     app = create_app({"SQLALCHEMY_DATABASE_URI": env["DATABASE_URL"], "SECRET_KEY": "x", "TESTING": True})
     with app.app_context():
-        assert user_for_bearer(f"Bearer {token}").email == "ada@example.org"
+        assert accounts.user_for_token(bearer_token(f"Bearer {token}")).email == "ada@example.org"
         db.engine.dispose()

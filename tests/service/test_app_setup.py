@@ -1,4 +1,5 @@
 """Configuration from the environment (migrations and drift: test_migrations.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,9 +35,16 @@ def test_max_upload_mb_must_be_a_number(monkeypatch):
         create_app({"TESTING": True})
 
 
-@pytest.mark.parametrize("name, raw", [("PROBE_DISTANCE", "lots"), ("PROBE_DISTANCE", "1.5"),
-                                       ("LEADERBOARD_PAGE_TTL", "-1"), ("LEADERBOARD_PAGE_TTL", "nan"),
-                                       ("LEADERBOARD_PAGE_TTL", "soon")])
+@pytest.mark.parametrize(
+    "name, raw",
+    [
+        ("PROBE_DISTANCE", "lots"),
+        ("PROBE_DISTANCE", "1.5"),
+        ("LEADERBOARD_PAGE_TTL", "-1"),
+        ("LEADERBOARD_PAGE_TTL", "nan"),
+        ("LEADERBOARD_PAGE_TTL", "soon"),
+    ],
+)
 def test_numeric_settings_out_of_range_are_refused_by_name(monkeypatch, name, raw):
     monkeypatch.setenv(name, raw)
     with pytest.raises(ConfigError, match=name):

@@ -1,7 +1,9 @@
 """The audit log: the maintainers' state-changing commands are recorded (actor None, via "cli") in the same
 transaction as the change; a command that fails records nothing; `record` itself never commits."""
+
 from __future__ import annotations
 
+import contextlib
 import json
 
 from sqlalchemy import select
@@ -11,13 +13,16 @@ from app.db import db
 from app.models import AuditEvent, Benchmark
 from app.services import audit, console
 from app.services.errors import InvalidInput
-from tests.helpers import nlvr2_split, write
+from tests.support.files import write
+from tests.support.splits import nlvr2_split
 
 
 def _events(app) -> list[tuple[str, str, int | None, dict]]:
     with app.app_context():
-        return [(e.action, e.target, e.actor_id, json.loads(e.details))
-                for e in db.session.scalars(select(AuditEvent).order_by(AuditEvent.id))]
+        return [
+            (e.action, e.target, e.actor_id, json.loads(e.details))
+            for e in db.session.scalars(select(AuditEvent).order_by(AuditEvent.id))
+        ]
 
 
 def test_record_does_not_commit(app):
@@ -30,8 +35,11 @@ def test_record_does_not_commit(app):
 
 def test_cli_commands_that_change_state_are_audited(app, runner, tmp_path):
     gold = nlvr2_split(runner, tmp_path, split="dev", n=120)
-    ids = write(tmp_path, "ids.txt", b"\n".join(
-        json.loads(line)["identifier"].encode() for line in gold.decode().splitlines()[:10]))
+    ids = write(
+        tmp_path,
+        "ids.txt",
+        b"\n".join(json.loads(line)["identifier"].encode() for line in gold.decode().splitlines()[:10]),
+    )
     commands = [
         ["splits", "policy", "nlvr2", "dev", "--per-day", "3", "--feedback", "none", "--closed"],
         ["subsets", "add", "nlvr2", "dev", "ten", "--ids", ids],
@@ -39,8 +47,18 @@ def test_cli_commands_that_change_state_are_audited(app, runner, tmp_path):
         ["users", "create", "someone@example.org", "--password", "long-password"],
         ["teams", "create", "Lab", "--member", "someone@example.org"],
         ["tokens", "create", "someone@example.org", "--name", "laptop"],
-        ["references", "add", "nlvr2", "dev", "--name", "Human", "--scores", '{"all": {"accuracy": 96.1}}',
-         "--source", "https://example.org/human"],
+        [
+            "references",
+            "add",
+            "nlvr2",
+            "dev",
+            "--name",
+            "Human",
+            "--scores",
+            '{"all": {"accuracy": 96.1}}',
+            "--source",
+            "https://example.org/human",
+        ],
     ]
     for args in commands:
         result = runner.invoke(args=args)
@@ -90,10 +108,8 @@ def test_failed_commands_record_nothing(app, runner, tmp_path):
 
 def test_use_case_failure_rolls_back_the_event(app):
     with app.app_context():
-        try:
+        with contextlib.suppress(InvalidInput):
             console.add_benchmark(None, "Bad Slug", "nlvr2", "X", via="cli")
-        except InvalidInput:
-            pass
         assert not db.session.new
         # The session is usable afterwards and holds neither the event nor the benchmark.
         console.add_benchmark(None, "good", "nlvr2", "Good", via="cli")

@@ -1,12 +1,13 @@
 """`flask backup` / `flask restore`: a consistent archive of database, gold files and uploads, restored
 into an empty deployment on SQLite and PostgreSQL (and from SQLite into PostgreSQL)."""
+
 from __future__ import annotations
 
 import io
 import json
 import stat
 import tarfile
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,8 @@ from app.db import db
 from app.models import Split, User
 from app.schema import head_revision
 from app.services import accounts, backups, submissions
-from tests.api import build_world, post_file, stored_submission
 from tests.conftest import SqliteBackend, make_config
+from tests.support.api_world import build_world, post_file, stored_submission
 
 
 def _populate(app):
@@ -38,9 +39,10 @@ def _populate(app):
 
 def _rows(app) -> dict[str, list[tuple]]:
     """Every row of every table, ordered by primary key, times in UTC."""
+
     def norm(value):
         if hasattr(value, "tzinfo") and hasattr(value, "isoformat"):
-            return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+            return value if value.tzinfo else value.replace(tzinfo=UTC)
         return value
 
     with app.app_context():
@@ -48,9 +50,12 @@ def _rows(app) -> dict[str, list[tuple]]:
             metadata = MetaData()
             metadata.reflect(bind=connection)
             rows = {
-                table.name: [tuple(norm(v) for v in row) for row in connection.execute(
-                    select(table).order_by(*table.primary_key.columns))]
-                for table in metadata.sorted_tables if table.name != "alembic_version"
+                table.name: [
+                    tuple(norm(v) for v in row)
+                    for row in connection.execute(select(table).order_by(*table.primary_key.columns))
+                ]
+                for table in metadata.sorted_tables
+                if table.name != "alembic_version"
             }
         db.engine.dispose()
     return rows
@@ -69,8 +74,7 @@ def empty_deployment(database_backend, tmp_path):
     database_backend.drop(url)
 
 
-def test_round_trip_serves_the_same_leaderboard_and_accepts_new_submissions(app, runner, empty_deployment,
-                                                                          tmp_path):
+def test_round_trip_serves_the_same_leaderboard_and_accepts_new_submissions(app, runner, empty_deployment, tmp_path):
     world = _populate(app)
     archive = tmp_path / "holdout-backup.tar.gz"
     result = runner.invoke(args=["backup", str(archive)])
@@ -100,9 +104,12 @@ def test_round_trip_serves_the_same_leaderboard_and_accepts_new_submissions(app,
             assert stat.S_IMODE(gold.parent.stat().st_mode) == 0o700
             assert backups._sha256_file(gold) == split.gold_sha256
         # The original uploads are back.
-        for submission in db.session.scalars(select(submissions.Submission).where(
-                submissions.Submission.status == "scored")):
-            path = Path(restored.config["SUBMISSIONS_DIR"]) / submission.file_sha256[:2] / f"{submission.file_sha256}.gz"
+        for submission in db.session.scalars(
+            select(submissions.Submission).where(submissions.Submission.status == "scored")
+        ):
+            path = (
+                Path(restored.config["SUBMISSIONS_DIR"]) / submission.file_sha256[:2] / f"{submission.file_sha256}.gz"
+            )
             assert path.is_file()
         highest = db.session.scalar(text("SELECT MAX(id) FROM submissions"))
 
@@ -142,11 +149,14 @@ def _rewrite(archive: Path, target: Path, change) -> None:
             out.addfile(info, io.BytesIO(data))
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("flip", "does not match its sha256"),
-    ("drop", "is missing"),
-    ("manifest", "has no manifest.json"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("flip", "does not match its sha256"),
+        ("drop", "is missing"),
+        ("manifest", "has no manifest.json"),
+    ],
+)
 def test_restore_refuses_a_damaged_archive(app, runner, empty_deployment, tmp_path, damage, message):
     _populate(app)
     archive = tmp_path / "backup.tar.gz"
@@ -174,8 +184,9 @@ def test_restore_refuses_a_damaged_archive(app, runner, empty_deployment, tmp_pa
 
 def test_restore_refuses_paths_outside_its_folders(empty_deployment, tmp_path):
     evil = tmp_path / "evil.tar.gz"
-    manifest = json.dumps({"format": "holdout-backup", "version": 1, "revision": head_revision(), "tables": {},
-                           "files": {}}).encode()
+    manifest = json.dumps(
+        {"format": "holdout-backup", "version": 1, "revision": head_revision(), "tables": {}, "files": {}}
+    ).encode()
     with tarfile.open(evil, "w:gz") as out:
         for name, data in (("manifest.json", manifest), ("../escape.txt", b"x")):
             info = tarfile.TarInfo(name)
@@ -197,8 +208,12 @@ def test_backup_reads_one_snapshot_while_others_write(app, runner, tmp_path, mon
         if len(calls) == 1:
             engine = create_engine(app.config["SQLALCHEMY_DATABASE_URI"])
             with engine.begin() as other:
-                other.execute(text("INSERT INTO users (email, password_hash, is_admin, created_at) "
-                                   "VALUES ('late@example.org', 'x', false, CURRENT_TIMESTAMP)"))
+                other.execute(
+                    text(
+                        "INSERT INTO users (email, password_hash, is_admin, created_at) "
+                        "VALUES ('late@example.org', 'x', false, CURRENT_TIMESTAMP)"
+                    )
+                )
             engine.dispose()
         return original(archive, manifest, connection, table)
 

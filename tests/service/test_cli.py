@@ -1,4 +1,5 @@
 """The maintainers' command line, end to end on a migrated database."""
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,24 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.models import Score, Split, Submission
-from tests.helpers import nlvr2_split, write
+from tests.support.files import write
+from tests.support.splits import nlvr2_split
 
 
 def test_benchmarks_add_and_list(runner):
-    result = runner.invoke(args=["benchmarks", "add", "nlvr2", "--task", "nlvr2", "--name", "NLVR2",
-                                 "--paper-url", "https://arxiv.org/abs/1811.00491"])
+    result = runner.invoke(
+        args=[
+            "benchmarks",
+            "add",
+            "nlvr2",
+            "--task",
+            "nlvr2",
+            "--name",
+            "NLVR2",
+            "--paper-url",
+            "https://arxiv.org/abs/1811.00491",
+        ]
+    )
     assert result.exit_code == 0, result.output
     listed = runner.invoke(args=["benchmarks", "list"])
     assert "nlvr2\tnlvr2\tNLVR2" in listed.output
@@ -86,8 +99,9 @@ def test_splits_add_missing_file_exits_2(runner, tmp_path):
 def test_vcr_split_with_field_subsets(app, runner, tmp_path):
     runner.invoke(args=["benchmarks", "add", "vcr", "--task", "vcr", "--name", "VCR"])
     gold = synthetic.vcr_gold(200, seed=3)
-    result = runner.invoke(args=["splits", "add", "vcr", "val", "--labels", write(tmp_path, "v.jsonl", gold),
-                                 "--subset-field", "region"])
+    result = runner.invoke(
+        args=["splits", "add", "vcr", "val", "--labels", write(tmp_path, "v.jsonl", gold), "--subset-field", "region"]
+    )
     assert result.exit_code == 0, result.output
     with app.app_context():
         split = db.session.scalar(select(Split))
@@ -137,8 +151,9 @@ def test_subsets_add_rescores_stored_submissions(app, runner, tmp_path):
         team = teams.create_team("Lab")
         split = catalog.get_split("nlvr2", "dev")
         for seed in range(3):
-            submissions.store_scored(split, team, synthetic.predictions("nlvr2", gold, 0.7, seed=seed),
-                                     model_name=f"m{seed}")
+            submissions.store_scored(
+                split, team, synthetic.predictions("nlvr2", gold, 0.7, seed=seed), model_name=f"m{seed}"
+            )
     ids = [json.loads(line)["identifier"] for line in gold.decode().splitlines()][:50]
     path = write(tmp_path, "ids.txt", ("\n".join(ids) + "\n").encode())
     result = runner.invoke(args=["subsets", "add", "nlvr2", "dev", "first-fifty", "--ids", path])
@@ -148,11 +163,11 @@ def test_subsets_add_rescores_stored_submissions(app, runner, tmp_path):
         values = db.session.scalars(select(Score.value).where(Score.subset == "first-fifty")).all()
         assert len(values) == 3 and all(0 <= v <= 100 for v in values)
         # The same subset evaluated afresh gives the same number as the rescoring pass.
-        from app.services import submissions as svc
         sub = db.session.scalar(select(Submission).order_by(Submission.id))
         stored = {s.metric: s.value for s in sub.scores if s.subset == "first-fifty"}
-    fresh = runner.invoke(args=["evaluate", "nlvr2", "dev", write(tmp_path, "p0.csv",
-                                synthetic.predictions("nlvr2", gold, 0.7, seed=0))])
+    fresh = runner.invoke(
+        args=["evaluate", "nlvr2", "dev", write(tmp_path, "p0.csv", synthetic.predictions("nlvr2", gold, 0.7, seed=0))]
+    )
     assert json.loads(fresh.output)["first-fifty"] == stored
 
 

@@ -1,5 +1,6 @@
 """Leaderboards on a crowded board (issue 11): honest ranks, one number everywhere, models across splits,
 view=teams, the duplicate refusal, subset columns with n, the pinned landing split, the LaTeX table."""
+
 from __future__ import annotations
 
 import csv
@@ -9,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -18,7 +18,7 @@ from app import synthetic
 from app.db import db
 from app.evaluation.display import score_text
 from app.models import Submission
-from app.services import accounts, across_splits, catalog, exports, leaderboards, submissions, teams
+from app.services import accounts, across_splits, catalog, leaderboards, submissions, teams
 from app.services.errors import Conflict
 
 TEST_P_SIZE = 6967
@@ -47,11 +47,12 @@ def _labels(gold: bytes) -> dict[str, bool]:
     return {obj["identifier"]: obj["label"] == "True" for obj in map(json.loads, gold.decode().splitlines())}
 
 
-@pytest.fixture
-def crowded(app):
+@pytest.fixture(scope="module")
+def crowded(module_app):
     """103 published entries on a Test-P-size split: 100 evenly spread from 52 to 90, and a copy of the
-    entry at about 71 with 30 predictions changed each way (plus the same with 40 each way)."""
-    with app.app_context():
+    entry at about 71 with 30 predictions changed each way (plus the same with 40 each way). Built once per
+    module and backend (about 7 s): the tests that use it only read it, on `module_app`."""
+    with module_app.app_context():
         catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic.")
         gold = synthetic.nlvr2_gold(TEST_P_SIZE, split="test", seed=5)
         catalog.add_split("nlvr2", "test-p", gold, name="Test-P")
@@ -61,8 +62,7 @@ def crowded(app):
         for index, accuracy in enumerate(np.linspace(0.52, 0.90, 100)):
             team = teams.create_team(f"Team {index:03d}")
             data = synthetic.predictions("nlvr2", gold, float(accuracy), seed=100 + index, split="test")
-            sid = submissions.store_scored(split, team, data, model_name=f"m{index}", description="d",
-                                           publish=True).id
+            sid = submissions.store_scored(split, team, data, model_name=f"m{index}", description="d", publish=True).id
             ids.append(sid)
             data_by_id[sid] = data
         middle = ids[50]
@@ -70,13 +70,14 @@ def crowded(app):
         for changed, seed in ((30, 1), (40, 2)):
             team = teams.create_team(f"Copy {seed}")
             copy = _flip(data_by_id[middle], _labels(gold), changed, changed, seed)
-            copies.append(submissions.store_scored(split, team, copy, model_name=f"copy{seed}", description="d",
-                                                   publish=True).id)
+            copies.append(
+                submissions.store_scored(split, team, copy, model_name=f"copy{seed}", description="d", publish=True).id
+            )
     return {"ids": ids, "middle": middle, "copies": copies}
 
 
-def test_ranks_on_a_crowded_board(app, crowded):
-    with app.app_context():
+def test_ranks_on_a_crowded_board(module_app, crowded):
+    with module_app.app_context():
         board = leaderboards.board("nlvr2", "test-p", paginate=False)
         entries = board.entries
         assert len(entries) == 102
@@ -98,7 +99,8 @@ def test_ranks_on_a_crowded_board(app, crowded):
         assert entries[0].rank_low == 1
 
 
-def test_the_api_carries_rank_and_rank_interval(app, client, crowded):
+def test_the_api_carries_rank_and_rank_interval(module_app, crowded):
+    client = module_app.test_client()
     body = client.get("/api/v1/leaderboards/nlvr2/test-p").get_json()
     assert len(body["entries"]) == 102
     for entry in body["entries"]:
@@ -113,11 +115,20 @@ def small(app):
     with app.app_context():
         catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic.")
         golds = {}
-        for slug, name, hidden, seed in (("dev", "Dev", False, 1), ("test-p", "Test-P", False, 2),
-                                         ("test-u", "Test-U", True, 3)):
+        for slug, name, hidden, seed in (
+            ("dev", "Dev", False, 1),
+            ("test-p", "Test-P", False, 2),
+            ("test-u", "Test-U", True, 3),
+        ):
             golds[slug] = synthetic.nlvr2_gold(800, split="dev" if slug == "dev" else "test", seed=seed)
-            catalog.add_split("nlvr2", slug, golds[slug], name=name, hidden=hidden,
-                              annotations=synthetic.nlvr2_annotations(golds[slug], 60) if slug == "dev" else None)
+            catalog.add_split(
+                "nlvr2",
+                slug,
+                golds[slug],
+                name=name,
+                hidden=hidden,
+                annotations=synthetic.nlvr2_annotations(golds[slug], 60) if slug == "dev" else None,
+            )
         catalog.set_policy("nlvr2", "test-u", feedback="full")
         member = accounts.create_user("member@example.org", "password123")
         teams.create_team("Lab", creator=member)
@@ -128,12 +139,22 @@ def small(app):
 def _store(split_slug, team_name, golds, accuracy, seed, **fields):
     split = catalog.get_split("nlvr2", split_slug)
     data = fields.pop("data", None) or synthetic.predictions(
-        "nlvr2", golds[split_slug], accuracy, seed=seed, split="dev" if split_slug == "dev" else "test",
-        group_correlation=fields.pop("correlation", 0.0))
-    return submissions.store_scored(split, teams.find_team(team_name), data,
-                                    model_name=fields.pop("model_name", f"m{seed}"),
-                                    description=fields.pop("description", "d"), publish=fields.pop("publish", True),
-                                    **fields).id
+        "nlvr2",
+        golds[split_slug],
+        accuracy,
+        seed=seed,
+        split="dev" if split_slug == "dev" else "test",
+        group_correlation=fields.pop("correlation", 0.0),
+    )
+    return submissions.store_scored(
+        split,
+        teams.find_team(team_name),
+        data,
+        model_name=fields.pop("model_name", f"m{seed}"),
+        description=fields.pop("description", "d"),
+        publish=fields.pop("publish", True),
+        **fields,
+    ).id
 
 
 def test_equal_accuracy_is_ordered_by_consistency(app, small):
@@ -173,14 +194,20 @@ def test_one_number_everywhere(app, client, small):
     """Every entry's primary score and consistency read the same on the board, its own page, the models
     view and every export (written by one helper from the stored value)."""
     with app.app_context():
-        ids = [_store(split, team, small, acc, seed, correlation=0.6)
-               for seed, (split, team, acc) in enumerate(
-                   [("dev", "Lab", 0.71), ("dev", "Other", 0.64), ("test-u", "Lab", 0.77),
-                    ("test-u", "Other", 0.58), ("test-p", "Lab", 0.66)], start=1)]
+        entries = [
+            ("dev", "Lab", 0.71),
+            ("dev", "Other", 0.64),
+            ("test-u", "Lab", 0.77),
+            ("test-u", "Other", 0.58),
+            ("test-p", "Lab", 0.66),
+        ]
+        for seed, (split, team, acc) in enumerate(entries, start=1):
+            _store(split, team, small, acc, seed, correlation=0.6)
     for split in ("dev", "test-u"):
         page = client.get(f"/leaderboards/nlvr2/{split}").get_data(as_text=True)
-        csv_rows = list(csv.DictReader(io.StringIO(client.get(f"/leaderboards/nlvr2/{split}/export.csv")
-                                                   .get_data(as_text=True))))
+        csv_rows = list(
+            csv.DictReader(io.StringIO(client.get(f"/leaderboards/nlvr2/{split}/export.csv").get_data(as_text=True)))
+        )
         as_json = json.loads(client.get(f"/leaderboards/nlvr2/{split}/export.json").data)
         markdown = client.get(f"/leaderboards/nlvr2/{split}/export.md").get_data(as_text=True)
         latex = client.get(f"/leaderboards/nlvr2/{split}/export.tex").get_data(as_text=True)
@@ -196,7 +223,9 @@ def test_one_number_everywhere(app, client, small):
             consistency = score_text(stored["consistency"])
             assert _board_text(page, sid) == accuracy
             own = client.get(f"/submissions/{sid}").get_data(as_text=True)
-            assert re.search(rf">{re.escape(accuracy)} ?<span", own) and re.search(rf">{re.escape(consistency)} ?<span", own)
+            assert re.search(rf">{re.escape(accuracy)} ?<span", own) and re.search(
+                rf">{re.escape(consistency)} ?<span", own
+            )
             [row] = [r for r in csv_rows if r["model"] == entry.model_name]
             assert score_text(float(row["all:accuracy"])) == accuracy
             assert score_text(float(row["all:consistency"])) == consistency
@@ -204,7 +233,9 @@ def test_one_number_everywhere(app, client, small):
             assert score_text(item["scores"]["all"]["accuracy"]["value"]) == accuracy
             md_row = next(line for line in markdown.splitlines() if f"| {entry.model_name} |" in line)
             assert f"| {accuracy} [" in md_row and f"| {consistency} [" in md_row
-            tex_row = next(line for line in latex.splitlines() if line.split(" & ")[1:2] == [f"{entry.model_name} ({entry.team})"])
+            tex_row = next(
+                line for line in latex.splitlines() if line.split(" & ")[1:2] == [f"{entry.model_name} ({entry.team})"]
+            )
             assert re.search(rf"(\\textbf{{)?{re.escape(accuracy)}\}}? &", tex_row)
             assert f'href="/submissions/{sid}">{accuracy}</a>' in models or split != "test-u"
 
@@ -276,8 +307,11 @@ def test_publishing_identical_predictions_twice_is_refused(app, client, small):
         teams.add_member(teams.find_team("Other"), member)
         submissions.publish(member, other_team, description="ours")
         token = accounts.create_token(member, "t")[1]
-    response = client.post(f"/api/v1/submissions/{second}/publish", headers={"Authorization": f"Bearer {token}"},
-                           json={"description": "again"})
+    response = client.post(
+        f"/api/v1/submissions/{second}/publish",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"description": "again"},
+    )
     assert response.status_code == 409 and f"submission {first}" in response.get_json()["error"]
 
 
@@ -294,8 +328,9 @@ def test_subset_columns_with_their_sizes(app, client, small):
     page = client.get(f"/leaderboards/nlvr2/dev?columns={wanted}").get_data(as_text=True)
     assert f"n = {size:,}" in page and 'name="columns"' in page
     exported = client.get(f"/leaderboards/nlvr2/dev/export.csv?columns={wanted}").get_data(as_text=True)
-    assert exported.splitlines()[0].startswith(f"rank,model,team,date,all:accuracy,all:accuracy ci_low,"
-                                               f"all:accuracy ci_high,{category.name}:accuracy,")
+    assert exported.splitlines()[0].startswith(
+        f"rank,model,team,date,all:accuracy,all:accuracy ci_low,all:accuracy ci_high,{category.name}:accuracy,"
+    )
     assert "all:consistency" not in exported.splitlines()[0]
     bad = client.get("/leaderboards/nlvr2/dev?columns=all:accuracy,nope:accuracy")
     assert bad.status_code == 400 and "nope:accuracy" in bad.get_data(as_text=True)
@@ -317,8 +352,7 @@ def test_the_landing_split_is_pinned_and_adding_a_split_keeps_it(app, client, sm
 
 def test_without_a_pin_adding_a_second_hidden_split_keeps_the_landing_page(app, client, small):
     with app.app_context():
-        catalog.add_split("nlvr2", "test-x", synthetic.nlvr2_gold(80, split="test", seed=9), hidden=True,
-                          name="Test-X")
+        catalog.add_split("nlvr2", "test-x", synthetic.nlvr2_gold(80, split="test", seed=9), hidden=True, name="Test-X")
     assert 'aria-current="page" class="current">Test-U' in client.get("/leaderboards/nlvr2").get_data(as_text=True)
 
 
@@ -326,17 +360,29 @@ def _latex_document(table: str, path) -> str:
     (path / "board.tex").write_text(table)
     (path / "paper.tex").write_text(
         "\\documentclass[twocolumn]{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
-        "\\usepackage{tabularx}\n\\begin{document}\n\\input{board.tex}\nText.\n\\end{document}\n")
-    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=path,
-                          capture_output=True, text=True, timeout=120)
+        "\\usepackage{tabularx}\n\\begin{document}\n\\input{board.tex}\nText.\n\\end{document}\n"
+    )
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
+        cwd=path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     log = (path / "paper.log").read_text(errors="replace")
     assert done.returncode == 0, log[-3000:]
     return log
 
 
+@pytest.mark.one_backend
 def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, client, tmp_path):
     """The demo's four benchmarks (every seed task type), default columns, intervals on: the table float
-    compiles in a two-column article with no overfull box and tabularx never squeezes the model column."""
+    compiles in a two-column article with no overfull box and tabularx never squeezes the model column.
+
+    On SQLite alone: what is checked is the layout of the LaTeX text, which the export writes from the
+    board's rows; that the rows (and every export of them) are the same on PostgreSQL is checked there by
+    test_one_number_everywhere and tests/service/test_exports.py. A second run would load the demo and
+    compile the same four tables again (about 40 s)."""
     if shutil.which("pdflatex") is None:
         reason = "pdflatex is not installed (make test installs texlive-latex-recommended)"
         if os.environ.get("CI"):
@@ -349,9 +395,10 @@ def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, c
         slugs = [b.slug for b in catalog.list_benchmarks()]
     assert len(slugs) >= 4
     for slug in slugs:
-        landing = client.get(f"/api/v1/benchmarks").get_json()
-        split = next(s["slug"] for b in landing["benchmarks"] if b["slug"] == slug for s in b["splits"]
-                     if not s["hidden"])
+        landing = client.get("/api/v1/benchmarks").get_json()
+        split = next(
+            s["slug"] for b in landing["benchmarks"] if b["slug"] == slug for s in b["splits"] if not s["hidden"]
+        )
         table = client.get(f"/leaderboards/{slug}/{split}/export.tex").get_data(as_text=True)
         folder = tmp_path / slug
         folder.mkdir()

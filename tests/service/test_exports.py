@@ -1,46 +1,60 @@
 """Leaderboard exports: CSV (formula injection, quoting), LaTeX and Markdown escaping, the JSON shape, routes."""
+
 from __future__ import annotations
 
 import csv
 import io
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
 
 from app import synthetic
 from app.services import catalog, exports, references, submissions, teams
-from app.services.leaderboards import Board, Column, Entry, ReferenceRow
+from app.services.board_snapshots import Entry, ReferenceRow
+from app.services.leaderboards import Board, Column
 
-WHEN = datetime(2025, 3, 14, 9, 26, tzinfo=timezone.utc)
-COLUMNS = [Column("all", "accuracy", "Accuracy"), Column("all", "consistency", "Consistency"),
-           Column("balanced", "accuracy", "Balanced accuracy")]
+WHEN = datetime(2025, 3, 14, 9, 26, tzinfo=UTC)
+COLUMNS = [
+    Column("all", "accuracy", "Accuracy"),
+    Column("all", "consistency", "Consistency"),
+    Column("balanced", "accuracy", "Balanced accuracy"),
+]
 LATEX_SPECIALS = "a\\b{c}d$e&f#g^h_i%j~k"
 
 
 def _entry(rank: int, model: str, team: str | None, **kw) -> Entry:
     return Entry(
-        rank=rank, submission_id=rank * 10, model_name=model, team=team, submitted_at=WHEN,
-        paper_url=kw.get("paper_url"), code_url=kw.get("code_url"), description="",
+        rank=rank,
+        submission_id=rank * 10,
+        model_name=model,
+        team=team,
+        submitted_at=WHEN,
+        paper_url=kw.get("paper_url"),
+        code_url=kw.get("code_url"),
+        description="",
         scores={"all": {"accuracy": 71.25, "consistency": 30.5}, "balanced": {"accuracy": 70.0}},
-        intervals={"all": {"accuracy": (70.0, 72.5), "consistency": (28.0, 33.0)},
-                   "balanced": {"accuracy": (68.0, 72.0)}},
+        intervals={
+            "all": {"accuracy": (70.0, 72.5), "consistency": (28.0, 33.0)},
+            "balanced": {"accuracy": (68.0, 72.0)},
+        },
     )
 
 
 def _board(*entries: Entry, refs: tuple[ReferenceRow, ...] = ()) -> Board:
     benchmark = SimpleNamespace(slug="nlvr2", name="NLVR2")
-    split = SimpleNamespace(slug="test-u", name="Test-U")
+    split = SimpleNamespace(slug="test-u", name="Test-U", hidden=False, revealed_at=None)
     return Board(benchmark, split, list(entries), True, COLUMNS, list(refs))
 
 
 # --- CSV -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1:A2)",
-                                  "\t=1+1", "\r=1"])
+@pytest.mark.parametrize(
+    "text", ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1:A2)", "\t=1+1", "\r=1"]
+)
 def test_csv_defuses_formulas(text):
     [row] = list(csv.reader(io.StringIO(exports.to_csv(_board(_entry(1, text, text))))))[1:]
     assert row[1] == "'" + text and row[2] == "'" + text
@@ -48,11 +62,22 @@ def test_csv_defuses_formulas(text):
 
 def test_csv_quotes_commas_quotes_and_newlines_and_keeps_numbers():
     model = 'Big, "quoted"\nmodel'
-    text = exports.to_csv(_board(_entry(1, model, None, paper_url="https://example.org/a,b"),
-                                 refs=(ReferenceRow(1, "Human", None, WHEN, {"all": {"accuracy": 96.1}}),)))
+    text = exports.to_csv(
+        _board(
+            _entry(1, model, None, paper_url="https://example.org/a,b"),
+            refs=(ReferenceRow(1, "Human", None, WHEN, {"all": {"accuracy": 96.1}}),),
+        )
+    )
     header, entry, reference = list(csv.reader(io.StringIO(text)))
-    assert header[:7] == ["rank", "model", "team", "date", "all:accuracy", "all:accuracy ci_low",
-                          "all:accuracy ci_high"]
+    assert header[:7] == [
+        "rank",
+        "model",
+        "team",
+        "date",
+        "all:accuracy",
+        "all:accuracy ci_low",
+        "all:accuracy ci_high",
+    ]
     assert header[-3:] == ["paper_url", "code_url", "type"]
     assert entry[:7] == ["1", model, "Anonymous", "2025-03-14", "71.25", "70.0", "72.5"]
     assert entry[header.index("paper_url")] == "https://example.org/a,b" and entry[-1] == "entry"
@@ -77,8 +102,10 @@ def test_latex_escapes_every_special_character():
 
 
 def test_latex_table_is_a_booktabs_float_with_escaped_team_strings():
-    board = _board(_entry(1, LATEX_SPECIALS, "Team_1 & 50%", paper_url="https://example.org/~x#y"),
-                   refs=(ReferenceRow(1, "Human {best}", None, WHEN, {"all": {"accuracy": 96.1}}),))
+    board = _board(
+        _entry(1, LATEX_SPECIALS, "Team_1 & 50%", paper_url="https://example.org/~x#y"),
+        refs=(ReferenceRow(1, "Human {best}", None, WHEN, {"all": {"accuracy": 96.1}}),),
+    )
     text = exports.to_latex(board, today=WHEN)
     assert "\\begin{table}" in text and "\\end{table}" in text
     assert "\\begin{tabularx}{\\columnwidth}{@{}rXrrr@{}}" in text and "\\toprule" in text and "\\bottomrule" in text
@@ -97,9 +124,15 @@ def test_latex_table_is_a_booktabs_float_with_escaped_team_strings():
     model = cells[1]
     assert not re.search(r"(?<!\\)[&%$#_{}~^]", re.sub(r"\\[a-z]+\{\}|\\[{}$&#_%]", "", model)), model
     assert "{\\scriptsize" not in exports.to_latex(board, intervals=False)
-    assert "Q$\\to$A" in exports.to_latex(Board(SimpleNamespace(slug="vcr", name="VCR"),
-                                                SimpleNamespace(slug="val", name="Val"), [], True,
-                                                [Column("all", "q_a", "Q→A")]))
+    assert "Q$\\to$A" in exports.to_latex(
+        Board(
+            SimpleNamespace(slug="vcr", name="VCR"),
+            SimpleNamespace(slug="val", name="Val", hidden=False, revealed_at=None),
+            [],
+            True,
+            [Column("all", "q_a", "Q→A")],
+        )
+    )
 
 
 # --- Markdown --------------------------------------------------------------------------------------------
@@ -135,8 +168,14 @@ def test_json_shape():
     assert first["scores"]["all"]["accuracy"] == {"value": 71.25, "ci_low": 70.0, "ci_high": 72.5}
     assert first["code_url"] == "https://example.org/c" and first["paper_url"] is None
     assert datetime.fromisoformat(first["date"]) == WHEN
-    assert body["references"] == [{"name": "Human", "source_url": "https://example.org/h", "date": WHEN.isoformat(),
-                                   "scores": {"all": {"accuracy": {"value": 96.1}}}}]
+    assert body["references"] == [
+        {
+            "name": "Human",
+            "source_url": "https://example.org/h",
+            "date": WHEN.isoformat(),
+            "scores": {"all": {"accuracy": {"value": 96.1}}},
+        }
+    ]
 
 
 # --- the routes ------------------------------------------------------------------------------------------
@@ -149,14 +188,26 @@ def published(app):
         gold = synthetic.nlvr2_gold(200, seed=2)
         split = catalog.add_split("nlvr2", "dev", gold, name="Dev")
         team = teams.create_team("=cmd|' /C calc'!A0")
-        submissions.store_scored(split, team, synthetic.predictions("nlvr2", gold, 0.8), model_name="@evil, \"m\"",
-                                 description="d", publish=True)
+        submissions.store_scored(
+            split,
+            team,
+            synthetic.predictions("nlvr2", gold, 0.8),
+            model_name='@evil, "m"',
+            description="d",
+            publish=True,
+        )
         references.add_reference("nlvr2", "dev", "Human", '{"all": {"accuracy": 96.1}}')
 
 
-@pytest.mark.parametrize("fmt, content_type", [
-    ("csv", "text/csv"), ("json", "application/json"), ("md", "text/markdown"), ("tex", "application/x-tex"),
-])
+@pytest.mark.parametrize(
+    "fmt, content_type",
+    [
+        ("csv", "text/csv"),
+        ("json", "application/json"),
+        ("md", "text/markdown"),
+        ("tex", "application/x-tex"),
+    ],
+)
 def test_export_routes(client, published, fmt, content_type):
     response = client.get(f"/leaderboards/nlvr2/dev/export.{fmt}")
     assert response.status_code == 200
@@ -166,7 +217,7 @@ def test_export_routes(client, published, fmt, content_type):
     assert "Human" in body
     if fmt == "csv":
         rows = list(csv.reader(io.StringIO(body)))
-        assert rows[1][:3] == ["1", "'@evil, \"m\"", "'=cmd|' /C calc'!A0"]
+        assert rows[1][:3] == ["1", '\'@evil, "m"', "'=cmd|' /C calc'!A0"]
 
 
 def test_export_of_an_unknown_format_or_split_is_404(client, published):

@@ -1,4 +1,5 @@
 """The Ladder and the release rounding through submissions.submit, and probe flags."""
+
 from __future__ import annotations
 
 import json
@@ -6,60 +7,21 @@ import json
 import numpy as np
 import pytest
 from sqlalchemy import select
-from werkzeug.security import generate_password_hash
 
 from app import synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.evaluation import ladder as ladder_rule
-from app.models import LadderState, Membership, ProbeFlag, Team, User
-from app.services import catalog, integrity, submissions
+from app.models import LadderState, ProbeFlag
+from app.services import catalog, integrity, submission_pages, submissions, visibility
 from app.services.errors import InvalidInput, NotFound
 from app.services.submissions import Upload
-
-N = 400
-
-
-def _user(email: str, team: Team | None = None, admin: bool = False) -> User:
-    user = User(email=email, password_hash=generate_password_hash("x", method="pbkdf2:sha256:1000"), is_admin=admin)
-    db.session.add(user)
-    if team is not None:
-        db.session.add(Membership(user=user, team=team))
-    db.session.commit()
-    return user
-
-
-def gold_rows(gold: bytes) -> list[dict]:
-    return [json.loads(line) for line in gold.decode().splitlines()]
-
-
-def binary_file(gold: bytes, wrong) -> bytes:
-    """A prediction file that is right everywhere except on the examples (gold order) in `wrong`."""
-    wrong = set(wrong)
-    lines = []
-    for i, row in enumerate(gold_rows(gold)):
-        right = row["label"].lower() == "true"
-        lines.append(f"{row['identifier']},{(not right) if i in wrong else right}")
-    return ("\n".join(lines) + "\n").encode()
+from tests.support.blind_test_world import N, binary_file, build_blind_test_world, submit
 
 
 @pytest.fixture
 def world(ctx):
-    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
-    gold = {"dev": synthetic.nlvr2_gold(N, seed=4), "test-u": synthetic.nlvr2_gold(N, split="test", seed=5)}
-    catalog.add_split("nlvr2", "dev", gold["dev"])
-    catalog.add_split("nlvr2", "test-u", gold["test-u"], hidden=True)
-    catalog.set_policy("nlvr2", "test-u", per_day=None, per_month=None)  # these tests submit more than 5 a day
-    lab, rivals = Team(name="Lab"), Team(name="Rivals")
-    db.session.add_all([lab, rivals])
-    db.session.commit()
-    return {"gold": gold, "lab": lab, "rivals": rivals, "member": _user("member@example.org", lab),
-            "rival": _user("rival@example.org", rivals), "admin": _user("admin@example.org", admin=True)}
-
-
-def submit(world, wrong, *, split="test-u", who="member", benchmark="nlvr2", data=None):
-    upload = Upload(data=data if data is not None else binary_file(world["gold"][split], wrong), model_name="M")
-    return submissions.submit(world[who], None, benchmark, split, upload)
+    return build_blind_test_world()
 
 
 # --- the Ladder ----------------------------------------------------------------------------------------
@@ -82,13 +44,13 @@ def test_ladder_releases_what_the_pure_ladder_says_and_nothing_else(world):
     assert state.best_loss == 58 / N and state.best_submission_id == results[5].submission.id
     # What the API and pages read back is the same single figure.
     for result in results:
-        assert submissions.released_scores(result.submission) == result.scores
+        assert visibility.released_scores(result.submission) == result.scores
         assert json.loads(result.submission.released) == result.scores
     # Every metric and subset stays stored for the maintainers.
-    assert {"balanced", "unbalanced"} <= set(submissions.scores_of(results[0].submission))
-    page = submissions.page_for(world["member"], results[3].submission.id)
+    assert {"balanced", "unbalanced"} <= set(visibility.scores_of(results[0].submission))
+    page = submission_pages.page_for(world["member"], results[3].submission.id)
     assert page.scores == {"all": {"accuracy": 85.0}}
-    admin_page = submissions.page_for(world["admin"], results[3].submission.id)
+    admin_page = submission_pages.page_for(world["admin"], results[3].submission.id)
     assert admin_page.scores["all"]["accuracy"] == pytest.approx(85.0)
     assert "consistency" in admin_page.scores["all"]
 
@@ -107,9 +69,9 @@ def test_switching_policy_cuts_earlier_releases_down_to_the_ladders(world):
     full = submit(world, range(30))
     assert set(full.scores) >= {"all", "balanced"}
     catalog.set_policy("nlvr2", "test-u", feedback="ladder")
-    assert submissions.released_scores(full.submission) == {"all": {"accuracy": 92.5}}
+    assert visibility.released_scores(full.submission) == {"all": {"accuracy": 92.5}}
     catalog.set_policy("nlvr2", "test-u", feedback="none")
-    assert submissions.released_scores(full.submission) is None
+    assert visibility.released_scores(full.submission) is None
 
 
 def test_revealed_split_shows_every_score(world):
@@ -118,7 +80,7 @@ def test_revealed_split_shows_every_score(world):
     split = catalog.get_split("nlvr2", "test-u")
     split.revealed_at = split.created_at
     db.session.commit()
-    assert submissions.released_scores(result.submission) == submissions.scores_of(result.submission)
+    assert visibility.released_scores(result.submission) == visibility.scores_of(result.submission)
 
 
 def test_vcr_ladder_uses_q_ar_per_question(world):
@@ -128,7 +90,7 @@ def test_vcr_ladder_uses_q_ar_per_question(world):
     catalog.set_policy("vcr", "test", feedback="ladder")
     data = synthetic.predictions("vcr", gold, 0.7, seed=3)
     result = submissions.submit(world["member"], None, "vcr", "test", Upload(data=data, model_name="V"))
-    q_ar = submissions.scores_of(result.submission)["all"]["q_ar"]
+    q_ar = visibility.scores_of(result.submission)["all"]["q_ar"]
     assert result.scores == {"all": {"q_ar": ladder_rule.round_percentage(q_ar, 200)}}
 
 
@@ -139,7 +101,7 @@ def test_nlvr_images_ladder_counts_images(world):
     catalog.set_policy("nlvr-img", "test", feedback="ladder")
     data = synthetic.predictions("nlvr-images", gold, 0.7, seed=3, split="test")
     result = submissions.submit(world["member"], None, "nlvr-img", "test", Upload(data=data, model_name="I"))
-    accuracy = submissions.scores_of(result.submission)["all"]["accuracy"]
+    accuracy = visibility.scores_of(result.submission)["all"]["accuracy"]
     # 240 images: one decimal tells every count apart.
     assert result.scores == {"all": {"accuracy": ladder_rule.round_percentage(accuracy, 240)}}
 
@@ -158,7 +120,7 @@ def test_full_feedback_rounds_every_score_to_its_count(world):
     catalog.set_policy("nlvr2", "test-u", feedback="full")
     data = synthetic.predictions("nlvr2", world["gold"]["test-u"], 0.71, seed=9, split="test")
     result = submissions.submit(world["member"], None, "nlvr2", "test-u", Upload(data=data, model_name="M"))
-    exact = submissions.scores_of(result.submission)
+    exact = visibility.scores_of(result.submission)
     split = catalog.get_split("nlvr2", "test-u")
     assert set(result.scores) == set(exact)
     for subset, metrics in result.scores.items():
@@ -170,22 +132,23 @@ def test_full_feedback_rounds_every_score_to_its_count(world):
             assert int(round(value * units / 100)) == count
     # 400 examples: whole tenths; the unrounded value would carry float digits.
     assert result.scores["all"]["accuracy"] * 10 == int(result.scores["all"]["accuracy"] * 10)
-    assert submissions.released_scores(result.submission) == result.scores
+    assert visibility.released_scores(result.submission) == result.scores
     assert json.loads(result.submission.released) == result.scores
 
 
 def test_public_split_scores_are_released_unrounded(world):
     data = synthetic.predictions("nlvr2", world["gold"]["dev"], 0.71, seed=9)
     result = submissions.submit(world["member"], None, "nlvr2", "dev", Upload(data=data, model_name="M"))
-    assert result.scores == submissions.scores_of(result.submission)
+    assert result.scores == visibility.scores_of(result.submission)
 
 
 def test_store_scored_runs_the_ladder_too(world):
     catalog.set_policy("nlvr2", "test-u", feedback="ladder")
     split = catalog.get_split("nlvr2", "test-u")
-    stored = submissions.store_scored(split, world["lab"], binary_file(world["gold"]["test-u"], range(20)),
-                                      model_name="demo")
-    assert submissions.released_scores(stored) == {"all": {"accuracy": 95.0}}
+    stored = submissions.store_scored(
+        split, world["lab"], binary_file(world["gold"]["test-u"], range(20)), model_name="demo"
+    )
+    assert visibility.released_scores(stored) == {"all": {"accuracy": 95.0}}
 
 
 # --- probing -------------------------------------------------------------------------------------------
@@ -250,6 +213,25 @@ def test_probing_compares_with_every_earlier_submission_in_blocks(world, monkeyp
     assert flag.submission_id == near.id and flag.distance == pytest.approx(1 / N)
 
 
+def test_probing_reads_only_submissions_whose_score_could_be_that_close(world, monkeypatch):
+    """A file differing on a share d of the examples scores within 100 * d points: the check reads the
+    submissions in that window of accuracy alone, so its cost does not grow with the whole split."""
+    compared = []
+    real = integrity._block_distances
+    monkeypatch.setattr(
+        integrity,
+        "_block_distances",
+        lambda task, gold, new, blobs: compared.append(len(blobs)) or real(task, gold, new, blobs),
+    )
+    for wrong in (40, 80, 120, 160):  # 90%, 80%, 70%, 60%: 10 points apart, the window is 1 point
+        submit(world, range(wrong))
+    assert sum(compared) == 0
+    near = submit(world, range(1, 41)).submission  # 90%, 2 of 400 from the first: in its window
+    assert compared == [1]
+    flag = db.session.scalar(select(ProbeFlag))
+    assert flag.submission_id == near.id and flag.distance == pytest.approx(2 / N)
+
+
 @pytest.mark.parametrize("task_name, shape", [("nlvr2", (101,)), ("nlvr-images", (17, 6))])
 def test_packed_distances_equal_unpacked_ones(task_name, shape):
     task, rng = get_task(task_name), np.random.default_rng(7)
@@ -282,10 +264,13 @@ def test_a_near_copy_of_another_teams_submission_is_flagged_with_both_teams(worl
     assert flags[0].distance == pytest.approx(1 / N)
     # Both kinds at once: near the team's own copy (1 of 400) and the Lab's original (2 of 400).
     again = submit(world, list(range(50)) + [300, 301], who="rival").submission
-    found = db.session.scalars(select(ProbeFlag).where(ProbeFlag.submission_id == again.id)
-                               .order_by(ProbeFlag.id)).all()
-    assert [(f.other_team_id, f.earlier_submission_id) for f in found] == [(None, copy.id),
-                                                                          (world["lab"].id, original.id)]
+    found = db.session.scalars(
+        select(ProbeFlag).where(ProbeFlag.submission_id == again.id).order_by(ProbeFlag.id)
+    ).all()
+    assert [(f.other_team_id, f.earlier_submission_id) for f in found] == [
+        (None, copy.id),
+        (world["lab"].id, original.id),
+    ]
     assert [f.distance for f in found] == pytest.approx([1 / N, 2 / N])
     # A submission far from everyone's is not flagged.
     far = submit(world, range(200, 300), who="member").submission

@@ -1,6 +1,7 @@
 """Label audits and corrected gold files: the acceptance scenario of issue 14 (20 flipped labels among a
 split's gold, 30 stored entries of 75-95% accuracy against the true labels) through the command line, and
 the refusals."""
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,21 @@ from app import synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.models import AuditEvent, ChangelogEntry, GoldVersion, Split, Submission
-from app.services import accounts, backups, catalog, gold_files, label_audits, leaderboards, submissions, teams
+from app.services import (
+    accounts,
+    backups,
+    board_snapshots,
+    catalog,
+    checksums,
+    gold_files,
+    label_audits,
+    submissions,
+    teams,
+    visibility,
+)
 from app.services.errors import Conflict, InvalidInput
 from app.services.submissions import Upload
-from tests.helpers import write
+from tests.support.files import write
 
 N = 1000
 FLIPPED = 20
@@ -53,8 +65,14 @@ def scenario(ctx, tmp_path):
         if i % 3 == 0:
             submissions.publish(user, result.submission.id, description="an entry")
         expected[result.submission.id] = task.score(truth, task.parse(data, truth), task.derive_subsets(truth))
-    return {"true": true_gold, "wrong": wrong_gold, "flipped": flipped, "expected": expected,
-            "true_path": write(tmp_path, "true.json", true_gold), "ids": truth.ids}
+    return {
+        "true": true_gold,
+        "wrong": wrong_gold,
+        "flipped": flipped,
+        "expected": expected,
+        "true_path": write(tmp_path, "true.json", true_gold),
+        "ids": truth.ids,
+    }
 
 
 def test_the_audit_finds_the_flipped_labels(scenario, runner):
@@ -74,23 +92,36 @@ def test_the_audit_finds_the_flipped_labels(scenario, runner):
 def test_correcting_with_the_true_file_restores_every_score(scenario, runner, app, tmp_path):
     split = catalog.get_split("nlvr2", "test-u")
     version_before, old_sha = split.board_version, split.gold_sha256
-    ranks_before = leaderboards.published_ranks(split)
-    result = runner.invoke(args=["labels", "correct", "nlvr2", "test-u", "--labels", scenario["true_path"],
-                                 "--note", "20 sentences relabelled after the audit"])
+    ranks_before = board_snapshots.published_ranks(split)
+    result = runner.invoke(
+        args=[
+            "labels",
+            "correct",
+            "nlvr2",
+            "test-u",
+            "--labels",
+            scenario["true_path"],
+            "--note",
+            "20 sentences relabelled after the audit",
+        ]
+    )
     assert result.exit_code == 0, result.output
     assert f"{FLIPPED} labels changed, {ENTRIES} submissions rescored" in result.output
     db.session.rollback()
     split = db.session.get(Split, split.id)
     # Every stored entry has the scores it would have had against the true labels, on every subset.
     for submission_id, expected in scenario["expected"].items():
-        stored = submissions.scores_of(db.session.get(Submission, submission_id))
+        stored = visibility.scores_of(db.session.get(Submission, submission_id))
         assert stored.keys() == expected.keys()
         for subset, metrics in expected.items():
             assert stored[subset] == pytest.approx(metrics), (submission_id, subset)
     # A new version: the old file is kept, both checksums recorded, both files owner-only.
     version = db.session.scalar(select(GoldVersion))
     assert (version.version, version.previous_sha256, version.gold_sha256) == (
-        2, old_sha, gold_files.sha256(scenario["true"]))
+        2,
+        old_sha,
+        checksums.sha256(scenario["true"]),
+    )
     assert version.labels_changed == FLIPPED and version.note == "20 sentences relabelled after the audit"
     assert split.gold_sha256 == version.gold_sha256 and split.board_version == version_before + 1
     for path in (version.previous_path, version.gold_path):
@@ -98,7 +129,7 @@ def test_correcting_with_the_true_file_restores_every_score(scenario, runner, ap
         assert full.exists() and stat.S_IMODE(os.stat(full).st_mode) == 0o600
     assert gold_files.load_gold(split).labels.tolist() == get_task("nlvr2").read_gold(scenario["true"]).labels.tolist()
     # The changelog and the audit log say so.
-    lines = label_audits.changelog(split)
+    lines = board_snapshots.changelog(split)
     assert [line.message for line in lines] == [f"{FLIPPED} labels corrected"]
     with app.test_request_context("/"):
         html = render_template("public/_changelog.html", changelog=lines)
@@ -108,7 +139,7 @@ def test_correcting_with_the_true_file_restores_every_score(scenario, runner, ap
     assert f"{lines[0].date:%Y-%m-%d}</time>: {FLIPPED} labels corrected" in board_page
     event = db.session.scalar(select(AuditEvent).where(AuditEvent.action == "labels.correct"))
     details = json.loads(event.details)
-    ranks_after = leaderboards.published_ranks(split)
+    ranks_after = board_snapshots.published_ranks(split)
     moved = sum(1 for sid, rank in ranks_after.items() if ranks_before[sid] != rank)
     assert details["labels_changed"] == FLIPPED and details["ranks_moved"] == moved
     assert details["old_sha256"] == old_sha and details["new_sha256"] == version.gold_sha256

@@ -1,5 +1,6 @@
 """Migrations on SQLite and PostgreSQL: an empty database up to head, down and up again with data in it,
 and no drift between the models and the migrations."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,7 @@ from app import create_app, synthetic
 from app.db import db
 from app.models import Score, Submission
 from app.schema import MIGRATIONS, head_revision
-from app.services import accounts, catalog, leaderboards, submissions, teams
+from app.services import accounts, catalog, leaderboards, submissions, teams, visibility
 from tests.conftest import make_config
 
 CORE_TABLES = {"benchmarks", "splits", "subsets", "submissions", "scores", "teams", "users", "memberships"}
@@ -36,8 +37,9 @@ def empty_app(database_backend, tmp_path):
 
 def _counts() -> dict[str, int]:
     db.session.rollback()  # a fresh snapshot after each migration
-    counts = {table: db.session.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one()
-              for table in sorted(CORE_TABLES)}
+    counts = {
+        table: db.session.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one() for table in sorted(CORE_TABLES)
+    }
     db.session.rollback()
     return counts
 
@@ -53,7 +55,7 @@ def test_upgrade_empty_database_then_down_and_up_with_data(empty_app, database_b
     with empty_app.app_context():
         upgrade()
         assert _current() == head_revision()
-        assert CORE_TABLES <= set(inspect(db.engine).get_table_names())
+        assert set(inspect(db.engine).get_table_names()) >= CORE_TABLES
 
         # Data at head: a benchmark with a split (and its derived subsets), a team, a scored submission.
         gold = synthetic.nlvr2_gold(240, split="dev", seed=3)
@@ -61,10 +63,15 @@ def test_upgrade_empty_database_then_down_and_up_with_data(empty_app, database_b
         catalog.add_split("nlvr2", "dev", gold, name="Dev")
         user = accounts.create_user("ada@example.org", "a long password")
         teams.create_team("Lab", user)
-        first = submissions.submit(user, None, "nlvr2", "dev", submissions.Upload(
-            synthetic.predictions("nlvr2", gold, 0.8, seed=1), "model A", description="first"))
+        first = submissions.submit(
+            user,
+            None,
+            "nlvr2",
+            "dev",
+            submissions.Upload(synthetic.predictions("nlvr2", gold, 0.8, seed=1), "model A", description="first"),
+        )
         submissions.publish(user, first.submission.id)
-        expected_scores = submissions.scores_of(first.submission)
+        expected_scores = visibility.scores_of(first.submission)
         before = _counts()
         assert before["submissions"] == 1 and before["scores"] > 0 and before["subsets"] >= 2
 
@@ -78,15 +85,16 @@ def test_upgrade_empty_database_then_down_and_up_with_data(empty_app, database_b
         assert _current() == head_revision()
         assert _counts() == before
         stored = db.session.scalar(select(Submission).where(Submission.model_name == "model A"))
-        assert submissions.scores_of(stored) == expected_scores
+        assert visibility.scores_of(stored) == expected_scores
         assert stored.split.board_version == 0  # re-added with its server default
 
         # The upgraded database works: the leaderboard shows the entry, and a new upload is stored.
         board = leaderboards.board("nlvr2", "dev")
         assert [entry.model_name for entry in board.entries] == ["model A"]
         user = accounts.get_user_by_email("ada@example.org")
-        second = submissions.submit(user, None, "nlvr2", "dev", submissions.Upload(
-            synthetic.predictions("nlvr2", gold, 0.6, seed=2), "model B"))
+        second = submissions.submit(
+            user, None, "nlvr2", "dev", submissions.Upload(synthetic.predictions("nlvr2", gold, 0.6, seed=2), "model B")
+        )
         assert second.submission.status == "scored"
         assert db.session.scalar(select(func.count(Score.id)).where(Score.submission_id == second.submission.id))
 
@@ -95,15 +103,13 @@ def test_upgrade_empty_database_then_down_and_up_with_data(empty_app, database_b
         downgrade(revision="base")
         assert set(inspect(db.engine).get_table_names()) <= {"alembic_version"}
         upgrade()
-        assert _counts() == {table: 0 for table in CORE_TABLES}
+        assert _counts() == dict.fromkeys(CORE_TABLES, 0)
         assert catalog.list_benchmarks() == []
 
 
 def test_migrations_match_models(app, database_backend):
     """Autogenerate would find nothing to do: the migrations create exactly what the models describe."""
-    with app.app_context():
-        with db.engine.connect() as connection:
-            context = MigrationContext.configure(connection, opts={"compare_type": True,
-                                                                   "compare_server_default": False})
-            diff = compare_metadata(context, db.metadata)
+    with app.app_context(), db.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True, "compare_server_default": False})
+        diff = compare_metadata(context, db.metadata)
     assert diff == [], f"models and migrations differ on {database_backend.name}: {diff}"

@@ -1,4 +1,5 @@
 """Reference rows: `flask references add|list|remove`, validation (exit 2), and the board they change."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from app.db import db
 from app.models import AuditEvent, Reference
 from app.services import catalog, leaderboards, references
 from app.services.errors import InvalidInput, NotFound
-from tests.helpers import nlvr2_split
+from tests.support.splits import nlvr2_split
 
 HUMAN = '{"all": {"accuracy": 96.1, "consistency": 88}, "balanced": {"accuracy": 95.0}}'
 
@@ -28,8 +29,10 @@ def test_add_list_and_remove(app, runner, tmp_path):
     with app.app_context():
         [row] = db.session.scalars(db.select(Reference)).all()
         assert row.name == "Human" and row.source_url == "https://example.org/h"
-        assert json.loads(row.scores) == {"all": {"accuracy": 96.1, "consistency": 88.0},
-                                          "balanced": {"accuracy": 95.0}}
+        assert json.loads(row.scores) == {
+            "all": {"accuracy": 96.1, "consistency": 88.0},
+            "balanced": {"accuracy": 95.0},
+        }
         split = catalog.get_split("nlvr2", "dev")
         assert split.board_version == before + 1  # the cached board is recomputed
         [board_row] = leaderboards.board("nlvr2", "dev").references
@@ -46,22 +49,25 @@ def test_add_list_and_remove(app, runner, tmp_path):
     assert runner.invoke(args=["references", "remove", "nlvr2", "dev", str(row_id)]).exit_code == 2
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--scores", "not json"], "must be JSON"),
-    (["--scores", "[1, 2]"], "non-empty JSON object"),
-    (["--scores", "{}"], "non-empty JSON object"),
-    (["--scores", '{"everything": {"accuracy": 50}}'], "unknown subset 'everything'"),
-    (["--scores", '{"all": {"acc": 50}}'], "unknown metric 'acc'"),
-    (["--scores", '{"balanced": {"consistency": 50}}'], "unknown metric 'consistency'"),
-    (["--scores", '{"all": {"accuracy": 101}}'], "from 0 to 100"),
-    (["--scores", '{"all": {"accuracy": -0.5}}'], "from 0 to 100"),
-    (["--scores", '{"all": {"accuracy": "96"}}'], "from 0 to 100"),
-    (["--scores", '{"all": {"accuracy": true}}'], "from 0 to 100"),
-    (["--scores", '{"all": {"accuracy": NaN}}'], "from 0 to 100"),
-    (["--scores", '{"all": 96}'], "must be an object"),
-    (["--scores", HUMAN, "--source", "ftp://example.org/x"], "http:// or https://"),
-    (["--scores", HUMAN, "--source", "javascript:alert(1)"], "http:// or https://"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--scores", "not json"], "must be JSON"),
+        (["--scores", "[1, 2]"], "non-empty JSON object"),
+        (["--scores", "{}"], "non-empty JSON object"),
+        (["--scores", '{"everything": {"accuracy": 50}}'], "unknown subset 'everything'"),
+        (["--scores", '{"all": {"acc": 50}}'], "unknown metric 'acc'"),
+        (["--scores", '{"balanced": {"consistency": 50}}'], "unknown metric 'consistency'"),
+        (["--scores", '{"all": {"accuracy": 101}}'], "from 0 to 100"),
+        (["--scores", '{"all": {"accuracy": -0.5}}'], "from 0 to 100"),
+        (["--scores", '{"all": {"accuracy": "96"}}'], "from 0 to 100"),
+        (["--scores", '{"all": {"accuracy": true}}'], "from 0 to 100"),
+        (["--scores", '{"all": {"accuracy": NaN}}'], "from 0 to 100"),
+        (["--scores", '{"all": 96}'], "must be an object"),
+        (["--scores", HUMAN, "--source", "ftp://example.org/x"], "http:// or https://"),
+        (["--scores", HUMAN, "--source", "javascript:alert(1)"], "http:// or https://"),
+    ],
+)
 def test_bad_input_exits_2_with_the_problem_named(app, runner, tmp_path, args, message):
     nlvr2_split(runner, tmp_path)
     result = _add(runner, "nlvr2", "dev", "--name", "Human", *args)
@@ -72,9 +78,13 @@ def test_bad_input_exits_2_with_the_problem_named(app, runner, tmp_path, args, m
         assert db.session.scalars(db.select(Reference)).all() == []
 
 
-@pytest.mark.parametrize("target, message", [
-    (["nope", "dev"], "unknown benchmark 'nope'"), (["nlvr2", "nope"], "unknown split 'nope'"),
-])
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        (["nope", "dev"], "unknown benchmark 'nope'"),
+        (["nlvr2", "nope"], "unknown split 'nope'"),
+    ],
+)
 def test_unknown_benchmark_or_split_exits_2(runner, tmp_path, target, message):
     nlvr2_split(runner, tmp_path)
     result = _add(runner, *target, "--name", "Human", "--scores", HUMAN)

@@ -1,4 +1,5 @@
 """Serving in production: engine options, gunicorn.conf.py, and startup refusing an outdated schema."""
+
 from __future__ import annotations
 
 import os
@@ -82,8 +83,14 @@ def test_gunicorn_refuses_an_outdated_schema_and_flask_db_upgrade_still_runs(unm
     assert "refusing to serve" in log and "run `flask --app wsgi db upgrade`" in log, log
 
     def flask(*args):
-        return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", *args], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "wsgi", *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     # The command line is never refused: it is how the schema is brought up to date. (A command that reads
     # tables changed since 0002 would fail on the old schema by itself, so ask Alembic where it stands.)
@@ -115,14 +122,17 @@ def test_trusted_proxy_headers(tmp_path):
         return app
 
     for proxies in (0, 1):
-        build(proxies).test_client().get("/_test/remote", environ_base={"REMOTE_ADDR": "10.0.0.2"},
-                                         headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"})
+        build(proxies).test_client().get(
+            "/_test/remote",
+            environ_base={"REMOTE_ADDR": "10.0.0.2"},
+            headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"},
+        )
     assert seen == {0: ("10.0.0.2", "http"), 1: ("203.0.113.9", "https")}
 
 
 def test_nul_characters_are_refused_before_any_query(app, client):
     """PostgreSQL cannot store or even compare text with NUL; the answer is a 4xx naming the field, on both."""
-    from tests.api import build_world, post_file
+    from tests.support.api_world import build_world, post_file
 
     world = build_world(app)
     assert client.get("/leaderboards/nlvr2%00").status_code in (404, 422)

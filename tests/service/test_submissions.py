@@ -1,46 +1,27 @@
 """Submitting: scoring, quotas (day / month / total, rejected cap), feedback policy, publication."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
-from werkzeug.security import generate_password_hash
 
 from app import synthetic
 from app.db import db
-from app.models import Membership, Submission, Team, User
-from app.services import catalog, leaderboards, submissions
+from app.models import Membership, Submission, Team
+from app.services import board_snapshots, catalog, quotas, submission_pages, submissions, visibility
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
 from app.services.submissions import Upload
+from tests.support.submission_world import build_submission_world
 
-NOW = datetime(2026, 3, 31, 22, 0, tzinfo=timezone.utc)
-
-
-def _user(email: str, team: Team | None = None, admin: bool = False) -> User:
-    user = User(email=email, password_hash=generate_password_hash("password123"), is_admin=admin)
-    db.session.add(user)
-    if team is not None:
-        db.session.add(Membership(user=user, team=team))
-    db.session.commit()
-    return user
+NOW = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 def world(ctx):
-    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
-    gold = synthetic.nlvr2_gold(240, seed=4)
-    catalog.add_split("nlvr2", "dev", gold)
-    catalog.add_split("nlvr2", "test-u", synthetic.nlvr2_gold(240, split="test", seed=5), hidden=True)
-    lab, other = Team(name="Lab"), Team(name="Other")
-    db.session.add_all([lab, other])
-    db.session.commit()
-    member = _user("member@example.org", lab)
-    outsider = _user("outsider@example.org", other)
-    admin = _user("admin@example.org", admin=True)
-    return {"gold": gold, "hidden_gold": synthetic.nlvr2_gold(240, split="test", seed=5), "lab": lab,
-            "member": member, "outsider": outsider, "admin": admin}
+    return build_submission_world()
 
 
 def _upload(gold: bytes, accuracy: float = 0.8, seed: int = 0, **kw) -> Upload:
@@ -52,7 +33,7 @@ def test_submit_scores_and_stores_everything(world, app):
     sub = result.submission
     assert sub.status == "scored" and sub.team.name == "Lab"
     assert set(result.scores) >= {"all", "balanced", "unbalanced"}
-    assert result.scores == submissions.scores_of(sub)
+    assert result.scores == visibility.scores_of(sub)
     # compact aligned predictions round-trip to what a fresh evaluation gives
     fresh = submissions.evaluate("nlvr2", "dev", synthetic.predictions("nlvr2", world["gold"], 0.8, seed=0))
     assert fresh == result.scores
@@ -80,11 +61,12 @@ def test_day_quota_reopens_at_utc_midnight_and_says_when(world):
     submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
     with pytest.raises(QuotaExceeded) as info:
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=1), now=NOW)
-    assert info.value.retry_at == datetime(2026, 4, 1, tzinfo=timezone.utc)
+    assert info.value.retry_at == datetime(2026, 4, 1, tzinfo=UTC)
     assert "2026-04-01 00:00 UTC" in info.value.message
-    assert submissions.retry_after_seconds(info.value, NOW) == 2 * 3600 + 1
-    later = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=1),
-                               now=NOW + timedelta(hours=2, minutes=1))
+    assert quotas.retry_after_seconds(info.value, NOW) == 2 * 3600 + 1
+    later = submissions.submit(
+        world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=1), now=NOW + timedelta(hours=2, minutes=1)
+    )
     assert later.quota.left["today"] == 0
 
 
@@ -93,7 +75,7 @@ def test_month_quota_counts_calendar_month(world):
     submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"]), now=NOW)
     with pytest.raises(QuotaExceeded) as info:
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], seed=1), now=NOW)
-    assert info.value.retry_at == datetime(2026, 4, 1, tzinfo=timezone.utc)
+    assert info.value.retry_at == datetime(2026, 4, 1, tzinfo=UTC)
 
 
 def test_quota_is_per_team_and_per_split(world):
@@ -153,13 +135,12 @@ def test_hidden_split_feedback_policies(world):
     full = submissions.submit(world["member"], None, "nlvr2", "test-u", _upload(world["hidden_gold"]), now=NOW)
     assert full.scores is not None
     catalog.set_policy("nlvr2", "test-u", feedback="none")
-    held = submissions.submit(world["member"], None, "nlvr2", "test-u", _upload(world["hidden_gold"], seed=1),
-                              now=NOW)
+    held = submissions.submit(world["member"], None, "nlvr2", "test-u", _upload(world["hidden_gold"], seed=1), now=NOW)
     assert held.scores is None
     assert held.submission.scores  # stored all the same
-    page = submissions.page_for(world["member"], held.submission.id)
+    page = submission_pages.page_for(world["member"], held.submission.id)
     assert page.scores is None and page.withheld_reason
-    assert submissions.page_for(world["admin"], held.submission.id).scores is not None
+    assert submission_pages.page_for(world["admin"], held.submission.id).scores is not None
 
 
 def test_submission_visibility(world):
@@ -181,24 +162,25 @@ def test_publish_unpublish_hide(world):
     with pytest.raises(Forbidden):
         submissions.publish(world["admin"], sub.id, description="x")
     submissions.publish(world["member"], sub.id, description="Our model", code_url="https://example.org/c")
-    assert [e.submission_id for e in leaderboards.leaderboard(split)] == [sub.id]
+    assert [e.submission_id for e in board_snapshots.leaderboard(split)] == [sub.id]
     with pytest.raises(Forbidden):
         submissions.hide(world["member"], sub.id, "spam")
     with pytest.raises(InvalidInput):
         submissions.hide(world["admin"], sub.id, " ")
     submissions.hide(world["admin"], sub.id, "duplicate of #1")
-    assert leaderboards.leaderboard(split) == []
+    assert board_snapshots.leaderboard(split) == []
     submissions.unhide(world["admin"], sub.id)
-    assert len(leaderboards.leaderboard(split)) == 1
+    assert len(board_snapshots.leaderboard(split)) == 1
     submissions.unpublish(world["member"], sub.id)
-    assert leaderboards.leaderboard(split) == []
+    assert board_snapshots.leaderboard(split) == []
 
 
 def test_anonymous_entries_hide_the_team(world):
-    sub = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world["gold"], anonymous=True,
-                             description="anon"), now=NOW).submission
+    sub = submissions.submit(
+        world["member"], None, "nlvr2", "dev", _upload(world["gold"], anonymous=True, description="anon"), now=NOW
+    ).submission
     submissions.publish(world["member"], sub.id)
-    [entry] = leaderboards.leaderboard(catalog.get_split("nlvr2", "dev"))
+    [entry] = board_snapshots.leaderboard(catalog.get_split("nlvr2", "dev"))
     assert entry.team is None
 
 
@@ -216,9 +198,9 @@ def test_hidden_full_release_withholds_category_and_field_breakdowns(world, app)
     catalog.add_split("nlvr2", "test-c", gold, hidden=True, annotations=synthetic.nlvr2_annotations(gold, 20))
     catalog.set_policy("nlvr2", "test-c", feedback="full")
     result = submissions.submit(world["member"], None, "nlvr2", "test-c", _upload(gold), now=NOW)
-    stored = submissions.scores_of(result.submission)
+    stored = visibility.scores_of(result.submission)
     assert any(name.startswith("category:") for name in stored)  # computed and kept for maintainers
     assert "all" in result.scores and "balanced" in result.scores
     assert not any(name.startswith("category:") for name in result.scores)
-    page = submissions.page_for(world["member"], result.submission.id)
+    page = submission_pages.page_for(world["member"], result.submission.id)
     assert not any(name.startswith("category:") for name in (page.scores or {}))

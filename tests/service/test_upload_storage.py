@@ -1,10 +1,11 @@
 """Cheap refusals before parsing, originals kept only for stored submissions, `uploads check`, midnight."""
+
 from __future__ import annotations
 
 import gzip
 import os
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -13,12 +14,17 @@ from app import synthetic
 from app.db import db
 from app.evaluation import tasks
 from app.models import Submission
-from app.services import catalog, submissions, uploads
+from app.services import catalog, quotas, submissions, uploads
 from app.services.errors import InvalidInput, QuotaExceeded
 from app.services.submissions import Upload
-from tests.service.test_submissions import world  # noqa: F401 (a fixture)
+from tests.support.submission_world import build_submission_world
 
-NOW = datetime(2026, 3, 31, 22, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def world(ctx):
+    return build_submission_world()
 
 
 def _files(app) -> list[str]:
@@ -47,8 +53,9 @@ def test_over_the_cap_is_refused_before_the_file_is_parsed(world, app, parses, p
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world), now=NOW)
     else:
         with pytest.raises(InvalidInput):
-            submissions.submit(world["member"], None, "nlvr2", "dev", Upload(data=b"garbage\n", model_name="M"),
-                               now=NOW)
+            submissions.submit(
+                world["member"], None, "nlvr2", "dev", Upload(data=b"garbage\n", model_name="M"), now=NOW
+            )
     assert len(parses) == 1
     for data in (synthetic.predictions("nlvr2", world["gold"], 0.5, seed=7), b"garbage\n"):
         with pytest.raises(QuotaExceeded):
@@ -74,7 +81,7 @@ def test_no_original_is_left_by_a_refused_or_rejected_upload(world, app):
 def test_a_quota_refused_under_the_lock_removes_the_written_original(world, app, monkeypatch):
     """Two uploads pass the early count; the second is refused under the lock after its file was written."""
     catalog.set_policy("nlvr2", "dev", per_day=1)
-    early = submissions._check_quota
+    early = quotas.check_quota
     calls = []
 
     def lenient_first_check(status, now):
@@ -83,7 +90,7 @@ def test_a_quota_refused_under_the_lock_removes_the_written_original(world, app,
             return None
         return early(status, now)
 
-    monkeypatch.setattr(submissions, "_check_quota", lenient_first_check)
+    monkeypatch.setattr(quotas, "check_quota", lenient_first_check)
     submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world), now=NOW)
     with pytest.raises(QuotaExceeded):
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world, seed=5), now=NOW)
@@ -153,14 +160,20 @@ def test_a_young_temporary_file_is_left_to_its_upload(world, app):
 
 def test_a_submission_at_exactly_midnight_counts_for_the_new_day(world):
     catalog.set_policy("nlvr2", "dev", per_day=1)
-    midnight = datetime(2026, 4, 1, 0, 0, 0, tzinfo=timezone.utc)
+    midnight = datetime(2026, 4, 1, 0, 0, 0, tzinfo=UTC)
     submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world), now=midnight - timedelta(microseconds=1))
     at_midnight = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world, seed=1), now=midnight)
     assert at_midnight.quota.used_today == 1 and at_midnight.quota.used_month == 1
     with pytest.raises(QuotaExceeded) as info:
-        submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world, seed=2),
-                           now=midnight + timedelta(hours=23, minutes=59, seconds=59))
-    assert info.value.retry_at == datetime(2026, 4, 2, tzinfo=timezone.utc)
+        submissions.submit(
+            world["member"],
+            None,
+            "nlvr2",
+            "dev",
+            _upload(world, seed=2),
+            now=midnight + timedelta(hours=23, minutes=59, seconds=59),
+        )
+    assert info.value.retry_at == datetime(2026, 4, 2, tzinfo=UTC)
 
 
 def test_no_original_is_left_by_a_file_over_the_limit(world, app):

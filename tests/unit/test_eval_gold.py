@@ -1,4 +1,5 @@
 """Reading gold files: arrays, groups, fields, and problems that name the line."""
+
 import json
 
 import numpy as np
@@ -7,16 +8,25 @@ import pytest
 
 from app import synthetic
 from app.evaluation import GoldSet, ValidationError, get_task, read_gold
-from app.evaluation.predictions import show
+from app.evaluation.text_files import show
+from tests.support import files
 
 
 def jsonl(records, end=b"\n"):
-    return b"\n".join(json.dumps(r).encode() for r in records) + end
+    """Gold files here end with a newline unless a test says otherwise."""
+    return files.jsonl(records, end)
 
 
 def nlvr2_record(identifier, label="True", left="L", right="R", sentence="S."):
-    return {"identifier": identifier, "label": label, "left_url": left, "right_url": right,
-            "sentence": sentence, "synset": "dog", "validation": {"1": label}}
+    return {
+        "identifier": identifier,
+        "label": label,
+        "left_url": left,
+        "right_url": right,
+        "sentence": sentence,
+        "synset": "dog",
+        "validation": {"1": label},
+    }
 
 
 def messages(exc_info):
@@ -24,12 +34,15 @@ def messages(exc_info):
 
 
 def test_nlvr2_gold_arrays_and_groups():
-    data = jsonl([
-        nlvr2_record("dev-850-0-0", "True"),
-        nlvr2_record("dev-850-1-0", "False"),
-        nlvr2_record("dev-850-0-1", "False"),
-        nlvr2_record("dev-851-0-0", "True"),
-    ], end=b"")  # the last line may lack its newline
+    data = jsonl(
+        [
+            nlvr2_record("dev-850-0-0", "True"),
+            nlvr2_record("dev-850-1-0", "False"),
+            nlvr2_record("dev-850-0-1", "False"),
+            nlvr2_record("dev-851-0-0", "True"),
+        ],
+        end=b"",
+    )  # the last line may lack its newline
     gold = read_gold("nlvr2", data)
     assert isinstance(gold, GoldSet) and gold.task == "nlvr2" and gold.n == 4
     assert gold.ids.tolist() == ["dev-850-0-0", "dev-850-1-0", "dev-850-0-1", "dev-851-0-0"]
@@ -45,8 +58,13 @@ def test_nlvr2_gold_arrays_and_groups():
 
 
 def test_nlvr_gold_groups_by_sentence_and_images_task_has_six_images():
-    data = jsonl([{"identifier": f"{n}-{m}", "label": ["true", "false"][m % 2], "sentence": f"s{n}"}
-                  for n in (1572, 3) for m in range(4)])
+    data = jsonl(
+        [
+            {"identifier": f"{n}-{m}", "label": ["true", "false"][m % 2], "sentence": f"s{n}"}
+            for n in (1572, 3)
+            for m in range(4)
+        ]
+    )
     gold = get_task("nlvr-structured").read_gold(data)
     assert gold.groups.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert gold.labels.tolist() == [True, False] * 4
@@ -55,12 +73,26 @@ def test_nlvr_gold_groups_by_sentence_and_images_task_has_six_images():
 
 
 def test_vcr_gold_labels_and_scalar_fields():
-    data = jsonl([
-        {"annot_id": "val-0", "answer_label": 3, "rationale_label": 1, "region": "west", "question_number": 0,
-         "answer_choices": [["a"], ["b"]]},
-        {"annot_id": "val-1", "answer_label": 0, "rationale_label": 2, "region": "africa", "question_number": 1,
-         "answer_choices": [["c"]]},
-    ])
+    data = jsonl(
+        [
+            {
+                "annot_id": "val-0",
+                "answer_label": 3,
+                "rationale_label": 1,
+                "region": "west",
+                "question_number": 0,
+                "answer_choices": [["a"], ["b"]],
+            },
+            {
+                "annot_id": "val-1",
+                "answer_label": 0,
+                "rationale_label": 2,
+                "region": "africa",
+                "question_number": 1,
+                "answer_choices": [["c"]],
+            },
+        ]
+    )
     gold = read_gold("vcr", data)
     assert gold.labels.dtype == np.int8 and gold.labels.tolist() == [[3, 1], [0, 2]]
     assert gold.groups.tolist() == [0, 1]
@@ -70,22 +102,27 @@ def test_vcr_gold_labels_and_scalar_fields():
 
 
 def test_gold_accepts_crlf_blank_lines_and_a_bom():
-    data = b"\xef\xbb\xbf" + jsonl([nlvr2_record("dev-1-0-0"), nlvr2_record("dev-1-1-0", "False")]).replace(
-        b"\n", b"\r\n") + b"\r\n\r\n"
+    data = (
+        b"\xef\xbb\xbf"
+        + jsonl([nlvr2_record("dev-1-0-0"), nlvr2_record("dev-1-1-0", "False")]).replace(b"\n", b"\r\n")
+        + b"\r\n\r\n"
+    )
     gold = read_gold("nlvr2", data)
     assert gold.labels.tolist() == [True, False]
 
 
 def test_gold_problems_name_line_and_identifier_without_echoing_labels():
-    data = jsonl([
-        nlvr2_record("dev-1-0-0"),
-        nlvr2_record("dev-1-0-0"),                      # line 2: duplicate
-        nlvr2_record("dev-1-1-0", label="Perhaps"),     # line 3: bad label
-        {"label": "True"},                              # line 4: no identifier
-        nlvr2_record("nonsense"),                       # line 5: wrong form
-        {"identifier": "dev-1-2-0", "label": "True"},   # line 6: no urls
-        [1, 2],                                         # line 7: not an object
-    ])
+    data = jsonl(
+        [
+            nlvr2_record("dev-1-0-0"),
+            nlvr2_record("dev-1-0-0"),  # line 2: duplicate
+            nlvr2_record("dev-1-1-0", label="Perhaps"),  # line 3: bad label
+            {"label": "True"},  # line 4: no identifier
+            nlvr2_record("nonsense"),  # line 5: wrong form
+            {"identifier": "dev-1-2-0", "label": "True"},  # line 6: no urls
+            [1, 2],  # line 7: not an object
+        ]
+    )
     with pytest.raises(ValidationError) as info:
         read_gold("nlvr2", data)
     found = messages(info)
@@ -107,8 +144,12 @@ def test_gold_invalid_json_names_the_line():
 
 @pytest.mark.parametrize("bad", [4, -1, "2", True, None])
 def test_vcr_gold_rejects_bad_labels(bad):
-    data = jsonl([{"annot_id": "val-0", "answer_label": 1, "rationale_label": 1},
-                  {"annot_id": "val-1", "answer_label": bad, "rationale_label": 1}])
+    data = jsonl(
+        [
+            {"annot_id": "val-0", "answer_label": 1, "rationale_label": 1},
+            {"annot_id": "val-1", "answer_label": bad, "rationale_label": 1},
+        ]
+    )
     with pytest.raises(ValidationError) as info:
         read_gold("vcr", data)
     assert messages(info)[0].startswith("line 2:") and "'val-1'" in messages(info)[0]
@@ -148,8 +189,7 @@ def test_positions_of_bytes_in_order_shuffled_unknown_and_repeated():
     assert gold.positions_of_bytes(in_order[shuffled]).tolist() == shuffled.tolist()
     # Unknown, empty, a prefix and an extension of a real id, a repeat; the array's width does not matter.
     cells = np.array([b"dev-3-1-0", b"dev-999-0-0", b"", b"dev-3-1-", b"dev-3-1-00", b"dev-3-1-0"], dtype="S40")
-    assert gold.positions_of_bytes(cells).tolist() == [ids.index("dev-3-1-0"), -1, -1, -1, -1,
-                                                       ids.index("dev-3-1-0")]
+    assert gold.positions_of_bytes(cells).tolist() == [ids.index("dev-3-1-0"), -1, -1, -1, -1, ids.index("dev-3-1-0")]
 
 
 def test_positions_of_bytes_checks_the_bytes_not_only_the_hash(monkeypatch):
@@ -181,8 +221,8 @@ def test_parser_fast_path_and_general_path_agree_on_every_spelling():
     rng = np.random.default_rng(7)
     truth = rng.random(len(ids)) < 0.5
     spellings = [("{i},{w}", str), ('"{i}","{w}"', str), (" {i} , {w} ", str.upper), ("{i},{w}\r", str.lower)]
-    for k, (pattern, case) in enumerate(spellings):
-        lines = [pattern.format(i=i, w=case(str(bool(t)))) for i, t in zip(ids, truth)]
+    for pattern, case in spellings:
+        lines = [pattern.format(i=i, w=case(str(bool(t)))) for i, t in zip(ids, truth, strict=True)]
         order = rng.permutation(len(lines))
         mixed = [lines[j] if j % 2 else f"{ids[j]},{bool(truth[j])}" for j in order]  # half plain, half not
         parsed = task.parse(("\n".join(mixed) + "\n").encode(), gold)
@@ -192,12 +232,15 @@ def test_parser_fast_path_and_general_path_agree_on_every_spelling():
     assert parsed.tolist() == [True, False]
 
 
-@pytest.mark.parametrize("task_name, gold_of", [
-    ("nlvr2", lambda: synthetic.nlvr2_gold(16)),
-    ("nlvr-structured", lambda: synthetic.nlvr_gold(8)),
-    ("nlvr-images", lambda: synthetic.nlvr_gold(8)),
-    ("vcr", lambda: synthetic.vcr_gold(8)),
-])
+@pytest.mark.parametrize(
+    "task_name, gold_of",
+    [
+        ("nlvr2", lambda: synthetic.nlvr2_gold(16)),
+        ("nlvr-structured", lambda: synthetic.nlvr_gold(8)),
+        ("nlvr-images", lambda: synthetic.nlvr_gold(8)),
+        ("vcr", lambda: synthetic.vcr_gold(8)),
+    ],
+)
 def test_a_duplicate_identifier_is_refused_on_both_paths(task_name, gold_of):
     """Alone in an otherwise well-formed file (the column-wise fast path) and beside another defect (the
     per-record path), a repeated identifier is named with its line and its first line."""
@@ -206,7 +249,8 @@ def test_a_duplicate_identifier_is_refused_on_both_paths(task_name, gold_of):
     with pytest.raises(ValidationError) as only:
         get_task(task_name).read_gold(b"\n".join(duplicate) + b"\n")
     assert [p.message for p in only.value.problems] == [
-        f"line {len(duplicate)}: duplicate identifier {show(json.loads(lines[0])[KEYS[task_name]])} (first on line 1)"]
+        f"line {len(duplicate)}: duplicate identifier {show(json.loads(lines[0])[KEYS[task_name]])} (first on line 1)"
+    ]
     record = json.loads(lines[1])
     record["answer_label" if task_name == "vcr" else "label"] = "maybe"  # a second defect: the slow path
     duplicate[1] = json.dumps(record).encode()

@@ -1,4 +1,5 @@
 """Metrics on small hand-made cases whose answers are worked out here."""
+
 import numpy as np
 import pytest
 
@@ -39,21 +40,23 @@ def test_consistency_of_stacked_rows_matches_each_row():
     stacked = rng.random((25, 300)) < 0.9
     batch = consistency(stacked, groups)
     assert batch.shape == (25,)
-    for row, value in zip(stacked, batch):
+    for row, value in zip(stacked, batch, strict=True):
         by_group = {}
-        for ok, group in zip(row.tolist(), groups.tolist()):
+        for ok, group in zip(row.tolist(), groups.tolist(), strict=True):
             by_group[group] = by_group.get(group, True) and ok
         assert value == pytest.approx(100 * sum(by_group.values()) / len(by_group))
 
 
 def test_vcr_staged_uses_the_rationale_given_the_gold_answer():
     labels = np.array([[2, 1], [0, 3], [1, 1]])  # (answer_label, rationale_label)
-    predictions = np.array([
-        # answer, rationale argmax given answer 0, 1, 2, 3
-        [2, 0, 0, 1, 0],  # Q->A right; given gold answer 2 the rationale is 1: right -> Q->AR right
-        [1, 3, 0, 0, 0],  # Q->A wrong (1 != 0); given gold answer 0 the rationale is 3: QA->R right
-        [1, 1, 0, 1, 1],  # Q->A right; given gold answer 1 the rationale is 0 != 1: QA->R wrong
-    ])
+    predictions = np.array(
+        [
+            # answer, rationale argmax given answer 0, 1, 2, 3
+            [2, 0, 0, 1, 0],  # Q->A right; given gold answer 2 the rationale is 1: right -> Q->AR right
+            [1, 3, 0, 0, 0],  # Q->A wrong (1 != 0); given gold answer 0 the rationale is 3: QA->R right
+            [1, 1, 0, 1, 1],  # Q->A right; given gold answer 1 the rationale is 0 != 1: QA->R wrong
+        ]
+    )
     q_a, qa_r, q_ar = vcr_staged(predictions, labels)
     assert q_a.tolist() == [True, False, True]
     assert qa_r.tolist() == [True, True, False]
@@ -67,5 +70,5 @@ def test_vcr_staged_works_on_stacked_submissions():
     batch = vcr_staged(stacked, labels)
     for k in range(7):
         single = vcr_staged(stacked[k], labels)
-        for batched, alone in zip(batch, single):
+        for batched, alone in zip(batch, single, strict=True):
             np.testing.assert_array_equal(batched[k], alone)

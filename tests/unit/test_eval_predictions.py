@@ -1,5 +1,4 @@
 """Parsing prediction files: what is tolerated, and every rejection naming its line and identifier."""
-import json
 
 import numpy as np
 import pytest
@@ -7,6 +6,7 @@ import pytest
 from app.evaluation import ValidationError, get_task
 from app.evaluation.errors import MAX_PROBLEMS
 from app.evaluation.predictions import VCR_COLUMNS, VCR_SCORE_COLUMNS
+from tests.support.files import jsonl
 
 NLVR2 = get_task("nlvr2")
 STRUCTURED = get_task("nlvr-structured")
@@ -18,16 +18,16 @@ NLVR2_LABELS = [True, False, False, True, True, True, False, False]
 NLVR_IDS = ["1572-0", "1572-1", "3-0", "3-1"]
 
 
-def jsonl(records):
-    return "\n".join(json.dumps(r) for r in records).encode()
-
-
 @pytest.fixture(scope="module")
 def nlvr2_gold():
-    return NLVR2.read_gold(jsonl([
-        {"identifier": i, "label": str(lab), "left_url": "L", "right_url": "R", "sentence": "S"}
-        for i, lab in zip(NLVR2_IDS, NLVR2_LABELS)
-    ]))
+    return NLVR2.read_gold(
+        jsonl(
+            [
+                {"identifier": i, "label": str(lab), "left_url": "L", "right_url": "R", "sentence": "S"}
+                for i, lab in zip(NLVR2_IDS, NLVR2_LABELS, strict=True)
+            ]
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,9 @@ def images_gold(nlvr_records):
 
 @pytest.fixture(scope="module")
 def vcr_gold():
-    return VCR.read_gold(jsonl([{"annot_id": f"val-{i}", "answer_label": i % 4, "rationale_label": (i + 1) % 4}
-                                for i in range(5)]))
+    return VCR.read_gold(
+        jsonl([{"annot_id": f"val-{i}", "answer_label": i % 4, "rationale_label": (i + 1) % 4} for i in range(5)])
+    )
 
 
 def csv_lines(lines, newline="\n", end="\n"):
@@ -57,7 +58,7 @@ def csv_lines(lines, newline="\n", end="\n"):
 
 def nlvr2_file(words=None, ids=NLVR2_IDS):
     words = words or ["true" if lab else "false" for lab in NLVR2_LABELS]
-    return [f"{i},{w}" for i, w in zip(ids, words)]
+    return [f"{i},{w}" for i, w in zip(ids, words, strict=True)]
 
 
 def rejected(task, data, gold, **kw):
@@ -67,6 +68,7 @@ def rejected(task, data, gold, **kw):
 
 
 # --- tolerance ---------------------------------------------------------------------------------------
+
 
 def test_plain_file_parses_in_gold_order(nlvr2_gold):
     lines = nlvr2_file()
@@ -100,8 +102,11 @@ def test_structured_accepts_a_split_prefix(structured_gold):
     "pattern", ["dev-{id}-{k}.png", "{id}-{k}.png", "dev-{id}-{k}", "{id}-{k}", "test-{id}-{k}.PNG"]
 )
 def test_image_name_variants(images_gold, pattern):
-    lines = [f"{pattern.format(id=i, k=k)},{'true' if (j + k) % 2 else 'false'}"
-             for j, i in enumerate(NLVR_IDS) for k in range(6)]
+    lines = [
+        f"{pattern.format(id=i, k=k)},{'true' if (j + k) % 2 else 'false'}"
+        for j, i in enumerate(NLVR_IDS)
+        for k in range(6)
+    ]
     parsed = IMAGES.parse(csv_lines(["image,prediction"] + lines[::-1]), images_gold)
     assert parsed.shape == (4, 6) and parsed.dtype == bool
     assert parsed.tolist() == [[(j + k) % 2 == 1 for k in range(6)] for j in range(4)]
@@ -110,7 +115,7 @@ def test_image_name_variants(images_gold, pattern):
 def vcr_rows(gold_ids, answers, rationales, columns=VCR_COLUMNS):
     """Rows putting the maximum on ``answers[i]`` and on ``rationales[i]`` in every rationale block."""
     lines = [",".join(columns)]
-    for i, a, r in zip(gold_ids, answers, rationales):
+    for i, a, r in zip(gold_ids, answers, rationales, strict=True):
         values = {"annot_id": i}
         for name in VCR_SCORE_COLUMNS:
             choice = int(name[-1])
@@ -138,6 +143,7 @@ def test_vcr_ties_take_the_first_choice_and_accept_scientific_notation(vcr_gold)
 
 # --- rejections --------------------------------------------------------------------------------------
 
+
 def test_unknown_identifier(nlvr2_gold):
     problems = rejected(NLVR2, csv_lines(nlvr2_file() + ["dev-9-0-1,true"]), nlvr2_gold)
     assert [p.message for p in problems] == ["line 9: unknown identifier 'dev-9-0-1'"]
@@ -151,8 +157,9 @@ def test_duplicate_identifier_names_both_lines(nlvr2_gold):
 
 def test_missing_identifiers_one_problem_with_count_and_first_ten_in_gold_order():
     ids = [f"dev-{s}-{p}-0" for s in range(3) for p in range(4)]  # 12 examples
-    gold = NLVR2.read_gold(jsonl([{"identifier": i, "label": "True", "left_url": "L", "right_url": "R",
-                                   "sentence": "S"} for i in ids]))
+    gold = NLVR2.read_gold(
+        jsonl([{"identifier": i, "label": "True", "left_url": "L", "right_url": "R", "sentence": "S"} for i in ids])
+    )
     problems = rejected(NLVR2, csv_lines([f"{ids[5]},true"]), gold)
     assert len(problems) == 1 and problems[0].line is None
     message = problems[0].message
@@ -167,7 +174,8 @@ def test_invalid_label_names_line_value_and_identifier(nlvr2_gold):
     words = ["true", "false", "false", "true", "yes", "true", "false", "false"]
     problems = rejected(NLVR2, csv_lines(nlvr2_file(words)), nlvr2_gold)
     assert [p.message for p in problems] == [
-        f"line 5: invalid prediction 'yes' for '{NLVR2_IDS[4]}'; expected true or false"]
+        f"line 5: invalid prediction 'yes' for '{NLVR2_IDS[4]}'; expected true or false"
+    ]
 
 
 def test_wrong_column_count_gives_expected_and_found(nlvr2_gold):

@@ -1,5 +1,4 @@
 """Property tests: the parsers accept any line order, and reject anything else only with ValidationError."""
-import json
 
 import numpy as np
 import pytest
@@ -8,29 +7,48 @@ from hypothesis import strategies as st
 
 from app.evaluation import ValidationError, get_task
 from app.evaluation.predictions import VCR_COLUMNS
+from tests.support.files import jsonl
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TASKS = ["nlvr2", "nlvr-structured", "nlvr-images", "vcr"]
 
 
-def jsonl(records):
-    return "\n".join(json.dumps(r) for r in records).encode()
-
-
 def _golds():
     rng = np.random.default_rng(11)
-    nlvr = jsonl([{"identifier": f"{n}-{m}", "label": bool(rng.random() < 0.5)}
-                  for n in (5, 17, 230) for m in range(4)])
+    nlvr = jsonl(
+        [{"identifier": f"{n}-{m}", "label": bool(rng.random() < 0.5)} for n in (5, 17, 230) for m in range(4)]
+    )
     return {
-        "nlvr2": get_task("nlvr2").read_gold(jsonl([
-            {"identifier": f"dev-{s}-{p}-{k}", "label": "True" if rng.random() < 0.5 else "False",
-             "left_url": f"L{p}", "right_url": f"R{p}", "sentence": f"s{s}{k}"}
-            for s in (3, 40) for p in range(4) for k in range(2)])),
+        "nlvr2": get_task("nlvr2").read_gold(
+            jsonl(
+                [
+                    {
+                        "identifier": f"dev-{s}-{p}-{k}",
+                        "label": "True" if rng.random() < 0.5 else "False",
+                        "left_url": f"L{p}",
+                        "right_url": f"R{p}",
+                        "sentence": f"s{s}{k}",
+                    }
+                    for s in (3, 40)
+                    for p in range(4)
+                    for k in range(2)
+                ]
+            )
+        ),
         "nlvr-structured": get_task("nlvr-structured").read_gold(nlvr),
         "nlvr-images": get_task("nlvr-images").read_gold(nlvr),
-        "vcr": get_task("vcr").read_gold(jsonl([
-            {"annot_id": f"val-{i}", "answer_label": int(rng.integers(4)), "rationale_label": int(rng.integers(4))}
-            for i in range(6)])),
+        "vcr": get_task("vcr").read_gold(
+            jsonl(
+                [
+                    {
+                        "annot_id": f"val-{i}",
+                        "answer_label": int(rng.integers(4)),
+                        "rationale_label": int(rng.integers(4)),
+                    }
+                    for i in range(6)
+                ]
+            )
+        ),
     }
 
 
@@ -105,10 +123,34 @@ MUTATIONS = st.lists(
     st.tuples(
         st.sampled_from(["insert", "delete", "replace", "duplicate_line", "drop_line", "swap_lines"]),
         st.integers(0, 10**6),
-        st.sampled_from([b",", b"\n", b"\r", b"\r\n", b'"', b"\x00", b"\xff", b"\xc3", b" ", b"", b"nan", b"-",
-                         b"inf", b"1e999", b"TRUE", b"x", b",,,", b"\xef\xbb\xbf", b"\t", b"#", b"'"]),
+        st.sampled_from(
+            [
+                b",",
+                b"\n",
+                b"\r",
+                b"\r\n",
+                b'"',
+                b"\x00",
+                b"\xff",
+                b"\xc3",
+                b" ",
+                b"",
+                b"nan",
+                b"-",
+                b"inf",
+                b"1e999",
+                b"TRUE",
+                b"x",
+                b",,,",
+                b"\xef\xbb\xbf",
+                b"\t",
+                b"#",
+                b"'",
+            ]
+        ),
     ),
-    min_size=1, max_size=6,
+    min_size=1,
+    max_size=6,
 )
 
 
@@ -130,9 +172,9 @@ def mutate(data, mutations):
         if kind == "insert":
             data = data[:at] + piece + data[at:]
         elif kind == "delete":
-            data = data[:at] + data[at + 1 + position % 5:]
+            data = data[:at] + data[at + 1 + position % 5 :]
         else:
-            data = data[:at] + piece + data[at + len(piece):]
+            data = data[:at] + piece + data[at + len(piece) :]
     return data
 
 
@@ -157,12 +199,17 @@ def test_binary_encoding_round_trips(values):
 
 
 GOLD_FILES = {
-    "nlvr2": jsonl([{"identifier": f"dev-1-{p}-0", "label": "True", "left_url": "a", "right_url": "b",
-                     "sentence": "s"} for p in range(2)]),
+    "nlvr2": jsonl(
+        [
+            {"identifier": f"dev-1-{p}-0", "label": "True", "left_url": "a", "right_url": "b", "sentence": "s"}
+            for p in range(2)
+        ]
+    ),
     "nlvr-structured": jsonl([{"identifier": f"1-{m}", "label": "true", "sentence": "s"} for m in range(2)]),
     "nlvr-images": jsonl([{"identifier": f"1-{m}", "label": "false"} for m in range(2)]),
-    "vcr": jsonl([{"annot_id": f"v-{i}", "answer_label": i, "rationale_label": 3 - i, "region": "w"}
-                  for i in range(2)]),
+    "vcr": jsonl(
+        [{"annot_id": f"v-{i}", "answer_label": i, "rationale_label": 3 - i, "region": "w"} for i in range(2)]
+    ),
 }
 
 
@@ -178,8 +225,14 @@ def test_gold_readers_raise_only_validation_error(name, mutations, blob):
         assert len(gold.ids) == len(gold.labels) == len(gold.groups) == len(set(gold.ids.tolist()))
 
 
-IMAGE_SPELLINGS = ["dev-{id}-{k}.png", "{id}-{k}.png", "dev-{id}-{k}", "{id}-{k}", "test-{id}-{k}.PNG",
-                   ' "{id}-{k}.jpg" ']
+IMAGE_SPELLINGS = [
+    "dev-{id}-{k}.png",
+    "{id}-{k}.png",
+    "dev-{id}-{k}",
+    "{id}-{k}",
+    "test-{id}-{k}.PNG",
+    ' "{id}-{k}.jpg" ',
+]
 STRUCTURED_SPELLINGS = ["{id}", "dev-{id}", "hidden-{id}", " {id} ", '"test-{id}"']
 
 
@@ -203,6 +256,6 @@ def test_structured_mixed_spellings_parse_like_a_uniform_file(data):
     ids = gold.ids.tolist()
     values = data.draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
     spellings = data.draw(st.lists(st.sampled_from(STRUCTURED_SPELLINGS), min_size=len(ids), max_size=len(ids)))
-    lines = [f"{spelling.format(id=i)},{v}" for i, v, spelling in zip(ids, values, spellings)]
+    lines = [f"{spelling.format(id=i)},{v}" for i, v, spelling in zip(ids, values, spellings, strict=True)]
     parsed = get_task("nlvr-structured").parse(("\n".join(lines)).encode(), gold)
     np.testing.assert_array_equal(parsed, values)

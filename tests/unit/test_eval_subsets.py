@@ -1,4 +1,5 @@
 """Subsets: balanced/unbalanced pairs, field values, annotated categories, identifier files."""
+
 import json
 
 import numpy as np
@@ -6,7 +7,11 @@ import pytest
 
 from app.evaluation import ValidationError, get_task
 from app.evaluation.subsets import (
-    balanced_unbalanced, category_subsets, field_subsets, ids_subset, parse_category_annotations,
+    balanced_unbalanced,
+    category_subsets,
+    field_subsets,
+    ids_subset,
+    parse_category_annotations,
 )
 
 NLVR2 = get_task("nlvr2")
@@ -14,22 +19,27 @@ NLVR2 = get_task("nlvr2")
 
 def nlvr2_gold(rows):
     """rows: (identifier, label, left_url, right_url, sentence)."""
-    return NLVR2.read_gold("\n".join(json.dumps(
-        {"identifier": i, "label": lab, "left_url": left, "right_url": right, "sentence": s}
-    ) for i, lab, left, right, s in rows).encode())
+    return NLVR2.read_gold(
+        "\n".join(
+            json.dumps({"identifier": i, "label": lab, "left_url": left, "right_url": right, "sentence": s})
+            for i, lab, left, right, s in rows
+        ).encode()
+    )
 
 
 @pytest.fixture
 def gold():
-    return nlvr2_gold([
-        ("dev-1-0-0", "True", "a", "b", "Two dogs."),       # 0  pair (a,b): True, False -> balanced
-        ("dev-1-0-1", "False", "a", "b", " One cat. "),      # 1
-        ("dev-1-1-0", "True", "c", "d", "Two dogs."),       # 2  pair (c,d): True, True -> unbalanced
-        ("dev-1-1-1", "True", "c", "d", "One cat."),        # 3
-        ("dev-1-2-0", "False", "a", "d", "Two dogs."),      # 4  pair (a,d): once -> neither
-        ("dev-1-3-0", "False", "b", "a", "Two dogs."),      # 5  pair (b,a) (order matters): F, F -> unbalanced
-        ("dev-1-3-1", "False", "b", "a", "No birds."),      # 6
-    ])
+    return nlvr2_gold(
+        [
+            ("dev-1-0-0", "True", "a", "b", "Two dogs."),  # 0  pair (a,b): True, False -> balanced
+            ("dev-1-0-1", "False", "a", "b", " One cat. "),  # 1
+            ("dev-1-1-0", "True", "c", "d", "Two dogs."),  # 2  pair (c,d): True, True -> unbalanced
+            ("dev-1-1-1", "True", "c", "d", "One cat."),  # 3
+            ("dev-1-2-0", "False", "a", "d", "Two dogs."),  # 4  pair (a,d): once -> neither
+            ("dev-1-3-0", "False", "b", "a", "Two dogs."),  # 5  pair (b,a) (order matters): F, F -> unbalanced
+            ("dev-1-3-1", "False", "b", "a", "No birds."),  # 6
+        ]
+    )
 
 
 def test_balanced_unbalanced_by_image_pair(gold):
@@ -43,7 +53,10 @@ def test_balanced_unbalanced_by_image_pair(gold):
 def test_field_subsets_partition_by_value(gold):
     subsets = field_subsets(gold, "left_url")
     assert {k: v.tolist() for k, v in subsets.items()} == {
-        "left_url:a": [0, 1, 4], "left_url:b": [5, 6], "left_url:c": [2, 3]}
+        "left_url:a": [0, 1, 4],
+        "left_url:b": [5, 6],
+        "left_url:c": [2, 3],
+    }
 
 
 def test_unknown_field_is_named(gold):
@@ -54,10 +67,10 @@ def test_unknown_field_is_named(gold):
 
 
 ANNOTATIONS = (
-    "Two dogs.\r\n* hard cardinality\r\n* spatial relation\r\n\r\n"
-    "One cat.\n- hard cardinality\n- negation\n\n\n"
-    "Unrelated sentence.\n* coreference\n"
-).encode()
+    b"Two dogs.\r\n* hard cardinality\r\n* spatial relation\r\n\r\n"
+    b"One cat.\n- hard cardinality\n- negation\n\n\n"
+    b"Unrelated sentence.\n* coreference\n"
+)
 
 
 def test_parse_category_annotations_accepts_both_bullets_and_crlf():
@@ -98,6 +111,8 @@ def test_ids_subset_plain_and_json_lines(gold):
 
 def test_ids_subset_unknown_identifiers_name_line_and_id(gold):
     with pytest.raises(ValidationError) as info:
-        ids_subset(gold, b"dev-1-0-0\ndev-7-0-0\n{\"annot_id\": \"x\"}\n")
+        ids_subset(gold, b'dev-1-0-0\ndev-7-0-0\n{"annot_id": "x"}\n')
     assert [p.message for p in info.value.problems] == [
-        "line 2: unknown identifier 'dev-7-0-0'", "line 3: unknown identifier 'x'"]
+        "line 2: unknown identifier 'dev-7-0-0'",
+        "line 3: unknown identifier 'x'",
+    ]

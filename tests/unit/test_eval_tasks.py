@@ -1,10 +1,10 @@
 """Task types: registry, scoring (single and batched), subsets in scores, storage encodings."""
-import json
 
 import numpy as np
 import pytest
 
 from app.evaluation import TASK_TYPES, get_task
+from tests.support.files import jsonl
 
 NLVR2 = get_task("nlvr2")
 STRUCTURED = get_task("nlvr-structured")
@@ -12,27 +12,52 @@ IMAGES = get_task("nlvr-images")
 VCR = get_task("vcr")
 
 
-def jsonl(records):
-    return "\n".join(json.dumps(r) for r in records).encode()
-
-
 def random_binary_gold(task, n_sentences, rng):
     """NLVR-style gold: sentence n with 4 examples n-0..n-3, random labels."""
-    return task.read_gold(jsonl([{"identifier": f"{n}-{m}", "label": bool(rng.random() < 0.5)}
-                                 for n in range(n_sentences) for m in range(4)]))
+    return task.read_gold(
+        jsonl(
+            [
+                {"identifier": f"{n}-{m}", "label": bool(rng.random() < 0.5)}
+                for n in range(n_sentences)
+                for m in range(4)
+            ]
+        )
+    )
 
 
 def random_nlvr2_gold(n_sets, rng):
-    return NLVR2.read_gold(jsonl([
-        {"identifier": f"dev-{s}-{p}-{k}", "label": "True" if rng.random() < 0.5 else "False",
-         "left_url": f"L{s}-{p}", "right_url": f"R{s}-{p}", "sentence": f"sentence {s} {k}"}
-        for s in range(n_sets) for p in range(4) for k in range(2)
-    ]))
+    return NLVR2.read_gold(
+        jsonl(
+            [
+                {
+                    "identifier": f"dev-{s}-{p}-{k}",
+                    "label": "True" if rng.random() < 0.5 else "False",
+                    "left_url": f"L{s}-{p}",
+                    "right_url": f"R{s}-{p}",
+                    "sentence": f"sentence {s} {k}",
+                }
+                for s in range(n_sets)
+                for p in range(4)
+                for k in range(2)
+            ]
+        )
+    )
 
 
 def random_vcr_gold(n, rng):
-    return VCR.read_gold(jsonl([{"annot_id": f"q{i}", "answer_label": int(rng.integers(4)),
-                                 "rationale_label": int(rng.integers(4)), "region": f"r{i % 3}"} for i in range(n)]))
+    return VCR.read_gold(
+        jsonl(
+            [
+                {
+                    "annot_id": f"q{i}",
+                    "answer_label": int(rng.integers(4)),
+                    "rationale_label": int(rng.integers(4)),
+                    "region": f"r{i % 3}",
+                }
+                for i in range(n)
+            ]
+        )
+    )
 
 
 def test_registry_has_every_family_with_its_metrics():
@@ -56,44 +81,63 @@ def test_nlvr2_score_by_hand():
     # Two sentences (groups) over 2 pairs:
     #   dev-1-*-0: labels T, F -> predictions T, F -> both right: consistent
     #   dev-1-*-1: labels T, T -> predictions T, F -> one wrong: not consistent
-    gold = NLVR2.read_gold(jsonl([
-        {"identifier": "dev-1-0-0", "label": "True", "left_url": "a", "right_url": "b", "sentence": "x"},
-        {"identifier": "dev-1-1-0", "label": "False", "left_url": "c", "right_url": "d", "sentence": "x"},
-        {"identifier": "dev-1-0-1", "label": "True", "left_url": "a", "right_url": "b", "sentence": "y"},
-        {"identifier": "dev-1-1-1", "label": "True", "left_url": "c", "right_url": "d", "sentence": "y"},
-    ]))
+    gold = NLVR2.read_gold(
+        jsonl(
+            [
+                {"identifier": "dev-1-0-0", "label": "True", "left_url": "a", "right_url": "b", "sentence": "x"},
+                {"identifier": "dev-1-1-0", "label": "False", "left_url": "c", "right_url": "d", "sentence": "x"},
+                {"identifier": "dev-1-0-1", "label": "True", "left_url": "a", "right_url": "b", "sentence": "y"},
+                {"identifier": "dev-1-1-1", "label": "True", "left_url": "c", "right_url": "d", "sentence": "y"},
+            ]
+        )
+    )
     predictions = np.array([True, False, True, False])
     subsets = NLVR2.derive_subsets(gold)
     # pair (a, b): labels T, T -> unbalanced; pair (c, d): labels F, T -> balanced
     assert subsets["balanced"].tolist() == [1, 3] and subsets["unbalanced"].tolist() == [0, 2]
     scores = NLVR2.score(gold, predictions, subsets)
-    assert scores == {"all": {"accuracy": 75.0, "consistency": 50.0},
-                      "balanced": {"accuracy": 50.0}, "unbalanced": {"accuracy": 100.0}}
+    assert scores == {
+        "all": {"accuracy": 75.0, "consistency": 50.0},
+        "balanced": {"accuracy": 50.0},
+        "unbalanced": {"accuracy": 100.0},
+    }
     assert all(type(v) is float for metrics in scores.values() for v in metrics.values())
 
 
 def test_images_score_by_hand():
     # Sentence 1: examples 1-0 (true) and 1-1 (false); sentence 2: example 2-0 (true).
-    gold = IMAGES.read_gold(b'{"identifier":"1-0","label":"true"}\n{"identifier":"1-1","label":"false"}\n'
-                            b'{"identifier":"2-0","label":"true"}\n')
-    predictions = np.array([
-        [True] * 6,                              # all 6 right
-        [False] * 5 + [True],                    # image 5 wrong -> sentence 1 inconsistent
-        [True] * 6,                              # all right -> sentence 2 consistent
-    ])
+    gold = IMAGES.read_gold(
+        b'{"identifier":"1-0","label":"true"}\n{"identifier":"1-1","label":"false"}\n'
+        b'{"identifier":"2-0","label":"true"}\n'
+    )
+    predictions = np.array(
+        [
+            [True] * 6,  # all 6 right
+            [False] * 5 + [True],  # image 5 wrong -> sentence 1 inconsistent
+            [True] * 6,  # all right -> sentence 2 consistent
+        ]
+    )
     scores = IMAGES.score(gold, predictions, {"first": np.array([1], dtype=np.int32)})
     assert scores["all"] == {"accuracy": pytest.approx(100 * 17 / 18), "consistency": 50.0}
     assert scores["first"] == {"accuracy": pytest.approx(100 * 5 / 6)}
 
 
 def test_vcr_score_by_hand_and_subsets():
-    gold = VCR.read_gold(jsonl([
-        {"annot_id": "a", "answer_label": 1, "rationale_label": 2, "region": "west"},
-        {"annot_id": "b", "answer_label": 0, "rationale_label": 0, "region": "africa"},
-    ]))
-    predictions = np.array([[1, 3, 2, 3, 3],    # answer right; rationale given answer 1 is 2: right
-                            [2, 0, 1, 1, 1]],   # answer wrong; rationale given answer 0 is 0: right
-                           dtype=np.int8)
+    gold = VCR.read_gold(
+        jsonl(
+            [
+                {"annot_id": "a", "answer_label": 1, "rationale_label": 2, "region": "west"},
+                {"annot_id": "b", "answer_label": 0, "rationale_label": 0, "region": "africa"},
+            ]
+        )
+    )
+    predictions = np.array(
+        [
+            [1, 3, 2, 3, 3],  # answer right; rationale given answer 1 is 2: right
+            [2, 0, 1, 1, 1],
+        ],  # answer wrong; rationale given answer 0 is 0: right
+        dtype=np.int8,
+    )
     subsets = VCR.derive_subsets(gold, "region")
     assert {k: v.tolist() for k, v in subsets.items()} == {"region:africa": [1], "region:west": [0]}
     scores = VCR.score(gold, predictions, subsets)
@@ -132,7 +176,7 @@ def test_score_batch_equals_score_of_each_row(name):
     stacked = rng.integers(0, 4, size=shape).astype(np.int8) if name == "vcr" else rng.random(shape) < 0.6
     batch = task.score_batch(gold, stacked, subsets)
     assert len(batch) == 12
-    for row, result in zip(stacked, batch):
+    for row, result in zip(stacked, batch, strict=True):
         assert result == task.score(gold, row, subsets)
         assert set(result["all"]) == set(task.metrics)
         assert set(result["some"]) == set(task.subset_metrics)

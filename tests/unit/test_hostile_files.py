@@ -1,5 +1,6 @@
 """Hostile prediction files: every shape on every task type is refused naming a line, and what refusing
 costs grows linearly with the file's size with a small constant (memory, measured; never a time)."""
+
 import tracemalloc
 
 import pytest
@@ -21,8 +22,11 @@ GOLDS = {
 def split(request):
     task = get_task(request.param)
     gold_bytes = GOLDS[request.param]()
-    valid = (synthetic.predictions("vcr", gold_bytes, 0.5) if request.param == "vcr"
-             else synthetic.all_true(request.param, gold_bytes))
+    valid = (
+        synthetic.predictions("vcr", gold_bytes, 0.5)
+        if request.param == "vcr"
+        else synthetic.all_true(request.param, gold_bytes)
+    )
     return task, task.read_gold(gold_bytes), valid
 
 

@@ -1,4 +1,5 @@
 """The Dawid-Skene label audit estimator (app/evaluation/label_audit.py)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,8 +53,12 @@ def test_several_votes_per_example_and_more_classes():
     task = get_task("vcr")
     gold_file = synthetic.vcr_gold(200, seed=3)
     gold = task.read_gold(gold_file)
-    stacked = np.stack([task.parse(synthetic.predictions("vcr", gold_file, 0.9, seed=s, rationale_accuracy=0.9),
-                                   gold) for s in range(6)])
+    stacked = np.stack(
+        [
+            task.parse(synthetic.predictions("vcr", gold_file, 0.9, seed=s, rationale_accuracy=0.9), gold)
+            for s in range(6)
+        ]
+    )
     fields = task.label_votes(gold, stacked)
     assert [f.field for f in fields] == ["answer_label", "rationale_label"]
     for field in fields:

@@ -1,4 +1,5 @@
 """The parameter-free Ladder against sequences worked out by hand, its 0/1 losses, and release rounding."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app import synthetic
-from app.evaluation import get_task
-from app.evaluation import ladder
+from app.evaluation import get_task, ladder
 from app.evaluation.ladder import Ladder
 
 
@@ -140,14 +140,16 @@ def test_vcr_losses_are_q_ar_per_question():
     predictions[3, 1 + answer[3]] = (rationale[3] + 1) % 4  # wrong rationale given the gold answer
     predictions[4, 1 + (answer[4] + 1) % 4] = (rationale[4] + 1) % 4  # a choice that is never scored
     assert ladder.zero_one_losses(task, gold, predictions).tolist() == [0, 1, 0, 1, 0, 0]
-    assert 100 * (1 - 2 / 6) == pytest.approx(task.score(gold, predictions)["all"]["q_ar"])
+    assert pytest.approx(task.score(gold, predictions)["all"]["q_ar"]) == 100 * (1 - 2 / 6)
 
 
 # --- rounding to the count resolution ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("n", "decimals"), [(1, 0), (7, 0), (100, 0), (101, 1), (1000, 1), (1001, 2),
-                                             (6967, 2), (10000, 2), (10001, 3), (26534, 3)])
+@pytest.mark.parametrize(
+    ("n", "decimals"),
+    [(1, 0), (7, 0), (100, 0), (101, 1), (1000, 1), (1001, 2), (6967, 2), (10000, 2), (10001, 3), (26534, 3)],
+)
 def test_count_decimals(n, decimals):
     assert ladder.count_decimals(n) == decimals
 
@@ -184,7 +186,7 @@ def test_released_loss_only_falls_and_is_always_a_submitted_loss(sequence):
     assert released == sorted(released, reverse=True)
     n = len(sequence[0])
     best = None
-    for vector, step in zip(vectors, steps):
+    for vector, step in zip(vectors, steps, strict=True):
         if step.improved:
             best = vector
             assert step.released_loss == round(vector.mean() * n) / n

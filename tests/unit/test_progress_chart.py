@@ -1,16 +1,17 @@
 """The progress chart: a self-contained SVG (no script, no style attribute), one point per entry, a step line."""
+
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
 
 import pytest
-import xml.etree.ElementTree as ET
-from datetime import datetime, timedelta, timezone
 
-from app.services import progress_chart
-from app.services.progress_chart import Line, Point
+from app.web import progress_chart
+from app.web.progress_chart import Line, Point
 
-START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+START = datetime(2024, 1, 1, tzinfo=UTC)
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -19,8 +20,10 @@ def test_nothing_to_plot_is_no_chart():
 
 
 def test_points_titles_and_the_record_line():
-    points = [Point(START + timedelta(days=d), value, f"m{d} <b>&") for d, value in
-              ((0, 60.0), (10, 55.0), (20, 70.0), (30, 65.0), (40, 80.0))]
+    points = [
+        Point(START + timedelta(days=d), value, f"m{d} <b>&")
+        for d, value in ((0, 60.0), (10, 55.0), (20, 70.0), (30, 65.0), (40, 80.0))
+    ]
     svg = progress_chart.render(points, "Accuracy", [Line(96.1, "Human 96.1")])
     root = ET.fromstring(svg)  # well-formed XML
     assert "style=" not in svg and "<script" not in svg and "href" not in svg
@@ -39,22 +42,35 @@ def test_points_titles_and_the_record_line():
 
 def _tick_labels(svg: str) -> list[str]:
     root = ET.fromstring(svg)
-    return [t.text for t in root.findall(f"{SVG}text") if t.get("y") == str(progress_chart.HEIGHT - progress_chart.BOTTOM + 17)]
+    return [
+        t.text
+        for t in root.findall(f"{SVG}text")
+        if t.get("y") == str(progress_chart.HEIGHT - progress_chart.BOTTOM + 17)
+    ]
 
 
 def test_time_ticks_are_few_short_and_distinct_whatever_the_span():
-    for span in (timedelta(hours=1), timedelta(days=20), timedelta(days=120), timedelta(days=730),
-                 timedelta(days=3000)):
-        svg = progress_chart.render([Point(START, 50.0, "a"), Point(START + span, 60.0, "b")], "Q→AR",
-                                    now=START + span + timedelta(days=1))
+    for span in (
+        timedelta(hours=1),
+        timedelta(days=20),
+        timedelta(days=120),
+        timedelta(days=730),
+        timedelta(days=3000),
+    ):
+        svg = progress_chart.render(
+            [Point(START, 50.0, "a"), Point(START + span, 60.0, "b")], "Q→AR", now=START + span + timedelta(days=1)
+        )
         labels = _tick_labels(svg)
         assert 2 <= len(labels) <= 5 and len(set(labels)) == len(labels), (span, labels)
         assert all(len(label) <= 8 for label in labels), labels  # 'Mar 2025', 'Jan 14', '2026'
 
 
 def test_two_years_of_entries_get_month_ticks():
-    svg = progress_chart.render([Point(START, 50.0, "a"), Point(START + timedelta(days=700), 60.0, "b")],
-                                "Accuracy", now=START + timedelta(days=800))
+    svg = progress_chart.render(
+        [Point(START, 50.0, "a"), Point(START + timedelta(days=700), 60.0, "b")],
+        "Accuracy",
+        now=START + timedelta(days=800),
+    )
     labels = _tick_labels(svg)
     assert labels[0] == "Jan 2024" and all(re.fullmatch(r"[A-Z][a-z]{2} 20\d\d", label) for label in labels)
 
@@ -62,8 +78,9 @@ def test_two_years_of_entries_get_month_ticks():
 def test_nothing_is_drawn_past_today():
     """Entries on one day a few hours ago: the axis is padded to the left, not past now."""
     now = START + timedelta(hours=5)
-    svg = progress_chart.render([Point(START, 50.0, "a"), Point(START + timedelta(hours=1), 60.0, "b")],
-                                "Accuracy", now=now)
+    svg = progress_chart.render(
+        [Point(START, 50.0, "a"), Point(START + timedelta(hours=1), 60.0, "b")], "Accuracy", now=now
+    )
     root = ET.fromstring(svg)
     right = progress_chart.WIDTH - progress_chart.RIGHT
     record = root.find(f".//{SVG}path[@class='record']").get("d")

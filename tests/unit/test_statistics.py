@@ -1,4 +1,5 @@
 """Leaderboard statistics: cluster-bootstrap intervals, exact McNemar, Holm, rank tiers (worked out here)."""
+
 from __future__ import annotations
 
 import math
@@ -286,8 +287,13 @@ def test_count_intervals_depend_on_the_count_alone(nlvr2):
     assert interval.low[0] == interval.low[1] and interval.high[0] == interval.high[1]
     k, n = int(correct.sum()), gold.n
     p, z = k / n, 1.959963984540054
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    assert interval.low[0] == pytest.approx(100 * (centre - half)) and interval.high[0] == pytest.approx(100 * (centre + half))
+    centre, half = (
+        (p + z * z / (2 * n)) / (1 + z * z / n),
+        z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n),
+    )
+    assert interval.low[0] == pytest.approx(100 * (centre - half)) and interval.high[0] == pytest.approx(
+        100 * (centre + half)
+    )
     assert interval.samples.shape == (2, statistics.RESAMPLES)
     booted = statistics.intervals(NLVR2, gold, stacked, wanted)[("all", "accuracy")]
     assert (booted.low[0], booted.high[0]) != (booted.low[1], booted.high[1])

@@ -1,4 +1,5 @@
 """API tokens on the account page: shown once, stored hashed, revocable."""
+
 from __future__ import annotations
 
 import re
@@ -7,10 +8,10 @@ import pytest
 
 from app.db import db
 from app.models import ApiToken
-from app.security import token_digest, user_for_bearer
+from app.security import bearer_token
 from app.services import accounts
 from app.services.errors import InvalidInput, NotFound
-from tests.clients import login, post_form
+from tests.support.browser import login, post_form
 
 PASSWORD = "correct horse battery"
 TOKEN = re.compile(r"hd_[A-Za-z0-9_-]{43}")
@@ -26,7 +27,7 @@ def logged_in(app, email="ada@example.org"):
 
 def bearer_user(app, token: str):
     with app.app_context():
-        user = user_for_bearer(f"Bearer {token}")
+        user = accounts.user_for_token(bearer_token(f"Bearer {token}"))
         return user.email if user else None
 
 
@@ -48,7 +49,7 @@ def test_new_token_is_shown_once_and_stored_hashed(app):
 
     with app.app_context():
         row = db.session.scalar(db.select(ApiToken))
-        assert row.token_hash == token_digest(token)
+        assert row.token_hash == accounts.token_digest(token)
         assert row.prefix == token[:10]
         assert token not in (row.token_hash, row.prefix, row.name)
     assert bearer_user(app, token) == "ada@example.org"
@@ -106,12 +107,12 @@ def test_token_services(ctx):
     bob = accounts.create_user("bob@example.org", PASSWORD)
     token, plaintext = accounts.create_token(ada, "  laptop ")
     assert token.name == "laptop" and plaintext.startswith("hd_") and len(plaintext) == 46
-    assert token.prefix == plaintext[:10] and token.token_hash == token_digest(plaintext)
-    assert user_for_bearer(f"Bearer {plaintext}").id == ada.id
+    assert token.prefix == plaintext[:10] and token.token_hash == accounts.token_digest(plaintext)
+    assert accounts.user_for_token(bearer_token(f"Bearer {plaintext}")).id == ada.id
     with pytest.raises(InvalidInput):
         accounts.create_token(ada, "x" * 81)
     with pytest.raises(NotFound):
         accounts.revoke_token(bob, token.id)
     assert accounts.revoke_token(ada, token.id).revoked_at is not None
-    assert user_for_bearer(f"Bearer {plaintext}") is None
+    assert accounts.user_for_token(bearer_token(f"Bearer {plaintext}")) is None
     assert [t.name for t in accounts.list_tokens(ada)] == ["laptop"]

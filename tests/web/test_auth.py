@@ -1,4 +1,5 @@
 """Registration, login and logout through the pages, with CSRF on as in production."""
+
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -11,7 +12,7 @@ from app.db import db
 from app.models import User
 from app.services import accounts
 from app.web.auth import safe_next
-from tests.clients import csrf_token, login, logout, post_form, register
+from tests.support.browser import csrf_token, login, logout, post_form, register
 
 PASSWORD = "correct horse battery"
 
@@ -91,8 +92,7 @@ def test_post_without_csrf_token_is_refused(app, client, path):
 
 def test_post_with_a_forged_csrf_token_is_refused(app, client):
     make_user(app)
-    response = client.post("/login", data={"email": "ada@example.org", "password": PASSWORD,
-                                           "csrf_token": "forged"})
+    response = client.post("/login", data={"email": "ada@example.org", "password": PASSWORD, "csrf_token": "forged"})
     assert response.status_code == 400
 
 
@@ -119,13 +119,22 @@ def test_login_is_throttled_after_ten_attempts_a_minute(app, client):
 
 @pytest.mark.parametrize(
     "target",
-    ["//evil.example", "https://evil.example", "/\\evil.example", "http:evil.example", "/\t/evil.example",
-     "javascript:alert(1)", "evil.example", "///evil.example"],
+    [
+        "//evil.example",
+        "https://evil.example",
+        "/\\evil.example",
+        "http:evil.example",
+        "/\t/evil.example",
+        "javascript:alert(1)",
+        "evil.example",
+        "///evil.example",
+    ],
 )
 def test_next_never_leaves_the_site(app, client, target):
     make_user(app)
-    response = post_form(client, f"/login?next={quote(target, safe='')}", {"email": "ada@example.org",
-                                                                          "password": PASSWORD})
+    response = post_form(
+        client, f"/login?next={quote(target, safe='')}", {"email": "ada@example.org", "password": PASSWORD}
+    )
     assert response.status_code == 302
     assert response.headers["Location"] == "/"
 
@@ -139,8 +148,7 @@ def test_next_in_the_form_never_leaves_the_site(app, client, target):
 
 def test_local_next_is_honoured(app, client):
     make_user(app)
-    response = post_form(client, "/login?next=%2Fteams%3Fx%3D1", {"email": "ada@example.org",
-                                                                  "password": PASSWORD})
+    response = post_form(client, "/login?next=%2Fteams%3Fx%3D1", {"email": "ada@example.org", "password": PASSWORD})
     assert response.headers["Location"] == "/teams?x=1"
 
 

@@ -1,5 +1,6 @@
 """The maintainers' console with CSRF on: who may use it, what each action does, its audit event, and that
 bad input is refused with the problem named and nothing half-stored."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,13 +15,13 @@ from sqlalchemy import func, select
 
 from app import synthetic
 from app.db import db
-from app.models import AuditEvent, Score, Split, Subset, Submission, User
+from app.models import AuditEvent, Score, Split, Submission, Subset, User
 from app.services import accounts, audit, catalog, submissions, teams
-from tests.clients import login, post_form
+from app.services.errors import InvalidInput
+from tests.support.browser import login, post_form
 
 PASSWORD = "password123"
-ROLES = {"anonymous": None, "user": "user@example.org", "member": "member@example.org",
-         "admin": "admin@example.org"}
+ROLES = {"anonymous": None, "user": "user@example.org", "member": "member@example.org", "admin": "admin@example.org"}
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +29,11 @@ def cheap_password_hashes(monkeypatch):
     """These tests are about the console, not about passwords: a fast hash saves most of their run time."""
     from werkzeug.security import generate_password_hash
 
-    monkeypatch.setattr(accounts, "generate_password_hash",
-                        lambda password: generate_password_hash(password, method="pbkdf2:sha256:1000"))
+    monkeypatch.setattr(
+        accounts,
+        "generate_password_hash",
+        lambda password: generate_password_hash(password, method="pbkdf2:sha256:1000"),
+    )
 
 
 @pytest.fixture
@@ -47,15 +51,34 @@ def site(app):
         accounts.create_user(ROLES["user"], PASSWORD)
         member = accounts.create_user(ROLES["member"], PASSWORD)
         teams.create_team("Lab", creator=member)
-        entry = submissions.submit(member, None, "nlvr2", "dev", submissions.Upload(
-            data=synthetic.predictions("nlvr2", dev_gold, 0.8), model_name="Dev Model", description="d")).submission
+        entry = submissions.submit(
+            member,
+            None,
+            "nlvr2",
+            "dev",
+            submissions.Upload(
+                data=synthetic.predictions("nlvr2", dev_gold, 0.8), model_name="Dev Model", description="d"
+            ),
+        ).submission
         submissions.publish(member, entry.id)
-        hidden_entry = submissions.submit(member, None, "nlvr2", "test-u", submissions.Upload(
-            data=synthetic.predictions("nlvr2", test_gold, 0.7), model_name="Test Model", description="d")).submission
+        hidden_entry = submissions.submit(
+            member,
+            None,
+            "nlvr2",
+            "test-u",
+            submissions.Upload(
+                data=synthetic.predictions("nlvr2", test_gold, 0.7), model_name="Test Model", description="d"
+            ),
+        ).submission
         submissions.publish(member, hidden_entry.id)
-        with pytest.raises(Exception):
-            submissions.submit(member, None, "nlvr2", "dev", submissions.Upload(
-                data=b"dev-0-0-0-0,true\nno-such-id,false\n", model_name="Broken"))
+        with pytest.raises(InvalidInput):
+            submissions.submit(
+                member,
+                None,
+                "nlvr2",
+                "dev",
+                submissions.Upload(data=b"dev-0-0-0-0,true\nno-such-id,false\n", model_name="Broken"),
+            )
         ids = {"entry": entry.id, "hidden_entry": hidden_entry.id}
     return {"dev_gold": dev_gold, "test_gold": test_gold, **ids}
 
@@ -84,8 +107,15 @@ def _split(app, slug="dev") -> Split:
 
 
 def _policy(**overrides) -> dict:
-    return {"per_day": "", "per_month": "", "total": "", "rejected_per_day": "50", "feedback": "full",
-            "is_open": "y", **overrides}
+    return {
+        "per_day": "",
+        "per_month": "",
+        "total": "",
+        "rejected_per_day": "50",
+        "feedback": "full",
+        "is_open": "y",
+        **overrides,
+    }
 
 
 def _ids_file(gold: bytes, count: int) -> bytes:
@@ -94,7 +124,7 @@ def _ids_file(gold: bytes, count: int) -> bytes:
 
 
 def _upload(client, path: str, fields: dict, files: dict, form_page: str):
-    from tests.clients import csrf_token
+    from tests.support.browser import csrf_token
 
     data = {**fields, "csrf_token": csrf_token(client, form_page)}
     for name, (content, filename) in files.items():
@@ -134,11 +164,17 @@ def _send(client, site, method: str, path: str, kind: str | None):
     if kind == "policy":
         return post_form(client, path, _policy(per_day="4"), form_page="/login")
     if kind == "subset":
-        return _upload(client, path, {"name": "first-forty"}, {"ids": (_ids_file(site["dev_gold"], 40), "ids.txt")},
-                       "/login")
+        return _upload(
+            client, path, {"name": "first-forty"}, {"ids": (_ids_file(site["dev_gold"], 40), "ids.txt")}, "/login"
+        )
     if kind == "split":
-        return _upload(client, path, {"benchmark": "nlvr2", "slug": "test-p", "name": "Test-P"},
-                       {"gold": (synthetic.nlvr2_gold(120, split="test1", seed=3), "test1.json")}, "/login")
+        return _upload(
+            client,
+            path,
+            {"benchmark": "nlvr2", "slug": "test-p", "name": "Test-P"},
+            {"gold": (synthetic.nlvr2_gold(120, split="test1", seed=3), "test1.json")},
+            "/login",
+        )
     if kind == "hide":
         return post_form(client, path, {"reason": "duplicate"}, form_page="/login")
     if kind == "sign-out":
@@ -158,8 +194,9 @@ def test_the_matrix_names_every_console_route(app):
     assert routes == covered
 
 
-@pytest.mark.parametrize("endpoint, method, path, kind, expected", ADMIN_REQUESTS,
-                         ids=[f"{m} {p}" for _, m, p, _, _ in ADMIN_REQUESTS])
+@pytest.mark.parametrize(
+    "endpoint, method, path, kind, expected", ADMIN_REQUESTS, ids=[f"{m} {p}" for _, m, p, _, _ in ADMIN_REQUESTS]
+)
 @pytest.mark.parametrize("role", ["anonymous", "user", "member", "admin"])
 def test_access_matrix(app, client, site, role, endpoint, method, path, kind, expected):
     _as(client, role)
@@ -181,7 +218,7 @@ def test_access_matrix(app, client, site, role, endpoint, method, path, kind, ex
 
 def test_every_console_url_turns_away_non_admins(app, client, site):
     """Every rule under /console (also those of other console modules): log in or 403, before any work."""
-    from tests.clients import csrf_token
+    from tests.support.browser import csrf_token
 
     rules = [rule for rule in app.url_map.iter_rules() if rule.rule.startswith("/console")]
     assert rules
@@ -189,7 +226,7 @@ def test_every_console_url_turns_away_non_admins(app, client, site):
     def url(rule) -> str:
         # Any value will do for the path's parts: the refusal must come before the lookup.
         with app.test_request_context():
-            return url_for(rule.endpoint, **{argument: site["entry"] for argument in rule.arguments})
+            return url_for(rule.endpoint, **dict.fromkeys(rule.arguments, site["entry"]))
 
     for role in ("anonymous", "user", "member"):
         client.delete_cookie("session")
@@ -242,9 +279,12 @@ def test_overview_lists_splits_with_policies(app, client, site):
 
 def test_edit_policy_changes_split_and_is_audited(app, client, site):
     _as(client, "admin")
-    response = post_form(client, "/console/splits/nlvr2/test-u/policy",
-                         _policy(per_day="2", per_month="10", total="", rejected_per_day="5", feedback="ladder",
-                                 is_open=None), form_page="/console/splits/nlvr2/test-u")
+    response = post_form(
+        client,
+        "/console/splits/nlvr2/test-u/policy",
+        _policy(per_day="2", per_month="10", total="", rejected_per_day="5", feedback="ladder", is_open=None),
+        form_page="/console/splits/nlvr2/test-u",
+    )
     assert response.status_code == 303
     split = _split(app, "test-u")
     assert (split.per_day, split.per_month, split.total, split.rejected_per_day) == (2, 10, None, 5)
@@ -253,18 +293,27 @@ def test_edit_policy_changes_split_and_is_audited(app, client, site):
     assert event.target == "nlvr2/test-u"
     assert event.actor_id == _user_id(app, "admin")
     details = json.loads(event.details)
-    assert details == {"via": "web", "per_day": "5 → 2", "per_month": "20 → 10",  # a hidden split starts at 5 and 20
-                       "rejected_per_day": "50 → 5", "feedback": "none → ladder", "is_open": "open → closed"}
+    assert details == {
+        "via": "web",
+        "per_day": "5 → 2",
+        "per_month": "20 → 10",  # a hidden split starts at 5 and 20
+        "rejected_per_day": "50 → 5",
+        "feedback": "none → ladder",
+        "is_open": "open → closed",
+    }
     assert "Saved the policy" in _text(client.get(response.headers["Location"]))
 
 
-@pytest.mark.parametrize("field, value, problem", [
-    ("per_day", "-3", "per_day must be a whole number &gt;= 0"),
-    ("total", "-1", "total must be a whole number &gt;= 0"),
-    ("per_month", "ten", "&#39;ten&#39; is not a whole number"),
-    ("rejected_per_day", "", "cannot be unlimited"),
-    ("feedback", "loud", "Not a valid choice"),
-])
+@pytest.mark.parametrize(
+    "field, value, problem",
+    [
+        ("per_day", "-3", "per_day must be a whole number &gt;= 0"),
+        ("total", "-1", "total must be a whole number &gt;= 0"),
+        ("per_month", "ten", "&#39;ten&#39; is not a whole number"),
+        ("rejected_per_day", "", "cannot be unlimited"),
+        ("feedback", "loud", "Not a valid choice"),
+    ],
+)
 def test_bad_policy_is_refused_with_the_problem_named(app, client, site, field, value, problem):
     _as(client, "admin")
     data = _policy(per_day="7")  # a valid change beside the bad one must not be stored either
@@ -322,9 +371,13 @@ def test_reveal_of_public_split_is_refused(app, client, site):
 def test_add_split_from_uploaded_gold(app, client, site):
     gold = synthetic.nlvr2_gold(160, split="test1", seed=3)
     _as(client, "admin")
-    response = _upload(client, "/console/splits/new",
-                       {"benchmark": "nlvr2", "slug": "test-p", "name": "Test-P", "hidden": "y"},
-                       {"gold": (gold, "test1.json")}, "/console/splits/new")
+    response = _upload(
+        client,
+        "/console/splits/new",
+        {"benchmark": "nlvr2", "slug": "test-p", "name": "Test-P", "hidden": "y"},
+        {"gold": (gold, "test1.json")},
+        "/console/splits/new",
+    )
     assert response.status_code == 303
     assert response.headers["Location"].endswith("/console/splits/nlvr2/test-p")
     page = _text(client.get(response.headers["Location"]))
@@ -343,8 +396,13 @@ def test_add_split_from_uploaded_gold(app, client, site):
 def test_add_split_with_annotations_and_name_defaults(app, client, site, annotated_gold):
     gold, annotations = annotated_gold
     _as(client, "admin")
-    response = _upload(client, "/console/splits/new", {"benchmark": "nlvr2", "slug": "annotated"},
-                       {"gold": (gold, "g.json"), "annotations": (annotations, "a.txt")}, "/console/splits/new")
+    response = _upload(
+        client,
+        "/console/splits/new",
+        {"benchmark": "nlvr2", "slug": "annotated"},
+        {"gold": (gold, "g.json"), "annotations": (annotations, "a.txt")},
+        "/console/splits/new",
+    )
     assert response.status_code == 303, _text(response)[:2000]
     split = _split(app, "annotated")
     assert split.name == "annotated"
@@ -364,19 +422,36 @@ def _gold_files(app) -> set:
     return {p for p in Path(app.config["HIDDEN_LABELS_DIR"]).rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("fields, files, status, problem", [
-    ({"benchmark": "nlvr2", "slug": "bad"},
-     {"gold": (b'{"identifier": "dev-1-0-0", "label": "True"}\nnot json\n', "bad.json")}, 422, "line 2"),
-    ({"benchmark": "nlvr2", "slug": "dev"}, {"gold": (synthetic.nlvr2_gold(16), "g.json")}, 409, "already exists"),
-    ({"benchmark": "nlvr2", "slug": "Bad Slug!"}, {"gold": (synthetic.nlvr2_gold(16), "g.json")}, 422,
-     "must be lower-case letters"),
-    ({"benchmark": "nope", "slug": "x"}, {"gold": (synthetic.nlvr2_gold(16), "g.json")}, 422, "Not a valid choice"),
-    ({"benchmark": "nlvr2", "slug": "x"}, {}, 422, "Choose the split&#39;s gold file"),
-    ({"benchmark": "nlvr2", "slug": "x"}, {"gold": (b"\x00\x01\x02binary", "g.json")}, 422, "invalid gold"),
-    ({"benchmark": "nlvr2", "slug": "x"},
-     {"gold": (synthetic.nlvr2_gold(16), "g.json"), "annotations": (b"a sentence nobody wrote\n- negation\n", "a.txt")},
-     422, "invalid gold or annotation file"),
-])
+@pytest.mark.parametrize(
+    "fields, files, status, problem",
+    [
+        (
+            {"benchmark": "nlvr2", "slug": "bad"},
+            {"gold": (b'{"identifier": "dev-1-0-0", "label": "True"}\nnot json\n', "bad.json")},
+            422,
+            "line 2",
+        ),
+        ({"benchmark": "nlvr2", "slug": "dev"}, {"gold": (synthetic.nlvr2_gold(16), "g.json")}, 409, "already exists"),
+        (
+            {"benchmark": "nlvr2", "slug": "Bad Slug!"},
+            {"gold": (synthetic.nlvr2_gold(16), "g.json")},
+            422,
+            "must be lower-case letters",
+        ),
+        ({"benchmark": "nope", "slug": "x"}, {"gold": (synthetic.nlvr2_gold(16), "g.json")}, 422, "Not a valid choice"),
+        ({"benchmark": "nlvr2", "slug": "x"}, {}, 422, "Choose the split&#39;s gold file"),
+        ({"benchmark": "nlvr2", "slug": "x"}, {"gold": (b"\x00\x01\x02binary", "g.json")}, 422, "invalid gold"),
+        (
+            {"benchmark": "nlvr2", "slug": "x"},
+            {
+                "gold": (synthetic.nlvr2_gold(16), "g.json"),
+                "annotations": (b"a sentence nobody wrote\n- negation\n", "a.txt"),
+            },
+            422,
+            "invalid gold or annotation file",
+        ),
+    ],
+)
 def test_bad_split_upload_is_refused_and_nothing_stored(app, client, site, fields, files, status, problem):
     _as(client, "admin")
     splits_before = _count(app, Split)
@@ -404,32 +479,46 @@ def _user_id(app, role: str) -> int:
 
 def test_add_subset_rescores_and_says_so(app, client, site):
     _as(client, "admin")
-    response = _upload(client, "/console/splits/nlvr2/dev/subsets", {"name": "first-forty"},
-                       {"ids": (_ids_file(site["dev_gold"], 40), "ids.txt")}, "/console/splits/nlvr2/dev")
+    response = _upload(
+        client,
+        "/console/splits/nlvr2/dev/subsets",
+        {"name": "first-forty"},
+        {"ids": (_ids_file(site["dev_gold"], 40), "ids.txt")},
+        "/console/splits/nlvr2/dev",
+    )
     assert response.status_code == 303
     page = _text(client.get(response.headers["Location"]))
     assert "Added subset first-forty (40 examples); rescored 1 submission." in page
     with app.app_context():
         scores = db.session.scalars(
-            select(Score).where(Score.submission_id == site["entry"], Score.subset == "first-forty")).all()
+            select(Score).where(Score.submission_id == site["entry"], Score.subset == "first-forty")
+        ).all()
         assert "accuracy" in {score.metric for score in scores}
     [event] = _events(app, "subset.add")
     details = json.loads(event.details)
     assert event.target == "nlvr2/dev" and details["subset"] == "first-forty" and details["ids"]["bytes"] > 0
 
 
-@pytest.mark.parametrize("name, ids, status, problem", [
-    ("extra", b"dev-0-0-0-0\nno-such-example\n", 422, "line 2"),
-    ("extra", b"\n\n", 422, "file is empty"),
-    ("all", b"dev-0-0-0-0\n", 422, "not be &#39;all&#39;"),
-    ("balanced", b"dev-0-0-0-0\n", 409, "already exists"),
-    ("", b"dev-0-0-0-0\n", 422, "This field is required"),
-])
+@pytest.mark.parametrize(
+    "name, ids, status, problem",
+    [
+        ("extra", b"dev-0-0-0-0\nno-such-example\n", 422, "line 2"),
+        ("extra", b"\n\n", 422, "file is empty"),
+        ("all", b"dev-0-0-0-0\n", 422, "not be &#39;all&#39;"),
+        ("balanced", b"dev-0-0-0-0\n", 409, "already exists"),
+        ("", b"dev-0-0-0-0\n", 422, "This field is required"),
+    ],
+)
 def test_bad_subset_is_refused_and_nothing_stored(app, client, site, name, ids, status, problem):
     _as(client, "admin")
     subsets_before, scores_before = _count(app, Subset), _count(app, Score)
-    response = _upload(client, "/console/splits/nlvr2/dev/subsets", {"name": name}, {"ids": (ids, "ids.txt")},
-                       "/console/splits/nlvr2/dev")
+    response = _upload(
+        client,
+        "/console/splits/nlvr2/dev/subsets",
+        {"name": name},
+        {"ids": (ids, "ids.txt")},
+        "/console/splits/nlvr2/dev",
+    )
     assert response.status_code == status, _text(response)[:2000]
     assert problem in _text(response)
     assert (_count(app, Subset), _count(app, Score)) == (subsets_before, scores_before)
@@ -443,8 +532,12 @@ def test_hide_and_unhide_entry_with_reason(app, client, site):
     _as(client, "admin")
     page = _text(client.get("/console/splits/nlvr2/dev"))
     assert f'id="entry-{site["entry"]}"' in page and "Dev Model" in page
-    response = post_form(client, f"/console/entries/{site['entry']}/hide", {"reason": "duplicate of entry 3"},
-                         form_page="/console/splits/nlvr2/dev")
+    response = post_form(
+        client,
+        f"/console/entries/{site['entry']}/hide",
+        {"reason": "duplicate of entry 3"},
+        form_page="/console/splits/nlvr2/dev",
+    )
     assert response.status_code == 303
     assert response.headers["Location"].endswith(f"/console/splits/nlvr2/dev#entry-{site['entry']}")
     page = _text(client.get(response.headers["Location"]))
@@ -463,8 +556,9 @@ def test_hide_and_unhide_entry_with_reason(app, client, site):
 
 def test_hide_needs_a_reason_and_a_real_entry(app, client, site):
     _as(client, "admin")
-    response = post_form(client, f"/console/entries/{site['entry']}/hide", {"reason": "  "},
-                         form_page="/console/splits/nlvr2/dev")
+    response = post_form(
+        client, f"/console/entries/{site['entry']}/hide", {"reason": "  "}, form_page="/console/splits/nlvr2/dev"
+    )
     assert response.status_code == 422
     assert "Reason: This field is required" in _text(response)
     missing = post_form(client, "/console/entries/999999/hide", {"reason": "spam"}, form_page="/login")
@@ -488,12 +582,23 @@ def test_hiding_from_the_submission_page_is_audited_too(app, client, site):
 def test_team_written_fields_are_escaped(app, client, site):
     with app.app_context():
         member = db.session.scalar(select(User).where(User.email == ROLES["member"]))
-        entry = submissions.submit(member, None, "nlvr2", "dev", submissions.Upload(
-            data=synthetic.predictions("nlvr2", site["dev_gold"], 0.6, seed=4),
-            model_name="<script>alert(1)</script>", description="d")).submission
+        entry = submissions.submit(
+            member,
+            None,
+            "nlvr2",
+            "dev",
+            submissions.Upload(
+                data=synthetic.predictions("nlvr2", site["dev_gold"], 0.6, seed=4),
+                model_name="<script>alert(1)</script>",
+                description="d",
+            ),
+        ).submission
         submissions.publish(member, entry.id)
-        submissions.hide(db.session.scalar(select(User).where(User.email == ROLES["admin"])), entry.id,
-                         "<img src=x onerror=alert(2)>")
+        submissions.hide(
+            db.session.scalar(select(User).where(User.email == ROLES["admin"])),
+            entry.id,
+            "<img src=x onerror=alert(2)>",
+        )
     _as(client, "admin")
     for path in ("/console/splits/nlvr2/dev", "/console/audit"):
         page = _text(client.get(path))

@@ -1,5 +1,6 @@
 """Error pages: a page with a proper title for browsers, JSON for the API and for clients that ask only for
 JSON, and the session rolled back whatever went wrong."""
+
 from __future__ import annotations
 
 import io
@@ -12,7 +13,7 @@ from app import synthetic
 from app.db import db
 from app.models import Benchmark
 from app.services import accounts, catalog, teams
-from tests.clients import csrf_token, login
+from tests.support.browser import csrf_token, login
 
 
 def _title(response) -> str:
@@ -22,6 +23,7 @@ def _title(response) -> str:
 @pytest.fixture
 def boom(app):
     """A route that writes a row and then fails, to see the 500 page and the rollback."""
+
     def fail():
         db.session.add(Benchmark(slug="half", name="Half", task_type="nlvr2", description=""))
         db.session.flush()
@@ -84,8 +86,12 @@ def test_413_page_and_json(app, client):
     assert _title(page) == "File too large (413) · Holdout"
     # What the upload page's script sends: it shows the JSON error beside the form.
     body = {"csrf_token": token, "file": (io.BytesIO(b"x" * 4096), "p.csv")}
-    script = client.post("/submit", data=body, content_type="multipart/form-data",
-                         headers={"Accept": "application/json", "X-Requested-With": "fetch"})
+    script = client.post(
+        "/submit",
+        data=body,
+        content_type="multipart/form-data",
+        headers={"Accept": "application/json", "X-Requested-With": "fetch"},
+    )
     assert script.status_code == 413 and "larger than this server accepts" in script.json["error"]
 
 
@@ -106,17 +112,23 @@ def test_429_page_says_when_to_retry(app, client):
         user = accounts.create_user("user@example.org", "password123")
         team_id = teams.create_team("Lab", creator=user).id
     login(client, "user@example.org", "password123")
-    form = {"csrf_token": csrf_token(client, "/submit"), "team": str(team_id), "split": "nlvr2/dev",
-            "model_name": "M", "file": (io.BytesIO(synthetic.predictions("nlvr2", gold, 0.7)), "p.csv")}
+    form = {
+        "csrf_token": csrf_token(client, "/submit"),
+        "team": str(team_id),
+        "split": "nlvr2/dev",
+        "model_name": "M",
+        "file": (io.BytesIO(synthetic.predictions("nlvr2", gold, 0.7)), "p.csv"),
+    }
     response = client.post("/submit", data=form, content_type="multipart/form-data")
     assert response.status_code == 429
     assert "next slot opens" in response.get_data(as_text=True)
 
 
 def test_429_service_error_page_has_retry_after(app, client):
-    from app.services.errors import QuotaExceeded
-    from app.models import utcnow
     from datetime import timedelta
+
+    from app.models import utcnow
+    from app.services.errors import QuotaExceeded
 
     def over():
         raise QuotaExceeded("the team has used its 1 submissions for today", utcnow() + timedelta(minutes=30))
@@ -162,7 +174,18 @@ def test_every_page_has_a_specific_title(app, client):
     with app.app_context():
         accounts.create_user("admin@example.org", "password123", admin=True)
     login(client, "admin@example.org", "password123")
-    for path in ("/", "/login", "/register", "/teams", "/account", "/submit", "/submissions", "/console/",
-                 "/console/splits/new", "/console/rejected", "/console/audit"):
+    for path in (
+        "/",
+        "/login",
+        "/register",
+        "/teams",
+        "/account",
+        "/submit",
+        "/submissions",
+        "/console/",
+        "/console/splits/new",
+        "/console/rejected",
+        "/console/audit",
+    ):
         title = _title(client.get(path))
         assert title.endswith(" · Holdout") and len(title) > len(" · Holdout") + 2, (path, title)

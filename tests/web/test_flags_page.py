@@ -1,4 +1,5 @@
 """The console's probe-flag page: what it lists, its filter, and who may open it."""
+
 from __future__ import annotations
 
 import re
@@ -8,15 +9,17 @@ import pytest
 from app import synthetic
 from app.services import accounts, catalog, submissions, teams
 from app.services.submissions import Upload
-from tests.clients import login
+from tests.support.browser import login
 
 PASSWORD = "password123"
 
 
 @pytest.fixture
 def site(app):
-    gold = {"test-u": synthetic.nlvr2_gold(200, split="test", seed=3),
-            "test-2": synthetic.nlvr2_gold(200, split="test", seed=4)}
+    gold = {
+        "test-u": synthetic.nlvr2_gold(200, split="test", seed=3),
+        "test-2": synthetic.nlvr2_gold(200, split="test", seed=4),
+    }
     with app.app_context():
         catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
         catalog.add_split("nlvr2", "test-u", gold["test-u"], hidden=True, name="Test-U")
@@ -66,11 +69,22 @@ def test_filter_by_split_and_team(app, client, site):
     assert '<option value="nlvr2/test-u" selected>' in page
 
 
-@pytest.mark.parametrize(("query", "status"), [
-    ("split=nlvr2", 422), ("split=nlvr2/unknown", 404), ("split=%27%20OR%201%3D1--/x", 404),
-    ("team=abc", 422), ("team=1%20OR%201%3D1", 422), ("team=999999", 404), ("team=9999999999", 404),
-    ("team=99999999999999999999", 422), ("team=%C2%B2", 422), ("split=nlvr2/%00", 422), ("team=%00", 422),
-])
+@pytest.mark.parametrize(
+    ("query", "status"),
+    [
+        ("split=nlvr2", 422),
+        ("split=nlvr2/unknown", 404),
+        ("split=%27%20OR%201%3D1--/x", 404),
+        ("team=abc", 422),
+        ("team=1%20OR%201%3D1", 422),
+        ("team=999999", 404),
+        ("team=9999999999", 404),
+        ("team=99999999999999999999", 422),
+        ("team=%C2%B2", 422),
+        ("split=nlvr2/%00", 422),
+        ("team=%00", 422),
+    ],
+)
 def test_bad_filters_are_named_not_500(app, client, site, query, status):
     login(client, "admin@example.org", PASSWORD)
     response = client.get(f"/console/flags?{query}")

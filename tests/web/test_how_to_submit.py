@@ -1,6 +1,7 @@
 """A newcomer's path: the board's "How to submit" (format, example, sample file, policy, Submit button), the
 Submit page's policy and remaining quota, JSON errors for the page's script, a publish form that keeps
 what was typed, 404s that list the valid slugs, and hidden splits that start safe or say why not."""
+
 from __future__ import annotations
 
 import io
@@ -11,7 +12,7 @@ import pytest
 from app import synthetic
 from app.evaluation import get_task
 from app.services import accounts, catalog, teams
-from tests.clients import csrf_token, login, post_form
+from tests.support.browser import csrf_token, login, post_form
 
 
 @pytest.fixture
@@ -19,8 +20,9 @@ def site(app):
     with app.app_context():
         catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
         catalog.add_split("nlvr2", "dev", synthetic.nlvr2_gold(240, seed=7), name="Dev")
-        catalog.add_split("nlvr2", "test-u", synthetic.nlvr2_gold(240, split="test", seed=8), hidden=True,
-                          name="Test-U")
+        catalog.add_split(
+            "nlvr2", "test-u", synthetic.nlvr2_gold(240, split="test", seed=8), hidden=True, name="Test-U"
+        )
         catalog.add_benchmark("vcr", "vcr", "VCR")
         catalog.add_split("vcr", "val", synthetic.vcr_gold(50), name="Val")
         member = accounts.create_user("member@example.org", "password123")
@@ -48,7 +50,8 @@ def test_every_board_says_how_to_submit(client, site, benchmark, split, task):
 
 @pytest.mark.parametrize("benchmark, split, task", [("nlvr2", "test-u", "nlvr2"), ("vcr", "val", "vcr")])
 def test_the_sample_file_is_every_identifier_with_a_constant_prediction_and_is_accepted(
-        app, client, site, benchmark, split, task):
+    app, client, site, benchmark, split, task
+):
     response = client.get(f"/leaderboards/{benchmark}/{split}/sample.csv")
     assert response.status_code == 200 and response.mimetype == "text/csv"
     assert f'filename="{benchmark}-{split}-sample.csv"' in response.headers["Content-Disposition"]
@@ -56,7 +59,7 @@ def test_the_sample_file_is_every_identifier_with_a_constant_prediction_and_is_a
     with app.app_context():
         gold = catalog.gold_for(catalog.get_split(benchmark, split))
         assert get_task(task).parse(data, gold).shape[0] == gold.n  # valid as it is
-    rows = data.decode().splitlines()[1 if task == "vcr" else 0:]
+    rows = data.decode().splitlines()[1 if task == "vcr" else 0 :]
     assert len(rows) == gold.n and len({row.split(",", 1)[1] for row in rows}) == 1  # one constant prediction
     assert {row.split(",", 1)[0] for row in rows} == set(gold.ids.tolist())
 
@@ -73,8 +76,14 @@ def test_the_submit_page_shows_the_chosen_splits_policy_and_the_quota_left(clien
 
 
 def _upload(client, site, data: bytes, headers=None, **fields):
-    form = {"csrf_token": csrf_token(client, "/submit"), "team": str(site["team_id"]), "split": "nlvr2/dev",
-            "model_name": "M", "file": (io.BytesIO(data), "p.csv"), **fields}
+    form = {
+        "csrf_token": csrf_token(client, "/submit"),
+        "team": str(site["team_id"]),
+        "split": "nlvr2/dev",
+        "model_name": "M",
+        "file": (io.BytesIO(data), "p.csv"),
+        **fields,
+    }
     return client.post("/submit", data=form, content_type="multipart/form-data", headers=headers or {})
 
 
@@ -98,15 +107,19 @@ def test_a_failed_publish_keeps_the_form_and_names_the_field_in_words(client, si
     login(client, "member@example.org", "password123")
     valid = client.get("/leaderboards/nlvr2/dev/sample.csv").data
     location = _upload(client, site, valid).headers["Location"]
-    response = post_form(client, f"{location}/publish",
-                         {"description": "", "paper_url": "javascript:alert(1)", "code_url": "https://c.example"},
-                         form_page=location)
+    response = post_form(
+        client,
+        f"{location}/publish",
+        {"description": "", "paper_url": "javascript:alert(1)", "code_url": "https://c.example"},
+        form_page=location,
+    )
     assert response.status_code == 422
     page = _text(response)
     assert "The entry was not published." in page and "The paper URL" in page
     assert 'value="javascript:alert(1)"' in page and 'value="https://c.example"' in page
-    response = post_form(client, f"{location}/publish", {"description": "", "paper_url": "", "code_url": ""},
-                         form_page=location)
+    response = post_form(
+        client, f"{location}/publish", {"description": "", "paper_url": "", "code_url": ""}, form_page=location
+    )
     assert response.status_code == 422 and "Publishing needs a description or a paper URL" in _text(response)
     assert 'href="javascript' not in page
 

@@ -1,31 +1,55 @@
-"""HTTP caching (app/web/caching.py): every GET route's Cache-Control class, walked from the URL map, and
+"""HTTP caching (app/http_caching.py): every GET route's Cache-Control class, walked from the URL map, and
 the ETag / 304 cycle of the public reads: a matching If-None-Match is answered without rendering, and a
 change to the board gives a new ETag."""
+
 from __future__ import annotations
 
 import pytest
 
-from app.services import across_splits, catalog, exports, leaderboards, listings, submissions
-from tests.api import build_world, stored_submission
-from tests.clients import login, post_form
+from app.services import across_splits, catalog, exports, leaderboards, listings, submission_pages
 from tests.security import crawler
-from tests.security.world import EMAILS, PASSWORD, build
+from tests.support.api_world import build_world, stored_submission
+from tests.support.browser import login, post_form
+from tests.support.security_world import EMAILS, build
+from tests.support.users import PASSWORD
 
 PUBLIC, PRIVATE, NO_STORE = "public", "private", "no-store"
 PUBLIC_CONTROL = "public, max-age=0, stale-while-revalidate=60"  # LEADERBOARD_PAGE_TTL is 0 in tests
 # Every GET endpoint and its class for a visitor without a session or token. A new route must be added here
 # (the walk fails otherwise), which is where its caching is decided.
 CLASSES = {
-    "public.index": PUBLIC, "public.leaderboard": PUBLIC, "public.export": PUBLIC,
-    "public.sample_file": PUBLIC, "public.models": PUBLIC, "public.models_export": PUBLIC,
-    "submissions.show": PUBLIC, "api_v1.benchmarks": PUBLIC, "api_v1.leaderboard": PUBLIC,
-    "api_v1.models": PUBLIC, "api_v1.openapi_document": PUBLIC, "static": PUBLIC,
-    "public.healthz": NO_STORE, "metrics.metrics": NO_STORE, "auth.login": NO_STORE, "auth.register": NO_STORE,
-    "account.index": NO_STORE, "teams.index": NO_STORE, "teams.detail": NO_STORE, "teams.invite": NO_STORE,
-    "submissions.mine": NO_STORE, "submissions.new": NO_STORE, "api_v1.me": NO_STORE,
-    "api_v1.list_submissions": NO_STORE, "api_v1.get_submission": NO_STORE, "console.index": NO_STORE,
-    "console.audit_log": NO_STORE, "console.flags": NO_STORE, "console.rejected": NO_STORE,
-    "console.split": NO_STORE, "console.label_audit": NO_STORE, "console.new_split": NO_STORE,
+    "public.index": PUBLIC,
+    "public.leaderboard": PUBLIC,
+    "public.export": PUBLIC,
+    "public.sample_file": PUBLIC,
+    "public.models": PUBLIC,
+    "public.models_export": PUBLIC,
+    "submissions.show": PUBLIC,
+    "api_v1.benchmarks": PUBLIC,
+    "api_v1.leaderboard": PUBLIC,
+    "api_v1.models": PUBLIC,
+    "api_v1.openapi_document": PUBLIC,
+    "static": PUBLIC,
+    "public.healthz": NO_STORE,
+    "metrics.metrics": NO_STORE,
+    "auth.login": NO_STORE,
+    "auth.register": NO_STORE,
+    "account.index": NO_STORE,
+    "teams.index": NO_STORE,
+    "teams.detail": NO_STORE,
+    "teams.invite": NO_STORE,
+    "submissions.mine": NO_STORE,
+    "submissions.new": NO_STORE,
+    "api_v1.me": NO_STORE,
+    "api_v1.list_submissions": NO_STORE,
+    "api_v1.get_submission": NO_STORE,
+    "console.index": NO_STORE,
+    "console.audit_log": NO_STORE,
+    "console.flags": NO_STORE,
+    "console.rejected": NO_STORE,
+    "console.split": NO_STORE,
+    "console.label_audit": NO_STORE,
+    "console.new_split": NO_STORE,
 }
 
 
@@ -50,8 +74,11 @@ def test_every_get_route_has_its_cache_class(app):
     seen_ok: dict[str, set[str]] = {endpoint: set() for endpoint in rules}
     for endpoint, url in crawler.get_urls(app, world):
         expected = CLASSES[endpoint]
-        answers = {"anonymous": anonymous.get(url), "token": anonymous.get(url, headers=token),
-                   **{role: session.get(url) for role, session in sessions.items()}}
+        answers = {
+            "anonymous": anonymous.get(url),
+            "token": anonymous.get(url, headers=token),
+            **{role: session.get(url) for role, session in sessions.items()},
+        }
         for visitor, response in answers.items():
             where = f"{visitor} GET {url} ({response.status_code})"
             if response.status_code == 200:
@@ -96,7 +123,7 @@ READS = [
     ("/leaderboards/nlvr2/dev/export.csv", exports, "export"),
     ("/leaderboards/nlvr2/models/export.json", exports, "export_models"),
     ("/leaderboards/nlvr2/dev/sample.csv", catalog, "sample_file"),
-    ("/submissions/{published}", submissions, "page_for"),
+    ("/submissions/{published}", submission_pages, "page_for"),
     ("/api/v1/benchmarks", listings, "benchmarks"),
     ("/api/v1/leaderboards/nlvr2/dev", listings, "leaderboard"),
     ("/api/v1/leaderboards/nlvr2/models", exports, "models_document"),
@@ -104,8 +131,9 @@ READS = [
 
 
 @pytest.mark.parametrize(("path", "module", "name"), READS, ids=[path for path, _, _ in READS])
-def test_a_matching_etag_is_answered_304_without_rendering_until_the_board_changes(app, monkeypatch, path,
-                                                                                   module, name):
+def test_a_matching_etag_is_answered_304_without_rendering_until_the_board_changes(
+    app, monkeypatch, path, module, name
+):
     world = build_world(app)
     url = path.format(published=stored_submission(app, world, publish=True))
     client = app.test_client(use_cookies=False)
@@ -142,10 +170,15 @@ def test_the_gzipped_page_has_its_own_etag(app, monkeypatch):
     assert zipped.headers["Content-Encoding"] == "gzip" and "Content-Encoding" not in plain.headers
     assert zipped.headers["ETag"] == plain.headers["ETag"][:-1] + '-gz"'
     # Each tag stands for its own body: the identity tag does not validate the gzipped one.
-    assert client.get("/leaderboards/nlvr2/dev", headers={"Accept-Encoding": "gzip",
-                                                          "If-None-Match": plain.headers["ETag"]}).status_code == 200
-    answer = client.get("/leaderboards/nlvr2/dev", headers={"Accept-Encoding": "gzip",
-                                                            "If-None-Match": zipped.headers["ETag"]})
+    assert (
+        client.get(
+            "/leaderboards/nlvr2/dev", headers={"Accept-Encoding": "gzip", "If-None-Match": plain.headers["ETag"]}
+        ).status_code
+        == 200
+    )
+    answer = client.get(
+        "/leaderboards/nlvr2/dev", headers={"Accept-Encoding": "gzip", "If-None-Match": zipped.headers["ETag"]}
+    )
     assert answer.status_code == 304
 
 
@@ -153,8 +186,9 @@ def test_logged_in_and_token_requests_are_never_answered_from_a_public_etag(app)
     world = build_world(app)
     anonymous = app.test_client(use_cookies=False)
     tag = anonymous.get("/api/v1/leaderboards/nlvr2/dev").headers["ETag"]
-    with_token = anonymous.get("/api/v1/leaderboards/nlvr2/dev",
-                               headers={**world.headers("member"), "If-None-Match": tag})
+    with_token = anonymous.get(
+        "/api/v1/leaderboards/nlvr2/dev", headers={**world.headers("member"), "If-None-Match": tag}
+    )
     assert with_token.status_code == 200 and _class(with_token) == NO_STORE
     member = app.test_client()
     assert login(member, "member@example.org", "not-used-here").status_code == 302

@@ -1,5 +1,6 @@
 """Leaderboard and public submission pages: order, ties, reference rows, sorting, pagination, the board
 cache, escaping of everything a team writes, and who sees which breakdowns."""
+
 from __future__ import annotations
 
 import gzip
@@ -9,14 +10,16 @@ import re
 import pytest
 from sqlalchemy import select
 
-from app import synthetic
+from app import lru, synthetic
 from app.db import db
 from app.models import LeaderboardCache, Submission
-from app.services import accounts, catalog, leaderboards, references, submissions, teams
-from tests.clients import login, logout
+from app.services import accounts, board_snapshots, catalog, references, submissions, teams
+from tests.support.browser import login, logout
 
-ROW = re.compile(r'<tr class="(entry|reference)"(?: data-submission-id="(\d+)")?>\s*<td class="rank"[^>]*>([^<]*)'
-                 r'(?:<span class="ci"[^>]*>[^<]*</span>)?</td>')
+ROW = re.compile(
+    r'<tr class="(entry|reference)"(?: data-submission-id="(\d+)")?>\s*<td class="rank"[^>]*>([^<]*)'
+    r'(?:<span class="ci"[^>]*>[^<]*</span>)?</td>'
+)
 CELL = re.compile(r'<td class="num[^"]*"[^>]*>([0-9.]+) ?<span class="ci">([0-9.]+)–([0-9.]+)</span></td>')
 
 
@@ -36,8 +39,14 @@ def site(app):
         gold = synthetic.nlvr2_gold(400, seed=3)
         catalog.add_split("nlvr2", "dev", gold, name="Dev", annotations=synthetic.nlvr2_annotations(gold, 60))
         hidden_gold = synthetic.nlvr2_gold(400, split="test", seed=4)
-        catalog.add_split("nlvr2", "test-u", hidden_gold, hidden=True, name="Test-U",
-                          annotations=synthetic.nlvr2_annotations(hidden_gold, 60, seed=1))
+        catalog.add_split(
+            "nlvr2",
+            "test-u",
+            hidden_gold,
+            hidden=True,
+            name="Test-U",
+            annotations=synthetic.nlvr2_annotations(hidden_gold, 60, seed=1),
+        )
         catalog.set_policy("nlvr2", "test-u", feedback="full")  # scores public while hidden (not the default)
         member = accounts.create_user("member@example.org", "password123")
         accounts.create_user("other@example.org", "password123")
@@ -46,14 +55,20 @@ def site(app):
     return {"gold": {"dev": gold, "test-u": hidden_gold}}
 
 
-def publish(app, site, accuracy: float, seed: int, *, split: str = "dev", team: str = "Lab", publish: bool = True,
-            **fields) -> int:
+def publish(
+    app, site, accuracy: float, seed: int, *, split: str = "dev", team: str = "Lab", publish: bool = True, **fields
+) -> int:
     with app.app_context():
         found = teams.find_team(team) or teams.create_team(team)
         data = synthetic.predictions("nlvr2", site["gold"][split], accuracy, seed=seed, split=split)
         return submissions.store_scored(
-            catalog.get_split("nlvr2", split), found, data, model_name=fields.pop("model_name", f"model-{seed}"),
-            description=fields.pop("description", "A model."), publish=publish, **fields,
+            catalog.get_split("nlvr2", split),
+            found,
+            data,
+            model_name=fields.pop("model_name", f"model-{seed}"),
+            description=fields.pop("description", "A model."),
+            publish=publish,
+            **fields,
         ).id
 
 
@@ -83,21 +98,30 @@ def test_identical_scores_share_a_rank_and_close_ones_do_too(app, client, site):
 def test_reference_rows_are_styled_apart_and_never_ranked(app, client, site):
     top, bottom = publish(app, site, 0.9, 1), publish(app, site, 0.6, 2)
     with app.app_context():
-        references.add_reference("nlvr2", "dev", "Human", '{"all": {"accuracy": 96.1, "consistency": 90}}',
-                                 "https://example.org/human")
+        references.add_reference(
+            "nlvr2", "dev", "Human", '{"all": {"accuracy": 96.1, "consistency": 90}}', "https://example.org/human"
+        )
         references.add_reference("nlvr2", "dev", "Baseline", '{"all": {"accuracy": 75.0}}')
     page = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
-    assert rows(page) == [("reference", None, "–"), ("entry", top, "1"), ("reference", None, "–"),
-                          ("entry", bottom, "2")]
+    assert rows(page) == [
+        ("reference", None, "–"),
+        ("entry", top, "1"),
+        ("reference", None, "–"),
+        ("entry", bottom, "2"),
+    ]
     assert page.count('<tr class="reference">') == 2 and "Human" in page and "Baseline" in page
     assert '<span class="tag">reference</span>' in page
     assert 'href="https://example.org/human"' in page
     # Sorting places them by the column too, still unranked.
     page = client.get("/leaderboards/nlvr2/dev?sort=all:accuracy&order=asc").get_data(as_text=True)
-    assert rows(page) == [("entry", bottom, "2"), ("reference", None, "–"), ("entry", top, "1"),
-                          ("reference", None, "–")]
+    assert rows(page) == [
+        ("entry", bottom, "2"),
+        ("reference", None, "–"),
+        ("entry", top, "1"),
+        ("reference", None, "–"),
+    ]
     # ... and they are in the chart as dashed lines.
-    assert "Human 96.1" in page and 'stroke-dasharray' in page
+    assert "Human 96.1" in page and "stroke-dasharray" in page
 
 
 # --- sorting and pagination ------------------------------------------------------------------------------
@@ -108,8 +132,11 @@ def test_every_column_header_sorts_server_side(app, client, site):
     page = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
     links = re.findall(r'<a class="sort[^"]*" href="([^"]+)">', page)
     assert [html.unescape(link) for link in links] == [
-        "?sort=all:accuracy&order=desc", "?sort=all:consistency&order=desc",
-        "?sort=balanced:accuracy&order=desc", "?sort=unbalanced:accuracy&order=desc"]
+        "?sort=all:accuracy&order=desc",
+        "?sort=all:consistency&order=desc",
+        "?sort=balanced:accuracy&order=desc",
+        "?sort=unbalanced:accuracy&order=desc",
+    ]
     with app.app_context():
         values = {sid: {(s.subset, s.metric): s.value for s in db.session.get(Submission, sid).scores} for sid in ids}
     for key in [("all", "consistency"), ("unbalanced", "accuracy"), ("all", "accuracy")]:
@@ -123,10 +150,17 @@ def test_every_column_header_sorts_server_side(app, client, site):
     assert 'href="?sort=all:consistency&amp;order=asc"' in page
 
 
-@pytest.mark.parametrize("query, field", [
-    ("sort=all:nope", "sort"), ("sort=category:x:accuracy", "sort"), ("order=up", "order"),
-    ("page=abc", "page"), ("page=0", "page"), ("page=9", "page"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("sort=all:nope", "sort"),
+        ("sort=category:x:accuracy", "sort"),
+        ("order=up", "order"),
+        ("page=abc", "page"),
+        ("page=0", "page"),
+        ("page=9", "page"),
+    ],
+)
 def test_bad_sort_order_or_page_is_a_400_naming_it(app, client, site, query, field):
     publish(app, site, 0.7, 1)
     response = client.get(f"/leaderboards/nlvr2/dev?{query}")
@@ -143,9 +177,19 @@ def test_pages_of_one_hundred_entries(app, client, site):
         task_rows = []
         blob = db.session.scalar(select(Submission.predictions).where(Submission.id == first_id))
         for i in range(204):
-            task_rows.append(Submission(split=split, team=team, status="scored", model_name=f"bulk-{i}",
-                                        description="d", file_sha256="0" * 64, file_size=1, predictions=blob,
-                                        published_at=split.created_at))
+            task_rows.append(
+                Submission(
+                    split=split,
+                    team=team,
+                    status="scored",
+                    model_name=f"bulk-{i}",
+                    description="d",
+                    file_sha256="0" * 64,
+                    file_size=1,
+                    predictions=blob,
+                    published_at=split.created_at,
+                )
+            )
         db.session.add_all(task_rows)
         split.board_version += 1
         db.session.commit()
@@ -167,9 +211,10 @@ def test_pages_of_one_hundred_entries(app, client, site):
 
 def test_board_is_computed_once_per_change(app, client, site, monkeypatch):
     calls = []
-    compute = leaderboards._compute
-    monkeypatch.setattr(leaderboards, "_compute",
-                        lambda split, version: calls.append(version) or compute(split, version))
+    compute = board_snapshots._compute
+    monkeypatch.setattr(
+        board_snapshots, "_compute", lambda split, version: calls.append(version) or compute(split, version)
+    )
     first = publish(app, site, 0.7, 1)
     assert first in entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True))
     assert len(calls) == 1
@@ -182,7 +227,7 @@ def test_board_is_computed_once_per_change(app, client, site, monkeypatch):
         cached = db.session.get(LeaderboardCache, split.id)
         assert cached is not None and cached.version == split.board_version
     # Another process (an empty memory) reads the stored payload instead of computing.
-    leaderboards._memo.clear()
+    board_snapshots._memo.clear()
     assert entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)) == [first]
     assert len(calls) == 1
     # Publishing changes the board: the next reader computes it once, and sees the new entry.
@@ -210,7 +255,7 @@ def test_anonymous_pages_are_reused_for_the_configured_moment(app, client, site,
     assert app.config["LEADERBOARD_PAGE_TTL"] == 0  # the test default
     app.config["LEADERBOARD_PAGE_TTL"] = 30
     clock = [1000.0]
-    monkeypatch.setattr(leaderboards.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(lru.time, "monotonic", lambda: clock[0])
     first = publish(app, site, 0.7, 1)
     assert entry_ids(client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)) == [first]
 
@@ -251,8 +296,17 @@ EVIL_URL = 'https://example.org/p?a=1&b="><script>u()</script>'
 
 
 def test_everything_a_team_writes_is_escaped(app, client, site):
-    sid = publish(app, site, 0.8, 1, team=EVIL_TEAM, model_name=EVIL_MODEL, description=EVIL_DESCRIPTION,
-                  paper_url=EVIL_URL, code_url="javascript:alert('c')")
+    sid = publish(
+        app,
+        site,
+        0.8,
+        1,
+        team=EVIL_TEAM,
+        model_name=EVIL_MODEL,
+        description=EVIL_DESCRIPTION,
+        paper_url=EVIL_URL,
+        code_url="javascript:alert('c')",
+    )
     with app.app_context():
         references.add_reference("nlvr2", "dev", "<i>Human</i>", '{"all": {"accuracy": 96}}')
     for path in ("/leaderboards/nlvr2/dev", f"/submissions/{sid}"):
@@ -267,7 +321,7 @@ def test_everything_a_team_writes_is_escaped(app, client, site):
     assert "&lt;b onmouseover=" in board and "Team &amp; " in board and EVIL_TEAM in html.unescape(board)
     assert "&lt;i&gt;Human&lt;/i&gt;" in board
     # Also inside the SVG chart's tooltips.
-    chart = board[board.index("<svg"):board.index("</svg>")]
+    chart = board[board.index("<svg") : board.index("</svg>")]
     assert "<script>" not in chart and "&lt;script&gt;" in chart
 
 
@@ -281,8 +335,9 @@ def _categories(page: str) -> set[str]:
 def test_breakdowns_of_a_hidden_split_are_for_maintainers_only(app, client, site):
     sid = publish(app, site, 0.8, 1, split="test-u")  # hidden split, feedback 'full': scores are public
     with app.app_context():
-        hidden_categories = {s.name for s in catalog.get_split("nlvr2", "test-u").subsets
-                             if s.name.startswith("category:")}
+        hidden_categories = {
+            s.name for s in catalog.get_split("nlvr2", "test-u").subsets if s.name.startswith("category:")
+        }
     assert hidden_categories
     anonymous = client.get(f"/submissions/{sid}").get_data(as_text=True)
     assert _categories(anonymous) == set() and "balanced" in anonymous
@@ -365,11 +420,21 @@ def test_vcr_is_ranked_by_q_ar(app, client):
         split = catalog.add_split("vcr", "val", gold, name="Val")
         team = teams.create_team("Lab")
         answers_well = submissions.store_scored(
-            split, team, synthetic.predictions("vcr", gold, 0.9, seed=1, rationale_accuracy=0.3),
-            model_name="answers well", description="d", publish=True).id
+            split,
+            team,
+            synthetic.predictions("vcr", gold, 0.9, seed=1, rationale_accuracy=0.3),
+            model_name="answers well",
+            description="d",
+            publish=True,
+        ).id
         both_well = submissions.store_scored(
-            split, team, synthetic.predictions("vcr", gold, 0.7, seed=2, rationale_accuracy=0.9),
-            model_name="both well", description="d", publish=True).id
+            split,
+            team,
+            synthetic.predictions("vcr", gold, 0.7, seed=2, rationale_accuracy=0.9),
+            model_name="both well",
+            description="d",
+            publish=True,
+        ).id
         references.add_reference("vcr", "val", "Human", '{"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 40.0}}')
     page = client.get("/leaderboards/vcr/val").get_data(as_text=True)
     assert rows(page) == [("entry", both_well, "1"), ("reference", None, "–"), ("entry", answers_well, "2")]
@@ -380,10 +445,10 @@ def test_an_entry_has_the_same_interval_on_its_page_as_on_the_board(app, client,
     publish(app, site, 0.6, 1)
     sid = publish(app, site, 0.8, 2)
     board = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
-    row = board[board.index(f'data-submission-id="{sid}"'):]
+    row = board[board.index(f'data-submission-id="{sid}"') :]
     accuracy_on_board = CELL.findall(row)[0]
     page = client.get(f"/submissions/{sid}").get_data(as_text=True)
-    whole_split = page[page.index("whole split"):]
+    whole_split = page[page.index("whole split") :]
     assert CELL.findall(whole_split)[0] == accuracy_on_board
 
 

@@ -3,18 +3,20 @@ board computations, database errors) and who may read it (METRICS_ALLOW, METRICS
 
 Metrics are per process and the suite runs many apps in one, so each test compares before and after.
 """
+
 from __future__ import annotations
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app
 from app.config import ConfigError, from_environment, networks
 from app.db import db
 from app.services import catalog
-from tests.api import build_world, post_file, stored_submission
 from tests.conftest import make_config
+from tests.support.api_world import build_world, post_file, stored_submission
 
 PUBLIC_ADDRESS = {"REMOTE_ADDR": "203.0.113.7"}
 
@@ -47,8 +49,9 @@ def test_requests_are_counted_by_endpoint_and_status_with_latency(client):
 
     assert delta("holdout_http_requests_total", endpoint="public.healthz", method="GET", status="200") == 3
     assert delta("holdout_http_request_duration_seconds_count", endpoint="public.healthz", method="GET") == 3
-    assert delta("holdout_http_request_duration_seconds_bucket", endpoint="public.healthz", method="GET",
-                 le="+Inf") == 3
+    assert (
+        delta("holdout_http_request_duration_seconds_bucket", endpoint="public.healthz", method="GET", le="+Inf") == 3
+    )
     assert delta("holdout_http_request_duration_seconds_sum", endpoint="public.healthz", method="GET") > 0
     # Unknown paths share one series, whatever they are.
     assert delta("holdout_http_requests_total", endpoint="unmatched", method="GET", status="404") == 1
@@ -66,39 +69,57 @@ def test_uploads_by_outcome_parse_time_and_board_computations(app, client):
     assert post_file(client, world, "member", world.predictions(seed=3)).status_code == 429
     after = scrape(client)
     for outcome in ("scored", "rejected", "over_quota"):
-        assert value(after, "holdout_uploads_total", outcome=outcome) - value(
-            before, "holdout_uploads_total", outcome=outcome) == 1, outcome
+        assert (
+            value(after, "holdout_uploads_total", outcome=outcome)
+            - value(before, "holdout_uploads_total", outcome=outcome)
+            == 1
+        ), outcome
     # Every file that reached the parser was timed; the over-quota one never did (cheap refusals first).
-    assert value(after, "holdout_upload_parse_score_seconds_count") - value(
-        before, "holdout_upload_parse_score_seconds_count") == 2
-    assert value(after, "holdout_http_requests_total", endpoint="api_v1.create_submission", method="POST",
-                 status="429") - value(before, "holdout_http_requests_total",
-                                       endpoint="api_v1.create_submission", method="POST", status="429") == 1
+    assert (
+        value(after, "holdout_upload_parse_score_seconds_count")
+        - value(before, "holdout_upload_parse_score_seconds_count")
+        == 2
+    )
+    assert (
+        value(after, "holdout_http_requests_total", endpoint="api_v1.create_submission", method="POST", status="429")
+        - value(before, "holdout_http_requests_total", endpoint="api_v1.create_submission", method="POST", status="429")
+        == 1
+    )
 
     stored_submission(app, world, publish=True)
     assert client.get("/leaderboards/nlvr2/dev").status_code == 200
     assert client.get("/api/v1/leaderboards/nlvr2/dev").status_code == 200  # the same board, not recomputed
     boards = scrape(client)
-    assert value(boards, "holdout_board_computation_seconds_count") - value(
-        after, "holdout_board_computation_seconds_count") == 1
+    assert (
+        value(boards, "holdout_board_computation_seconds_count")
+        - value(after, "holdout_board_computation_seconds_count")
+        == 1
+    )
     assert value(boards, "holdout_board_computation_seconds_sum") > value(
-        after, "holdout_board_computation_seconds_sum")
+        after, "holdout_board_computation_seconds_sum"
+    )
 
 
 def test_database_errors_are_counted_by_kind(app, client, tmp_path):
     before = scrape(client)
     with app.app_context():
-        with pytest.raises(Exception):
+        with pytest.raises(SQLAlchemyError):
             db.session.execute(text("SELECT * FROM no_such_table"))
         db.session.rollback()
     # A database that cannot be reached: the page is a 503 and the error is counted as "unavailable".
     unreachable = create_app(make_config(tmp_path, tmp_path / "missing" / "folder" / "db.sqlite3"))
     assert unreachable.test_client().get("/").status_code == 503
     after = scrape(client)
-    assert value(after, "holdout_database_errors_total", kind="other") - value(
-        before, "holdout_database_errors_total", kind="other") == 1
-    assert value(after, "holdout_database_errors_total", kind="unavailable") - value(
-        before, "holdout_database_errors_total", kind="unavailable") >= 1
+    assert (
+        value(after, "holdout_database_errors_total", kind="other")
+        - value(before, "holdout_database_errors_total", kind="other")
+        == 1
+    )
+    assert (
+        value(after, "holdout_database_errors_total", kind="unavailable")
+        - value(before, "holdout_database_errors_total", kind="unavailable")
+        >= 1
+    )
 
 
 # --- who may read it -----------------------------------------------------------------------------------
@@ -117,8 +138,9 @@ def test_served_to_loopback_only_by_default(client):
 
 
 def test_allowed_networks_replace_the_default(tmp_path, database_url):
-    client = _app(tmp_path, database_url, METRICS_ALLOW=networks("METRICS_ALLOW", "10.0.0.0/8, 192.0.2.1")
-                  ).test_client()
+    client = _app(
+        tmp_path, database_url, METRICS_ALLOW=networks("METRICS_ALLOW", "10.0.0.0/8, 192.0.2.1")
+    ).test_client()
     assert client.get("/metrics", environ_base={"REMOTE_ADDR": "10.20.30.40"}).status_code == 200
     assert client.get("/metrics", environ_base={"REMOTE_ADDR": "192.0.2.1"}).status_code == 200
     assert client.get("/metrics", environ_base={"REMOTE_ADDR": "192.0.2.2"}).status_code == 404
@@ -127,8 +149,7 @@ def test_allowed_networks_replace_the_default(tmp_path, database_url):
 
 def test_token_opens_it_from_anywhere_and_a_wrong_one_is_refused(tmp_path, database_url):
     client = _app(tmp_path, database_url, METRICS_TOKEN="scrape-secret-123").test_client()
-    ok = client.get("/metrics", environ_base=PUBLIC_ADDRESS,
-                    headers={"Authorization": "Bearer scrape-secret-123"})
+    ok = client.get("/metrics", environ_base=PUBLIC_ADDRESS, headers={"Authorization": "Bearer scrape-secret-123"})
     assert ok.status_code == 200 and b"holdout_http_requests_total" in ok.data
     wrong = client.get("/metrics", environ_base=PUBLIC_ADDRESS, headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 403

@@ -1,11 +1,12 @@
 """The first public pages: the benchmark list, a leaderboard table, health."""
+
 from __future__ import annotations
 
 import pytest
 
 from app import synthetic
 from app.services import catalog, submissions, teams
-from tests.helpers import nlvr2_split
+from tests.support.splits import nlvr2_split
 
 
 def test_healthz(client):
@@ -23,8 +24,13 @@ def _publish(app, gold, split_slug="dev", **kw):
     with app.app_context():
         split = catalog.get_split("nlvr2", split_slug)
         team = teams.find_team("Lab") or teams.create_team("Lab")
-        return submissions.store_scored(split, team, synthetic.predictions("nlvr2", gold, **kw),
-                                        model_name=f"model-{kw['seed']}", publish=kw.get("seed") != 99).id
+        return submissions.store_scored(
+            split,
+            team,
+            synthetic.predictions("nlvr2", gold, **kw),
+            model_name=f"model-{kw['seed']}",
+            publish=kw.get("seed") != 99,
+        ).id
 
 
 def test_index_links_each_leaderboard(app, client, runner, tmp_path):

@@ -1,4 +1,5 @@
 """The browser flow: upload with CSRF on, see the verdict, publish, moderate; and who may see what."""
+
 from __future__ import annotations
 
 import io
@@ -9,7 +10,7 @@ import pytest
 from app import synthetic
 from app.db import db
 from app.services import accounts, catalog, teams
-from tests.clients import csrf_token, login, post_form, register
+from tests.support.browser import csrf_token, login, post_form
 
 
 @pytest.fixture
@@ -18,8 +19,9 @@ def site(app, client):
         catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
         gold = synthetic.nlvr2_gold(240, seed=7)
         catalog.add_split("nlvr2", "dev", gold, name="Dev")
-        catalog.add_split("nlvr2", "test-u", synthetic.nlvr2_gold(240, split="test", seed=8), hidden=True,
-                          name="Test-U")
+        catalog.add_split(
+            "nlvr2", "test-u", synthetic.nlvr2_gold(240, split="test", seed=8), hidden=True, name="Test-U"
+        )
         catalog.set_policy("nlvr2", "test-u", feedback="none")
         lab_user = accounts.create_user("member@example.org", "password123")
         other = accounts.create_user("other@example.org", "password123")
@@ -33,9 +35,14 @@ def site(app, client):
 def _upload(client, site, *, data: bytes | None = None, split="nlvr2/dev", model="Model A", headers=None, **extra):
     token = csrf_token(client, "/submit")
     form = {
-        "csrf_token": token, "team": str(site["team_id"]), "split": split, "model_name": model,
-        "file": (io.BytesIO(data if data is not None else synthetic.predictions("nlvr2", site["gold"], 0.8)),
-                 "predictions.csv"),
+        "csrf_token": token,
+        "team": str(site["team_id"]),
+        "split": split,
+        "model_name": model,
+        "file": (
+            io.BytesIO(data if data is not None else synthetic.predictions("nlvr2", site["gold"], 0.8)),
+            "predictions.csv",
+        ),
         **extra,
     }
     return client.post("/submit", data=form, content_type="multipart/form-data", headers=headers or {})
@@ -81,10 +88,16 @@ def test_missing_model_name_is_refused(client, site):
 
 def test_upload_without_csrf_token_is_refused(client, site):
     login(client, "member@example.org", "password123")
-    response = client.post("/submit", data={
-        "team": str(site["team_id"]), "split": "nlvr2/dev", "model_name": "M",
-        "file": (io.BytesIO(synthetic.predictions("nlvr2", site["gold"], 0.8)), "p.csv"),
-    }, content_type="multipart/form-data")
+    response = client.post(
+        "/submit",
+        data={
+            "team": str(site["team_id"]),
+            "split": "nlvr2/dev",
+            "model_name": "M",
+            "file": (io.BytesIO(synthetic.predictions("nlvr2", site["gold"], 0.8)), "p.csv"),
+        },
+        content_type="multipart/form-data",
+    )
     assert response.status_code == 400
 
 
@@ -113,8 +126,12 @@ def test_publish_then_leaderboard_then_unpublish(client, site):
     refused = post_form(client, f"{location}/publish", {"description": ""}, form_page=location)
     assert refused.status_code == 422
     assert "description or a paper URL" in refused.get_data(as_text=True)
-    post_form(client, f"{location}/publish", {"description": "A fine model", "code_url": "https://example.org/c"},
-              form_page=location)
+    post_form(
+        client,
+        f"{location}/publish",
+        {"description": "A fine model", "code_url": "https://example.org/c"},
+        form_page=location,
+    )
     board = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
     assert "Visible Model" in board and "Lab" in board
     post_form(client, f"{location}/unpublish", form_page=location)
@@ -139,8 +156,13 @@ def _submission_id(app, site) -> int:
         from app.services import submissions
 
         user = db.session.scalar(db.select(User).where(User.email == "member@example.org"))
-        result = submissions.submit(user, None, "nlvr2", "dev", submissions.Upload(
-            data=synthetic.predictions("nlvr2", site["gold"], 0.8), model_name="M", description="d"))
+        result = submissions.submit(
+            user,
+            None,
+            "nlvr2",
+            "dev",
+            submissions.Upload(data=synthetic.predictions("nlvr2", site["gold"], 0.8), model_name="M", description="d"),
+        )
         return result.submission.id
 
 
@@ -150,21 +172,34 @@ ROLES = {"anonymous": None, "other": "other@example.org", "member": "member@exam
 @pytest.mark.parametrize(
     "role, method, path, expected",
     [
-        ("anonymous", "GET", "/submit", 302), ("other", "GET", "/submit", 200),
-        ("member", "GET", "/submit", 200), ("admin", "GET", "/submit", 200),
-        ("anonymous", "GET", "/submissions", 302), ("other", "GET", "/submissions", 200),
-        ("member", "GET", "/submissions", 200), ("admin", "GET", "/submissions", 200),
-        ("anonymous", "GET", "/submissions/{id}", 302), ("other", "GET", "/submissions/{id}", 404),
-        ("member", "GET", "/submissions/{id}", 200), ("admin", "GET", "/submissions/{id}", 200),
-        ("anonymous", "POST", "/submissions/{id}/publish", 302), ("other", "POST", "/submissions/{id}/publish", 404),
-        ("member", "POST", "/submissions/{id}/publish", 303), ("admin", "POST", "/submissions/{id}/publish", 403),
+        ("anonymous", "GET", "/submit", 302),
+        ("other", "GET", "/submit", 200),
+        ("member", "GET", "/submit", 200),
+        ("admin", "GET", "/submit", 200),
+        ("anonymous", "GET", "/submissions", 302),
+        ("other", "GET", "/submissions", 200),
+        ("member", "GET", "/submissions", 200),
+        ("admin", "GET", "/submissions", 200),
+        ("anonymous", "GET", "/submissions/{id}", 302),
+        ("other", "GET", "/submissions/{id}", 404),
+        ("member", "GET", "/submissions/{id}", 200),
+        ("admin", "GET", "/submissions/{id}", 200),
+        ("anonymous", "POST", "/submissions/{id}/publish", 302),
+        ("other", "POST", "/submissions/{id}/publish", 404),
+        ("member", "POST", "/submissions/{id}/publish", 303),
+        ("admin", "POST", "/submissions/{id}/publish", 403),
         ("anonymous", "POST", "/submissions/{id}/unpublish", 302),
         ("other", "POST", "/submissions/{id}/unpublish", 404),
-        ("member", "POST", "/submissions/{id}/unpublish", 303), ("admin", "POST", "/submissions/{id}/unpublish", 403),
-        ("anonymous", "POST", "/submissions/{id}/hide", 302), ("other", "POST", "/submissions/{id}/hide", 403),
-        ("member", "POST", "/submissions/{id}/hide", 403), ("admin", "POST", "/submissions/{id}/hide", 303),
-        ("anonymous", "POST", "/submissions/{id}/unhide", 302), ("other", "POST", "/submissions/{id}/unhide", 403),
-        ("member", "POST", "/submissions/{id}/unhide", 403), ("admin", "POST", "/submissions/{id}/unhide", 303),
+        ("member", "POST", "/submissions/{id}/unpublish", 303),
+        ("admin", "POST", "/submissions/{id}/unpublish", 403),
+        ("anonymous", "POST", "/submissions/{id}/hide", 302),
+        ("other", "POST", "/submissions/{id}/hide", 403),
+        ("member", "POST", "/submissions/{id}/hide", 403),
+        ("admin", "POST", "/submissions/{id}/hide", 303),
+        ("anonymous", "POST", "/submissions/{id}/unhide", 302),
+        ("other", "POST", "/submissions/{id}/unhide", 403),
+        ("member", "POST", "/submissions/{id}/unhide", 403),
+        ("admin", "POST", "/submissions/{id}/unhide", 303),
     ],
 )
 def test_access_matrix(app, client, site, role, method, path, expected):

@@ -1,4 +1,5 @@
 """Teams, invite links and who may open which account page."""
+
 from __future__ import annotations
 
 import re
@@ -9,10 +10,10 @@ from werkzeug.security import generate_password_hash
 
 from app.db import db
 from app.models import ApiToken, Invite, Membership, User, utcnow
-from app.security import token_digest
 from app.services import accounts, teams
+from app.services.accounts import token_digest
 from app.services.errors import InvalidInput, NotFound
-from tests.clients import login, post_form
+from tests.support.browser import login, post_form
 
 PASSWORD = "correct horse battery"
 INVITE_URL = re.compile(r'value="(http://localhost/invites/([A-Za-z0-9_-]+))"')
@@ -117,8 +118,9 @@ def test_expired_and_unknown_invites_are_404(app):
     with app.app_context():
         token = teams.create_invite(teams.get_team(team_id), accounts.get_user_by_email("ada@example.org"))
         invite = db.session.scalar(db.select(Invite))
-        assert abs(invite.expires_at.replace(tzinfo=None) - (utcnow() + timedelta(days=7)).replace(tzinfo=None)) \
-            < timedelta(minutes=1)
+        assert abs(
+            invite.expires_at.replace(tzinfo=None) - (utcnow() + timedelta(days=7)).replace(tzinfo=None)
+        ) < timedelta(minutes=1)
         invite.expires_at = utcnow() - timedelta(seconds=1)
         db.session.commit()
     bob = client_for(app, "bob@example.org")
@@ -215,8 +217,7 @@ ROUTES = [
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize(("method", "path", "data", "expected"), ROUTES,
-                         ids=[f"{m} {p}" for m, p, _, _ in ROUTES])
+@pytest.mark.parametrize(("method", "path", "data", "expected"), ROUTES, ids=[f"{m} {p}" for m, p, _, _ in ROUTES])
 def test_access(app, role, method, path, data, expected):
     with app.app_context():
         member = User(email="member@example.org", password_hash=_HASH)
@@ -231,10 +232,8 @@ def test_access(app, role, method, path, data, expected):
     if role != "anonymous":
         assert login(client, f"{role}@example.org", PASSWORD).status_code == 302
     url = path.format(**ids)
-    if method == "GET":
-        response = client.get(url)
-    else:
-        response = post_form(client, url, data, form_page="/login")  # /login has a token for everyone
+    # /login has a token for everyone
+    response = client.get(url) if method == "GET" else post_form(client, url, data, form_page="/login")
     status = expected[ROLES.index(role)]
     assert response.status_code == status, response.get_data(as_text=True)[:500]
     if role == "anonymous" and status == 302:

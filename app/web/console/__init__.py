@@ -1,29 +1,12 @@
-"""The maintainers' console under /console: admins only (anonymous visitors are sent to log in, other users get 403)."""
+"""The maintainers' console under /console: admins only (anonymous visitors are sent to log in, other users get 403).
+
+Importing the package registers every console route on `bp` (app/web/console/blueprint.py); the page modules
+import the blueprint from there, never from this package, so no import runs in a circle.
+"""
+
 from __future__ import annotations
 
-from functools import wraps
+from app.web.console import flags, views  # noqa: F401  (they register their routes on bp)
+from app.web.console.blueprint import admin_required, bp
 
-from flask import Blueprint, abort
-from flask_login import current_user
-
-from app.security import login_manager
-
-bp = Blueprint("console", __name__, url_prefix="/console")
-
-
-def admin_required(view):
-    @wraps(view)
-    def wrapped(*args, **kwargs):
-        if not current_user.is_authenticated:
-            return login_manager.unauthorized()
-        if not current_user.is_admin:
-            abort(403)
-        return view(*args, **kwargs)
-
-    return wrapped
-
-
-# The routes register themselves on `bp` when imported; imported last because they need `bp` and
-# `admin_required` from above.
-from app.web.console import views  # noqa: E402,F401
-from app.web.console import flags  # noqa: E402,F401
+__all__ = ["admin_required", "bp"]

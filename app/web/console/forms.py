@@ -1,4 +1,5 @@
 """The console's forms. They check shape only (a number is a number); the services own the rules."""
+
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
@@ -46,20 +47,51 @@ class QuotaField(Field):
             raise ValueError(f"{self.raw!r} is not a whole number") from exc
 
 
+class FractionField(Field):
+    """A number such as 0.5, or blank for none (0). The range is the service's rule."""
+
+    widget = TextInput()
+
+    def _value(self) -> str:
+        if self.raw_data:
+            return self.raw_data[0]
+        return "" if self.data is None else f"{self.data:g}"
+
+    def process_formdata(self, valuelist):
+        raw = (valuelist[0] if valuelist else "").strip()
+        if not raw:
+            self.data = 0.0
+            return
+        try:
+            self.data = float(raw)
+        except ValueError as exc:
+            self.data = None
+            raise ValueError(f"{raw[:40]!r} is not a number (e.g. 0.5)") from exc
+
+
 class PolicyForm(FlaskForm):
     per_day = QuotaField("Per day (UTC)", render_kw={"inputmode": "numeric", "placeholder": "unlimited"})
     per_month = QuotaField("Per month", render_kw={"inputmode": "numeric", "placeholder": "unlimited"})
     total = QuotaField("In total", render_kw={"inputmode": "numeric", "placeholder": "unlimited"})
-    rejected_per_day = QuotaField("Rejected files per day (a separate cap)", allow_unlimited=False,
-                                  render_kw={"inputmode": "numeric", "required": True})
+    rejected_per_day = QuotaField(
+        "Rejected files per day (a separate cap)",
+        allow_unlimited=False,
+        render_kw={"inputmode": "numeric", "required": True},
+    )
     feedback = SelectField(
         "Feedback on a hidden split",
-        choices=[SelectChoice("full", "full: exact scores to the team"),
-                 SelectChoice("ladder", "ladder: a score only when it beats the team's best"),
-                 SelectChoice("none", "none: held until revealed")],
+        choices=[
+            SelectChoice("full", "full: exact scores to the team"),
+            SelectChoice("ladder", "ladder: a score only when it beats the team's best"),
+            SelectChoice("none", "none: held until revealed"),
+        ],
         validators=[DataRequired()],
     )
     is_open = BooleanField("Open to submissions")
+    sealed_fraction = FractionField(
+        "Sealed part: share of a hidden split's groups no feedback touches (0–0.9)",
+        render_kw={"inputmode": "decimal", "placeholder": "none"},
+    )
 
     def validate_feedback(self, field):
         if field.data not in FEEDBACK_POLICIES:
@@ -68,28 +100,43 @@ class PolicyForm(FlaskForm):
 
 class SplitForm(FlaskForm):
     benchmark = SelectField("Benchmark", validators=[DataRequired()])
-    slug = StringField("Split slug", validators=[DataRequired(), Length(max=64)],
-                       render_kw={"placeholder": "e.g. test-u", "maxlength": 64, "required": True,
-                                  "pattern": "[a-z0-9][a-z0-9-]*"})
-    name = StringField("Display name", validators=[Optional(), Length(max=120)],
-                       render_kw={"placeholder": "e.g. Test-U", "maxlength": 120})
+    slug = StringField(
+        "Split slug",
+        validators=[DataRequired(), Length(max=64)],
+        render_kw={"placeholder": "e.g. test-u", "maxlength": 64, "required": True, "pattern": "[a-z0-9][a-z0-9-]*"},
+    )
+    name = StringField(
+        "Display name",
+        validators=[Optional(), Length(max=120)],
+        render_kw={"placeholder": "e.g. Test-U", "maxlength": 120},
+    )
     gold = FileField("Gold file (JSON lines)", validators=[FileRequired("Choose the split's gold file.")])
     annotations = FileField("Category annotations (optional, NLVR2 format)")
-    subset_field = StringField("Subset field (optional)", validators=[Optional(), Length(max=64)],
-                               render_kw={"placeholder": "e.g. region", "maxlength": 64})
+    subset_field = StringField(
+        "Subset field (optional)",
+        validators=[Optional(), Length(max=64)],
+        render_kw={"placeholder": "e.g. region", "maxlength": 64},
+    )
     hidden = BooleanField("Hidden test split: labels and per-example results never leave the server")
 
 
 class SubsetForm(FlaskForm):
-    name = StringField("Subset name", validators=[DataRequired(), Length(max=120)],
-                       render_kw={"placeholder": "e.g. hard", "maxlength": 120, "required": True})
-    ids = FileField("Identifier file (one a line, or JSON lines)",
-                    validators=[FileRequired("Choose a file of identifiers.")])
+    name = StringField(
+        "Subset name",
+        validators=[DataRequired(), Length(max=120)],
+        render_kw={"placeholder": "e.g. hard", "maxlength": 120, "required": True},
+    )
+    ids = FileField(
+        "Identifier file (one a line, or JSON lines)", validators=[FileRequired("Choose a file of identifiers.")]
+    )
 
 
 class HideForm(FlaskForm):
-    reason = StringField("Reason", validators=[DataRequired(), Length(max=2000)],
-                         render_kw={"maxlength": 2000, "required": True, "placeholder": "why it is hidden"})
+    reason = StringField(
+        "Reason",
+        validators=[DataRequired(), Length(max=2000)],
+        render_kw={"maxlength": 2000, "required": True, "placeholder": "why it is hidden"},
+    )
 
 
 class ButtonForm(FlaskForm):

@@ -1,4 +1,5 @@
 """The console's pages: thin views over app.services.console (every change is audited there)."""
+
 from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
@@ -6,7 +7,7 @@ from flask_login import current_user
 
 from app.services import catalog, console, label_audits
 from app.services.errors import ServiceError
-from app.web.console import admin_required, bp
+from app.web.console.blueprint import admin_required, bp
 from app.web.console.forms import (
     ButtonForm,
     HideForm,
@@ -27,22 +28,39 @@ def _form_status(form) -> int:
     return 400 if "csrf_token" in form.errors else 422
 
 
-def _split_page(benchmark: str, split: str, *, status: int = 200, error: ServiceError | None = None,
-                policy_form: PolicyForm | None = None, subset_form: SubsetForm | None = None):
+def _split_page(
+    benchmark: str,
+    split: str,
+    *,
+    status: int = 200,
+    error: ServiceError | None = None,
+    policy_form: PolicyForm | None = None,
+    subset_form: SubsetForm | None = None,
+):
     """The split's page; after a failed POST, the form that was sent keeps what was typed into it."""
     view = console.split_view(benchmark, split)
     if policy_form is None:
         policy_form = PolicyForm(formdata=None, obj=view.split)
     return render_template(
-        "console/split.html", split=view.split, entries=view.entries, error=error, risks=view.risks,
-        policy_form=policy_form, subset_form=subset_form or SubsetForm(formdata=None),
-        hide_form=HideForm(formdata=None), button=ButtonForm(formdata=None),
+        "console/split.html",
+        split=view.split,
+        entries=view.entries,
+        error=error,
+        risks=view.risks,
+        policy_form=policy_form,
+        subset_form=subset_form or SubsetForm(formdata=None),
+        hide_form=HideForm(formdata=None),
+        button=ButtonForm(formdata=None),
     ), status
 
 
 def _index(*, sign_out_form: SignOutForm | None = None, error: ServiceError | None = None, status: int = 200):
-    return render_template("console/index.html", benchmarks=console.overview(), error=error,
-                           sign_out_form=sign_out_form or SignOutForm(formdata=None)), status
+    return render_template(
+        "console/index.html",
+        benchmarks=console.overview(),
+        error=error,
+        sign_out_form=sign_out_form or SignOutForm(formdata=None),
+    ), status
 
 
 @bp.get("/")
@@ -96,9 +114,16 @@ def policy(benchmark: str, split: str):
         return _split_page(benchmark, split, status=_form_status(form), policy_form=form)
     try:
         console.set_policy(
-            _me(), benchmark, split, per_day=form.per_day.data, per_month=form.per_month.data,
-            total=form.total.data, rejected_per_day=form.rejected_per_day.data, feedback=form.feedback.data,
+            _me(),
+            benchmark,
+            split,
+            per_day=form.per_day.data,
+            per_month=form.per_month.data,
+            total=form.total.data,
+            rejected_per_day=form.rejected_per_day.data,
+            feedback=form.feedback.data,
             is_open=form.is_open.data,
+            sealed_fraction=form.sealed_fraction.data,
         )
     except ServiceError as exc:
         return _split_page(benchmark, split, status=exc.status, error=exc, policy_form=form)
@@ -109,28 +134,33 @@ def policy(benchmark: str, split: str):
 @bp.post("/splits/<benchmark>/<split>/reveal")
 @admin_required
 def reveal(benchmark: str, split: str):
-    form = ButtonForm()
-    if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form))
-    try:
-        console.reveal_split(_me(), benchmark, split)
-    except ServiceError as exc:
-        return _split_page(benchmark, split, status=exc.status, error=exc)
-    flash(f"Revealed {benchmark}/{split}: its published entries and their scores are now public.")
-    return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
+    return _split_button(
+        benchmark,
+        split,
+        console.reveal_split,
+        f"Revealed {benchmark}/{split}: its published entries and their scores are now public.",
+    )
 
 
 @bp.post("/splits/<benchmark>/<split>/default")
 @admin_required
 def pin_default(benchmark: str, split: str):
+    return _split_button(
+        benchmark, split, console.pin_default_split, f"{benchmark}/{split} is now the benchmark's landing split."
+    )
+
+
+def _split_button(benchmark: str, split: str, action, done: str):
+    """A split page's one-button action: the action, then back to the page saying what was done (or the page
+    again with the service's refusal)."""
     form = ButtonForm()
     if not form.validate_on_submit():
         return _split_page(benchmark, split, status=_form_status(form))
     try:
-        console.pin_default_split(_me(), benchmark, split)
+        action(_me(), benchmark, split)
     except ServiceError as exc:
         return _split_page(benchmark, split, status=exc.status, error=exc)
-    flash(f"{benchmark}/{split} is now the benchmark's landing split.")
+    flash(done)
     return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
 
 
@@ -144,8 +174,10 @@ def add_subset(benchmark: str, split: str):
         subset, rescored = console.add_subset(_me(), benchmark, split, form.name.data.strip(), form.ids.data.read())
     except ServiceError as exc:
         return _split_page(benchmark, split, status=exc.status, error=exc, subset_form=form)
-    flash(f"Added subset {subset.name} ({subset.size:,} examples); rescored {rescored} "
-          f"submission{'' if rescored == 1 else 's'}.")
+    flash(
+        f"Added subset {subset.name} ({subset.size:,} examples); rescored {rescored} "
+        f"submission{'' if rescored == 1 else 's'}."
+    )
     return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
 
 
@@ -167,14 +199,21 @@ def new_split():
     annotations = form.annotations.data.read() if form.annotations.data else None
     try:
         added = console.add_split(
-            _me(), form.benchmark.data, form.slug.data.strip(), form.gold.data.read(), hidden=form.hidden.data,
-            name=(form.name.data or "").strip() or None, annotations=annotations,
+            _me(),
+            form.benchmark.data,
+            form.slug.data.strip(),
+            form.gold.data.read(),
+            hidden=form.hidden.data,
+            name=(form.name.data or "").strip() or None,
+            annotations=annotations,
             subset_field=(form.subset_field.data or "").strip() or None,
         )
     except ServiceError as exc:
         return render_template("console/new_split.html", form=form, error=exc), exc.status
-    flash(f"Added split {added.benchmark.slug}/{added.slug} ({added.example_count:,} examples, "
-          f"{len(added.subsets)} subset{'' if len(added.subsets) == 1 else 's'}).")
+    flash(
+        f"Added split {added.benchmark.slug}/{added.slug} ({added.example_count:,} examples, "
+        f"{len(added.subsets)} subset{'' if len(added.subsets) == 1 else 's'})."
+    )
     return redirect(url_for("console.split", benchmark=added.benchmark.slug, split=added.slug), code=303)
 
 
@@ -188,13 +227,15 @@ def _entry_action(submission_id: int, form, action):
         action()
     except ServiceError as exc:
         return _split_page(benchmark, split, status=exc.status, error=exc)
-    return redirect(url_for("console.split", benchmark=benchmark, split=split) + f"#entry-{submission_id}",
-                    code=303)
+    return redirect(url_for("console.split", benchmark=benchmark, split=split) + f"#entry-{submission_id}", code=303)
 
 
 def _form_problem(form) -> ServiceError:
-    messages = [f"{form[name].label.text if name in form else name}: {message}"
-                for name, errors in form.errors.items() for message in errors]
+    messages = [
+        f"{form[name].label.text if name in form else name}: {message}"
+        for name, errors in form.errors.items()
+        for message in errors
+    ]
     return ServiceError("; ".join(messages) or "the form is incomplete")
 
 

@@ -1,4 +1,5 @@
 """`python -m holdout_client ...` is the `holdout` command."""
+
 import sys
 
 from holdout_client.cli import main

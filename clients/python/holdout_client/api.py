@@ -1,4 +1,5 @@
 """Talking to a Holdout server's JSON API v1 with the standard library (urllib)."""
+
 from __future__ import annotations
 
 import http.client
@@ -8,7 +9,8 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from holdout_client import __version__
 
@@ -20,8 +22,7 @@ PROGRESS_FROM = 1024 * 1024  # files at least this large get a progress bar (on 
 class ApiError(Exception):
     """The server answered with an error, or could not be reached (status None)."""
 
-    def __init__(self, status: int | None, message: str, details: list | None = None,
-                 body: dict | None = None):
+    def __init__(self, status: int | None, message: str, details: list | None = None, body: dict | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -32,8 +33,9 @@ class ApiError(Exception):
 class Progress:
     """A one-line progress bar on a stream, redrawn in place; silent unless enabled."""
 
-    def __init__(self, label: str, total: int, stream: IO[str] | None = None, enabled: bool | None = None,
-                 width: int = 30):
+    def __init__(
+        self, label: str, total: int, stream: IO[str] | None = None, enabled: bool | None = None, width: int = 30
+    ):
         self.stream = stream or sys.stderr
         self.label, self.total, self.width, self.done = label, total, width, 0
         if enabled is None:
@@ -46,8 +48,10 @@ class Progress:
             return
         share = self.done / self.total if self.total else 1.0
         filled = int(share * self.width)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {int(share * 100):3d}% "
-                          f"{self.done / 1048576:.1f}/{self.total / 1048576:.1f} MB")
+        self.stream.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {int(share * 100):3d}% "
+            f"{self.done / 1048576:.1f}/{self.total / 1048576:.1f} MB"
+        )
         if self.done >= self.total:
             self.stream.write("\n")
         self.stream.flush()
@@ -57,13 +61,16 @@ def multipart(fields: dict[str, str], file_name: str, file_data: bytes) -> tuple
     """The parts of a multipart/form-data body (text fields, then the file) and its content type."""
     boundary = "holdout-" + secrets.token_hex(16)
     head = b"".join(
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode() + value.encode("utf-8")
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
+        + value.encode("utf-8")
         + b"\r\n"
         for name, value in fields.items()
     )
     safe_name = file_name.replace('"', "_").replace("\r", "_").replace("\n", "_")
-    head += (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{safe_name}"\r\n'
-             "Content-Type: text/csv\r\n\r\n").encode("utf-8")
+    head += (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{safe_name}"\r\n'
+        "Content-Type: text/csv\r\n\r\n"
+    ).encode()
     return [head, file_data, f"\r\n--{boundary}--\r\n".encode()], f"multipart/form-data; boundary={boundary}"
 
 
@@ -71,7 +78,7 @@ def _chunks(parts: list[bytes], progress: Progress) -> Iterator[bytes]:
     for part in parts:
         view = memoryview(part)
         for start in range(0, len(view), CHUNK):
-            piece = view[start:start + CHUNK]
+            piece = view[start : start + CHUNK]
             yield bytes(piece)
             progress.advance(len(piece))
 
@@ -108,11 +115,13 @@ class Client:
 
     def post_json(self, path: str, body: dict | None = None) -> Any:
         data = json.dumps(body or {}).encode()
-        return self._send(urllib.request.Request(f"{self.url}/api/v1{path}", data=data, method="POST",
-                                                 headers={"Content-Type": "application/json"}))
+        return self._send(
+            urllib.request.Request(
+                f"{self.url}/api/v1{path}", data=data, method="POST", headers={"Content-Type": "application/json"}
+            )
+        )
 
-    def upload(self, fields: dict[str, str], file_name: str, file_data: bytes,
-               progress: Progress | None = None) -> Any:
+    def upload(self, fields: dict[str, str], file_name: str, file_data: bytes, progress: Progress | None = None) -> Any:
         """POST /submissions, streamed in chunks (for the progress bar). http.client rather than urllib: a
         server that refuses the body part way (413, over its size limit) answers and closes, and its answer
         can still be read after the write fails."""
@@ -126,9 +135,13 @@ class Client:
         try:
             try:
                 connection.putrequest("POST", target.path)
-                for name, value in (("Content-Type", content_type), ("Content-Length", str(length)),
-                                    ("Accept", "application/json"), ("User-Agent", f"holdout-client/{__version__}"),
-                                    *((("Authorization", f"Bearer {self.token}"),) if self.token else ())):
+                for name, value in (
+                    ("Content-Type", content_type),
+                    ("Content-Length", str(length)),
+                    ("Accept", "application/json"),
+                    ("User-Agent", f"holdout-client/{__version__}"),
+                    *((("Authorization", f"Bearer {self.token}"),) if self.token else ()),
+                ):
                     connection.putheader(name, value)
                 connection.endheaders()
             except OSError as exc:
@@ -144,8 +157,11 @@ class Client:
                 status, payload = response.status, response.read()
             except OSError as exc:
                 reason = stopped or exc
-                raise ApiError(None, f"the connection to {self.url} broke during the upload ({reason}); "
-                                     "the file may be over the server's size limit") from None
+                raise ApiError(
+                    None,
+                    f"the connection to {self.url} broke during the upload ({reason}); "
+                    "the file may be over the server's size limit",
+                ) from None
         finally:
             connection.close()
         if status >= 400:

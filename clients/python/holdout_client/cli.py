@@ -3,6 +3,7 @@
 Exit codes: 0 done; 1 the server refused the request (or could not be reached); 2 usage or file errors.
 Results go to stdout, messages about problems to stderr.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -99,20 +100,33 @@ def cmd_submit(args) -> int:
     file_name, data = _read_file(args.file)
     client = _client()
     fields = {"benchmark": args.benchmark, "split": args.split, "model_name": args.model}
-    for name, value in (("team", args.team), ("description", args.description), ("paper_url", args.paper_url),
-                        ("code_url", args.code_url)):
+    for name, value in (
+        ("team", args.team),
+        ("description", args.description),
+        ("paper_url", args.paper_url),
+        ("code_url", args.code_url),
+    ):
         if value is not None:
             fields[name] = value
     created = client.upload(fields, file_name, data, Progress(f"uploading {file_name}", len(data)))
-    _out(f"submission {created['id']} scored: {created['benchmark']} {created['split']}, team {created['team']}, "
-         f"model {created['model_name']}")
+    _out(
+        f"submission {created['id']} scored: {created['benchmark']} {created['split']}, team {created['team']}, "
+        f"model {created['model_name']}"
+    )
     if created.get("scores"):
         _out(scores_table(created["scores"]))
     else:
         _out("scores: withheld by the split's feedback policy")
     left = (created.get("quota") or {}).get("left") or {}
-    shown = [f"{n} {period}" for period, n in (("today", left.get("today")), ("this month", left.get("month")),
-                                              ("in total", left.get("total"))) if n is not None]
+    shown = [
+        f"{n} {period}"
+        for period, n in (
+            ("today", left.get("today")),
+            ("this month", left.get("month")),
+            ("in total", left.get("total")),
+        )
+        if n is not None
+    ]
     _out("submissions left: " + (", ".join(shown) if shown else "unlimited"))
     if args.publish:
         try:
@@ -132,19 +146,44 @@ def cmd_submissions(args) -> int:
     if not listed:
         _out("no submissions yet")
         return OK
-    _out(table(["id", "benchmark", "split", "team", "model", "status", "submitted", "published"], [
-        [s["id"], s["benchmark"], s["split"], s["team"], s["model_name"], s["status"], s["submitted_at"],
-         "yes" if s["published"] else "no"] for s in listed
-    ]))
+    _out(
+        table(
+            ["id", "benchmark", "split", "team", "model", "status", "submitted", "published"],
+            [
+                [
+                    s["id"],
+                    s["benchmark"],
+                    s["split"],
+                    s["team"],
+                    s["model_name"],
+                    s["status"],
+                    s["submitted_at"],
+                    "yes" if s["published"] else "no",
+                ]
+                for s in listed
+            ],
+        )
+    )
     return OK
 
 
 def _show(submission: dict) -> None:
-    for label, key in (("id", "id"), ("benchmark", "benchmark"), ("split", "split"), ("team", "team"),
-                       ("model", "model_name"), ("status", "status"), ("submitted", "submitted_at"),
-                       ("published", "published_at"), ("description", "description"), ("paper", "paper_url"),
-                       ("code", "code_url"), ("anonymous", "anonymous"), ("file sha256", "sha256"),
-                       ("file size", "size")):
+    for label, key in (
+        ("id", "id"),
+        ("benchmark", "benchmark"),
+        ("split", "split"),
+        ("team", "team"),
+        ("model", "model_name"),
+        ("status", "status"),
+        ("submitted", "submitted_at"),
+        ("published", "published_at"),
+        ("description", "description"),
+        ("paper", "paper_url"),
+        ("code", "code_url"),
+        ("anonymous", "anonymous"),
+        ("file sha256", "sha256"),
+        ("file size", "size"),
+    ):
         value = submission.get(key)
         if value not in (None, ""):
             _out(f"{label + ':':13} {value}")
@@ -166,8 +205,15 @@ def cmd_show(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    body = {name: value for name, value in (("description", args.description), ("paper_url", args.paper_url),
-                                            ("code_url", args.code_url)) if value is not None}
+    body = {
+        name: value
+        for name, value in (
+            ("description", args.description),
+            ("paper_url", args.paper_url),
+            ("code_url", args.code_url),
+        )
+        if value is not None
+    }
     submission = _client().post_json(f"/submissions/{args.id}/publish", body)
     _out(f"submission {submission['id']} published on {submission['benchmark']} {submission['split']}")
     return OK
@@ -195,9 +241,12 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"holdout-client {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    login = sub.add_parser("login", help="store the server's address and your API token",
-                           description="The token is read from HOLDOUT_TOKEN or stdin (a prompt on a terminal), "
-                                       "checked with the server, and kept in your config directory (mode 0600).")
+    login = sub.add_parser(
+        "login",
+        help="store the server's address and your API token",
+        description="The token is read from HOLDOUT_TOKEN or stdin (a prompt on a terminal), "
+        "checked with the server, and kept in your config directory (mode 0600).",
+    )
     login.add_argument("--url", required=True, help="the server, e.g. https://leaderboard.example.org")
     login.set_defaults(run=cmd_login)
 
@@ -210,8 +259,9 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--description")
     submit.add_argument("--paper-url")
     submit.add_argument("--code-url")
-    submit.add_argument("--publish", action="store_true",
-                        help="publish it at once (needs a description or a paper URL)")
+    submit.add_argument(
+        "--publish", action="store_true", help="publish it at once (needs a description or a paper URL)"
+    )
     submit.set_defaults(run=cmd_submit)
 
     listing = sub.add_parser("submissions", help="your teams' submissions, newest first")

@@ -1,4 +1,5 @@
 """Where the server's address and the API token are kept: the user's config directory, readable by them only."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Plain-text tables and CSV for the terminal (pure formatting, no I/O)."""
+
 from __future__ import annotations
 
 import csv
@@ -19,8 +20,7 @@ def _text(value) -> str:
 def table(headers: list[str], rows: list[list]) -> str:
     cells = [[_text(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(), "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     return "\n".join(lines)
 
@@ -90,8 +90,10 @@ def board_csv(board: dict) -> str:
         header += [f"{subset}:{metric}", f"{subset}:{metric}:ci_low", f"{subset}:{metric}:ci_high"]
     writer.writerow(header)
     for entry in board.get("entries", []):
-        row = [_cell(entry.get(key)) for key in ("rank", "submission_id", "model_name", "team", "submitted_at",
-                                                  "paper_url", "code_url")]
+        row = [
+            _cell(entry.get(key))
+            for key in ("rank", "submission_id", "model_name", "team", "submitted_at", "paper_url", "code_url")
+        ]
         for subset, metric in columns:
             score = _score(entry, subset, metric)
             row += [_cell(score.get(key)) for key in ("value", "ci_low", "ci_high")]

@@ -1,6 +1,7 @@
 """HTTP caching: which responses a browser or a shared cache (a CDN, nginx) may keep, and for how long.
 
-Three classes, decided here and nowhere else (the API's read views use the same decorator):
+Three classes, decided here and nowhere else; the pages (app/web) and the read API (app/api) use the same
+decorator, so it lives beside both rather than inside either:
 - public: the public reads (boards, the models view, exports, sample files, public submission pages, the
   home page, the read API) for a visitor without a login or token. They carry a strong ETag derived from
   what the page depends on (app/services/versions.py), the build and the request's path and query, and
@@ -12,6 +13,7 @@ Three classes, decided here and nowhere else (the API's read views use the same 
 - no-store: everything else: the console, account, teams, auth and submit pages, anything sent with an
   Authorization header, every non-GET request and every error or redirect.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,12 +24,12 @@ from pathlib import Path
 from flask import Flask, Response, current_app, g, request
 from flask_login import current_user
 
-from app.services import leaderboards
+from app import page_cache
 
 PUBLIC, PRIVATE, NO_STORE = "public", "private", "no-store"
 STALE_WHILE_REVALIDATE = 60
 _READS = ("GET", "HEAD")
-_SOURCES = Path(__file__).resolve().parent.parent.parent  # the code and templates that make the pages
+_SOURCES = Path(__file__).resolve().parent.parent  # the code and templates that make the pages
 
 
 @functools.cache
@@ -43,12 +45,6 @@ def build() -> str:
     return digest.hexdigest()[:16]
 
 
-def gzipped() -> bool:
-    """Whether a view that zips its shared page does so for this request: for visitors without cookies (the
-    page every one of them gets) whose browser accepts gzip."""
-    return not request.cookies and request.accept_encodings["gzip"] > 0
-
-
 def _logged_in() -> bool:
     # Without a cookie there is no session to resolve (and the session is not touched).
     return bool(request.cookies) and current_user.is_authenticated
@@ -57,13 +53,14 @@ def _logged_in() -> bool:
 def public(depends_on: Callable[..., object] | None = None, *, zips: bool = False):
     """A public read. `depends_on(**view_args)` returns what the response depends on (one query), None
     for a view that depends on the release alone; `zips`: the view gzips its body when `gzipped()`."""
+
     def decorate(view):
         @functools.wraps(view)
         def answer(**values):
             if request.headers.get("Authorization") or _logged_in():
                 g.http_cache = PRIVATE  # no-store with a token: decided in _headers
                 return view(**values)
-            suffix = "-gz" if zips and gzipped() else ""
+            suffix = "-gz" if zips and page_cache.gzipped() else ""
 
             def make_tag() -> str:
                 state = depends_on(**values) if depends_on is not None else None
@@ -73,12 +70,14 @@ def public(depends_on: Callable[..., object] | None = None, *, zips: bool = Fals
             # Like the anonymous pages themselves, the tag may be reused for LEADERBOARD_PAGE_TTL seconds
             # without a query (a change made by this process is seen at once); the page a tag is sent with
             # is always made after the tag, so it is never older than the version the tag names.
-            tag = leaderboards.recent_page(("etag", request.full_path, suffix), make_tag)
+            tag = page_cache.recent_page(("etag", request.full_path, suffix), make_tag)
             g.http_cache, g.http_etag = PUBLIC, tag
             if request.if_none_match.contains_weak(tag):
                 return Response(status=304)
             return view(**values)
+
         return answer
+
     return decorate
 
 

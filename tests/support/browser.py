@@ -1,4 +1,5 @@
 """Browser-like helpers for web tests: CSRF stays on, so every POST carries the token a page handed out."""
+
 from __future__ import annotations
 
 import re

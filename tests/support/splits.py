@@ -1,15 +1,11 @@
-"""Small builders shared by tests."""
+"""Benchmarks and splits added through the command line, as a maintainer adds them."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from app import synthetic
-
-
-def write(tmp_path: Path, name: str, data: bytes) -> str:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return str(path)
+from tests.support.files import write
 
 
 def nlvr2_split(runner, tmp_path: Path, *, benchmark="nlvr2", split="dev", n=400, hidden=False, seed=1):

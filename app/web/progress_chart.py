@@ -4,15 +4,20 @@ Rendered on the server so the page needs no script, font or network access. Only
 attributes are used (no style="" attributes, which a strict Content-Security-Policy would block), and
 every team-written string is XML-escaped.
 """
+
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from xml.sax.saxutils import escape, quoteattr
 
+from markupsafe import Markup
+
+from app.evaluation import get_task
 from app.evaluation.display import score_text
+from app.services.leaderboards import METRIC_LABELS
 
 WIDTH, HEIGHT = 560, 280  # narrow enough that its text stays readable scaled down to a phone's width
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 14, 46  # margins: room for the axis labels
@@ -58,7 +63,7 @@ def _time_ticks(start: datetime, end: datetime, most: int = 5) -> list[tuple[dat
     """(moment, label) ticks, at most `most`: UTC midnights a whole number of days apart for spans under
     about four months ('Mar 14'), else first days of months a whole number of months apart ('Mar 2025')."""
     days = (end - start).total_seconds() / 86400
-    start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+    start, end = start.astimezone(UTC), end.astimezone(UTC)
     if days <= 120:
         step = next((d for d in _DAY_STEPS if days / d <= most), _DAY_STEPS[-1])
         moment = start.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -74,7 +79,7 @@ def _time_ticks(start: datetime, end: datetime, most: int = 5) -> list[tuple[dat
     year, month = start.year, start.month
     ticks = []
     while True:
-        moment = datetime(year, month, 1, tzinfo=timezone.utc)
+        moment = datetime(year, month, 1, tzinfo=UTC)
         if moment > end:
             break
         if moment >= start and (year * 12 + month - 1) % step == 0:
@@ -85,13 +90,18 @@ def _time_ticks(start: datetime, end: datetime, most: int = 5) -> list[tuple[dat
     return ticks
 
 
-def render(points: Sequence[Point], metric_label: str, references: Sequence[Line] = (),
-           title: str = "Best published score over time", now: datetime | None = None) -> str:
+def render(
+    points: Sequence[Point],
+    metric_label: str,
+    references: Sequence[Line] = (),
+    title: str = "Best published score over time",
+    now: datetime | None = None,
+) -> str:
     """An <svg> element (a string of markup) or "" when there is nothing to plot. The time axis spans the
     entries' dates and never reaches past `now`."""
     if not points:
         return ""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     ordered = sorted(points, key=lambda p: p.moment)
     values = [p.value for p in ordered] + [line.value for line in references]
     y_low, y_high, y_step = _y_range(values)
@@ -121,24 +131,30 @@ def render(points: Sequence[Point], metric_label: str, references: Sequence[Line
         tick += y_step
     for moment, label in _time_ticks(start, end):
         tx = x(moment)
-        out.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM + 4}" '
-                   f'stroke="{MUTED}"/>')
-        out.append(f'<text x="{tx:.1f}" y="{HEIGHT - BOTTOM + 17}" text-anchor="middle" fill="{MUTED}">'
-                   f'{label}</text>')
+        out.append(
+            f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM + 4}" stroke="{MUTED}"/>'
+        )
+        out.append(f'<text x="{tx:.1f}" y="{HEIGHT - BOTTOM + 17}" text-anchor="middle" fill="{MUTED}">{label}</text>')
     out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
     out.append(f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
-    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle" fill="{INK}">'
-               'Submission date (UTC)</text>')
-    out.append(f'<text transform="rotate(-90)" x="{-(TOP + plot_h / 2):.1f}" y="14" text-anchor="middle" '
-               f'fill="{INK}">{escape(metric_label)} (%)</text>')
+    out.append(
+        f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle" fill="{INK}">'
+        "Submission date (UTC)</text>"
+    )
+    out.append(
+        f'<text transform="rotate(-90)" x="{-(TOP + plot_h / 2):.1f}" y="14" text-anchor="middle" '
+        f'fill="{INK}">{escape(metric_label)} (%)</text>'
+    )
     # Reference rows as dashed horizontal lines.
     for line in references:
         ly = y(line.value)
-        out.append(f'<g class="reference"><title>{escape(line.label)}</title>'
-                   f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="{REFERENCE}" '
-                   f'stroke-dasharray="5 4"/>'
-                   f'<text x="{WIDTH - RIGHT - 4}" y="{ly - 4:.1f}" text-anchor="end" fill="{REFERENCE}">'
-                   f'{escape(line.label)}</text></g>')
+        out.append(
+            f'<g class="reference"><title>{escape(line.label)}</title>'
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="{REFERENCE}" '
+            f'stroke-dasharray="5 4"/>'
+            f'<text x="{WIDTH - RIGHT - 4}" y="{ly - 4:.1f}" text-anchor="end" fill="{REFERENCE}">'
+            f"{escape(line.label)}</text></g>"
+        )
     # The record: a step line that rises when an entry beats every earlier one, held to the last date.
     best = None
     path: list[str] = []
@@ -152,14 +168,44 @@ def render(points: Sequence[Point], metric_label: str, references: Sequence[Line
     # Shared attributes on the group keep a thousand points small.
     out.append(f'<g class="entries" fill="{ACCENT}" fill-opacity="0.55" stroke="#ffffff" stroke-width="1">')
     for point in ordered:
-        circle = (f'<circle cx="{x(point.moment):.0f}" cy="{y(point.value):.0f}" r="5"><title>{escape(point.label)}'
-                  '</title></circle>')
+        circle = (
+            f'<circle cx="{x(point.moment):.0f}" cy="{y(point.value):.0f}" r="5"><title>{escape(point.label)}'
+            "</title></circle>"
+        )
         # A link makes the point tappable and focusable; its page says what the tooltip says and more.
-        out.append(f'<a href={quoteattr(point.href)} aria-label={quoteattr(point.label)}>{circle}</a>'
-                   if point.href else circle)
+        out.append(
+            f"<a href={quoteattr(point.href)} aria-label={quoteattr(point.label)}>{circle}</a>"
+            if point.href
+            else circle
+        )
     out.append("</g></svg>")
     return "".join(out)
 
 
 def tooltip(model: str, team: str | None, value: float, moment: datetime) -> str:
-    return f"{model} ({team or 'Anonymous'}): {score_text(value)}%, {moment.astimezone(timezone.utc):%Y-%m-%d}"
+    return f"{model} ({team or 'Anonymous'}): {score_text(value)}%, {moment.astimezone(UTC):%Y-%m-%d}"
+
+
+def for_board(board) -> Markup:
+    """The chart of a board (a services.leaderboards.Board): every published entry's primary score, with
+    the reference rows as lines; empty while the board's scores are held."""
+    if board.snapshot is None:
+        return Markup("")
+    task = get_task(board.benchmark.task_type)
+    metric = task.primary_metric
+    points = [
+        Point(
+            e.submitted_at,
+            e.scores["all"][metric],
+            tooltip(e.model_name, e.team, e.scores["all"][metric], e.submitted_at),
+            f"/submissions/{e.submission_id}",
+        )
+        for e in board.snapshot.entries
+        if metric in e.scores.get("all", {})
+    ]
+    lines = [
+        Line(r.scores["all"][metric], f"{r.name} {r.scores['all'][metric]:.1f}")
+        for r in board.snapshot.references
+        if metric in r.scores.get("all", {})
+    ]
+    return Markup(render(points, METRIC_LABELS.get(metric, metric), lines))

@@ -1,0 +1,496 @@
+"""Board snapshots: every published entry of a split with its scores, intervals and ranks.
+
+Everything a leaderboard shows (scores, intervals, rank tiers, reference rows) is computed in one
+vectorised pass over the split's stored predictions (app.evaluation.statistics) once per change of what
+the board shows: publishing, hiding, a new subset, a reference row, a policy change all bump
+Split.board_version. The first reader after a bump computes the snapshot and shares it, compressed, in
+LeaderboardCache (see _share: the one write a read makes); every later request of any worker reads it
+from there, and each process keeps the decoded snapshot in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import zlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import cached_property
+
+import numpy as np
+from sqlalchemy import exists, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from app import observability
+from app.db import db, may_hold_write_lock
+from app.evaluation import get_task, sealed, statistics
+from app.lru import LRU
+from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
+from app.services import gold_files, visibility
+
+log = logging.getLogger(__name__)
+
+GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sealed, primary metric)
+PAYLOAD_FORMAT = 3  # bump when the stored payload's shape changes: older rows are then recomputed
+
+
+@dataclass
+class Entry:
+    rank: int  # 1 + entries significantly better (statistics.significance_ranks)
+    submission_id: int
+    model_name: str
+    team: str | None  # None when the team chose to appear anonymously
+    submitted_at: datetime
+    paper_url: str | None
+    code_url: str | None
+    description: str
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    # (ci_low, ci_high) per subset and metric; None bounds where no interval exists
+    intervals: dict[str, dict[str, tuple[float | None, float | None]]] = field(default_factory=dict)
+    position: int = 0  # 1-based place in the default ranking
+    rank_low: int | None = None  # 95% rank interval from the bootstrap resamples
+    rank_high: int | None = None
+    team_key: str = ""  # what view=teams groups by: "team:<id>", or "anonymous:<submission id>"
+    model_key: str = ""  # what the models view groups by: the team key plus the model name, trimmed, folded
+    # Ranks among each team's best entry (view=teams); None for an entry that is not its team's best.
+    team_rank: int | None = None
+    team_rank_low: int | None = None
+    team_rank_high: int | None = None
+    # A sealed blind test after its reveal: the one-sided p-value of the gap (scores["gap"], queried minus
+    # sealed on the primary metric) and whether it is larger than sampling explains; None elsewhere.
+    gap_p: float | None = None
+    gap_marked: bool | None = None
+
+    kind = "entry"
+
+    @property
+    def rank_interval(self) -> str:
+        """'2–5' (or '3' when the interval is one rank)."""
+        if self.rank_low is None or self.rank_high is None:
+            return ""
+        return str(self.rank_low) if self.rank_low == self.rank_high else f"{self.rank_low}–{self.rank_high}"
+
+    def as_team_best(self) -> Entry:
+        """This entry as a row of view=teams: ranked among the teams' best entries."""
+        return replace(
+            self, rank=self.team_rank or self.rank, rank_low=self.team_rank_low, rank_high=self.team_rank_high
+        )
+
+    def value(self, column) -> float | None:
+        return self.scores.get(column.subset, {}).get(column.metric)
+
+    def interval(self, column) -> tuple[float | None, float | None]:
+        return self.intervals.get(column.subset, {}).get(column.metric, (None, None))
+
+
+@dataclass
+class ReferenceRow:
+    """A baseline or human-performance row from a paper: shown apart, never ranked."""
+
+    id: int
+    name: str
+    source_url: str | None
+    created_at: datetime
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    kind = "reference"
+
+    def value(self, column) -> float | None:
+        return self.scores.get(column.subset, {}).get(column.metric)
+
+    def interval(self, column) -> tuple[float | None, float | None]:
+        return (None, None)
+
+
+@dataclass(frozen=True)
+class ChangelogLine:
+    date: datetime
+    message: str
+
+
+@dataclass
+class Snapshot:
+    version: int
+    entries: list[Entry]
+    references: list[ReferenceRow]
+    changelog: list[ChangelogLine] = field(default_factory=list)  # label corrections..., newest first
+
+    @cached_property
+    def team_entries(self) -> list[Entry]:
+        return [entry.as_team_best() for entry in self.entries if entry.team_rank is not None]
+
+    def rows(self, view: str) -> list[Entry]:
+        return self.team_entries if view == "teams" else self.entries
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _compute(split: Split, version: int) -> Snapshot:
+    """Scores, intervals and rank tiers of every published entry, from the stored predictions."""
+    task = get_task(split.benchmark.task_type)
+    rows = db.session.execute(
+        select(
+            Submission.id,
+            Submission.model_name,
+            Submission.anonymous,
+            Team.name,
+            Submission.created_at,
+            Submission.paper_url,
+            Submission.code_url,
+            Submission.description,
+            Submission.predictions,
+            Submission.team_id,
+        )
+        .join(Team, Submission.team_id == Team.id)
+        .where(
+            Submission.split_id == split.id,
+            Submission.status == "scored",
+            Submission.published_at.is_not(None),
+            Submission.hidden_at.is_(None),
+            visibility.board_entries(split),
+        )
+        .order_by(Submission.id)
+    ).all()
+    entries: list[Entry] = []
+    if rows:
+        gold = gold_files.load_gold(split)
+        stacked = task.decode_many([row.predictions for row in rows], gold.n)
+        public = visibility.public_subsets(split)
+        part = visibility.queried_indices(split)
+        gaps = None
+        if part is not None:
+            # Before the reveal of a sealed split the board is its queried part's: scores, intervals, ranks.
+            gold, public = visibility.queried_view(split, gold, public, part)
+            stacked = stacked[:, part]
+        elif sealed.QUERIED in public and sealed.SEALED in public:
+            gaps = sealed.gap_test(task, gold, stacked, public[sealed.QUERIED], public[sealed.SEALED])
+        sources = {subset.name: subset.source for subset in split.subsets}
+        wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = {"all": (None, tuple(task.metrics))}
+        wanted.update(
+            {
+                name: (indices, visibility.subset_metrics(task, sources.get(name, "derived")))
+                for name, indices in public.items()
+            }
+        )
+        primary_key = ("all", task.primary_metric)
+        table = statistics.intervals(
+            task, gold, stacked, wanted, keep=primary_key, counts_only=visibility.counts_only(split)
+        )
+        primary = table[primary_key].values
+        tie = table[("all", task.tie_break_metric)].values if task.tie_break_metric else np.zeros(len(rows))
+        times = np.array([as_utc(row.created_at).timestamp() for row in rows])
+        ids = np.array([row.id for row in rows])
+        # Primary metric (descending), tie-break metric (descending), then submission time and id.
+        order = np.lexsort((ids, times, -np.nan_to_num(tie, nan=-1.0), -np.nan_to_num(primary, nan=-1.0)))
+        correct = statistics.primary_correctness(task, gold, stacked)[order]
+        kept_samples = table[primary_key].samples
+        assert kept_samples is not None  # kept for the primary column (keep=primary_key)
+        samples = kept_samples[order]
+        ranked = _ranks(correct, primary[order], samples)
+        team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
+        best = _first_of_each(team_keys)  # positions of each team's best entry
+        # Every entry its team's best (the usual board): the teams view is the board itself.
+        team_ranked = ranked if len(best) == len(order) else _ranks(correct[best], primary[order][best], samples[best])
+        by_position = {position: index for index, position in enumerate(best)}
+        for position, i in enumerate(order.tolist()):
+            row = rows[i]
+            scores: dict[str, dict[str, float]] = {}
+            intervals: dict[str, dict[str, tuple[float | None, float | None]]] = {}
+            for (subset, metric), interval in table.items():
+                value = _finite(interval.values[i])
+                if value is None:
+                    continue  # an empty subset has no score
+                scores.setdefault(subset, {})[metric] = value
+                intervals.setdefault(subset, {})[metric] = (_finite(interval.low[i]), _finite(interval.high[i]))
+            gap_p = gap_marked = None
+            if gaps is not None and _finite(gaps.gap[i]) is not None:
+                scores[GAP] = {task.primary_metric: float(gaps.gap[i])}
+                intervals[GAP] = {task.primary_metric: (None, None)}
+                gap_p, gap_marked = _finite(gaps.p[i]), bool(gaps.larger_than_sampling[i])
+            team_index = by_position.get(position)
+            entries.append(
+                Entry(
+                    rank=ranked[0][position],
+                    submission_id=row.id,
+                    model_name=row.model_name,
+                    team=None if row.anonymous else row.name,
+                    submitted_at=as_utc(row.created_at),
+                    paper_url=row.paper_url,
+                    code_url=row.code_url,
+                    description=row.description or "",
+                    scores=scores,
+                    intervals=intervals,
+                    position=position + 1,
+                    rank_low=ranked[1][position],
+                    rank_high=ranked[2][position],
+                    team_key=team_keys[position],
+                    model_key=model_key(team_keys[position], row.model_name),
+                    team_rank=None if team_index is None else team_ranked[0][team_index],
+                    team_rank_low=None if team_index is None else team_ranked[1][team_index],
+                    team_rank_high=None if team_index is None else team_ranked[2][team_index],
+                    gap_p=gap_p,
+                    gap_marked=gap_marked,
+                )
+            )
+    return Snapshot(version, entries, _references(split))
+
+
+def _ranks(correct: np.ndarray, primary: np.ndarray, samples: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """Significance-aware ranks and 95% rank intervals of entries in table order."""
+    ranks = statistics.significance_ranks(correct, primary).ranks
+    low, high = statistics.rank_intervals(samples)
+    return ranks.tolist(), low.tolist(), high.tolist()
+
+
+def _first_of_each(keys: list[str]) -> list[int]:
+    seen: set[str] = set()
+    firsts = []
+    for position, key in enumerate(keys):
+        if key not in seen:
+            seen.add(key)
+            firsts.append(position)
+    return firsts
+
+
+def model_key(team_key: str, model_name: str) -> str:
+    """A model is a team plus its model name, trimmed and case-folded; each anonymous entry is its own."""
+    if team_key.startswith("anonymous:"):
+        return team_key
+    return f"{team_key}/{' '.join(model_name.split()).casefold()}"
+
+
+def changelog(split: Split) -> list[ChangelogLine]:
+    """The split's public changelog, newest first (what the board shows under its table); every line is
+    written with a board_version bump, so it goes with the snapshot."""
+    rows = db.session.execute(
+        select(ChangelogEntry.created_at, ChangelogEntry.message)
+        .where(ChangelogEntry.split_id == split.id)
+        .order_by(ChangelogEntry.created_at.desc(), ChangelogEntry.id.desc())
+    ).all()
+    return [ChangelogLine(as_utc(created_at), message) for created_at, message in rows]
+
+
+def _references(split: Split) -> list[ReferenceRow]:
+    rows = db.session.scalars(select(Reference).where(Reference.split_id == split.id).order_by(Reference.id))
+    return [ReferenceRow(r.id, r.name, r.source_url, as_utc(r.created_at), json.loads(r.scores)) for r in rows]
+
+
+# --- the stored payload ----------------------------------------------------------------------------------
+
+
+def _encode(snapshot: Snapshot) -> bytes:
+    body = {
+        "format": PAYLOAD_FORMAT,
+        "entries": [
+            [
+                e.rank,
+                e.submission_id,
+                e.model_name,
+                e.team,
+                e.submitted_at.isoformat(),
+                e.paper_url,
+                e.code_url,
+                e.description,
+                e.scores,
+                {s: {m: list(b) for m, b in ms.items()} for s, ms in e.intervals.items()},
+                e.position,
+                e.rank_low,
+                e.rank_high,
+                e.team_key,
+                e.model_key,
+                e.team_rank,
+                e.team_rank_low,
+                e.team_rank_high,
+                e.gap_p,
+                e.gap_marked,
+            ]
+            for e in snapshot.entries
+        ],
+        "references": [[r.id, r.name, r.source_url, r.created_at.isoformat(), r.scores] for r in snapshot.references],
+    }
+    return zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 6)
+
+
+def _decode(version: int, payload: bytes) -> Snapshot | None:
+    try:
+        body = json.loads(zlib.decompress(payload))
+    except (zlib.error, ValueError):
+        return None
+    if body.get("format") != PAYLOAD_FORMAT:
+        return None
+    entries = [
+        Entry(
+            rank=rank,
+            submission_id=sid,
+            model_name=model,
+            team=team,
+            submitted_at=datetime.fromisoformat(moment),
+            paper_url=paper,
+            code_url=code,
+            description=text,
+            scores=scores,
+            intervals={s: {m: (b[0], b[1]) for m, b in ms.items()} for s, ms in bounds.items()},
+            position=position,
+            rank_low=low,
+            rank_high=high,
+            team_key=team_key,
+            model_key=key,
+            team_rank=t_rank,
+            team_rank_low=t_low,
+            team_rank_high=t_high,
+            gap_p=gap_p,
+            gap_marked=gap_marked,
+        )
+        for (
+            rank,
+            sid,
+            model,
+            team,
+            moment,
+            paper,
+            code,
+            text,
+            scores,
+            bounds,
+            position,
+            low,
+            high,
+            team_key,
+            key,
+            t_rank,
+            t_low,
+            t_high,
+            gap_p,
+            gap_marked,
+        ) in body["entries"]
+    ]
+    references = [
+        ReferenceRow(rid, name, url, datetime.fromisoformat(moment), scores)
+        for rid, name, url, moment, scores in body["references"]
+    ]
+    return Snapshot(version, entries, references)
+
+
+def _share(split_id: int, version: int, payload: bytes) -> None:
+    """Store a computed snapshot for every worker, while the split is still at that version.
+
+    The one place a read writes, and why: the first reader after a change computes the board (seconds on
+    a crowded one) and every other worker and server should not compute it again. It never commits the
+    reader's transaction: it does nothing when the reader has changes of its own, pending or flushed (or
+    may hold a write lock it would wait for), and otherwise writes on a connection of its own. On SQLite
+    the reader's read-only transaction is then ended (there is nothing in it to lose), so that a write the
+    reader makes later does not start from a snapshot older than this one. A failure (two workers
+    inserting the first row at once, a busy database) means a later reader computes again."""
+    if may_hold_write_lock():
+        return
+    still_current = exists().where(Split.id == split_id, Split.board_version == version)
+    values = {"version": version, "payload": payload, "computed_at": utcnow()}
+    try:
+        with db.engine.begin() as connection:
+            updated = connection.execute(
+                update(LeaderboardCache).where(LeaderboardCache.split_id == split_id, still_current).values(values)
+            ).rowcount
+            if not updated:
+                already = connection.execute(
+                    select(LeaderboardCache.split_id).where(LeaderboardCache.split_id == split_id)
+                ).first()
+                if already is None and connection.execute(select(Split.id).where(still_current)).first():
+                    connection.execute(insert(LeaderboardCache).values(split_id=split_id, **values))
+    except SQLAlchemyError as exc:
+        log.warning("leaderboard cache for split %s not stored: %s", split_id, exc)
+    if db.session.get_bind().dialect.name == "sqlite":
+        db.session.rollback()
+
+
+_memo: LRU[Snapshot] = LRU(64)
+
+
+def memo_get(split_id: int, version: int) -> Snapshot | None:
+    """The snapshot this process holds for the split, if it is at that version (no query)."""
+    hit = _memo.get((str(db.engine.url), split_id))
+    return hit if hit is not None and hit.version == version else None
+
+
+def snapshot(split: Split) -> Snapshot:
+    """The split's board at its current version: from this process's memory, else the stored payload,
+    else computed now (and shared with every worker, see _share)."""
+    version = split.board_version or 0
+    key = (str(db.engine.url), split.id)  # the database too: tests run many databases in one process
+    hit = memo_get(split.id, version)
+    if hit is not None:
+        return hit
+    row = db.session.execute(
+        select(LeaderboardCache.version, LeaderboardCache.payload).where(LeaderboardCache.split_id == split.id)
+    ).first()
+    found = _decode(version, row.payload) if row is not None and row.version == version else None
+    if found is None:
+        with observability.board_computation():
+            found = _compute(split, version)
+        _share(split.id, version, _encode(found))
+    found.changelog = changelog(split)
+    return _memo.put(key, found)
+
+
+def published_ranks(split: Split) -> dict[int, int]:
+    """Rank of every published entry as the board would show it now, computed afresh (not cached): for
+    telling how many ranks a label correction moved, inside its transaction."""
+    return {entry.submission_id: entry.rank for entry in _compute(split, split.board_version or 0).entries}
+
+
+def leaderboard(split: Split) -> list[Entry]:
+    """Published, visible, scored submissions in ranking order (empty while a hidden split's scores are held)."""
+    if not visibility.scores_are_public(split):
+        return []
+    return snapshot(split).entries
+
+
+def submission_intervals(
+    submission: Submission, subset_names: list[str], part: np.ndarray | None = None
+) -> dict[str, dict[str, tuple]]:
+    """(ci_low, ci_high) of one scored submission on the named subsets, computed as on its leaderboard (the
+    same resamples, or on a blind test before its reveal the count alone), so the two agree; with `part`
+    (a sealed split's queried examples), on that part alone, as its board is. The caller decides which
+    subsets the viewer may see."""
+    if submission.status != "scored" or submission.predictions is None:
+        return {}
+    split = submission.split
+    task = get_task(split.benchmark.task_type)
+    known = {s.name: s for s in split.subsets}
+    wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = (
+        {"all": (None, tuple(task.metrics))} if "all" in subset_names else {}
+    )
+    wanted.update(
+        {
+            name: (known[name].indices, visibility.subset_metrics(task, known[name].source))
+            for name in subset_names
+            if name in known
+        }
+    )
+    if not wanted:
+        return {}
+    key = (str(db.engine.url), submission.id, split.board_version, tuple(sorted(wanted)), part is not None)
+    hit = _submission_memo.get(key)
+    if hit is not None:
+        return hit
+    gold = gold_files.load_gold(split)
+    predictions = task.decode(submission.predictions, gold.n)
+    if part is not None:
+        subsets = {name: indices for name, (indices, _) in wanted.items() if indices is not None}
+        gold, inside = visibility.queried_view(split, gold, subsets, part)
+        wanted = {
+            name: (inside.get(name) if indices is not None else None, metrics)
+            for name, (indices, metrics) in wanted.items()
+            if indices is None or name in inside
+        }
+        predictions = predictions[part]
+    table = statistics.intervals(task, gold, predictions[None], wanted, counts_only=visibility.counts_only(split))
+    result: dict[str, dict[str, tuple]] = {}
+    for (subset, metric), interval in table.items():
+        result.setdefault(subset, {})[metric] = (_finite(interval.low[0]), _finite(interval.high[0]))
+    return _submission_memo.put(key, result)
+
+
+_submission_memo: LRU[dict] = LRU(256)

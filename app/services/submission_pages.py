@@ -1,0 +1,70 @@
+"""A submission's page: its scores as this viewer may see them (services/visibility.py), their intervals
+as the board computes them, its rank on the board, the team's quota and the problems of a rejected file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.db import db
+from app.evaluation import Scores
+from app.models import Submission, User
+from app.services import board_snapshots, quotas, submissions, visibility
+from app.services.errors import NotFound
+
+
+@dataclass
+class SubmissionPage:
+    submission: Submission
+    scores: Scores | None
+    problems: list[dict]
+    quota: quotas.QuotaStatus | None  # for the team's members
+    is_member: bool
+    withheld_reason: str | None
+    # (ci_low, ci_high) per subset and metric shown, where the split's scores are public or for maintainers
+    intervals: dict[str, dict[str, tuple]] | None = None
+    is_admin: bool = False
+    public_view: bool = False  # a visitor outside the team: a published entry, as the leaderboard shows it
+    breakdowns_held: bool = False  # per-category/per-field scores of a hidden split kept from this viewer
+    rank: int | None = None  # its significance-aware rank while it is on the public leaderboard
+    sizes: dict[str, int] | None = None  # examples each subset shown counts over ("all": the split)
+    shown_when_published: bool = True  # publishing puts it on the public board now (else at the reveal)
+    queried_only: bool = False  # the figures are a sealed blind test's queried part's (the page says so)
+
+
+def page_for(user: User | None, submission_id: int) -> SubmissionPage:
+    """What the submission page shows to this viewer (NotFound where visibility.submission_view says so)."""
+    submission = db.session.get(Submission, submission_id)
+    if submission is None:
+        raise NotFound(f"no submission {submission_id}")
+    view = visibility.submission_view(user, submission)
+    split = submission.split
+    intervals = (
+        board_snapshots.submission_intervals(submission, list(view.scores or ()), view.queried_part)
+        if view.intervals_shown
+        else {}
+    )
+    quota = quotas.quota_status(split, submission.team) if view.is_member else None
+    problems = submissions.problems_of(submission) if not view.public_view else []
+    rank = None
+    if submission.published_at is not None and submission.hidden_at is None:
+        rank = next((e.rank for e in board_snapshots.leaderboard(split) if e.submission_id == submission.id), None)
+    sizes = {"all": split.example_count, **{subset.name: subset.size for subset in split.subsets}}
+    if view.queried_part is not None:
+        sizes = {"all": int(view.queried_part.size)}  # the figures shown are the queried part's
+    shown = visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy)
+    return SubmissionPage(
+        submission,
+        view.scores,
+        problems,
+        quota,
+        view.is_member,
+        view.withheld_reason,
+        intervals,
+        view.is_admin,
+        view.public_view,
+        view.breakdowns_held,
+        rank,
+        sizes,
+        shown,
+        view.queried_part is not None,
+    )

@@ -1,0 +1,48 @@
+"""What templates may call beyond their context: the board's links (sort, page, view, keeping the visitor's
+other choices in the query), the one way a score is written, and the visibility predicates of a split
+(services/visibility.py), so that no template decides what may be shown by itself."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from flask import Flask
+
+from app.evaluation.display import score_text
+from app.services import visibility
+from app.services.leaderboards import Board, Column
+
+
+def _query(board: Board, **params) -> str:
+    base = {"view": board.view if board.view != "entries" else None, "columns": board.chosen}
+    if board.sort is not None:
+        base.update(sort=board.sort.key, order=board.order)
+    base.update(params)
+    return "?" + urlencode({k: v for k, v in base.items() if v is not None}, doseq=True, safe=":,")
+
+
+def sort_link(board: Board, column: Column) -> str:
+    """?sort=<subset>:<metric>&order=desc|asc: descending first, toggled when already sorted by it."""
+    order = "asc" if board.sort == column and board.order == "desc" else "desc"
+    return _query(board, sort=column.key, order=order)
+
+
+def page_link(board: Board, page: int) -> str:
+    return _query(board, page=page)
+
+
+def view_link(board: Board, view: str) -> str:
+    return _query(board, view=view if view != "entries" else None, page=None)
+
+
+def init_app(app: Flask) -> None:
+    for function in (
+        sort_link,
+        page_link,
+        view_link,
+        visibility.scores_are_public,
+        visibility.counts_only,
+        visibility.release_policy,
+    ):
+        app.add_template_global(function)
+    app.jinja_env.filters["score"] = score_text

@@ -1,0 +1,53 @@
+"""A small blind test: NLVR2 dev and a hidden Test-U of 400 examples, two teams and a maintainer, and
+prediction files wrong exactly where a test says (for the release, Ladder, probing and policy tests)."""
+
+from __future__ import annotations
+
+import json
+
+from app import synthetic
+from app.db import db
+from app.models import Team
+from app.services import catalog, submissions
+from app.services.submissions import Upload
+from tests.support.users import make_user
+
+N = 400
+
+
+def gold_rows(gold: bytes) -> list[dict]:
+    return [json.loads(line) for line in gold.decode().splitlines()]
+
+
+def binary_file(gold: bytes, wrong) -> bytes:
+    """A prediction file that is right everywhere except on the examples (gold order) in `wrong`."""
+    wrong = set(wrong)
+    lines = []
+    for i, row in enumerate(gold_rows(gold)):
+        right = row["label"].lower() == "true"
+        lines.append(f"{row['identifier']},{(not right) if i in wrong else right}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def build_blind_test_world() -> dict:
+    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+    gold = {"dev": synthetic.nlvr2_gold(N, seed=4), "test-u": synthetic.nlvr2_gold(N, split="test", seed=5)}
+    catalog.add_split("nlvr2", "dev", gold["dev"])
+    catalog.add_split("nlvr2", "test-u", gold["test-u"], hidden=True)
+    catalog.set_policy("nlvr2", "test-u", per_day=None, per_month=None)  # these tests submit more than 5 a day
+    lab, rivals = Team(name="Lab"), Team(name="Rivals")
+    db.session.add_all([lab, rivals])
+    db.session.commit()
+    return {
+        "gold": gold,
+        "lab": lab,
+        "rivals": rivals,
+        "member": make_user("member@example.org", team=lab),
+        "rival": make_user("rival@example.org", team=rivals),
+        "admin": make_user("admin@example.org", admin=True),
+    }
+
+
+def submit(world, wrong, *, split="test-u", who="member", benchmark="nlvr2", data=None):
+    upload = Upload(data=data if data is not None else binary_file(world["gold"][split], wrong), model_name="M")
+    return submissions.submit(world[who], None, benchmark, split, upload)
