@@ -1,10 +1,13 @@
 """Backups: one consistent archive of a deployment's state, restorable into an empty deployment.
 
 The archive is a tar.gz holding
-  manifest.json                   format, Alembic revision, row counts, sha256 and size of every other file
   database/<table>.jsonl          every row of every table, one JSON object a line, ordered by primary key
   hidden_labels/<gold path>       the gold file of every split (checked against the sha256 on record)
   submissions/<aa>/<sha256>.gz    the original upload of every stored submission
+  files.jsonl                     name, sha256 and size of each file above, one JSON object a line
+  manifest.json                   format, Alembic revision, row counts, and the sha256, size and count of files.jsonl
+The list of files is a member of its own, written and read a line at a time, so neither a backup nor a restore
+holds a million uploads' names in memory (format version 1 listed them in the manifest; restore reads both).
 All tables are read in one read-only snapshot (PostgreSQL: REPEATABLE READ; SQLite: one read transaction,
 which WAL mode keeps on one snapshot), so rows agree with each other; the files are immutable and named
 by content, so the ones the snapshot refers to are the right ones. Binary columns are base64, times ISO
@@ -16,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import itertools
 import json
 import os
 import shutil
@@ -38,8 +42,10 @@ from app.schema import MIGRATIONS
 from app.services.errors import Conflict, InvalidInput
 
 FORMAT = "holdout-backup"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
+FILE_LIST = "files.jsonl"
 VERSION_TABLE = "alembic_version"
 BATCH = 1000
 
@@ -122,12 +128,11 @@ def backup(path: Path) -> Summary:
         "format": FORMAT,
         "version": VERSION,
         "created_at": datetime.now(UTC).isoformat(),
-        "files": {},
         "tables": {},
     }
     summary = Summary(path=path, revision="")
     try:
-        with tarfile.open(tmp, "w:gz", compresslevel=6) as archive:
+        with tarfile.open(tmp, "w:gz", compresslevel=6) as archive, _FileList() as listed:
             with _snapshot() as connection:
                 revision = _current_revision(connection)
                 if revision is None:
@@ -139,7 +144,7 @@ def backup(path: Path) -> Summary:
                 for table in metadata.sorted_tables:
                     if table.name == VERSION_TABLE:
                         continue
-                    count = _add_table(archive, manifest, connection, table)
+                    count = _add_table(archive, listed, connection, table)
                     manifest["tables"][table.name] = summary.tables[table.name] = count
                 splits = connection.execute(text("SELECT id, gold_path, gold_sha256 FROM splits ORDER BY id")).all()
                 if "gold_versions" in metadata.tables:
@@ -155,7 +160,7 @@ def backup(path: Path) -> Summary:
                         raise InvalidInput(f"the gold file of split {split_id} is missing: {source}")
                     _add_file(
                         archive,
-                        manifest,
+                        listed,
                         f"hidden_labels/{PurePosixPath(gold_path).as_posix()}",
                         source,
                         expect=gold_sha256,
@@ -172,10 +177,10 @@ def backup(path: Path) -> Summary:
                     source = uploads_dir / digest[:2] / f"{digest}.gz"
                     if not source.is_file():
                         raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
-                    _add_file(archive, manifest, f"submissions/{digest[:2]}/{digest}.gz", source)
+                    _add_file(archive, listed, f"submissions/{digest[:2]}/{digest}.gz", source)
                     summary.uploads += 1
-            data = json.dumps(manifest, sort_keys=True).encode()  # no indent: the C encoder, no list of parts
-            _add_bytes(archive, MANIFEST, data)
+            manifest["file_list"] = listed.add_to(archive)
+            _add_bytes(archive, MANIFEST, json.dumps(manifest, sort_keys=True, indent=1).encode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -204,7 +209,32 @@ class _snapshot:
             self.connection.close()
 
 
-def _add_table(archive: tarfile.TarFile, manifest: dict, connection, table) -> int:
+class _FileList:
+    """files.jsonl, spooled to a temporary file as the files are archived, added to the archive last."""
+
+    def __enter__(self):
+        self.spool = tempfile.TemporaryFile()
+        self.digest, self.count = hashlib.sha256(), 0
+        return self
+
+    def __exit__(self, *_exc):
+        self.spool.close()
+
+    def add(self, name: str, sha256: str, size: int) -> None:
+        line = json.dumps({"name": name, "sha256": sha256, "size": size}, separators=(",", ":")).encode() + b"\n"
+        self.spool.write(line)
+        self.digest.update(line)
+        self.count += 1
+
+    def add_to(self, archive: tarfile.TarFile) -> dict:
+        """Append the list to `archive`; what the manifest records of it."""
+        size = self.spool.tell()
+        self.spool.seek(0)
+        _append(archive, _member(FILE_LIST, size), self.spool)
+        return {"sha256": self.digest.hexdigest(), "size": size, "count": self.count}
+
+
+def _add_table(archive: tarfile.TarFile, listed: _FileList, connection, table) -> int:
     order = list(table.primary_key.columns) or list(table.columns)
     digest, count = hashlib.sha256(), 0
     with tempfile.TemporaryFile() as spool:
@@ -225,17 +255,17 @@ def _add_table(archive: tarfile.TarFile, manifest: dict, connection, table) -> i
         spool.seek(0)
         name = f"database/{table.name}.jsonl"
         _append(archive, _member(name, size), spool)
-    manifest["files"][name] = {"sha256": digest.hexdigest(), "size": size}
+    listed.add(name, digest.hexdigest(), size)
     return count
 
 
-def _add_file(archive, manifest, name: str, source: Path, expect: str | None = None, what: str = "") -> None:
+def _add_file(archive, listed: _FileList, name: str, source: Path, expect: str | None = None, what: str = "") -> None:
     data = source.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if expect is not None and digest != expect:
         raise InvalidInput(f"{what} no longer matches the sha256 on record: {source}")
     _add_bytes(archive, name, data)
-    manifest["files"][name] = {"sha256": digest, "size": len(data)}
+    listed.add(name, digest, len(data))
 
 
 def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -278,7 +308,7 @@ def restore(path: Path) -> Summary:
     if not path.is_file():
         raise InvalidInput(f"no backup at {path}")
     with tempfile.TemporaryDirectory(prefix="holdout-restore-") as staging_name:
-        staging = Path(staging_name)
+        staging = _Staging(Path(staging_name))
         manifest = _unpack(path, staging)
         revision = manifest["revision"]
         known = _revisions()
@@ -290,62 +320,120 @@ def restore(path: Path) -> Summary:
         _require_empty_database()
         labels_dir = Path(current_app.config["HIDDEN_LABELS_DIR"])
         uploads_dir = Path(current_app.config["SUBMISSIONS_DIR"])
-        files = _placed_files(manifest, staging, labels_dir, uploads_dir)
+        # Two passes over the list, so nothing is written when any destination holds other content.
+        for _ in _placed_files(manifest, staging, labels_dir, uploads_dir):
+            pass
         _migrate_to(revision, known)
         summary = Summary(path=path, revision=revision)
-        for source, target, digest, secret in files:
+        for source, target, digest, secret in _placed_files(manifest, staging, labels_dir, uploads_dir):
             _place(source, target, digest, secret)
             if secret:
                 summary.gold_files += 1
             else:
                 summary.uploads += 1
-        summary.tables = _load_rows(staging, manifest)
+        summary.tables = _load_rows(staging.checked, manifest)
     upgrade()
     summary.upgraded_to = known[-1]
     return summary
 
 
-def _unpack(path: Path, staging: Path) -> dict:
-    """Extract the archive's regular files into `staging` and check them against the manifest."""
-    found: dict[str, str] = {}
+class _Staging:
+    """Where a restore unpacks the archive (`unpacked`), and where each file goes once it has been found in
+    the list and matched its sha256 (`checked`): what is left unpacked at the end is a file nobody listed,
+    and a name listed twice finds its file gone. No set of names is held in memory."""
+
+    def __init__(self, root: Path):
+        self.unpacked = root / "unpacked"
+        self.checked = root / "checked"
+        self.unpacked.mkdir()
+        self.checked.mkdir()
+
+
+def _unpack(path: Path, staging: _Staging) -> dict:
+    """Extract the archive's regular files and check them against its list; the manifest."""
     try:
         with tarfile.open(path, "r:gz") as archive:
             for member in archive:
                 if not member.isfile():
                     raise InvalidInput(f"the backup holds {member.name!r}, which is not a regular file")
-                target = _inside(staging, member.name, "an archive member")
-                if member.name in found:
+                target = _inside(staging.unpacked, member.name, "an archive member")
+                if target.exists():
                     raise InvalidInput(f"the backup holds {member.name!r} twice")
                 target.parent.mkdir(parents=True, exist_ok=True)
-                digest = hashlib.sha256()
                 source_file = archive.extractfile(member)
                 if source_file is None:
                     raise InvalidInput(f"the archive's member {member.name} is not a file")
                 with source_file as source, open(target, "wb") as out:
-                    for chunk in iter(lambda: source.read(1 << 20), b""):
-                        digest.update(chunk)
-                        out.write(chunk)
-                found[member.name] = digest.hexdigest()
+                    shutil.copyfileobj(source, out, 1 << 20)
+                archive.members.clear()  # type: ignore[attr-defined]  # no TarInfo kept per member read
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise InvalidInput(f"{path} is not a readable backup archive: {exc}") from exc
-    if MANIFEST not in found:
+    if not (staging.unpacked / MANIFEST).is_file():
         raise InvalidInput(f"{path} has no {MANIFEST}: not a Holdout backup")
     try:
-        manifest = json.loads((staging / MANIFEST).read_text())
+        manifest = json.loads((staging.unpacked / MANIFEST).read_text())
     except ValueError as exc:
         raise InvalidInput(f"the backup's {MANIFEST} is not valid JSON") from exc
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-        raise InvalidInput(f"{path} is not a Holdout backup of format version {VERSION}")
-    listed = manifest.get("files", {})
-    for name, entry in listed.items():
-        if name not in found:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InvalidInput(f"{path} is not a Holdout backup")
+    if manifest.get("version") not in READABLE_VERSIONS:
+        raise InvalidInput(
+            f"{path} is a Holdout backup of format version {manifest.get('version')}; this code reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
+        )
+    for name, digest in _listed(manifest, staging):
+        unpacked = _inside(staging.unpacked, name, "a listed file")
+        checked = _inside(staging.checked, name, "a listed file")
+        if not unpacked.is_file():
+            if checked.exists():
+                raise InvalidInput(f"the backup's list names {name} twice")
             raise InvalidInput(f"the backup is incomplete: {name} is missing")
-        if found[name] != entry.get("sha256"):
+        if _sha256_file(unpacked) != digest:
             raise InvalidInput(f"the backup is damaged: {name} does not match its sha256")
-    extra = set(found) - set(listed) - {MANIFEST}
+        checked.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(unpacked, checked)
+    unlisted = (
+        name
+        for name in (p.relative_to(staging.unpacked).as_posix() for p in staging.unpacked.rglob("*") if p.is_file())
+        if name not in (MANIFEST, FILE_LIST)
+    )
+    extra = sorted(itertools.islice(unlisted, 11))
     if extra:
-        raise InvalidInput(f"the backup holds files its manifest does not list: {', '.join(sorted(extra))}")
+        shown = ", ".join(extra[:10]) + (" and more" if len(extra) > 10 else "")
+        raise InvalidInput(f"the backup holds files its manifest does not list: {shown}")
     return manifest
+
+
+def _listed(manifest: dict, staging: _Staging):
+    """(name, sha256) of every file the backup lists, read a line at a time from files.jsonl (version 2) or
+    from the manifest (version 1)."""
+    if manifest["version"] == 1:
+        files = manifest.get("files")
+        if not isinstance(files, dict) or not all(isinstance(entry, dict) for entry in files.values()):
+            raise InvalidInput(f"the backup's {MANIFEST} has no valid list of files")
+        for name, entry in files.items():
+            yield name, entry.get("sha256")
+        return
+    record = manifest.get("file_list")
+    source = staging.unpacked / FILE_LIST
+    if not isinstance(record, dict) or not source.is_file():
+        raise InvalidInput(f"the backup is incomplete: {FILE_LIST} is missing")
+    if _sha256_file(source) != record.get("sha256"):
+        raise InvalidInput(f"the backup is damaged: {FILE_LIST} does not match its sha256")
+    count = 0
+    with open(source, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            try:
+                entry = json.loads(line)
+                name, digest = entry["name"], entry["sha256"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InvalidInput(f"the backup's {FILE_LIST}, line {number}: not a file entry") from exc
+            if name in (MANIFEST, FILE_LIST):
+                raise InvalidInput(f"the backup's {FILE_LIST}, line {number}: lists {name}")
+            count += 1
+            yield name, digest
+    if count != record.get("count"):
+        raise InvalidInput(f"the backup's {FILE_LIST} lists {count} files, its manifest says {record.get('count')}")
 
 
 def _require_empty_database() -> None:
@@ -362,11 +450,10 @@ def _require_empty_database() -> None:
                 )
 
 
-def _placed_files(manifest: dict, staging: Path, labels_dir: Path, uploads_dir: Path):
-    """(staged file, destination, sha256, is a gold file) for every file; Conflict if a destination holds
-    something else."""
-    placed = []
-    for name, entry in sorted(manifest["files"].items()):
+def _placed_files(manifest: dict, staging: _Staging, labels_dir: Path, uploads_dir: Path):
+    """(checked file, destination, sha256, is a gold file) for every file but the database's, one at a time;
+    Conflict if a destination holds something else."""
+    for name, digest in _listed(manifest, staging):
         top, _, rest = name.partition("/")
         if top == "hidden_labels":
             target, secret = _inside(labels_dir, rest, "a gold file"), True
@@ -376,10 +463,9 @@ def _placed_files(manifest: dict, staging: Path, labels_dir: Path, uploads_dir: 
             continue
         else:
             raise InvalidInput(f"the backup holds an unexpected file {name!r}")
-        if target.exists() and _sha256_file(target) != entry["sha256"]:
+        if target.exists() and _sha256_file(target) != digest:
             raise Conflict(f"{target} already exists with other content; restore needs an empty deployment")
-        placed.append((staging / name, target, entry["sha256"], secret))
-    return placed
+        yield _inside(staging.checked, name, "a listed file"), target, digest, secret
 
 
 def _place(source: Path, target: Path, digest: str, secret: bool) -> None:
@@ -410,7 +496,7 @@ def _migrate_to(revision: str, known: list[str]) -> None:
     db.session.remove()
 
 
-def _load_rows(staging: Path, manifest: dict) -> dict[str, int]:
+def _load_rows(checked: Path, manifest: dict) -> dict[str, int]:
     counts: dict[str, int] = {}
     with db.engine.begin() as connection:
         metadata = MetaData()
@@ -422,7 +508,7 @@ def _load_rows(staging: Path, manifest: dict) -> dict[str, int]:
         for table in metadata.sorted_tables:
             if table.name not in expected:
                 continue
-            source = staging / "database" / f"{table.name}.jsonl"
+            source = checked / "database" / f"{table.name}.jsonl"
             count, batch = 0, []
             with open(source, "rb") as fh:
                 for line in fh:

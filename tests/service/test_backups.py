@@ -3,6 +3,7 @@ into an empty deployment on SQLite and PostgreSQL (and from SQLite into PostgreS
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import stat
@@ -137,16 +138,77 @@ def test_backup_refuses_to_overwrite_a_file(app, runner, tmp_path):
     assert existing.read_bytes() == b"keep me"
 
 
-def _rewrite(archive: Path, target: Path, change) -> None:
-    """Copy an archive member by member; change(name, data) returns new data, or None to drop it."""
+def _rewrite(archive: Path, target: Path, change, extras=()) -> None:
+    """Copy an archive member by member; change(name, data) returns new data, or None to drop it; `extras`
+    (name, data) are added at the end."""
     with tarfile.open(archive, "r:gz") as source, tarfile.open(target, "w:gz") as out:
-        for member in source:
-            data = change(member.name, source.extractfile(member).read())
-            if data is None:
-                continue
-            info = tarfile.TarInfo(member.name)
-            info.size = len(data)
-            out.addfile(info, io.BytesIO(data))
+        members = [(member.name, source.extractfile(member).read()) for member in source]
+        for name, data in members:
+            data = change(name, data)
+            if data is not None:
+                _add(out, name, data)
+        for name, data in extras:
+            _add(out, name, data)
+
+
+def _add(out: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    out.addfile(info, io.BytesIO(data))
+
+
+def _listing_a_file_twice(name: str, data: bytes, listed: dict[str, bytes]) -> bytes:
+    """files.jsonl with database/scores.jsonl's line twice, and a manifest that agrees (its sha256 and count):
+    a list that names one file twice must not let another go unlisted."""
+    if name == "files.jsonl":
+        lines = data.splitlines(keepends=True)
+        again = next(line for line in lines if b'"database/scores.jsonl"' in line)
+        listed[name] = data + again
+        return listed[name]
+    manifest = json.loads(data)
+    manifest["file_list"]["sha256"] = hashlib.sha256(listed["files.jsonl"]).hexdigest()
+    manifest["file_list"]["size"] = len(listed["files.jsonl"])
+    manifest["file_list"]["count"] += 1
+    return json.dumps(manifest).encode()
+
+
+def test_a_version_1_archive_still_restores(app, runner, empty_deployment, tmp_path):
+    """Archives written before the file list became a member of its own (format version 1: every file's
+    sha256 and size in the manifest) restore as before."""
+    _populate(app)
+    archive = tmp_path / "backup.tar.gz"
+    assert runner.invoke(args=["backup", str(archive)]).exit_code == 0
+    with tarfile.open(archive, "r:gz") as source:
+        members = {member.name: source.extractfile(member).read() for member in source}
+    listed = [json.loads(line) for line in members.pop("files.jsonl").splitlines()]
+    manifest = json.loads(members.pop("manifest.json"))
+    del manifest["file_list"]
+    manifest["version"] = 1
+    manifest["files"] = {entry["name"]: {"sha256": entry["sha256"], "size": entry["size"]} for entry in listed}
+    old = tmp_path / "version-1.tar.gz"
+    with tarfile.open(old, "w:gz") as out:
+        for name, data in members.items():
+            _add(out, name, data)
+        _add(out, "manifest.json", json.dumps(manifest).encode())
+    result = empty_deployment.test_cli_runner().invoke(args=["restore", str(old)])
+    assert result.exit_code == 0, result.output
+    assert _rows(empty_deployment) == _rows(app)
+
+
+def test_restore_refuses_an_unknown_format_version(app, runner, empty_deployment, tmp_path):
+    _populate(app)
+    archive = tmp_path / "backup.tar.gz"
+    assert runner.invoke(args=["backup", str(archive)]).exit_code == 0
+    future = tmp_path / "future.tar.gz"
+
+    def change(name, data):
+        if name == "manifest.json":
+            return json.dumps({**json.loads(data), "version": 3}).encode()
+        return data
+
+    _rewrite(archive, future, change)
+    result = empty_deployment.test_cli_runner().invoke(args=["restore", str(future)])
+    assert result.exit_code == 2 and "format version 3" in result.output, result.output
 
 
 @pytest.mark.parametrize(
@@ -155,6 +217,9 @@ def _rewrite(archive: Path, target: Path, change) -> None:
         ("flip", "does not match its sha256"),
         ("drop", "is missing"),
         ("manifest", "has no manifest.json"),
+        ("list", "files.jsonl does not match its sha256"),
+        ("extra", "files its manifest does not list: submissions/zz/extra.gz"),
+        ("twice", "names database/scores.jsonl twice"),
     ],
 )
 def test_restore_refuses_a_damaged_archive(app, runner, empty_deployment, tmp_path, damage, message):
@@ -170,9 +235,18 @@ def test_restore_refuses_a_damaged_archive(app, runner, empty_deployment, tmp_pa
             return None
         if damage == "manifest" and name == "manifest.json":
             return None
+        if damage == "list" and name == "files.jsonl":
+            return data.replace(b'"size":', b'"size": ', 1)
+        if damage == "extra" and name == "manifest.json":
+            extras.append(("submissions/zz/extra.gz", b"not listed"))
+        if damage == "twice" and name in ("files.jsonl", "manifest.json"):
+            return _listing_a_file_twice(name, data, listed)
         return data
 
-    _rewrite(archive, damaged, change)
+    extras: list[tuple[str, bytes]] = []
+    listed: dict[str, bytes] = {}
+
+    _rewrite(archive, damaged, change, extras)
     result = empty_deployment.test_cli_runner().invoke(args=["restore", str(damaged)])
     assert result.exit_code == 2 and message in result.output, result.output
     with empty_deployment.app_context():
