@@ -193,14 +193,21 @@ def splits_list():
     if not rows:
         click.echo("no splits yet")
         return
-    click.echo("benchmark\tsplit\tname\tvisibility\texamples\tsubsets\tfeedback\topen\tsha256\trisk")
+    click.echo("benchmark\tsplit\tname\tvisibility\texamples\tsubsets\tfeedback\topen\tsealed\tsha256\trisk")
     for split in rows:
         risks = catalog.risks(split)
         click.echo(
             f"{split.benchmark.slug}\t{split.slug}\t{split.name}\t{'hidden' if split.hidden else 'public'}\t"
             f"{split.example_count}\t{len(split.subsets)}\t{split.feedback}\t{'open' if split.is_open else 'closed'}\t"
-            f"{split.gold_sha256[:12]}\t{'AT RISK: ' + '; '.join(risks) if risks else '-'}"
+            f"{_sealed_part(split)}\t{split.gold_sha256[:12]}\t{'AT RISK: ' + '; '.join(risks) if risks else '-'}"
         )
+
+
+def _sealed_part(split) -> str:
+    """The sealed part's share of the groups, and whether the split's reveal has opened it."""
+    if not split.sealed_fraction:
+        return "-"
+    return f"{split.sealed_fraction:g}" + (" (revealed)" if split.revealed_at else " (sealed)")
 
 
 @subsets_cli.command("add")

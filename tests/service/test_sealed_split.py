@@ -203,6 +203,7 @@ def test_cli_sets_the_part_then_refuses_after_the_first_scored_submission(app, r
         [event] = db.session.scalars(select(AuditEvent).where(AuditEvent.action == "split.policy"))
         assert json.loads(event.details)["sealed_fraction"] == "no sealed part → 0.5 of the groups sealed"
         assert split.seal_seed not in event.details
+    assert "\t0.5 (sealed)\t" in runner.invoke(args=["splits", "list"]).output
     for fraction, message in (("0.95", "0 to 0.9"), ("half", "half")):
         result = runner.invoke(args=["splits", "policy", "nlvr2", "test-u", "--sealed", fraction])
         assert result.exit_code == 2 and message in result.output
@@ -222,6 +223,7 @@ def test_cli_sets_the_part_then_refuses_after_the_first_scored_submission(app, r
     result = runner.invoke(args=["splits", "reveal", "nlvr2", "test-u"])
     assert result.exit_code == 0, result.output
     assert "revealed on" in result.output
+    assert "\t0.5 (revealed)\t" in runner.invoke(args=["splits", "list"]).output
     result = runner.invoke(args=["splits", "reveal", "nlvr2", "test-u"])
     assert result.exit_code == 2 and "already revealed" in result.output
 
