@@ -155,7 +155,7 @@ def models_table(benchmark_slug: str) -> ModelsTable:
             "all",
             task.primary_metric,
             f"{split.name} {label.lower() if label.isalpha() else label}",
-            split.example_count,
+            visibility.examples_shown(db.session.get_one(Split, split.id)),
             split.slug,
         )
         for split in public

@@ -126,9 +126,7 @@ def available_columns(split: Split) -> list[Column]:
     """Every column a visitor may choose: each metric on the whole split, then the task's subset metrics
     on every subset the public may see (derived bias subsets first), each with its number of examples."""
     task = get_task(split.benchmark.task_type)
-    part = visibility.queried_indices(split)
-    # A sealed blind test's board is its queried part's until the reveal.
-    examples = split.example_count if part is None else int(part.size)
+    examples = visibility.examples_shown(split)
     result = [Column("all", metric, METRIC_LABELS.get(metric, metric), examples) for metric in task.metrics]
     visible = [s for s in split.subsets if not visibility.is_breakdown(split, s.source)]
     parts = [s for s in visible if s.source == "sealed"]

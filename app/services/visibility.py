@@ -104,6 +104,12 @@ def queried_indices(split) -> np.ndarray | None:
     return next((s.indices for s in split.subsets if s.source == "sealed" and s.name == sealing.QUERIED), None)
 
 
+def examples_shown(split) -> int:
+    """How many examples the split's public figures count over: the queried part's while only it is shown."""
+    part = queried_indices(split)
+    return split.example_count if part is None else int(part.size)
+
+
 _queried_gold: LRU[tuple[GoldSet, dict[str, np.ndarray]]] = LRU(16)
 
 
