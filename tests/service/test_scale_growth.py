@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import insert
@@ -126,6 +128,29 @@ def _peak_of_a_backup(app, tmp_path, count: int) -> int:
     return peak
 
 
+@contextmanager
+def _deployment(folder: Path, database_backend, name: str, template: str | None = None):
+    """An app on a new database (a copy of `template`, or never migrated) with its folders in `folder`."""
+    folder.mkdir()
+    url = database_backend.new_database(folder, template=template, name=name)
+    app = create_app(make_config(folder, url))
+    try:
+        yield app
+    finally:
+        with app.app_context():
+            db.engine.dispose()
+        database_backend.drop(url)
+
+
+def _peak_of(function, *args) -> tuple[object, int]:
+    tracemalloc.start()
+    try:
+        result = function(*args)
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_backup_holds_nothing_per_upload_in_memory(tmp_path, database_backend, migrated_database, monkeypatch):
     """Six times the uploads, about the same peak memory: the list of uploads is read BATCH at a time, the
     archive keeps no TarInfo per member written, and the list of files (name, sha256, size) is spooled to
@@ -134,15 +159,8 @@ def test_a_backup_holds_nothing_per_upload_in_memory(tmp_path, database_backend,
     peaks = {}
     for count in (1000, 6000):
         folder = tmp_path / str(count)
-        folder.mkdir()
-        url = database_backend.new_database(folder, template=migrated_database, name=f"growth{count}")
-        app = create_app(make_config(folder, url))
-        try:
+        with _deployment(folder, database_backend, f"growth{count}", migrated_database) as app:
             peaks[count] = _peak_of_a_backup(app, folder, count)
-        finally:
-            with app.app_context():
-                db.engine.dispose()
-            database_backend.drop(url)
     per_upload = (peaks[6000] - peaks[1000]) / 5000
     assert per_upload < 300, peaks
 
@@ -154,30 +172,11 @@ def test_a_restore_holds_nothing_per_upload_in_memory(tmp_path, database_backend
     peaks = {}
     for count in (1000, 6000):
         folder = tmp_path / str(count)
-        folder.mkdir()
-        url = database_backend.new_database(folder, template=migrated_database, name=f"source{count}")
-        app = create_app(make_config(folder, url))
-        try:
+        with _deployment(folder, database_backend, f"source{count}", migrated_database) as app:
             _peak_of_a_backup(app, folder, count)
-        finally:
-            with app.app_context():
-                db.engine.dispose()
-            database_backend.drop(url)
-        target = tmp_path / f"restored{count}"
-        target.mkdir()
-        url = database_backend.new_database(target, name=f"restored{count}")
-        app = create_app(make_config(target, url))
-        try:
-            with app.app_context():
-                tracemalloc.start()
-                try:
-                    summary = backups.restore(folder / f"backup-{count}.tar.gz")
-                    _, peaks[count] = tracemalloc.get_traced_memory()
-                finally:
-                    tracemalloc.stop()
-                assert summary.uploads == count
-                db.engine.dispose()
-        finally:
-            database_backend.drop(url)
+        restored = tmp_path / f"restored{count}"
+        with _deployment(restored, database_backend, f"restored{count}") as app, app.app_context():
+            summary, peaks[count] = _peak_of(backups.restore, folder / f"backup-{count}.tar.gz")
+            assert summary.uploads == count
     per_upload = (peaks[6000] - peaks[1000]) / 5000
     assert per_upload < 300, peaks
