@@ -88,7 +88,7 @@ def _decode(value):
     return value
 
 
-def _sha256_file(path: Path) -> str:
+def _sha256_file(path: Path | str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -156,7 +156,7 @@ def backup(path: Path) -> Summary:
                     splits += [row for row in dict.fromkeys(earlier) if row[1] not in current]
                 for split_id, gold_path, gold_sha256 in splits:
                     source = _inside(labels_dir, gold_path, f"gold file of split {split_id}")
-                    if not source.is_file():
+                    if not os.path.isfile(source):
                         raise InvalidInput(f"the gold file of split {split_id} is missing: {source}")
                     _add_file(
                         archive,
@@ -174,8 +174,8 @@ def backup(path: Path) -> Summary:
                     .scalars()
                 )
                 for digest in digests:
-                    source = uploads_dir / digest[:2] / f"{digest}.gz"
-                    if not source.is_file():
+                    source = os.path.join(uploads_dir, digest[:2], f"{digest}.gz")
+                    if not os.path.isfile(source):
                         raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
                     _add_file(archive, listed, f"submissions/{digest[:2]}/{digest}.gz", source)
                     summary.uploads += 1
@@ -259,8 +259,9 @@ def _add_table(archive: tarfile.TarFile, listed: _FileList, connection, table) -
     return count
 
 
-def _add_file(archive, listed: _FileList, name: str, source: Path, expect: str | None = None, what: str = "") -> None:
-    data = source.read_bytes()
+def _add_file(archive, listed: _FileList, name: str, source: str, expect: str | None = None, what: str = "") -> None:
+    with open(source, "rb") as fh:
+        data = fh.read()
     digest = hashlib.sha256(data).hexdigest()
     if expect is not None and digest != expect:
         raise InvalidInput(f"{what} no longer matches the sha256 on record: {source}")
@@ -285,12 +286,16 @@ def _member(name: str, size: int) -> tarfile.TarInfo:
     return info
 
 
-def _inside(folder: Path, relative: str, what: str) -> Path:
-    """`folder/relative`, refusing anything that would land outside `folder`."""
-    pure = PurePosixPath(relative)
-    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+def _inside(folder: Path | str, relative: str, what: str) -> str:
+    """`folder/relative`, refusing anything that would land outside `folder`.
+
+    Paths of single files are plain strings, not Path objects, here and in the loops over files: pathlib interns
+    every name it parses, and a million distinct upload names make the interpreter's table of interned strings
+    grow and be copied (megabytes at once, at moments that depend on the whole process's history)."""
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if relative.startswith("/") or ".." in parts or not parts:
         raise InvalidInput(f"{what} has an unsafe path: {relative!r}")
-    return folder.joinpath(*pure.parts)
+    return os.path.join(folder, *parts)
 
 
 # --- restore -----------------------------------------------------------------------------------------
@@ -357,9 +362,9 @@ def _unpack(path: Path, staging: _Staging) -> dict:
                 if not member.isfile():
                     raise InvalidInput(f"the backup holds {member.name!r}, which is not a regular file")
                 target = _inside(staging.unpacked, member.name, "an archive member")
-                if target.exists():
+                if os.path.lexists(target):
                     raise InvalidInput(f"the backup holds {member.name!r} twice")
-                target.parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
                 source_file = archive.extractfile(member)
                 if source_file is None:
                     raise InvalidInput(f"the archive's member {member.name} is not a file")
@@ -384,13 +389,13 @@ def _unpack(path: Path, staging: _Staging) -> dict:
     for name, digest in _listed(manifest, staging):
         unpacked = _inside(staging.unpacked, name, "a listed file")
         checked = _inside(staging.checked, name, "a listed file")
-        if not unpacked.is_file():
-            if checked.exists():
+        if not os.path.isfile(unpacked):
+            if os.path.lexists(checked):
                 raise InvalidInput(f"the backup's list names {name} twice")
             raise InvalidInput(f"the backup is incomplete: {name} is missing")
         if _sha256_file(unpacked) != digest:
             raise InvalidInput(f"the backup is damaged: {name} does not match its sha256")
-        checked.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(checked), exist_ok=True)
         os.replace(unpacked, checked)
     unlisted = (
         name
@@ -463,18 +468,19 @@ def _placed_files(manifest: dict, staging: _Staging, labels_dir: Path, uploads_d
             continue
         else:
             raise InvalidInput(f"the backup holds an unexpected file {name!r}")
-        if target.exists() and _sha256_file(target) != digest:
+        if os.path.lexists(target) and _sha256_file(target) != digest:
             raise Conflict(f"{target} already exists with other content; restore needs an empty deployment")
         yield _inside(staging.checked, name, "a listed file"), target, digest, secret
 
 
-def _place(source: Path, target: Path, digest: str, secret: bool) -> None:
-    if target.exists():
+def _place(source: str, target: str, digest: str, secret: bool) -> None:
+    if os.path.lexists(target):
         return  # identical (checked above)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    folder, name = os.path.split(target)
+    os.makedirs(folder, exist_ok=True)
     if secret:
-        os.chmod(target.parent, 0o700)
-    tmp = target.with_name(f".{target.name}.restore")
+        os.chmod(folder, 0o700)
+    tmp = os.path.join(folder, f".{name}.restore")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out, open(source, "rb") as fh:
         shutil.copyfileobj(fh, out)
