@@ -14,7 +14,6 @@ the leaderboard and on its own page, and two entries are compared on the same re
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -307,6 +306,7 @@ class Ranks:
 
 
 _RANK_BLOCK = 64  # entries compared with those above them at a time: small blocks keep the exact window narrow
+_SURE_MARGIN = 0.99  # a pair is settled without its test only this far under the threshold (betainc's rounding)
 
 
 def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = ALPHA) -> Ranks:
@@ -315,50 +315,110 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
     An entry's rank is 1 + the number of entries above it that are significantly better on the primary
     metric: a one-sided exact McNemar test against each of them, Holm-corrected over that entry's own
     comparisons (as many as there are entries above it), alpha 0.05. Entries with identical primary scores
-    never separate (p = 1). The discordant counts of all pairs come from the correctness matrix at once
-    (right-on-both counts are popcounts of the bit-packed rows ANDed, a matrix product over bits), in blocks
-    of entries. An entry is never ranked better than one above it (a running maximum), so ranks never
-    decrease down the table.
+    never separate (p = 1). An entry is never ranked better than one above it (a running maximum), so ranks
+    never decrease down the table.
 
-    correct: (k, units) bool, per-judgement correctness on the primary metric; primary: (k,) scores.
+    correct: (k, units) bool, per-judgement correctness on the primary metric; primary: (k,) scores, the
+    share of `correct` right (table order is primary descending).
     """
+    return view_ranks(correct, primary, [None], alpha)[0]
+
+
+def view_ranks(
+    correct: np.ndarray, primary: np.ndarray, views: Sequence[np.ndarray | None], alpha: float = ALPHA
+) -> list[Ranks]:
+    """significance_ranks of the table (a view None) and of sub-tables of it (a view: the ascending positions
+    of its entries, as view=teams keeps each team's best), on the same pair counts: a sub-table's entry is
+    compared with fewer entries, so it settles at least as many by their marginal counts alone and the pairs it
+    still needs are among the table's.
+
+    The discordant counts come from the bit-packed correctness rows (popcounts of ANDed words), in blocks of
+    entries, for the pairs whose test can matter: entries so far above that no pairing of their judgements
+    could make the difference insignificant are counted without it (see _sure_counts); the rest are tested,
+    their p-values computed once per distinct pair of counts (_PTable)."""
     correct = np.asarray(correct, dtype=bool)
     primary = np.asarray(primary, dtype=np.float64)
     k, units = correct.shape[0], correct.shape[1]
+    members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
+    better = [np.zeros(m.size, dtype=np.int64) for m in members]
     if k == 0:
-        return Ranks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        return [Ranks(np.zeros(0, dtype=np.int64), b) for b in better]
     packed = _packed(correct)
-    right = correct.sum(axis=1, dtype=np.float64)
-    better = np.zeros(k, dtype=np.int64)
-    for start in range(1, k, _RANK_BLOCK):
+    right = correct.sum(axis=1, dtype=np.int64)
+    table = _PTable(units)
+    # Per view: each table position's index in the view (-1: not in it), and where each member's window starts
+    # (the table position of its first member that is not surely better).
+    index = []
+    window = []
+    for m in members:
+        at = np.full(k, -1, dtype=np.int64)
+        at[m] = np.arange(m.size)
+        index.append(at)
+        window.append(np.r_[m, k][_sure_counts(right[m], units, alpha)])
+    for start in range(0, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
-        # Entries so far above that no pairing of their predictions could make the difference insignificant
-        # are counted without the exact test (a prefix, as the table is in primary order); see _surely_better.
-        lo = _surely_better(primary[:start], primary[start], units, alpha / stop)
+        rows = [at[start:stop] for at in index]  # view indices of the block's rows
+        starts = [w[r[r >= 0]] for w, r in zip(window, rows, strict=True)]
+        if not any(s.size for s in starts):
+            continue
+        lo = int(min(s.min() for s in starts if s.size))
         both = _both_right(packed[start:stop], packed[lo:stop])  # (b, stop - lo): right on both
-        above_only = right[None, lo:stop] - both  # judgements only the entry above got right
-        below_only = right[start:stop, None] - both
-        p = _decisive_p(above_only, below_only)
-        rows = np.arange(start, stop)
-        columns = np.arange(lo, stop)[None, :]
-        above = columns < rows[:, None]
-        p[~above] = np.inf  # only entries strictly above count; they sort last and are never rejected
-        p[above & (primary[None, lo:stop] == primary[start:stop, None])] = 1.0  # equal scores never separate
-        p.sort(axis=1)
-        m = rows[:, None]  # comparisons of each entry: the entries above it
-        steps = lo + np.arange(stop - lo)[None, :]  # the sure ones are Holm's first steps, all rejected
-        thresholds = alpha / np.maximum(m - steps, 1)
-        fails = (p > thresholds) | (steps >= m)
-        better[start:stop] = lo + np.argmax(np.concatenate([fails, np.ones((stop - start, 1), bool)], axis=1), axis=1)
-    ranks = np.maximum.accumulate(1 + better)
-    # Entries with identical primary scores share the rank of the first of them (the table puts them
-    # together; the tie-break by consistency orders them but never separates them).
-    first_of_tie = np.r_[True, primary[1:] != primary[:-1]]
-    ranks = ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(k), 0))]
-    return Ranks(ranks, better)
+        p = _decisive_p(right[None, lo:stop] - both, right[start:stop, None] - both, table)
+        tied = primary[None, lo:stop] == primary[start:stop, None]
+        for m, at, row, out in zip(members, index, rows, better, strict=True):
+            inside = np.flatnonzero(row >= 0)
+            if inside.size == 0:
+                continue
+            columns = np.flatnonzero(at[lo:stop] >= 0)
+            whole = inside.size == stop - start and columns.size == stop - lo
+            view_p = p.copy() if whole else p[np.ix_(inside, columns)]
+            js = row[inside][:, None]  # each row's comparisons: the members above it
+            column_js = at[lo:stop][columns][None, :]
+            above = column_js < js
+            view_p[~above] = np.inf  # only members strictly above count; they sort last and are never rejected
+            view_p[above & (tied if whole else tied[np.ix_(inside, columns)])] = 1.0  # equal scores never separate
+            view_p.sort(axis=1)
+            first = int(np.searchsorted(m, lo))  # members before the window: surely better, Holm's first steps
+            steps = first + np.arange(columns.size)[None, :]
+            thresholds = alpha / np.maximum(js - steps, 1)
+            fails = np.concatenate([(view_p > thresholds) | (steps >= js), np.ones((inside.size, 1), bool)], axis=1)
+            out[row[inside]] = first + np.argmax(fails, axis=1)  # Holm's first failure
+    result = []
+    for m, b in zip(members, better, strict=True):
+        ranks = np.maximum.accumulate(1 + b)
+        # Entries with identical primary scores share the rank of the first of them (the table puts them
+        # together; the tie-break by consistency orders them but never separates them).
+        scores = primary[m]
+        first_of_tie = np.r_[True, scores[1:] != scores[:-1]]
+        ranks = ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(m.size), 0))]
+        result.append(Ranks(ranks, b))
+    return result
 
 
-def _decisive_p(above_only: np.ndarray, below_only: np.ndarray) -> np.ndarray:
+class _PTable:
+    """Exact one-sided p-values by (discordant judgements n, difference d), each computed once for a board:
+    a board repeats the same pairs of counts many times (10,000 entries: ~10^7 pairs tested, a few 10^5
+    distinct). Only the band _decisive_p computes exactly is held: d <= 1 + 6 sqrt(n) (28 MB for 6,970 units)."""
+
+    def __init__(self, units: int) -> None:
+        self.width = int(6.0 * np.sqrt(max(units, 1))) + 3
+        self.units = units
+        self.values = np.full((units + 1) * self.width, np.nan)
+
+    def lookup(self, above: np.ndarray, below: np.ndarray) -> np.ndarray:
+        n = (above + below).astype(np.int64)
+        key = n * self.width + (above - below).astype(np.int64)
+        found = self.values[key]
+        missing = np.isnan(found)
+        if missing.any():
+            new = np.unique(key[missing])
+            n_new, d_new = np.divmod(new, self.width)
+            self.values[new] = one_sided_p((n_new + d_new) // 2, (n_new - d_new) // 2)
+            found[missing] = self.values[key[missing]]
+        return found
+
+
+def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable | None = None) -> np.ndarray:
     """One-sided exact McNemar p-values where they can decide a rank; elsewhere a stand-in on the same side
     of every threshold: 1 where the entry above is not ahead by a standard error (z < 1, so p > 0.15 while
     Holm's thresholds are at most 0.05), 0 where it is ahead by more than six (p < 1e-9, under alpha over
@@ -368,12 +428,46 @@ def _decisive_p(above_only: np.ndarray, below_only: np.ndarray) -> np.ndarray:
     p = np.ones(n.shape)
     p[z > 6.0] = 0.0
     band = (z >= 1.0) & (z <= 6.0)
-    # p depends on the two counts alone, and a board repeats the same pairs of counts many times (a
-    # 10,000-entry board: ~10^7 pairs in the band, ~3 x 10^5 distinct): each distinct pair is computed once.
     above, below = above_only[band], below_only[band]
+    if table is not None:
+        p[band] = table.lookup(above, below)
+        return p
+    # p depends on the two counts alone: each distinct pair is computed once.
     distinct, inverse = np.unique(above * (2.0**32) + below, return_inverse=True)
     p[band] = one_sided_p(np.floor(distinct / 2.0**32), np.mod(distinct, 2.0**32))[inverse]
     return p
+
+
+def _sure_counts(right: np.ndarray, units: int, alpha: float) -> np.ndarray:
+    """For each entry of a table (right: its judgements right, table order), how many of the first entries
+    above it are significantly better than it whatever their judgements, so that their tests need not be run.
+
+    With counts r_a > r_b, the discordant judgements n are at most min(r_a + r_b, 2 units - r_a - r_b) and the
+    one-sided McNemar p for a difference r_a - r_b is largest at the largest n (_largest_p); it only falls as
+    r_a grows, so the sure entries are found by bisection on the fewest right among the first t. Where that
+    largest p is under Holm's strictest threshold for the entry (alpha over its comparisons), the exact test
+    cannot come out otherwise (in any order, a p that low is rejected)."""
+    k = right.size
+    lowest = np.minimum.accumulate(right)  # the fewest right among the first t entries
+    level = alpha / np.maximum(np.arange(k), 1) * _SURE_MARGIN
+    lo, hi = np.zeros(k, dtype=np.int64), np.arange(k)  # the answer lies in [lo, hi]; 0 always holds
+    while True:
+        active = np.flatnonzero(lo < hi)
+        if active.size == 0:
+            return lo
+        mid = (lo[active] + hi[active] + 1) // 2
+        sure = _largest_p(lowest[mid - 1], right[active], units) <= level[active]
+        lo[active] = np.where(sure, mid, lo[active])
+        hi[active] = np.where(sure, hi[active], mid - 1)
+
+
+def _largest_p(above: np.ndarray, below: np.ndarray, units: int) -> np.ndarray:
+    """The largest one-sided McNemar p two entries with these counts right can have (1 unless above > below):
+    every judgement that can be discordant is (n and the difference have the same parity)."""
+    difference = above - below
+    n = np.minimum(above + below, 2 * units - above - below)
+    worst = one_sided_p((n + difference) // 2, (n - difference) // 2)
+    return np.where(difference > 0, worst, 1.0)
 
 
 def _packed(correct: np.ndarray) -> np.ndarray:
@@ -397,32 +491,6 @@ def _both_right(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         np.bitwise_count(anded, out=counts)
         total += counts
     return total.astype(np.float64)
-
-
-def _surely_better(above: np.ndarray, value: float, units: int, level: float) -> int:
-    """How many of the entries `above` (primary scores in descending order) are significantly better than
-    an entry scoring `value` whatever their discordant counts: with a difference of D judgements, the one-sided
-    McNemar p is largest when every judgement is discordant, P(X >= (units + D) / 2), X ~ Binomial(units, 1/2);
-    where even that is ten times under `level` (alpha over the most comparisons any entry of the block has,
-    the strictest Holm threshold), the exact test cannot come out otherwise, so it need not be run."""
-    if above.size == 0 or units == 0:
-        return 0
-    sure = np.flatnonzero(_worst_p(units) < level / 10.0)
-    if sure.size == 0:
-        return 0
-    needed = int(sure[0]) + 1  # one judgement of slack for rounding of the percentages
-    gaps = np.floor((above - value) / 100.0 * units + 1e-6)
-    return int(np.count_nonzero(gaps >= needed))  # `above` descends, so these are its first entries
-
-
-@functools.lru_cache(maxsize=8)
-def _worst_p(units: int) -> np.ndarray:
-    """For every difference D of 0..units judgements, the largest one-sided McNemar p it can have (every
-    judgement discordant): the same for every entry of a board, so computed once per number of units."""
-    differences = np.arange(units + 1, dtype=np.float64)
-    worst = one_sided_p(np.ceil((units + differences) / 2.0), units - np.ceil((units + differences) / 2.0))
-    worst.setflags(write=False)
-    return worst
 
 
 def _ranks_in_columns(samples: np.ndarray, block: int = 100) -> np.ndarray:

@@ -103,3 +103,45 @@ def test_ranks_in_columns_equal_counting_the_higher_values():
             higher = np.isnan(values) if not np.isnan(value) else np.zeros(values.size, bool)
             expected[i, column] = 1 + int(np.count_nonzero(values > value) + higher.sum())
     np.testing.assert_array_equal(statistics._ranks_in_columns(samples), expected)
+
+
+@pytest.mark.parametrize("seed, k, units, spread", [(9, 300, 2000, (0.6, 0.9)), (10, 200, 6970, (0.5, 0.95))])
+def test_view_ranks_equal_the_exact_computation_on_each_sub_table(seed, k, units, spread):
+    """A sub-table (view=teams: each team's best) ranked on the whole table's pair counts is ranked as it
+    would be alone."""
+    rng = np.random.default_rng(seed)
+    correct, primary = _board(rng, k, units, spread)
+    best = np.sort(rng.choice(k, size=k // 2, replace=False))
+    whole, teams = statistics.view_ranks(correct, primary, [None, best])
+    ranks, better = _exact_ranks(correct, primary)
+    np.testing.assert_array_equal(whole.ranks, ranks)
+    np.testing.assert_array_equal(whole.better, better)
+    ranks, better = _exact_ranks(correct[best], primary[best])
+    np.testing.assert_array_equal(teams.ranks, ranks)
+    np.testing.assert_array_equal(teams.better, better)
+
+
+def test_sure_counts_settle_only_pairs_the_exact_test_rejects_first():
+    """Every entry counted as surely better has an exact p under Holm's strictest threshold for the entry below."""
+    rng = np.random.default_rng(11)
+    correct, primary = _board(rng, 400, 3000, (0.5, 0.95))
+    right = correct.sum(axis=1)
+    sure = statistics._sure_counts(right, correct.shape[1], statistics.ALPHA)
+    assert sure[-1] > 100  # the shortcut is taken
+    for i in range(1, correct.shape[0]):
+        above = correct[: sure[i]]
+        both = (above & correct[i]).sum(axis=1)
+        p = statistics.one_sided_p(right[: sure[i]] - both, right[i] - both)
+        assert (p <= statistics.ALPHA / i).all()
+
+
+def test_p_table_holds_the_exact_p_values():
+    rng = np.random.default_rng(12)
+    n = rng.integers(0, 2000, size=20000)
+    d = rng.integers(0, 6 * np.sqrt(np.maximum(n, 1)).astype(np.int64) + 2)
+    d -= (d - n) % 2  # the difference has the parity of the discordant count
+    ok = (d >= 0) & (d <= n)
+    above, below = ((n + d) // 2)[ok].astype(float), ((n - d) // 2)[ok].astype(float)
+    table = statistics._PTable(2000)
+    np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))
+    np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))  # from the table
