@@ -56,6 +56,9 @@ class Interval:
     low: np.ndarray
     high: np.ndarray
     samples: np.ndarray | None = None  # (k, resamples) where asked for (bootstrap's keep): rank intervals
+    # (k, resamples) non-negative integers beside the samples (the resampled numerators: a resample's scores share
+    # one denominator), ordering and tying the entries in each resample as the samples do; ranked faster.
+    keys: np.ndarray | None = None
 
 
 # --- from predictions to per-group counts ----------------------------------------------------------------
@@ -196,7 +199,7 @@ def bootstrap(
     tail = (1.0 - confidence) / 2.0 * 100.0
     result = {}
     for key, ratio in ratios.items():
-        draws = []
+        draws, keys = [], []
         for weights in resample_blocks(n_groups, resamples, seed):
             # The whole split: every group is present, in order.
             w = weights if ratio.groups.size == n_groups else weights[:, ratio.groups]
@@ -204,6 +207,8 @@ def bootstrap(
             numerators = ratio.numerators @ w.T  # (k, b) -- the matrix product that does the work
             present = denominators > 0  # a subset can miss every one of its groups in a resample
             draws.append(numerators[:, present] / denominators[present] * 100.0)
+            if key == keep:
+                keys.append(numerators[:, present].astype(np.int32))  # sums of small integers, exact in float32
         values = ratio.values
         samples = np.concatenate(draws, axis=1) if draws else np.empty((values.size, 0))
         del draws
@@ -212,7 +217,10 @@ def bootstrap(
             result[key] = Interval(values, nan, nan.copy())
             continue
         low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
-        result[key] = Interval(values, low, high, samples if key == keep else None)
+        if key == keep:
+            result[key] = Interval(values, low, high, samples, np.concatenate(keys, axis=1))
+        else:
+            result[key] = Interval(values, low, high)
     return result
 
 
@@ -266,10 +274,11 @@ def count_intervals(
         share = values / 100.0
         centre = (share + z * z / (2 * n)) / (1 + z * z / n)
         half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        samples = None
+        samples = keys = None
         if key == keep:
-            samples = rng.binomial(int(round(n)), np.clip(share, 0.0, 1.0), size=(resamples, values.size)).T / n * 100
-        result[key] = Interval(values, (centre - half) * 100.0, (centre + half) * 100.0, samples)
+            keys = rng.binomial(int(round(n)), np.clip(share, 0.0, 1.0), size=(resamples, values.size)).T
+            samples = keys / n * 100
+        result[key] = Interval(values, (centre - half) * 100.0, (centre + half) * 100.0, samples, keys)
     return result
 
 
@@ -494,15 +503,21 @@ def _both_right(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
 
 
 def _ranks_in_columns(samples: np.ndarray, block: int = 100) -> np.ndarray:
-    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value.
+    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value."""
+    return _view_ranks_in_columns(samples, [np.arange(samples.shape[0])], block)[0]
+
+
+def _view_ranks_in_columns(samples: np.ndarray, members: Sequence[np.ndarray], block: int = 100) -> list[np.ndarray]:
+    """Each view's (members, resamples) ranks: 1 + the view's entries with a strictly higher value.
 
     `block` resamples at a time (bounds the temporaries: ~40 MB for 10,000 entries): sort each (a row of the
     transposed block), find for each sorted place the last place holding the same value (ties share a rank;
-    NaNs count as equal to each other and highest, as a sorted search counts them), and scatter the ranks
-    back to the entries."""
+    NaNs count as equal to each other and highest, as a sorted search counts them), count the view's entries up
+    to each place, and scatter the ranks back to the entries. One sort serves every view."""
     k, resamples = samples.shape
-    ranks = np.empty((k, resamples), dtype=np.int32)  # ranks <= k; half the memory of int64
+    ranks = [np.empty((m.size, resamples), dtype=np.int32) for m in members]  # ranks <= k; half of int64
     places = np.arange(k)
+    masks = [None if m.size == k else np.isin(places, m) for m in members]
     for at in range(0, resamples, block):
         by_resample = np.ascontiguousarray(samples[:, at : at + block].T)  # (b, k)
         order = np.argsort(by_resample, axis=1, kind="stable")
@@ -513,20 +528,68 @@ def _ranks_in_columns(samples: np.ndarray, block: int = 100) -> np.ndarray:
         # For each place, the first place at or after it that ends a run of equal values.
         ends = np.minimum.accumulate(np.where(last, places, k)[:, ::-1], axis=1)[:, ::-1]
         found = np.empty(by_resample.shape, dtype=np.int64)
-        np.put_along_axis(found, order, k - ends, axis=1)  # 1 + (k - 1 - end) entries above the run
-        ranks[:, at : at + block] = found.T
+        for m, mask, out in zip(members, masks, ranks, strict=True):
+            if mask is None:
+                np.put_along_axis(found, order, k - ends, axis=1)  # 1 + (k - 1 - end) entries above the run
+            else:
+                # The view's entries at or before each place of the sorted resample; those after its run are above.
+                counted = np.cumsum(mask[order], axis=1)
+                np.put_along_axis(found, order, 1 + m.size - np.take_along_axis(counted, ends, axis=1), axis=1)
+            out[:, at : at + block] = found[:, m].T
+    return ranks
+
+
+def _view_ranks_by_counting(keys: np.ndarray, members: Sequence[np.ndarray], block: int = 100) -> list[np.ndarray]:
+    """_view_ranks_in_columns for non-negative integer values (no NaNs): each resample's values are counted
+    (np.bincount) instead of sorted, 1 + the view's entries above a value being the view's size less those at
+    or below it (a cumulative count)."""
+    k, resamples = keys.shape
+    ranks = [np.empty((m.size, resamples), dtype=np.int32) for m in members]
+    top = int(keys.max()) + 1 if keys.size else 1
+    for at in range(0, resamples, block):
+        by_resample = np.ascontiguousarray(keys[:, at : at + block].T).astype(np.int64)  # (b, k)
+        b = by_resample.shape[0]
+        shifted = by_resample + (np.arange(b) * top)[:, None]  # each resample's values in a range of its own
+        for m, out in zip(members, ranks, strict=True):
+            whole = m.size == k
+            counts = np.bincount((shifted if whole else shifted[:, m]).ravel(), minlength=b * top).reshape(b, top)
+            at_or_below = np.cumsum(counts, axis=1)
+            values = by_resample if whole else by_resample[:, m]
+            out[:, at : at + b] = (1 + m.size - np.take_along_axis(at_or_below, values, axis=1)).T
     return ranks
 
 
 def rank_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) 95% rank intervals from bootstrap resamples of the primary metric, (k, resamples):
     an entry's rank in each resample is 1 + the entries with a higher resampled score."""
-    samples = np.asarray(samples, dtype=np.float64)
+    return view_rank_intervals(samples, [None], confidence)[0]
+
+
+def view_rank_intervals(
+    samples: np.ndarray, views: Sequence[np.ndarray | None], confidence: float = CONFIDENCE
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """rank_intervals of the table (a view None) and of sub-tables (ascending positions, as in view_ranks), each
+    entry ranked among its view's entries, from one pass over the resamples.
+
+    samples: (k, resamples) resampled scores, or non-negative integers that order and tie the entries of each
+    resample as the scores do (Interval.keys: the resampled numerators, a resample's scores sharing one
+    denominator), which are ranked by counting rather than sorting."""
+    samples = np.asarray(samples)
     k = samples.shape[0]
+    members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
     if k == 0 or samples.shape[1] == 0:
-        return np.ones(k, dtype=np.int64), np.full(k, k, dtype=np.int64)
-    ranks = _ranks_in_columns(samples)
+        return [(np.ones(m.size, dtype=np.int64), np.full(m.size, m.size, dtype=np.int64)) for m in members]
+    if np.issubdtype(samples.dtype, np.integer) and samples.min() >= 0:
+        ranked = _view_ranks_by_counting(samples, members)
+    else:
+        ranked = _view_ranks_in_columns(np.asarray(samples, dtype=np.float64), members)
     tail = (1.0 - confidence) / 2.0 * 100.0
-    low = np.percentile(ranks, tail, axis=1, method="lower")
-    high = np.percentile(ranks, 100.0 - tail, axis=1, method="higher")
-    return low.astype(np.int64), high.astype(np.int64)
+    result = []
+    for ranks in ranked:
+        if ranks.shape[0] == 0:
+            result.append((np.ones(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
+            continue
+        low = np.percentile(ranks, tail, axis=1, method="lower")
+        high = np.percentile(ranks, 100.0 - tail, axis=1, method="higher")
+        result.append((low.astype(np.int64), high.astype(np.int64)))
+    return result

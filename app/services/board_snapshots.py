@@ -186,14 +186,16 @@ def _compute(split: Split, version: int) -> Snapshot:
         # Primary metric (descending), tie-break metric (descending), then submission time and id.
         order = np.lexsort((ids, times, -np.nan_to_num(tie, nan=-1.0), -np.nan_to_num(primary, nan=-1.0)))
         correct = statistics.primary_correctness(task, gold, stacked)[order]
-        kept_samples = table[primary_key].samples
-        assert kept_samples is not None  # kept for the primary column (keep=primary_key)
-        samples = kept_samples[order]
-        ranked = _ranks(correct, primary[order], samples)
+        kept = table[primary_key].keys  # the resampled numerators: they rank the entries as the scores do
+        assert kept is not None  # kept for the primary column (keep=primary_key)
+        samples = kept[order]
         team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
         best = _first_of_each(team_keys)  # positions of each team's best entry
-        # Every entry its team's best (the usual board): the teams view is the board itself.
-        team_ranked = ranked if len(best) == len(order) else _ranks(correct[best], primary[order][best], samples[best])
+        # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view
+        # is ranked on the board's pair counts and resample sorts (statistics.view_ranks).
+        views = [None] if len(best) == len(order) else [None, np.asarray(best)]
+        by_view = _ranks(correct, primary[order], samples, views)
+        ranked, team_ranked = by_view[0], by_view[-1]
         by_position = {position: index for index, position in enumerate(best)}
         for position, i in enumerate(order.tolist()):
             row = rows[i]
@@ -238,11 +240,14 @@ def _compute(split: Split, version: int) -> Snapshot:
     return Snapshot(version, entries, _references(split))
 
 
-def _ranks(correct: np.ndarray, primary: np.ndarray, samples: np.ndarray) -> tuple[list[int], list[int], list[int]]:
-    """Significance-aware ranks and 95% rank intervals of entries in table order."""
-    ranks = statistics.significance_ranks(correct, primary).ranks
-    low, high = statistics.rank_intervals(samples)
-    return ranks.tolist(), low.tolist(), high.tolist()
+def _ranks(
+    correct: np.ndarray, primary: np.ndarray, samples: np.ndarray, views: list[np.ndarray | None]
+) -> list[tuple[list[int], list[int], list[int]]]:
+    """Significance-aware ranks and 95% rank intervals of entries in table order, for the board (a view None)
+    and each sub-table of it (the positions of its entries)."""
+    ranks = statistics.view_ranks(correct, primary, views)
+    intervals = statistics.view_rank_intervals(samples, views)
+    return [(r.ranks.tolist(), low.tolist(), high.tolist()) for r, (low, high) in zip(ranks, intervals, strict=True)]
 
 
 def _first_of_each(keys: list[str]) -> list[int]:

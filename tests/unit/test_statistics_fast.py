@@ -7,7 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.evaluation import statistics
+from app import synthetic
+from app.evaluation import get_task, statistics
+
+NLVR2 = get_task("nlvr2")
+
+
+@pytest.fixture(scope="module")
+def nlvr2_small():
+    """A synthetic NLVR2 split (1,200 examples), its bias subsets and 40 entries' predictions."""
+    gold = NLVR2.read_gold(synthetic.nlvr2_gold(1200, split="test", seed=5))
+    rng = np.random.default_rng(14)
+    right = rng.random((40, gold.n)) < rng.uniform(0.5, 0.9, size=(40, 1))
+    right[3] = right[4]  # two identical entries
+    return gold, NLVR2.derive_subsets(gold), np.where(right, gold.labels, ~gold.labels)
 
 
 def _board(rng: np.random.Generator, k: int, units: int, spread: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -145,3 +158,34 @@ def test_p_table_holds_the_exact_p_values():
     table = statistics._PTable(2000)
     np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))
     np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))  # from the table
+
+
+def test_rank_intervals_of_views_and_of_integer_keys_equal_those_of_each_table_alone():
+    """Ranks among a view's entries come from the whole table's sort; integer keys (resampled numerators) are
+    counted instead of sorted: the intervals are those of each sub-table's own samples."""
+    rng = np.random.default_rng(13)
+    keys = rng.integers(300, 360, size=(200, 120))  # many ties in each resample
+    samples = keys / 500 * 100
+    best = np.sort(rng.choice(200, size=70, replace=False))
+    expected = [statistics.rank_intervals(samples), statistics.rank_intervals(samples[best])]
+    for values in (samples, keys, keys.astype(np.int32)):
+        found = statistics.view_rank_intervals(values, [None, best])
+        for (low, high), (want_low, want_high) in zip(found, expected, strict=True):
+            np.testing.assert_array_equal(low, want_low)
+            np.testing.assert_array_equal(high, want_high)
+    members = [np.arange(200), best]
+    for counted, sorted_ in zip(
+        statistics._view_ranks_by_counting(keys, members),
+        statistics._view_ranks_in_columns(samples, members),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(counted, sorted_)
+
+
+def test_bootstrap_keys_order_the_resamples_as_the_samples_do(nlvr2_small):
+    gold, _, stacked = nlvr2_small
+    key = ("all", "accuracy")
+    interval = statistics.intervals(NLVR2, gold, stacked, {"all": (None, ("accuracy",))}, keep=key)[key]
+    assert interval.keys is not None and interval.samples is not None
+    counted = statistics._view_ranks_by_counting(interval.keys, [np.arange(len(stacked))])[0]
+    np.testing.assert_array_equal(statistics._ranks_in_columns(interval.samples), counted)
