@@ -72,41 +72,39 @@ def group_codes(gold: GoldSet) -> tuple[np.ndarray, int]:
 
 def _group_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(k, m) values of m examples with group codes (m,) -> (present groups, float32 sums (k, G_s))."""
+    groups, sums = _group_sums_by_example(_by_example(values), codes)
+    return groups, sums.T
+
+
+def _by_example(values: np.ndarray) -> np.ndarray:
+    """(k, m) -> (m, k), contiguous: an example's values of every entry side by side (bool as uint8)."""
+    by_example = np.ascontiguousarray(values.T)
+    return by_example.view(np.uint8) if by_example.dtype == bool else by_example
+
+
+def _group_sums_by_example(
+    by_example: np.ndarray, codes: np.ndarray, indices: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Group sums of the examples `indices` (None: all) of a (n, k) by-example matrix, codes (the examples'
+    groups) given for those examples -> (present groups, float32 sums (G_s, k)).
+
+    All groups of one size at a time, whole rows of k entries added (a reduceat along the examples of the
+    (k, n) matrix steps through memory and is tens of times slower on a 10,000-entry board); a subset's rows
+    are picked in the same gather, not copied first. The sums are of small integers, exact in float32."""
+    k = by_example.shape[1]
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     if ordered.size == 0:
-        return ordered, np.zeros((values.shape[0], 0), dtype=np.float32)
+        return ordered, np.zeros((0, k), dtype=np.float32)
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     sizes = np.diff(np.r_[starts, ordered.size])
-    # Summed over the transposed matrix, whose rows (examples) are contiguous, all groups of one size at a
-    # time: whole vectors of k entries are added (a reduceat along the examples steps through memory and is
-    # tens of times slower on a 10,000-entry board). The sums are of small integers, exact in float32.
-    by_example = np.ascontiguousarray(values.T)
-    if by_example.dtype == bool:
-        by_example = by_example.view(np.uint8)
-    sums = np.empty((starts.size, values.shape[0]), dtype=np.float32)
+    rows = order if indices is None else np.asarray(indices)[order]
+    sums = np.empty((starts.size, k), dtype=np.float32)
     for size in np.unique(sizes):
         which = np.flatnonzero(sizes == size)
-        members = order[starts[which][:, None] + np.arange(size)]  # (groups of this size, size)
+        members = rows[starts[which][:, None] + np.arange(size)]  # (groups of this size, size)
         sums[which] = by_example[members].sum(axis=1, dtype=np.float32)
-    return ordered[starts], np.ascontiguousarray(sums.T)
-
-
-def _accuracy_ratio(
-    correct_counts: np.ndarray, per_example: int, codes: np.ndarray, indices: np.ndarray | None
-) -> Ratio:
-    """Accuracy over the examples `indices` (None: all); correct_counts (k, n) judgements right per example."""
-    if indices is not None:
-        correct_counts, codes = correct_counts[:, indices], codes[indices]
-    groups, sums = _group_sums(correct_counts, codes)
-    sizes = np.bincount(codes, minlength=1)[groups] if groups.size else np.zeros(0)
-    return Ratio(groups, sums, sizes.astype(np.float64) * per_example)
-
-
-def _consistency_ratio(all_right: np.ndarray, codes: np.ndarray) -> Ratio:
-    """Consistency: a group counts when every example in it is right; all_right (k, n) bool."""
-    groups, wrong = _group_sums(~all_right, codes)
-    return Ratio(groups, (wrong == 0).astype(np.float32), np.ones(groups.size))
+    return ordered[starts], sums
 
 
 def metric_ratios(
@@ -124,19 +122,42 @@ def metric_ratios(
 def _each_ratio(
     task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
 ) -> Iterator[tuple[tuple[str, str], Ratio]]:
-    """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next."""
+    """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next.
+
+    Each outcome matrix is transposed once (examples as rows: see _group_sums_by_example) and serves every
+    subset; a subset's consistency counts reuse its accuracy sums where the two count the same judgements
+    (a group is consistent when its right examples are all its examples). Numerators come back as (k, G_s)
+    views of (G_s, k) sums."""
     stacked = np.asarray(stacked)
     codes, _ = group_codes(gold)
     outcomes = _outcomes(task, gold, stacked)
+    transposed: dict[int, np.ndarray] = {}
+    last: tuple[int, str, tuple[np.ndarray, np.ndarray]] | None = None  # the latest sums, for consistency
+
+    def sums_of(values: np.ndarray, subset: str, indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        nonlocal last
+        if last is not None and last[0] == id(values) and last[1] == subset:
+            return last[2]
+        if id(values) not in transposed:
+            transposed[id(values)] = _by_example(values)
+        found = _group_sums_by_example(transposed[id(values)], codes if indices is None else codes[indices], indices)
+        last = (id(values), subset, found)
+        return found
+
     for subset, (indices, metrics) in wanted.items():
+        subset_codes = codes if indices is None else codes[indices]
         for metric in metrics:
             if metric == "consistency":
                 # On a subset of whole groups (a blind test's queried or sealed part) as on the split.
-                all_right = outcomes["all_right"] if indices is None else outcomes["all_right"][:, indices]
-                yield (subset, metric), _consistency_ratio(all_right, codes if indices is None else codes[indices])
+                groups, right = sums_of(outcomes["all_right"], subset, indices)
+                sizes = np.bincount(subset_codes, minlength=1)[groups].astype(np.float32)
+                consistent = (right == sizes[:, None]).astype(np.float32)
+                yield (subset, metric), Ratio(groups, consistent.T, np.ones(groups.size))
             elif metric in outcomes["counts"]:
                 counts, per_example = outcomes["counts"][metric]
-                yield (subset, metric), _accuracy_ratio(counts, per_example, codes, indices)
+                groups, sums = sums_of(counts, subset, indices)
+                sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
+                yield (subset, metric), Ratio(groups, sums.T, sizes.astype(np.float64) * per_example)
             else:
                 raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
 
@@ -150,7 +171,10 @@ def _outcomes(task, gold: GoldSet, stacked: np.ndarray) -> dict:
         labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
         correct = (stacked.astype(bool, copy=False) == labels).reshape(k, gold.n, -1)
         per_example = correct.shape[-1]  # 6 images an example for nlvr-images, else 1
-        counts = correct.sum(axis=-1, dtype=np.uint8) if per_example > 1 else correct[..., 0]
+        if per_example == 1:  # the judgements are the examples: one matrix for both metrics
+            counts = correct[..., 0]
+            return {"counts": {"accuracy": (counts, 1)}, "all_right": counts}
+        counts = correct.sum(axis=-1, dtype=np.uint8)
         return {"counts": {"accuracy": (counts, per_example)}, "all_right": correct.all(axis=-1)}
     raise ValueError(f"intervals are not defined for task type {task.name!r}")
 
@@ -194,34 +218,47 @@ def bootstrap(
     """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled values
     of `keep` come back too, for rank intervals).
 
-    One ratio at a time, its resamples drawn again from the same seed (the same weights, a few milliseconds
-    each): only one ratio's (k, resamples) values are held at once (80 MB for 10,000 entries), not all."""
+    The resamples are drawn once (7 MB of weights on NLVR2) and serve every ratio; one ratio at a time, so
+    only one ratio's (k, resamples) values are held at once (80 MB for 10,000 entries), not all."""
+    blocks = list(resample_blocks(n_groups, resamples, seed))
+    return {
+        key: _bootstrap_ratio(ratio, n_groups, blocks, confidence, keep=key == keep) for key, ratio in ratios.items()
+    }
+
+
+def _bootstrap_ratio(
+    ratio: Ratio, n_groups: int, blocks: Sequence[np.ndarray], confidence: float, *, keep: bool
+) -> Interval:
+    """One ratio's interval from the resample weights `blocks` (and with `keep` its resampled values)."""
     tail = (1.0 - confidence) / 2.0 * 100.0
-    result = {}
-    for key, ratio in ratios.items():
-        draws, keys = [], []
-        for weights in resample_blocks(n_groups, resamples, seed):
-            # The whole split: every group is present, in order.
-            w = weights if ratio.groups.size == n_groups else weights[:, ratio.groups]
-            denominators = w.astype(np.float64) @ ratio.denominators  # (b,)
-            numerators = ratio.numerators @ w.T  # (k, b) -- the matrix product that does the work
-            present = denominators > 0  # a subset can miss every one of its groups in a resample
-            draws.append(numerators[:, present] / denominators[present] * 100.0)
-            if key == keep:
-                keys.append(numerators[:, present].astype(np.int32))  # sums of small integers, exact in float32
-        values = ratio.values
-        samples = np.concatenate(draws, axis=1) if draws else np.empty((values.size, 0))
-        del draws
-        if samples.shape[1] == 0:
-            nan = np.full(values.size, np.nan)
-            result[key] = Interval(values, nan, nan.copy())
-            continue
-        low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
-        if key == keep:
-            result[key] = Interval(values, low, high, samples, np.concatenate(keys, axis=1))
-        else:
-            result[key] = Interval(values, low, high)
-    return result
+    values = ratio.values
+    k = values.size
+    total = sum(weights.shape[0] for weights in blocks)
+    samples = np.empty((k, total))  # filled block by block: no list of blocks to concatenate (twice the memory)
+    keys = np.empty((k, total), dtype=np.int32) if keep else None
+    filled = 0
+    for weights in blocks:
+        # The whole split: every group is present, in order.
+        w = weights if ratio.groups.size == n_groups else weights[:, ratio.groups]
+        denominators = w.astype(np.float64) @ ratio.denominators  # (b,)
+        numerators = ratio.numerators @ w.T  # (k, b) -- the matrix product that does the work
+        present = denominators > 0  # a subset can miss every one of its groups in a resample
+        if not present.all():
+            numerators, denominators = numerators[:, present], denominators[present]
+        drawn = samples[:, filled : filled + denominators.size]
+        np.divide(numerators, denominators, out=drawn)
+        np.multiply(drawn, 100.0, out=drawn)
+        if keys is not None:
+            keys[:, filled : filled + denominators.size] = numerators  # sums of small integers, exact in float32
+        filled += denominators.size
+    if filled == 0:
+        nan = np.full(k, np.nan)
+        return Interval(values, nan, nan.copy())
+    samples = samples[:, :filled]
+    low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
+    if keys is None:
+        return Interval(values, low, high)
+    return Interval(values, low, high, samples, keys[:, :filled])
 
 
 def intervals(
@@ -241,11 +278,12 @@ def intervals(
         ratios = metric_ratios(task, gold, stacked, wanted)
         return count_intervals(ratios, resamples=resamples, seed=seed, keep=keep)
     _, n_groups = group_codes(gold)
+    blocks = list(resample_blocks(n_groups, resamples, seed))  # drawn once for every ratio
     # One ratio at a time: its per-group counts (70 MB for 10,000 entries on NLVR2) are dropped once its
-    # intervals are drawn (bootstrap draws the same resamples for each ratio, so nothing changes).
+    # intervals are drawn.
     result: dict[tuple[str, str], Interval] = {}
     for key, ratio in _each_ratio(task, gold, stacked, wanted):
-        result.update(bootstrap({key: ratio}, n_groups, resamples=resamples, seed=seed, keep=keep))
+        result[key] = _bootstrap_ratio(ratio, n_groups, blocks, CONFIDENCE, keep=key == keep)
     return result
 
 
@@ -363,7 +401,7 @@ def view_ranks(
         at = np.full(k, -1, dtype=np.int64)
         at[m] = np.arange(m.size)
         index.append(at)
-        window.append(np.r_[m, k][_sure_counts(right[m], units, alpha)])
+        window.append(np.r_[m, k][_sure_counts(right[m], units, alpha, table)])
     for start in range(0, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
         rows = [at[start:stop] for at in index]  # view indices of the block's rows
@@ -447,7 +485,7 @@ def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable |
     return p
 
 
-def _sure_counts(right: np.ndarray, units: int, alpha: float) -> np.ndarray:
+def _sure_counts(right: np.ndarray, units: int, alpha: float, table: _PTable | None = None) -> np.ndarray:
     """For each entry of a table (right: its judgements right, table order), how many of the first entries
     above it are significantly better than it whatever their judgements, so that their tests need not be run.
 
@@ -457,6 +495,7 @@ def _sure_counts(right: np.ndarray, units: int, alpha: float) -> np.ndarray:
     largest p is under Holm's strictest threshold for the entry (alpha over its comparisons), the exact test
     cannot come out otherwise (in any order, a p that low is rejected)."""
     k = right.size
+    table = table if table is not None else _PTable(units)
     lowest = np.minimum.accumulate(right)  # the fewest right among the first t entries
     level = alpha / np.maximum(np.arange(k), 1) * _SURE_MARGIN
     lo, hi = np.zeros(k, dtype=np.int64), np.arange(k)  # the answer lies in [lo, hi]; 0 always holds
@@ -465,18 +504,18 @@ def _sure_counts(right: np.ndarray, units: int, alpha: float) -> np.ndarray:
         if active.size == 0:
             return lo
         mid = (lo[active] + hi[active] + 1) // 2
-        sure = _largest_p(lowest[mid - 1], right[active], units) <= level[active]
+        sure = _largest_p(lowest[mid - 1], right[active], units, table) <= level[active]
         lo[active] = np.where(sure, mid, lo[active])
         hi[active] = np.where(sure, hi[active], mid - 1)
 
 
-def _largest_p(above: np.ndarray, below: np.ndarray, units: int) -> np.ndarray:
-    """The largest one-sided McNemar p two entries with these counts right can have (1 unless above > below):
-    every judgement that can be discordant is (n and the difference have the same parity)."""
+def _largest_p(above: np.ndarray, below: np.ndarray, units: int, table: _PTable) -> np.ndarray:
+    """The largest one-sided McNemar p two entries with these counts right can have, every judgement that can
+    be discordant being so (n and the difference have the same parity); through _decisive_p's stand-ins (0 far
+    under any threshold a sure count is held to, 1 far over) and its table of exact values."""
     difference = above - below
     n = np.minimum(above + below, 2 * units - above - below)
-    worst = one_sided_p((n + difference) // 2, (n - difference) // 2)
-    return np.where(difference > 0, worst, 1.0)
+    return _decisive_p(((n + difference) // 2).astype(np.float64), ((n - difference) // 2).astype(np.float64), table)
 
 
 def _packed(correct: np.ndarray) -> np.ndarray:

@@ -189,3 +189,52 @@ def test_bootstrap_keys_order_the_resamples_as_the_samples_do(nlvr2_small):
     assert interval.keys is not None and interval.samples is not None
     counted = statistics._view_ranks_by_counting(interval.keys, [np.arange(len(stacked))])[0]
     np.testing.assert_array_equal(statistics._ranks_in_columns(interval.samples), counted)
+
+
+def _plain_interval(correct, codes, n_groups, indices, metric, keep):
+    """One (subset, metric) interval the plain way: per-group counts by bincount, every resample's weights,
+    a float64 matrix product (exact: sums of small integers), percentiles."""
+    chosen = np.arange(correct.shape[1]) if indices is None else indices
+    subset_codes = codes[chosen]
+    groups = np.unique(subset_codes)
+    sums = np.stack([np.bincount(subset_codes, weights=row, minlength=n_groups)[groups] for row in correct[:, chosen]])
+    sizes = np.bincount(subset_codes, minlength=n_groups)[groups].astype(float)
+    numerators, denominators = (
+        (sums, sizes) if metric == "accuracy" else ((sums == sizes).astype(float), 1.0 + 0 * sizes)
+    )
+    weights = np.concatenate(list(statistics.resample_blocks(n_groups))).astype(np.float64)[:, groups]
+    drawn, totals = numerators @ weights.T, weights @ denominators
+    present = totals > 0
+    samples = drawn[:, present] / totals[present] * 100.0
+    tail = (1.0 - statistics.CONFIDENCE) / 2.0 * 100.0  # as the module computes it (not exactly 2.5)
+    low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
+    values = numerators.sum(axis=1) / denominators.sum() * 100.0
+    return values, low, high, (samples, drawn[:, present]) if keep else None
+
+
+def test_bootstrap_equals_the_plain_computation(nlvr2_small):
+    """Every ratio's values, bounds, kept samples and keys, bit for bit: subsets (one so small a resample can
+    miss it) and consistency on a subset of whole groups included."""
+    gold, subsets, stacked = nlvr2_small
+    codes, n_groups = statistics.group_codes(gold)
+    whole_groups = np.flatnonzero(np.isin(codes, np.arange(0, n_groups, 3)))
+    wanted = {
+        "all": (None, ("accuracy", "consistency")),
+        **{name: (indices, ("accuracy",)) for name, indices in subsets.items()},
+        "tiny": (np.array([5, 6, 7]), ("accuracy",)),
+        "part": (whole_groups, ("accuracy", "consistency")),
+    }
+    key = ("all", "accuracy")
+    table = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    correct = (stacked == gold.labels).astype(float)
+    for (subset, metric), interval in table.items():
+        values, low, high, kept = _plain_interval(
+            correct, codes, n_groups, wanted[subset][0], metric, key == (subset, metric)
+        )
+        np.testing.assert_array_equal(interval.values, values)
+        np.testing.assert_array_equal(interval.low, low)
+        np.testing.assert_array_equal(interval.high, high)
+        if kept is not None:
+            np.testing.assert_array_equal(interval.samples, kept[0])
+            np.testing.assert_array_equal(interval.keys, kept[1])
+    assert table[("tiny", "accuracy")].low.shape == (len(stacked),)
