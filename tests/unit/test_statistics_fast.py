@@ -212,7 +212,7 @@ def _plain_interval(correct, codes, n_groups, indices, metric, keep):
     return values, low, high, (samples, drawn[:, present]) if keep else None
 
 
-def test_bootstrap_equals_the_plain_computation(nlvr2_small):
+def test_bootstrap_equals_the_plain_computation(nlvr2_small, monkeypatch):
     """Every ratio's values, bounds, kept samples and keys, bit for bit: subsets (one so small a resample can
     miss it) and consistency on a subset of whole groups included."""
     gold, subsets, stacked = nlvr2_small
@@ -225,6 +225,7 @@ def test_bootstrap_equals_the_plain_computation(nlvr2_small):
         "part": (whole_groups, ("accuracy", "consistency")),
     }
     key = ("all", "accuracy")
+    monkeypatch.setattr(statistics, "_ENTRY_BLOCK", 7)  # entries in several blocks
     table = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
     correct = (stacked == gold.labels).astype(float)
     for (subset, metric), interval in table.items():
@@ -238,3 +239,23 @@ def test_bootstrap_equals_the_plain_computation(nlvr2_small):
             np.testing.assert_array_equal(interval.samples, kept[0])
             np.testing.assert_array_equal(interval.keys, kept[1])
     assert table[("tiny", "accuracy")].low.shape == (len(stacked),)
+
+
+def test_two_ratios_in_one_product_equal_each_alone(nlvr2_small, monkeypatch):
+    """Packed (a + M b in one float32 product) or not (past float32's exact integers), the same intervals."""
+    gold, subsets, stacked = nlvr2_small
+    wanted = {"all": (None, ("accuracy", "consistency")), **{n: (i, ("accuracy",)) for n, i in subsets.items()}}
+    ratios = statistics.metric_ratios(NLVR2, gold, stacked, wanted)
+    _, n_groups = statistics.group_codes(gold)
+    blocks = list(statistics.resample_blocks(n_groups))
+    pair = [ratios[("all", "accuracy")], ratios[("all", "consistency")]]
+    totals = [[w.astype(np.float64) @ r.denominators for w in blocks] for r in pair]
+    assert statistics._packing(pair, totals, n_groups) is not None  # the packed path is taken
+    key = ("all", "accuracy")
+    packed = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    monkeypatch.setattr(statistics, "_EXACT", 100)  # nothing fits: every ratio its own product
+    assert statistics._packing(pair, totals, n_groups) is None
+    alone = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    for name, interval in packed.items():
+        for field in ("values", "low", "high", "samples", "keys"):
+            np.testing.assert_array_equal(getattr(interval, field), getattr(alone[name], field))
