@@ -27,6 +27,7 @@ SEED = 20190706  # fixed: the same predictions always get the same interval
 CONFIDENCE = 0.95
 ALPHA = 0.05  # significance level for rank tiers (after Holm's correction)
 _BLOCK = 200  # resamples generated and multiplied at a time: bounds memory for VCR-size splits
+_SUM_CHUNK = 4_000_000  # group sums: (groups x entries) summed at a time (16 MB of gathered rows of 4)
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,10 @@ class Interval:
     values: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    samples: np.ndarray | None = None  # (k, resamples) where asked for (bootstrap's keep): rank intervals
-    # (k, resamples) non-negative integers beside the samples (the resampled numerators: a resample's scores share
-    # one denominator), ordering and tying the entries in each resample as the samples do; ranked faster.
+    samples: np.ndarray | None = None  # (k, resamples) resampled scores where asked for (count_intervals' keep)
+    # (k, resamples) where asked for (keep), for rank intervals: non-negative integers that order and tie the
+    # entries in each resample as the resampled scores do (the resampled numerators: a resample's scores share
+    # one denominator); counted, not sorted, and a quarter of the scores' memory.
     keys: np.ndarray | None = None
 
 
@@ -100,10 +102,12 @@ def _group_sums_by_example(
     sizes = np.diff(np.r_[starts, ordered.size])
     rows = order if indices is None else np.asarray(indices)[order]
     sums = np.empty((starts.size, k), dtype=np.float32)
+    chunk = max(1, _SUM_CHUNK // max(k, 1))  # groups at a time: bounds the gathered (groups, size, k) rows
     for size in np.unique(sizes):
         which = np.flatnonzero(sizes == size)
         members = rows[starts[which][:, None] + np.arange(size)]  # (groups of this size, size)
-        sums[which] = by_example[members].sum(axis=1, dtype=np.float32)
+        for at in range(0, which.size, chunk):
+            sums[which[at : at + chunk]] = by_example[members[at : at + chunk]].sum(axis=1, dtype=np.float32)
     return ordered[starts], sums
 
 
@@ -124,25 +128,22 @@ def _each_ratio(
 ) -> Iterator[tuple[tuple[str, str], Ratio]]:
     """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next.
 
-    Each outcome matrix is transposed once (examples as rows: see _group_sums_by_example) and serves every
+    The outcomes are laid out by example once (examples as rows: see _group_sums_by_example) and serve every
     subset; a subset's consistency counts reuse its accuracy sums where the two count the same judgements
     (a group is consistent when its right examples are all its examples). Numerators come back as (k, G_s)
-    views of (G_s, k) sums."""
+    views of (G_s, k) sums, held by nothing here once yielded."""
     stacked = np.asarray(stacked)
     codes, _ = group_codes(gold)
     outcomes = _outcomes(task, gold, stacked)
-    transposed: dict[int, np.ndarray] = {}
     last: tuple[int, str, tuple[np.ndarray, np.ndarray]] | None = None  # the latest sums, for consistency
 
-    def sums_of(values: np.ndarray, subset: str, indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def sums_of(by_example: np.ndarray, subset: str, indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         nonlocal last
-        if last is not None and last[0] == id(values) and last[1] == subset:
+        if last is not None and last[0] == id(by_example) and last[1] == subset:
             found, last = last[2], None  # used once (consistency after accuracy): not held any longer
             return found
-        if id(values) not in transposed:
-            transposed[id(values)] = _by_example(values)
-        found = _group_sums_by_example(transposed[id(values)], codes if indices is None else codes[indices], indices)
-        last = (id(values), subset, found)
+        found = _group_sums_by_example(by_example, codes if indices is None else codes[indices], indices)
+        last = (id(by_example), subset, found)
         return found
 
     for subset, (indices, metrics) in wanted.items():
@@ -152,31 +153,39 @@ def _each_ratio(
                 # On a subset of whole groups (a blind test's queried or sealed part) as on the split.
                 groups, right = sums_of(outcomes["all_right"], subset, indices)
                 sizes = np.bincount(subset_codes, minlength=1)[groups].astype(np.float32)
-                consistent = (right == sizes[:, None]).astype(np.float32)
-                yield (subset, metric), Ratio(groups, consistent.T, np.ones(groups.size))
+                ratio = Ratio(groups, (right == sizes[:, None]).astype(np.float32).T, np.ones(groups.size))
             elif metric in outcomes["counts"]:
-                counts, per_example = outcomes["counts"][metric]
-                groups, sums = sums_of(counts, subset, indices)
+                by_example, per_example = outcomes["counts"][metric]
+                groups, right = sums_of(by_example, subset, indices)
                 sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
-                yield (subset, metric), Ratio(groups, sums.T, sizes.astype(np.float64) * per_example)
+                ratio = Ratio(groups, right.T, sizes.astype(np.float64) * per_example)
             else:
                 raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
+            del right  # the sums live on in the ratio alone: a consumer that drops it frees them
+            yield (subset, metric), ratio
+            del ratio
 
 
 def _outcomes(task, gold: GoldSet, stacked: np.ndarray) -> dict:
+    """Per-example outcomes laid out by example, (n, k) (bool as uint8): judgements right per example for each
+    counted metric (with how many judgements an example has), and whether all of an example's are right."""
     k = stacked.shape[0]
     if task.name == "vcr":
-        staged = dict(zip(("q_a", "qa_r", "q_ar"), vcr_staged(stacked, gold.labels), strict=True))
-        return {"counts": {metric: (correct, 1) for metric, correct in staged.items()}, "all_right": staged["q_ar"]}
+        staged = [_by_example(outcome) for outcome in vcr_staged(stacked, gold.labels)]
+        return {
+            "counts": {m: (o, 1) for m, o in zip(("q_a", "qa_r", "q_ar"), staged, strict=True)},
+            "all_right": staged[2],
+        }
     if set(task.metrics) == {"accuracy", "consistency"}:
+        if stacked.ndim == 2:  # one judgement an example: right-or-not straight into the by-example layout
+            by_example = np.empty((gold.n, k), dtype=bool)
+            np.equal(stacked.astype(bool, copy=False).T, gold.labels[:, None], out=by_example)
+            right = by_example.view(np.uint8)
+            return {"counts": {"accuracy": (right, 1)}, "all_right": right}
         labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
         correct = (stacked.astype(bool, copy=False) == labels).reshape(k, gold.n, -1)
-        per_example = correct.shape[-1]  # 6 images an example for nlvr-images, else 1
-        if per_example == 1:  # the judgements are the examples: one matrix for both metrics
-            counts = correct[..., 0]
-            return {"counts": {"accuracy": (counts, 1)}, "all_right": counts}
-        counts = correct.sum(axis=-1, dtype=np.uint8)
-        return {"counts": {"accuracy": (counts, per_example)}, "all_right": correct.all(axis=-1)}
+        counts = _by_example(correct.sum(axis=-1, dtype=np.uint8))
+        return {"counts": {"accuracy": (counts, correct.shape[-1])}, "all_right": _by_example(correct.all(axis=-1))}
     raise ValueError(f"intervals are not defined for task type {task.name!r}")
 
 
@@ -216,8 +225,8 @@ def bootstrap(
     confidence: float = CONFIDENCE,
     keep: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], Interval]:
-    """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled values
-    of `keep` come back too, for rank intervals).
+    """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled
+    numerators of `keep` come back too, as Interval.keys, for rank intervals).
 
     The resamples are drawn once (7 MB of weights on NLVR2) and serve every ratio; two ratios at a time
     (_bootstrap_pair)."""
@@ -239,12 +248,16 @@ def _bootstrap_pair(
     blocks: Sequence[np.ndarray],
     confidence: float,
     keep: tuple[str, str] | None,
+    *,
+    reuse: bool = False,
 ) -> dict[tuple[str, str], Interval]:
-    """The intervals of one or two ratios, entries a block at a time (only the kept ratio's resampled values
-    are held whole). Two ratios share one matrix product where that is exact: numerators a + M b with M over
-    any resampled value of a, every sum an integer float32 holds (see _packing)."""
+    """The intervals of one or two ratios, entries a block at a time (only the kept ratio's resampled
+    numerators are held whole). Two ratios share one matrix product where that is exact: numerators a + M b
+    with M over any resampled value of a, every sum an integer float32 holds (see _packing; with `reuse` the
+    product's matrix may be made in the numerators of the ratios, which are not used again)."""
     tail = (1.0 - confidence) / 2.0 * 100.0
     ratios = [ratio for _, ratio in items]
+    scores = [ratio.values for ratio in ratios]  # before _packing may reuse their numerators
     k = ratios[0].numerators.shape[0]
     # Per ratio: the weights of its groups, and each resample's denominator and presence (a subset can miss
     # every one of its groups in a resample).
@@ -252,20 +265,17 @@ def _bootstrap_pair(
     totals = [[w.astype(np.float64) @ r.denominators for w in ws] for r, ws in zip(ratios, weights, strict=True)]
     present = [[t > 0 for t in ts] for ts in totals]
     drawn = [sum(int(p.sum()) for p in ps) for ps in present]
-    packing = _packing(ratios, totals, n_groups)
+    packing = _packing(ratios, totals, reuse=reuse)
     if packing is not None:
         groups, multiplier, combined, small = packing
         together = [w if groups.size == n_groups else w[:, groups] for w in blocks]
     kept = [key == keep and n > 0 for (key, _), n in zip(items, drawn, strict=True)]
-    samples = [np.empty((k, n)) if keeping else None for keeping, n in zip(kept, drawn, strict=True)]
     keys = [np.empty((k, n), dtype=np.int32) if keeping else None for keeping, n in zip(kept, drawn, strict=True)]
     lows = [np.full(k, np.nan) for _ in ratios]
     highs = [np.full(k, np.nan) for _ in ratios]
     for start in range(0, k, _ENTRY_BLOCK):
         stop = min(k, start + _ENTRY_BLOCK)
-        rows = [
-            s[start:stop] if s is not None else np.empty((stop - start, n)) for s, n in zip(samples, drawn, strict=True)
-        ]
+        rows = [np.empty((stop - start, n)) for n in drawn]
         filled = [0] * len(ratios)
         for b in range(len(blocks)):
             if packing is not None:
@@ -289,19 +299,18 @@ def _bootstrap_pair(
         for i, block in enumerate(rows):
             if drawn[i] == 0:
                 continue
-            if samples[i] is None:
-                # Sorted in place first: percentiles of sorted rows are the same values, and a (SIMD) sort and
-                # the selection on sorted rows take about half the time of the selection alone.
-                block.sort(axis=1)
+            # Sorted in place first: percentiles of sorted rows are the same values, and a (SIMD) sort and the
+            # selection on sorted rows take about half the time of the selection alone.
+            block.sort(axis=1)
             lows[i][start:stop], highs[i][start:stop] = np.percentile(block, [tail, 100.0 - tail], axis=1)
     return {
-        key: Interval(ratio.values, low, high, s, kk)
-        for (key, ratio), low, high, s, kk in zip(items, lows, highs, samples, keys, strict=True)
+        key: Interval(value, low, high, keys=kept_keys)
+        for (key, _), value, low, high, kept_keys in zip(items, scores, lows, highs, keys, strict=True)
     }
 
 
 def _packing(
-    ratios: Sequence[Ratio], totals: Sequence[Sequence[np.ndarray]], n_groups: int
+    ratios: Sequence[Ratio], totals: Sequence[Sequence[np.ndarray]], *, reuse: bool = False
 ) -> tuple[np.ndarray, int, np.ndarray, int] | None:
     """(groups, M, numerators a + M b as float32 (groups, k), which ratio is a) for two ratios whose resampled
     numerators one product can carry exactly, else None. A resampled numerator is at most its denominator (a group's
@@ -329,7 +338,9 @@ def _packing(
         parts.append((None if ratio.groups.size == groups.size else np.searchsorted(groups, ratio.groups), by_group))
     (a_at, a_part), (b_at, b_part) = parts
     if b_at is None:
-        combined = np.multiply(b_part, np.float32(multiplier), dtype=np.float32)
+        # b's numerators themselves where allowed: a 10,000-entry board's sums are 70 MB
+        combined = b_part if reuse else b_part.copy()
+        combined *= np.float32(multiplier)
     else:
         combined = np.zeros((groups.size, b_part.shape[1]), dtype=np.float32)
         combined[b_at] = b_part
@@ -366,10 +377,10 @@ def intervals(
     for item in _each_ratio(task, gold, stacked, wanted):
         pending.append(item)
         if len(pending) == 2:  # two at a time: one matrix product for both where exact (_bootstrap_pair)
-            result.update(_bootstrap_pair(pending, n_groups, blocks, CONFIDENCE, keep))
+            result.update(_bootstrap_pair(pending, n_groups, blocks, CONFIDENCE, keep, reuse=True))
             pending = []
     if pending:
-        result.update(_bootstrap_pair(pending, n_groups, blocks, CONFIDENCE, keep))
+        result.update(_bootstrap_pair(pending, n_groups, blocks, CONFIDENCE, keep, reuse=True))
     return result
 
 
