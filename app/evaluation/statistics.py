@@ -14,6 +14,7 @@ the leaderboard and on its own page, and two entries are compared on the same re
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -143,7 +144,8 @@ def _each_ratio(
             found, last = last[2], None  # used once (consistency after accuracy): not held any longer
             return found
         found = _group_sums_by_example(by_example, codes if indices is None else codes[indices], indices)
-        last = (id(by_example), subset, found)
+        # Kept only for a consistency still to come on the subset (else it would hold 70 MB for nothing).
+        last = (id(by_example), subset, found) if "consistency" in wanted[subset][1] else None
         return found
 
     for subset, (indices, metrics) in wanted.items():
@@ -162,8 +164,9 @@ def _each_ratio(
             else:
                 raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
             del right  # the sums live on in the ratio alone: a consumer that drops it frees them
-            yield (subset, metric), ratio
+            made = [ratio]
             del ratio
+            yield (subset, metric), made.pop()  # not held by this frame while suspended
 
 
 def _outcomes(task, gold: GoldSet, stacked: np.ndarray) -> dict:
@@ -243,7 +246,7 @@ _EXACT = 2**24  # float32 holds every integer up to here exactly
 
 
 def _bootstrap_pair(
-    items: Sequence[tuple[tuple[str, str], Ratio]],
+    items: list[tuple[tuple[str, str], Ratio]],
     n_groups: int,
     blocks: Sequence[np.ndarray],
     confidence: float,
@@ -253,10 +256,14 @@ def _bootstrap_pair(
 ) -> dict[tuple[str, str], Interval]:
     """The intervals of one or two ratios, entries a block at a time (only the kept ratio's resampled
     numerators are held whole). Two ratios share one matrix product where that is exact: numerators a + M b
-    with M over any resampled value of a, every sum an integer float32 holds (see _packing; with `reuse` the
-    product's matrix may be made in the numerators of the ratios, which are not used again)."""
+    with M over any resampled value of a, every sum an integer float32 holds (see _packing). With `reuse` the
+    ratios are taken over (`items` is emptied): the product's matrix may be made in their numerators, and
+    once it is made they are dropped (70 MB each on a 10,000-entry board)."""
     tail = (1.0 - confidence) / 2.0 * 100.0
+    names = [key for key, _ in items]
     ratios = [ratio for _, ratio in items]
+    if reuse:
+        items.clear()
     scores = [ratio.values for ratio in ratios]  # before _packing may reuse their numerators
     k = ratios[0].numerators.shape[0]
     # Per ratio: the weights of its groups, and each resample's denominator and presence (a subset can miss
@@ -269,14 +276,20 @@ def _bootstrap_pair(
     if packing is not None:
         groups, multiplier, combined, small = packing
         together = [w if groups.size == n_groups else w[:, groups] for w in blocks]
-    kept = [key == keep and n > 0 for (key, _), n in zip(items, drawn, strict=True)]
-    keys = [np.empty((k, n), dtype=np.int32) if keeping else None for keeping, n in zip(kept, drawn, strict=True)]
-    lows = [np.full(k, np.nan) for _ in ratios]
-    highs = [np.full(k, np.nan) for _ in ratios]
+        if reuse:
+            ratios = []  # the product's matrix holds all that is needed of them
+    kept = [key == keep and n > 0 for key, n in zip(names, drawn, strict=True)]
+    # A resampled numerator is at most its denominator: 16 bits hold it on any split of a benchmark here.
+    key_type = (
+        np.uint16 if max((float(t.max()) for ts in totals for t in ts if t.size), default=0) < 2**16 else np.int32
+    )
+    keys = [np.empty((k, n), dtype=key_type) if keeping else None for keeping, n in zip(kept, drawn, strict=True)]
+    lows = [np.full(k, np.nan) for _ in names]
+    highs = [np.full(k, np.nan) for _ in names]
     for start in range(0, k, _ENTRY_BLOCK):
         stop = min(k, start + _ENTRY_BLOCK)
         rows = [np.empty((stop - start, n)) for n in drawn]
-        filled = [0] * len(ratios)
+        filled = [0] * len(names)
         for b in range(len(blocks)):
             if packing is not None:
                 # (entries, b): the matrix product that does the work, both ratios at once; exact integers
@@ -294,6 +307,8 @@ def _bootstrap_pair(
                 np.multiply(into, 100.0, out=into)
                 kept_keys = keys[i]
                 if kept_keys is not None:
+                    if kept_keys.dtype == np.uint16 and values.max(initial=0) >= 2**16:  # a numerator over its total
+                        keys[i] = kept_keys = kept_keys.astype(np.int32)
                     kept_keys[start:stop, filled[i] : filled[i] + total.size] = values  # exact integers
                 filled[i] += total.size
         for i, block in enumerate(rows):
@@ -305,7 +320,7 @@ def _bootstrap_pair(
             lows[i][start:stop], highs[i][start:stop] = np.percentile(block, [tail, 100.0 - tail], axis=1)
     return {
         key: Interval(value, low, high, keys=kept_keys)
-        for (key, _), value, low, high, kept_keys in zip(items, scores, lows, highs, keys, strict=True)
+        for key, value, low, high, kept_keys in zip(names, scores, lows, highs, keys, strict=True)
     }
 
 
@@ -333,7 +348,7 @@ def _packing(
     parts = []
     for ratio, d in ((a, denominators[0]), (b, denominators[1])):
         by_group = ratio.numerators.T  # (G_s, k): the layout the sums are built in
-        if not (by_group <= d[np.searchsorted(groups, ratio.groups)][:, None]).all():
+        if not (by_group <= d[np.searchsorted(groups, ratio.groups)].astype(np.float32)[:, None]).all():
             return None
         parts.append((None if ratio.groups.size == groups.size else np.searchsorted(groups, ratio.groups), by_group))
     (a_at, a_part), (b_at, b_part) = parts
@@ -348,7 +363,9 @@ def _packing(
     if a_at is None:
         combined += a_part
     else:
-        combined[a_at] += a_part  # distinct groups: no index repeats
+        chunk = max(1, _SUM_CHUNK // max(combined.shape[1], 1))  # a fancy += gathers its rows first: in chunks
+        for at in range(0, a_at.size, chunk):
+            combined[a_at[at : at + chunk]] += a_part[at : at + chunk]  # distinct groups: no index repeats
     return groups, multiplier, combined, small
 
 
@@ -373,14 +390,12 @@ def intervals(
     # Two ratios at a time: their per-group counts (70 MB each for 10,000 entries on NLVR2) are dropped once
     # their intervals are drawn.
     result: dict[tuple[str, str], Interval] = {}
-    pending: list[tuple[tuple[str, str], Ratio]] = []
-    for item in _each_ratio(task, gold, stacked, wanted):
-        pending.append(item)
-        if len(pending) == 2:  # two at a time: one matrix product for both where exact (_bootstrap_pair)
-            result.update(_bootstrap_pair(pending, n_groups, blocks, CONFIDENCE, keep, reuse=True))
-            pending = []
-    if pending:
-        result.update(_bootstrap_pair(pending, n_groups, blocks, CONFIDENCE, keep, reuse=True))
+    each = _each_ratio(task, gold, stacked, wanted)
+    for first in each:
+        # Two at a time: one matrix product for both where exact. Handed over (reuse): nothing here holds them.
+        batch = [first, *itertools.islice(each, 1)]
+        del first
+        result.update(_bootstrap_pair(batch, n_groups, blocks, CONFIDENCE, keep, reuse=True))
     return result
 
 
@@ -469,7 +484,12 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
 
 
 def view_ranks(
-    correct: np.ndarray, primary: np.ndarray, views: Sequence[np.ndarray | None], alpha: float = ALPHA
+    correct: np.ndarray,
+    primary: np.ndarray,
+    views: Sequence[np.ndarray | None],
+    alpha: float = ALPHA,
+    *,
+    order: np.ndarray | None = None,
 ) -> list[Ranks]:
     """significance_ranks of the table (a view None) and of sub-tables of it (a view: the ascending positions
     of its entries, as view=teams keeps each team's best), on the same pair counts: a sub-table's entry is
@@ -479,7 +499,8 @@ def view_ranks(
     The discordant counts come from the bit-packed correctness rows (popcounts of ANDed words), in blocks of
     entries, for the pairs whose test can matter: entries so far above that no pairing of their judgements
     could make the difference insignificant are counted without it (see _sure_counts); the rest are tested,
-    their p-values computed once per distinct pair of counts (_PTable)."""
+    their p-values computed once per distinct pair of counts (_PTable). With `order`, the table's rows are
+    correct[order] (primary is in table order): the rows are reordered once packed, 64 times smaller."""
     correct = np.asarray(correct, dtype=bool)
     primary = np.asarray(primary, dtype=np.float64)
     k, units = correct.shape[0], correct.shape[1]
@@ -489,6 +510,8 @@ def view_ranks(
         return [Ranks(np.zeros(0, dtype=np.int64), b) for b in better]
     packed = _packed(correct)
     right = correct.sum(axis=1, dtype=np.int64)
+    if order is not None:
+        packed, right = packed[order], right[order]
     table = _PTable(units)
     # Per view: each table position's index in the view (-1: not in it), and where each member's window starts
     # (the table position of its first member that is not surely better).

@@ -185,7 +185,7 @@ def _compute(split: Split, version: int) -> Snapshot:
         ids = np.array([row.id for row in rows])
         # Primary metric (descending), tie-break metric (descending), then submission time and id.
         order = np.lexsort((ids, times, -np.nan_to_num(tie, nan=-1.0), -np.nan_to_num(primary, nan=-1.0)))
-        correct = statistics.primary_correctness(task, gold, stacked)[order]
+        correct = statistics.primary_correctness(task, gold, stacked)  # in submission order (see _ranks)
         kept = table[primary_key].keys  # the resampled numerators: they rank the entries as the scores do
         assert kept is not None  # kept for the primary column (keep=primary_key)
         samples = kept[order]
@@ -194,19 +194,24 @@ def _compute(split: Split, version: int) -> Snapshot:
         # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view
         # is ranked on the board's pair counts and resample sorts (statistics.view_ranks).
         views: list[np.ndarray | None] = [None] if len(best) == len(order) else [None, np.asarray(best)]
-        by_view = _ranks(correct, primary[order], samples, views)
+        by_view = _ranks(correct, order, primary[order], samples, views)
         ranked, team_ranked = by_view[0], by_view[-1]
         by_position = {position: index for index, position in enumerate(best)}
+        # Python floats once per column (indexing numpy arrays entry by entry costs more than the rest here).
+        columns = [
+            (subset, metric, interval.values.tolist(), interval.low.tolist(), interval.high.tolist())
+            for (subset, metric), interval in table.items()
+        ]
         for position, i in enumerate(order.tolist()):
             row = rows[i]
             scores: dict[str, dict[str, float]] = {}
             intervals: dict[str, dict[str, tuple[float | None, float | None]]] = {}
-            for (subset, metric), interval in table.items():
-                value = _finite(interval.values[i])
+            for subset, metric, values, lows, highs in columns:
+                value = _finite(values[i])
                 if value is None:
                     continue  # an empty subset has no score
                 scores.setdefault(subset, {})[metric] = value
-                intervals.setdefault(subset, {})[metric] = (_finite(interval.low[i]), _finite(interval.high[i]))
+                intervals.setdefault(subset, {})[metric] = (_finite(lows[i]), _finite(highs[i]))
             gap_p = gap_marked = None
             if gaps is not None and _finite(gaps.gap[i]) is not None:
                 scores[GAP] = {task.primary_metric: float(gaps.gap[i])}
@@ -241,11 +246,11 @@ def _compute(split: Split, version: int) -> Snapshot:
 
 
 def _ranks(
-    correct: np.ndarray, primary: np.ndarray, samples: np.ndarray, views: list[np.ndarray | None]
+    correct: np.ndarray, order: np.ndarray, primary: np.ndarray, samples: np.ndarray, views: list[np.ndarray | None]
 ) -> list[tuple[list[int], list[int], list[int]]]:
-    """Significance-aware ranks and 95% rank intervals of entries in table order, for the board (a view None)
-    and each sub-table of it (the positions of its entries)."""
-    ranks = statistics.view_ranks(correct, primary, views)
+    """Significance-aware ranks and 95% rank intervals of entries in table order (correct[order]; primary and
+    samples already in it), for the board (a view None) and each sub-table of it (the positions of its entries)."""
+    ranks = statistics.view_ranks(correct, primary, views, order=order)
     intervals = statistics.view_rank_intervals(samples, views)
     return [(r.ranks.tolist(), low.tolist(), high.tolist()) for r, (low, high) in zip(ranks, intervals, strict=True)]
 

@@ -132,6 +132,12 @@ def test_view_ranks_equal_the_exact_computation_on_each_sub_table(seed, k, units
     ranks, better = _exact_ranks(correct[best], primary[best])
     np.testing.assert_array_equal(teams.ranks, ranks)
     np.testing.assert_array_equal(teams.better, better)
+    shuffled = rng.permutation(k)  # rows given in another order, and the table's order beside them
+    order = np.argsort(shuffled)
+    again = statistics.view_ranks(correct[shuffled], primary, [None, best], order=order)
+    for found, want in zip(again, (whole, teams), strict=True):
+        np.testing.assert_array_equal(found.ranks, want.ranks)
+        np.testing.assert_array_equal(found.better, want.better)
 
 
 def test_sure_counts_settle_only_pairs_the_exact_test_rejects_first():
