@@ -148,9 +148,12 @@ def _each_ratio(
         last = (id(by_example), subset, found) if "consistency" in wanted[subset][1] else None
         return found
 
+    remaining = sum(len(metrics) for _, metrics in wanted.values())
     for subset, (indices, metrics) in wanted.items():
         subset_codes = codes if indices is None else codes[indices]
         for metric in metrics:
+            if metric not in outcomes["counts"] and metric != "consistency":
+                raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
             if metric == "consistency":
                 # On a subset of whole groups (a blind test's queried or sealed part) as on the split.
                 groups, right = sums_of(outcomes["all_right"], subset, indices)
@@ -161,9 +164,11 @@ def _each_ratio(
                 groups, right = sums_of(by_example, subset, indices)
                 sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
                 ratio = Ratio(groups, right.T, sizes.astype(np.float64) * per_example)
-            else:
-                raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
+                del by_example
             del right  # the sums live on in the ratio alone: a consumer that drops it frees them
+            remaining -= 1
+            if remaining == 0:  # the last: the by-example outcomes (70 MB) are not needed while it is bootstrapped
+                outcomes.clear()
             made = [ratio]
             del ratio
             yield (subset, metric), made.pop()  # not held by this frame while suspended
