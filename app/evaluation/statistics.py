@@ -7,9 +7,10 @@ there are), consistency is (1 if the whole group is right) over 1. The bootstrap
 one sentence are not independent; an example-level bootstrap would give intervals that are too narrow.
 
 The resamples are drawn once for a split (a fixed seed and the number of groups decide them) and
-shared by every entry, so a whole table is one matrix product per metric: per-group counts
-(entries x groups) times resample weights (groups x resamples). An entry's interval is the same on
-the leaderboard and on its own page, and two entries are compared on the same resamples.
+shared by every entry, so a whole table is a matrix product per metric (two metrics to a product where
+float32 holds both exactly): per-group counts (entries x groups) times resample weights (groups x
+resamples). An entry's interval is the same on the leaderboard and on its own page, and two entries are
+compared on the same resamples.
 """
 
 from __future__ import annotations

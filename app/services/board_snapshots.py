@@ -193,7 +193,7 @@ def _compute(split: Split, version: int) -> Snapshot:
         team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
         best = _first_of_each(team_keys)  # positions of each team's best entry
         # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view
-        # is ranked on the board's pair counts and resample sorts (statistics.view_ranks).
+        # is ranked on the board's pair counts and resamples, in the same pass (statistics.view_ranks).
         views: list[np.ndarray | None] = [None] if len(best) == len(order) else [None, np.asarray(best)]
         by_view = _ranks(correct, order, primary[order], samples, views)
         ranked, team_ranked = by_view[0], by_view[-1]
