@@ -10,11 +10,12 @@ from there, and each process keeps the decoded snapshot in memory.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
@@ -73,9 +74,9 @@ class Entry:
 
     def as_team_best(self) -> Entry:
         """This entry as a row of view=teams: ranked among the teams' best entries."""
-        return replace(
-            self, rank=self.team_rank or self.rank, rank_low=self.team_rank_low, rank_high=self.team_rank_high
-        )
+        twin = copy.copy(self)  # shallow, as dataclasses.replace, which is several times slower per row
+        twin.rank, twin.rank_low, twin.rank_high = self.team_rank or self.rank, self.team_rank_low, self.team_rank_high
+        return twin
 
     def value(self, column) -> float | None:
         return self.scores.get(column.subset, {}).get(column.metric)
@@ -181,7 +182,8 @@ def _compute(split: Split, version: int) -> Snapshot:
         )
         primary = table[primary_key].values
         tie = table[("all", task.tie_break_metric)].values if task.tie_break_metric else np.zeros(len(rows))
-        times = np.array([as_utc(row.created_at).timestamp() for row in rows])
+        moments = [as_utc(row.created_at) for row in rows]
+        times = np.array([moment.timestamp() for moment in moments])
         ids = np.array([row.id for row in rows])
         # Primary metric (descending), tie-break metric (descending), then submission time and id.
         order = np.lexsort((ids, times, -np.nan_to_num(tie, nan=-1.0), -np.nan_to_num(primary, nan=-1.0)))
@@ -225,7 +227,7 @@ def _compute(split: Split, version: int) -> Snapshot:
                     submission_id=row.id,
                     model_name=row.model_name,
                     team=None if row.anonymous else row.name,
-                    submitted_at=as_utc(row.created_at),
+                    submitted_at=moments[i],
                     paper_url=row.paper_url,
                     code_url=row.code_url,
                     description=row.description or "",
@@ -306,7 +308,7 @@ def _encode(snapshot: Snapshot) -> bytes:
                 e.code_url,
                 e.description,
                 e.scores,
-                {s: {m: list(b) for m, b in ms.items()} for s, ms in e.intervals.items()},
+                e.intervals,  # (low, high) tuples: json writes them as lists
                 e.position,
                 e.rank_low,
                 e.rank_high,
