@@ -65,7 +65,7 @@ def board_statistics(task, gold, subsets, blobs: list[bytes]) -> dict[str, float
     start = time.perf_counter()
     correct = statistics.primary_correctness(task, gold, stacked)[order]
     statistics.significance_ranks(correct, primary[order])
-    statistics.rank_intervals(table[("all", "accuracy")].samples[order])
+    statistics.rank_intervals(table[("all", "accuracy")].keys[order])
     return {"ranks": time.perf_counter() - start}
 
 

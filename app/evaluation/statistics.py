@@ -7,14 +7,15 @@ there are), consistency is (1 if the whole group is right) over 1. The bootstrap
 one sentence are not independent; an example-level bootstrap would give intervals that are too narrow.
 
 The resamples are drawn once for a split (a fixed seed and the number of groups decide them) and
-shared by every entry, so a whole table is one matrix product per metric: per-group counts
-(entries x groups) times resample weights (groups x resamples). An entry's interval is the same on
-the leaderboard and on its own page, and two entries are compared on the same resamples.
+shared by every entry, so a whole table is a matrix product per metric (two metrics to a product where
+float32 holds both exactly): per-group counts (entries x groups) times resample weights (groups x
+resamples). An entry's interval is the same on the leaderboard and on its own page, and two entries are
+compared on the same resamples.
 """
 
 from __future__ import annotations
 
-import functools
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ SEED = 20190706  # fixed: the same predictions always get the same interval
 CONFIDENCE = 0.95
 ALPHA = 0.05  # significance level for rank tiers (after Holm's correction)
 _BLOCK = 200  # resamples generated and multiplied at a time: bounds memory for VCR-size splits
+_SUM_CHUNK = 4_000_000  # group sums: (groups x entries) summed at a time (16 MB of gathered rows of 4)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,11 @@ class Interval:
     values: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    samples: np.ndarray | None = None  # (k, resamples) where asked for (bootstrap's keep): rank intervals
+    samples: np.ndarray | None = None  # (k, resamples) resampled scores where asked for (count_intervals' keep)
+    # (k, resamples) where asked for (keep), for rank intervals: non-negative integers that order and tie the
+    # entries in each resample as the resampled scores do (the resampled numerators: a resample's scores share
+    # one denominator); counted, not sorted, and a quarter of the scores' memory.
+    keys: np.ndarray | None = None
 
 
 # --- from predictions to per-group counts ----------------------------------------------------------------
@@ -70,41 +76,41 @@ def group_codes(gold: GoldSet) -> tuple[np.ndarray, int]:
 
 def _group_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(k, m) values of m examples with group codes (m,) -> (present groups, float32 sums (k, G_s))."""
+    groups, sums = _group_sums_by_example(_by_example(values), codes)
+    return groups, sums.T
+
+
+def _by_example(values: np.ndarray) -> np.ndarray:
+    """(k, m) -> (m, k), contiguous: an example's values of every entry side by side (bool as uint8)."""
+    by_example = np.ascontiguousarray(values.T)
+    return by_example.view(np.uint8) if by_example.dtype == bool else by_example
+
+
+def _group_sums_by_example(
+    by_example: np.ndarray, codes: np.ndarray, indices: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Group sums of the examples `indices` (None: all) of a (n, k) by-example matrix, codes (the examples'
+    groups) given for those examples -> (present groups, float32 sums (G_s, k)).
+
+    All groups of one size at a time, whole rows of k entries added (a reduceat along the examples of the
+    (k, n) matrix steps through memory and is tens of times slower on a 10,000-entry board); a subset's rows
+    are picked in the same gather, not copied first. The sums are of small integers, exact in float32."""
+    k = by_example.shape[1]
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     if ordered.size == 0:
-        return ordered, np.zeros((values.shape[0], 0), dtype=np.float32)
+        return ordered, np.zeros((0, k), dtype=np.float32)
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     sizes = np.diff(np.r_[starts, ordered.size])
-    # Summed over the transposed matrix, whose rows (examples) are contiguous, all groups of one size at a
-    # time: whole vectors of k entries are added (a reduceat along the examples steps through memory and is
-    # tens of times slower on a 10,000-entry board). The sums are of small integers, exact in float32.
-    by_example = np.ascontiguousarray(values.T)
-    if by_example.dtype == bool:
-        by_example = by_example.view(np.uint8)
-    sums = np.empty((starts.size, values.shape[0]), dtype=np.float32)
+    rows = order if indices is None else np.asarray(indices)[order]
+    sums = np.empty((starts.size, k), dtype=np.float32)
+    chunk = max(1, _SUM_CHUNK // max(k, 1))  # groups at a time: bounds the gathered (groups, size, k) rows
     for size in np.unique(sizes):
         which = np.flatnonzero(sizes == size)
-        members = order[starts[which][:, None] + np.arange(size)]  # (groups of this size, size)
-        sums[which] = by_example[members].sum(axis=1, dtype=np.float32)
-    return ordered[starts], np.ascontiguousarray(sums.T)
-
-
-def _accuracy_ratio(
-    correct_counts: np.ndarray, per_example: int, codes: np.ndarray, indices: np.ndarray | None
-) -> Ratio:
-    """Accuracy over the examples `indices` (None: all); correct_counts (k, n) judgements right per example."""
-    if indices is not None:
-        correct_counts, codes = correct_counts[:, indices], codes[indices]
-    groups, sums = _group_sums(correct_counts, codes)
-    sizes = np.bincount(codes, minlength=1)[groups] if groups.size else np.zeros(0)
-    return Ratio(groups, sums, sizes.astype(np.float64) * per_example)
-
-
-def _consistency_ratio(all_right: np.ndarray, codes: np.ndarray) -> Ratio:
-    """Consistency: a group counts when every example in it is right; all_right (k, n) bool."""
-    groups, wrong = _group_sums(~all_right, codes)
-    return Ratio(groups, (wrong == 0).astype(np.float32), np.ones(groups.size))
+        members = rows[starts[which][:, None] + np.arange(size)]  # (groups of this size, size)
+        for at in range(0, which.size, chunk):
+            sums[which[at : at + chunk]] = by_example[members[at : at + chunk]].sum(axis=1, dtype=np.float32)
+    return ordered[starts], sums
 
 
 def metric_ratios(
@@ -122,34 +128,73 @@ def metric_ratios(
 def _each_ratio(
     task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
 ) -> Iterator[tuple[tuple[str, str], Ratio]]:
-    """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next."""
+    """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next.
+
+    The outcomes are laid out by example once (examples as rows: see _group_sums_by_example) and serve every
+    subset; a subset's consistency counts reuse its accuracy sums where the two count the same judgements
+    (a group is consistent when its right examples are all its examples). Numerators come back as (k, G_s)
+    views of (G_s, k) sums, held by nothing here once yielded."""
     stacked = np.asarray(stacked)
     codes, _ = group_codes(gold)
     outcomes = _outcomes(task, gold, stacked)
+    last: tuple[int, str, tuple[np.ndarray, np.ndarray]] | None = None  # the latest sums, for consistency
+
+    def sums_of(by_example: np.ndarray, subset: str, indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        nonlocal last
+        if last is not None and last[0] == id(by_example) and last[1] == subset:
+            found, last = last[2], None  # used once (consistency after accuracy): not held any longer
+            return found
+        found = _group_sums_by_example(by_example, codes if indices is None else codes[indices], indices)
+        # Kept only for a consistency still to come on the subset (else it would hold 70 MB for nothing).
+        last = (id(by_example), subset, found) if "consistency" in wanted[subset][1] else None
+        return found
+
+    remaining = sum(len(metrics) for _, metrics in wanted.values())
     for subset, (indices, metrics) in wanted.items():
+        subset_codes = codes if indices is None else codes[indices]
         for metric in metrics:
+            if metric not in outcomes["counts"] and metric != "consistency":
+                raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
             if metric == "consistency":
                 # On a subset of whole groups (a blind test's queried or sealed part) as on the split.
-                all_right = outcomes["all_right"] if indices is None else outcomes["all_right"][:, indices]
-                yield (subset, metric), _consistency_ratio(all_right, codes if indices is None else codes[indices])
+                groups, right = sums_of(outcomes["all_right"], subset, indices)
+                sizes = np.bincount(subset_codes, minlength=1)[groups].astype(np.float32)
+                ratio = Ratio(groups, (right == sizes[:, None]).astype(np.float32).T, np.ones(groups.size))
             elif metric in outcomes["counts"]:
-                counts, per_example = outcomes["counts"][metric]
-                yield (subset, metric), _accuracy_ratio(counts, per_example, codes, indices)
-            else:
-                raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
+                by_example, per_example = outcomes["counts"][metric]
+                groups, right = sums_of(by_example, subset, indices)
+                sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
+                ratio = Ratio(groups, right.T, sizes.astype(np.float64) * per_example)
+                del by_example
+            del right  # the sums live on in the ratio alone: a consumer that drops it frees them
+            remaining -= 1
+            if remaining == 0:  # the last: the by-example outcomes (70 MB) are not needed while it is bootstrapped
+                outcomes.clear()
+            made = [ratio]
+            del ratio
+            yield (subset, metric), made.pop()  # not held by this frame while suspended
 
 
 def _outcomes(task, gold: GoldSet, stacked: np.ndarray) -> dict:
+    """Per-example outcomes laid out by example, (n, k) (bool as uint8): judgements right per example for each
+    counted metric (with how many judgements an example has), and whether all of an example's are right."""
     k = stacked.shape[0]
     if task.name == "vcr":
-        staged = dict(zip(("q_a", "qa_r", "q_ar"), vcr_staged(stacked, gold.labels), strict=True))
-        return {"counts": {metric: (correct, 1) for metric, correct in staged.items()}, "all_right": staged["q_ar"]}
+        staged = [_by_example(outcome) for outcome in vcr_staged(stacked, gold.labels)]
+        return {
+            "counts": {m: (o, 1) for m, o in zip(("q_a", "qa_r", "q_ar"), staged, strict=True)},
+            "all_right": staged[2],
+        }
     if set(task.metrics) == {"accuracy", "consistency"}:
+        if stacked.ndim == 2:  # one judgement an example: right-or-not straight into the by-example layout
+            by_example = np.empty((gold.n, k), dtype=bool)
+            np.equal(stacked.astype(bool, copy=False).T, gold.labels[:, None], out=by_example)
+            right = by_example.view(np.uint8)
+            return {"counts": {"accuracy": (right, 1)}, "all_right": right}
         labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
         correct = (stacked.astype(bool, copy=False) == labels).reshape(k, gold.n, -1)
-        per_example = correct.shape[-1]  # 6 images an example for nlvr-images, else 1
-        counts = correct.sum(axis=-1, dtype=np.uint8) if per_example > 1 else correct[..., 0]
-        return {"counts": {"accuracy": (counts, per_example)}, "all_right": correct.all(axis=-1)}
+        counts = _by_example(correct.sum(axis=-1, dtype=np.uint8))
+        return {"counts": {"accuracy": (counts, correct.shape[-1])}, "all_right": _by_example(correct.all(axis=-1))}
     raise ValueError(f"intervals are not defined for task type {task.name!r}")
 
 
@@ -189,32 +234,145 @@ def bootstrap(
     confidence: float = CONFIDENCE,
     keep: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], Interval]:
-    """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled values
-    of `keep` come back too, for rank intervals).
+    """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled
+    numerators of `keep` come back too, as Interval.keys, for rank intervals).
 
-    One ratio at a time, its resamples drawn again from the same seed (the same weights, a few milliseconds
-    each): only one ratio's (k, resamples) values are held at once (80 MB for 10,000 entries), not all."""
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    result = {}
-    for key, ratio in ratios.items():
-        draws = []
-        for weights in resample_blocks(n_groups, resamples, seed):
-            # The whole split: every group is present, in order.
-            w = weights if ratio.groups.size == n_groups else weights[:, ratio.groups]
-            denominators = w.astype(np.float64) @ ratio.denominators  # (b,)
-            numerators = ratio.numerators @ w.T  # (k, b) -- the matrix product that does the work
-            present = denominators > 0  # a subset can miss every one of its groups in a resample
-            draws.append(numerators[:, present] / denominators[present] * 100.0)
-        values = ratio.values
-        samples = np.concatenate(draws, axis=1) if draws else np.empty((values.size, 0))
-        del draws
-        if samples.shape[1] == 0:
-            nan = np.full(values.size, np.nan)
-            result[key] = Interval(values, nan, nan.copy())
-            continue
-        low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
-        result[key] = Interval(values, low, high, samples if key == keep else None)
+    The resamples are drawn once (7 MB of weights on NLVR2) and serve every ratio; two ratios at a time
+    (_bootstrap_pair)."""
+    blocks = list(resample_blocks(n_groups, resamples, seed))
+    items = list(ratios.items())
+    result: dict[tuple[str, str], Interval] = {}
+    for at in range(0, len(items), 2):
+        result.update(_bootstrap_pair(items[at : at + 2], n_groups, blocks, confidence, keep))
     return result
+
+
+_ENTRY_BLOCK = 2048  # entries whose resampled values are held at once (16 MB a ratio), except the kept ratio's
+_EXACT = 2**24  # float32 holds every integer up to here exactly
+
+
+def _bootstrap_pair(
+    items: list[tuple[tuple[str, str], Ratio]],
+    n_groups: int,
+    blocks: Sequence[np.ndarray],
+    confidence: float,
+    keep: tuple[str, str] | None,
+    *,
+    reuse: bool = False,
+) -> dict[tuple[str, str], Interval]:
+    """The intervals of one or two ratios, entries a block at a time (only the kept ratio's resampled
+    numerators are held whole). Two ratios share one matrix product where that is exact: numerators a + M b
+    with M over any resampled value of a, every sum an integer float32 holds (see _packing). With `reuse` the
+    ratios are taken over (`items` is emptied): the product's matrix may be made in their numerators, and
+    once it is made they are dropped (70 MB each on a 10,000-entry board)."""
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    names = [key for key, _ in items]
+    ratios = [ratio for _, ratio in items]
+    if reuse:
+        items.clear()
+    scores = [ratio.values for ratio in ratios]  # before _packing may reuse their numerators
+    k = ratios[0].numerators.shape[0]
+    # Per ratio: the weights of its groups, and each resample's denominator and presence (a subset can miss
+    # every one of its groups in a resample).
+    weights = [[w if r.groups.size == n_groups else w[:, r.groups] for w in blocks] for r in ratios]
+    totals = [[w.astype(np.float64) @ r.denominators for w in ws] for r, ws in zip(ratios, weights, strict=True)]
+    present = [[t > 0 for t in ts] for ts in totals]
+    drawn = [sum(int(p.sum()) for p in ps) for ps in present]
+    packing = _packing(ratios, totals, reuse=reuse)
+    if packing is not None:
+        groups, multiplier, combined, small = packing
+        together = [w if groups.size == n_groups else w[:, groups] for w in blocks]
+        if reuse:
+            ratios = []  # the product's matrix holds all that is needed of them
+    kept = [key == keep and n > 0 for key, n in zip(names, drawn, strict=True)]
+    # A resampled numerator is at most its denominator: 16 bits hold it on any split of a benchmark here.
+    key_type = (
+        np.uint16 if max((float(t.max()) for ts in totals for t in ts if t.size), default=0) < 2**16 else np.int32
+    )
+    keys = [np.empty((k, n), dtype=key_type) if keeping else None for keeping, n in zip(kept, drawn, strict=True)]
+    lows = [np.full(k, np.nan) for _ in names]
+    highs = [np.full(k, np.nan) for _ in names]
+    for start in range(0, k, _ENTRY_BLOCK):
+        stop = min(k, start + _ENTRY_BLOCK)
+        rows = [np.empty((stop - start, n)) for n in drawn]
+        filled = [0] * len(names)
+        for b in range(len(blocks)):
+            if packing is not None:
+                # (entries, b): the matrix product that does the work, both ratios at once; exact integers
+                both = (combined[:, start:stop].T @ together[b].T).astype(np.int64)
+                high, low = np.divmod(both, multiplier)
+                numerators = [low, high] if small == 0 else [high, low]
+            else:
+                numerators = [r.numerators[start:stop] @ ws[b].T for r, ws in zip(ratios, weights, strict=True)]
+            for i, values in enumerate(numerators):
+                mask, total = present[i][b], totals[i][b]
+                if not mask.all():
+                    values, total = values[:, mask], total[mask]
+                into = rows[i][:, filled[i] : filled[i] + total.size]
+                np.divide(values, total, out=into)
+                np.multiply(into, 100.0, out=into)
+                kept_keys = keys[i]
+                if kept_keys is not None:
+                    if kept_keys.dtype == np.uint16 and values.max(initial=0) >= 2**16:  # a numerator over its total
+                        keys[i] = kept_keys = kept_keys.astype(np.int32)
+                    kept_keys[start:stop, filled[i] : filled[i] + total.size] = values  # exact integers
+                filled[i] += total.size
+        for i, block in enumerate(rows):
+            if drawn[i] == 0:
+                continue
+            # Sorted in place first: percentiles of sorted rows are the same values, and a (SIMD) sort and the
+            # selection on sorted rows take about half the time of the selection alone.
+            block.sort(axis=1)
+            lows[i][start:stop], highs[i][start:stop] = np.percentile(block, [tail, 100.0 - tail], axis=1)
+    return {
+        key: Interval(value, low, high, keys=kept_keys)
+        for key, value, low, high, kept_keys in zip(names, scores, lows, highs, keys, strict=True)
+    }
+
+
+def _packing(
+    ratios: Sequence[Ratio], totals: Sequence[Sequence[np.ndarray]], *, reuse: bool = False
+) -> tuple[np.ndarray, int, np.ndarray, int] | None:
+    """(groups, M, numerators a + M b as float32 (groups, k), which ratio is a) for two ratios whose resampled
+    numerators one product can carry exactly, else None. A resampled numerator is at most its denominator (a group's
+    numerator is at most its denominator: right judgements of its examples, or 1 of 1), so with M one over
+    a's largest resampled denominator, low and high parts come apart by division, and while M times b's
+    largest plus a's stays under 2^24 every partial sum of the product is an integer float32 holds."""
+    if len(ratios) != 2 or any(not ts or max(t.size for t in ts) == 0 for ts in totals):
+        return None
+    largest = [max(float(t.max()) for t in ts if t.size) for ts in totals]
+    small = int(np.argmin(largest))
+    a, b = ratios[small], ratios[1 - small]
+    multiplier = int(largest[small]) + 1
+    groups = np.union1d(a.groups, b.groups)
+    denominators = np.zeros((2, groups.size))
+    denominators[0, np.searchsorted(groups, a.groups)] = a.denominators
+    denominators[1, np.searchsorted(groups, b.groups)] = b.denominators
+    per_group = denominators[0] + multiplier * denominators[1]
+    if multiplier * largest[1 - small] + largest[small] >= _EXACT or per_group.max(initial=0) >= _EXACT:
+        return None
+    parts = []
+    for ratio, d in ((a, denominators[0]), (b, denominators[1])):
+        by_group = ratio.numerators.T  # (G_s, k): the layout the sums are built in
+        if not (by_group <= d[np.searchsorted(groups, ratio.groups)].astype(np.float32)[:, None]).all():
+            return None
+        parts.append((None if ratio.groups.size == groups.size else np.searchsorted(groups, ratio.groups), by_group))
+    (a_at, a_part), (b_at, b_part) = parts
+    if b_at is None:
+        # b's numerators themselves where allowed: a 10,000-entry board's sums are 70 MB
+        combined = b_part if reuse else b_part.copy()
+        combined *= np.float32(multiplier)
+    else:
+        combined = np.zeros((groups.size, b_part.shape[1]), dtype=np.float32)
+        combined[b_at] = b_part
+        combined *= np.float32(multiplier)
+    if a_at is None:
+        combined += a_part
+    else:
+        chunk = max(1, _SUM_CHUNK // max(combined.shape[1], 1))  # a fancy += gathers its rows first: in chunks
+        for at in range(0, a_at.size, chunk):
+            combined[a_at[at : at + chunk]] += a_part[at : at + chunk]  # distinct groups: no index repeats
+    return groups, multiplier, combined, small
 
 
 def intervals(
@@ -234,11 +392,16 @@ def intervals(
         ratios = metric_ratios(task, gold, stacked, wanted)
         return count_intervals(ratios, resamples=resamples, seed=seed, keep=keep)
     _, n_groups = group_codes(gold)
-    # One ratio at a time: its per-group counts (70 MB for 10,000 entries on NLVR2) are dropped once its
-    # intervals are drawn (bootstrap draws the same resamples for each ratio, so nothing changes).
+    blocks = list(resample_blocks(n_groups, resamples, seed))  # drawn once for every ratio
+    # Two ratios at a time: their per-group counts (70 MB each for 10,000 entries on NLVR2) are dropped once
+    # their intervals are drawn.
     result: dict[tuple[str, str], Interval] = {}
-    for key, ratio in _each_ratio(task, gold, stacked, wanted):
-        result.update(bootstrap({key: ratio}, n_groups, resamples=resamples, seed=seed, keep=keep))
+    each = _each_ratio(task, gold, stacked, wanted)
+    for first in each:
+        # Two at a time: one matrix product for both where exact. Handed over (reuse): nothing here holds them.
+        batch = [first, *itertools.islice(each, 1)]
+        del first
+        result.update(_bootstrap_pair(batch, n_groups, blocks, CONFIDENCE, keep, reuse=True))
     return result
 
 
@@ -267,10 +430,11 @@ def count_intervals(
         share = values / 100.0
         centre = (share + z * z / (2 * n)) / (1 + z * z / n)
         half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        samples = None
+        samples = keys = None
         if key == keep:
-            samples = rng.binomial(int(round(n)), np.clip(share, 0.0, 1.0), size=(resamples, values.size)).T / n * 100
-        result[key] = Interval(values, (centre - half) * 100.0, (centre + half) * 100.0, samples)
+            keys = rng.binomial(int(round(n)), np.clip(share, 0.0, 1.0), size=(resamples, values.size)).T
+            samples = keys / n * 100
+        result[key] = Interval(values, (centre - half) * 100.0, (centre + half) * 100.0, samples, keys)
     return result
 
 
@@ -307,6 +471,7 @@ class Ranks:
 
 
 _RANK_BLOCK = 64  # entries compared with those above them at a time: small blocks keep the exact window narrow
+_SURE_MARGIN = 0.99  # a pair is settled without its test only this far under the threshold (betainc's rounding)
 
 
 def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = ALPHA) -> Ranks:
@@ -315,50 +480,120 @@ def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = 
     An entry's rank is 1 + the number of entries above it that are significantly better on the primary
     metric: a one-sided exact McNemar test against each of them, Holm-corrected over that entry's own
     comparisons (as many as there are entries above it), alpha 0.05. Entries with identical primary scores
-    never separate (p = 1). The discordant counts of all pairs come from the correctness matrix at once
-    (right-on-both counts are popcounts of the bit-packed rows ANDed, a matrix product over bits), in blocks
-    of entries. An entry is never ranked better than one above it (a running maximum), so ranks never
-    decrease down the table.
+    never separate (p = 1). An entry is never ranked better than one above it (a running maximum), so ranks
+    never decrease down the table.
 
-    correct: (k, units) bool, per-judgement correctness on the primary metric; primary: (k,) scores.
+    correct: (k, units) bool, per-judgement correctness on the primary metric; primary: (k,) scores, the
+    share of `correct` right (table order is primary descending).
     """
+    return view_ranks(correct, primary, [None], alpha)[0]
+
+
+def view_ranks(
+    correct: np.ndarray,
+    primary: np.ndarray,
+    views: Sequence[np.ndarray | None],
+    alpha: float = ALPHA,
+    *,
+    order: np.ndarray | None = None,
+) -> list[Ranks]:
+    """significance_ranks of the table (a view None) and of sub-tables of it (a view: the ascending positions
+    of its entries, as view=teams keeps each team's best), on the same pair counts: a sub-table's entry is
+    compared with fewer entries, so it settles at least as many by their marginal counts alone and the pairs it
+    still needs are among the table's.
+
+    The discordant counts come from the bit-packed correctness rows (popcounts of ANDed words), in blocks of
+    entries, for the pairs whose test can matter: entries so far above that no pairing of their judgements
+    could make the difference insignificant are counted without it (see _sure_counts); the rest are tested,
+    their p-values computed once per distinct pair of counts (_PTable). With `order`, the table's rows are
+    correct[order] (primary is in table order): the rows are reordered once packed, 64 times smaller."""
     correct = np.asarray(correct, dtype=bool)
     primary = np.asarray(primary, dtype=np.float64)
     k, units = correct.shape[0], correct.shape[1]
+    members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
+    better = [np.zeros(m.size, dtype=np.int64) for m in members]
     if k == 0:
-        return Ranks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        return [Ranks(np.zeros(0, dtype=np.int64), b) for b in better]
     packed = _packed(correct)
-    right = correct.sum(axis=1, dtype=np.float64)
-    better = np.zeros(k, dtype=np.int64)
-    for start in range(1, k, _RANK_BLOCK):
+    right = correct.sum(axis=1, dtype=np.int64)
+    if order is not None:
+        packed, right = packed[order], right[order]
+    table = _PTable(units)
+    # Per view: each table position's index in the view (-1: not in it), and where each member's window starts
+    # (the table position of its first member that is not surely better).
+    index = []
+    window = []
+    for m in members:
+        at = np.full(k, -1, dtype=np.int64)
+        at[m] = np.arange(m.size)
+        index.append(at)
+        window.append(np.r_[m, k][_sure_counts(right[m], units, alpha, table)])
+    for start in range(0, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
-        # Entries so far above that no pairing of their predictions could make the difference insignificant
-        # are counted without the exact test (a prefix, as the table is in primary order); see _surely_better.
-        lo = _surely_better(primary[:start], primary[start], units, alpha / stop)
+        rows = [at[start:stop] for at in index]  # view indices of the block's rows
+        starts = [w[r[r >= 0]] for w, r in zip(window, rows, strict=True)]
+        if not any(s.size for s in starts):
+            continue
+        lo = int(min(s.min() for s in starts if s.size))
         both = _both_right(packed[start:stop], packed[lo:stop])  # (b, stop - lo): right on both
-        above_only = right[None, lo:stop] - both  # judgements only the entry above got right
-        below_only = right[start:stop, None] - both
-        p = _decisive_p(above_only, below_only)
-        rows = np.arange(start, stop)
-        columns = np.arange(lo, stop)[None, :]
-        above = columns < rows[:, None]
-        p[~above] = np.inf  # only entries strictly above count; they sort last and are never rejected
-        p[above & (primary[None, lo:stop] == primary[start:stop, None])] = 1.0  # equal scores never separate
-        p.sort(axis=1)
-        m = rows[:, None]  # comparisons of each entry: the entries above it
-        steps = lo + np.arange(stop - lo)[None, :]  # the sure ones are Holm's first steps, all rejected
-        thresholds = alpha / np.maximum(m - steps, 1)
-        fails = (p > thresholds) | (steps >= m)
-        better[start:stop] = lo + np.argmax(np.concatenate([fails, np.ones((stop - start, 1), bool)], axis=1), axis=1)
-    ranks = np.maximum.accumulate(1 + better)
-    # Entries with identical primary scores share the rank of the first of them (the table puts them
-    # together; the tie-break by consistency orders them but never separates them).
-    first_of_tie = np.r_[True, primary[1:] != primary[:-1]]
-    ranks = ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(k), 0))]
-    return Ranks(ranks, better)
+        p = _decisive_p(right[None, lo:stop] - both, right[start:stop, None] - both, table)
+        tied = primary[None, lo:stop] == primary[start:stop, None]
+        # Sub-tables first (they take copies), so that the last view, usually the whole table, can use p itself.
+        for v in reversed(range(len(members))):
+            m, at, row, out = members[v], index[v], rows[v], better[v]
+            inside = np.flatnonzero(row >= 0)
+            if inside.size == 0:
+                continue
+            columns = np.flatnonzero(at[lo:stop] >= 0)
+            whole = inside.size == stop - start and columns.size == stop - lo
+            view_p = (p if v == 0 else p.copy()) if whole else p[np.ix_(inside, columns)]
+            js = row[inside][:, None]  # each row's comparisons: the members above it
+            column_js = at[lo:stop][columns][None, :]
+            above = column_js < js
+            view_p[~above] = np.inf  # only members strictly above count; they sort last and are never rejected
+            view_p[above & (tied if whole else tied[np.ix_(inside, columns)])] = 1.0  # equal scores never separate
+            view_p.sort(axis=1)
+            first = int(np.searchsorted(m, lo))  # members before the window: surely better, Holm's first steps
+            steps = first + np.arange(columns.size)[None, :]
+            thresholds = alpha / np.maximum(js - steps, 1)
+            fails = np.concatenate([(view_p > thresholds) | (steps >= js), np.ones((inside.size, 1), bool)], axis=1)
+            out[row[inside]] = first + np.argmax(fails, axis=1)  # Holm's first failure
+    result = []
+    for m, b in zip(members, better, strict=True):
+        ranks = np.maximum.accumulate(1 + b)
+        # Entries with identical primary scores share the rank of the first of them (the table puts them
+        # together; the tie-break by consistency orders them but never separates them).
+        scores = primary[m]
+        first_of_tie = np.r_[True, scores[1:] != scores[:-1]]
+        ranks = ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(m.size), 0))]
+        result.append(Ranks(ranks, b))
+    return result
 
 
-def _decisive_p(above_only: np.ndarray, below_only: np.ndarray) -> np.ndarray:
+class _PTable:
+    """Exact one-sided p-values by (discordant judgements n, difference d), each computed once for a board:
+    a board repeats the same pairs of counts many times (10,000 entries: ~10^7 pairs tested, a few 10^5
+    distinct). Only the band _decisive_p computes exactly is held: d <= 1 + 6 sqrt(n) (28 MB for 6,970 units)."""
+
+    def __init__(self, units: int) -> None:
+        self.width = int(6.0 * np.sqrt(max(units, 1))) + 3
+        self.units = units
+        self.values = np.full((units + 1) * self.width, np.nan)
+
+    def lookup(self, above: np.ndarray, below: np.ndarray) -> np.ndarray:
+        n = (above + below).astype(np.int64)
+        key = n * self.width + (above - below).astype(np.int64)
+        found = self.values[key]
+        missing = np.isnan(found)
+        if missing.any():
+            new = np.unique(key[missing])
+            n_new, d_new = np.divmod(new, self.width)
+            self.values[new] = one_sided_p((n_new + d_new) // 2, (n_new - d_new) // 2)
+            found[missing] = self.values[key[missing]]
+        return found
+
+
+def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable | None = None) -> np.ndarray:
     """One-sided exact McNemar p-values where they can decide a rank; elsewhere a stand-in on the same side
     of every threshold: 1 where the entry above is not ahead by a standard error (z < 1, so p > 0.15 while
     Holm's thresholds are at most 0.05), 0 where it is ahead by more than six (p < 1e-9, under alpha over
@@ -368,12 +603,47 @@ def _decisive_p(above_only: np.ndarray, below_only: np.ndarray) -> np.ndarray:
     p = np.ones(n.shape)
     p[z > 6.0] = 0.0
     band = (z >= 1.0) & (z <= 6.0)
-    # p depends on the two counts alone, and a board repeats the same pairs of counts many times (a
-    # 10,000-entry board: ~10^7 pairs in the band, ~3 x 10^5 distinct): each distinct pair is computed once.
     above, below = above_only[band], below_only[band]
+    if table is not None:
+        p[band] = table.lookup(above, below)
+        return p
+    # p depends on the two counts alone: each distinct pair is computed once.
     distinct, inverse = np.unique(above * (2.0**32) + below, return_inverse=True)
     p[band] = one_sided_p(np.floor(distinct / 2.0**32), np.mod(distinct, 2.0**32))[inverse]
     return p
+
+
+def _sure_counts(right: np.ndarray, units: int, alpha: float, table: _PTable | None = None) -> np.ndarray:
+    """For each entry of a table (right: its judgements right, table order), how many of the first entries
+    above it are significantly better than it whatever their judgements, so that their tests need not be run.
+
+    With counts r_a > r_b, the discordant judgements n are at most min(r_a + r_b, 2 units - r_a - r_b) and the
+    one-sided McNemar p for a difference r_a - r_b is largest at the largest n (_largest_p); it only falls as
+    r_a grows, so the sure entries are found by bisection on the fewest right among the first t. Where that
+    largest p is under Holm's strictest threshold for the entry (alpha over its comparisons), the exact test
+    cannot come out otherwise (in any order, a p that low is rejected)."""
+    k = right.size
+    table = table if table is not None else _PTable(units)
+    lowest = np.minimum.accumulate(right)  # the fewest right among the first t entries
+    level = alpha / np.maximum(np.arange(k), 1) * _SURE_MARGIN
+    lo, hi = np.zeros(k, dtype=np.int64), np.arange(k)  # the answer lies in [lo, hi]; 0 always holds
+    while True:
+        active = np.flatnonzero(lo < hi)
+        if active.size == 0:
+            return lo
+        mid = (lo[active] + hi[active] + 1) // 2
+        sure = _largest_p(lowest[mid - 1], right[active], units, table) <= level[active]
+        lo[active] = np.where(sure, mid, lo[active])
+        hi[active] = np.where(sure, hi[active], mid - 1)
+
+
+def _largest_p(above: np.ndarray, below: np.ndarray, units: int, table: _PTable) -> np.ndarray:
+    """The largest one-sided McNemar p two entries with these counts right can have, every judgement that can
+    be discordant being so (n and the difference have the same parity); through _decisive_p's stand-ins (0 far
+    under any threshold a sure count is held to, 1 far over) and its table of exact values."""
+    difference = above - below
+    n = np.minimum(above + below, 2 * units - above - below)
+    return _decisive_p(((n + difference) // 2).astype(np.float64), ((n - difference) // 2).astype(np.float64), table)
 
 
 def _packed(correct: np.ndarray) -> np.ndarray:
@@ -399,42 +669,22 @@ def _both_right(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     return total.astype(np.float64)
 
 
-def _surely_better(above: np.ndarray, value: float, units: int, level: float) -> int:
-    """How many of the entries `above` (primary scores in descending order) are significantly better than
-    an entry scoring `value` whatever their discordant counts: with a difference of D judgements, the one-sided
-    McNemar p is largest when every judgement is discordant, P(X >= (units + D) / 2), X ~ Binomial(units, 1/2);
-    where even that is ten times under `level` (alpha over the most comparisons any entry of the block has,
-    the strictest Holm threshold), the exact test cannot come out otherwise, so it need not be run."""
-    if above.size == 0 or units == 0:
-        return 0
-    sure = np.flatnonzero(_worst_p(units) < level / 10.0)
-    if sure.size == 0:
-        return 0
-    needed = int(sure[0]) + 1  # one judgement of slack for rounding of the percentages
-    gaps = np.floor((above - value) / 100.0 * units + 1e-6)
-    return int(np.count_nonzero(gaps >= needed))  # `above` descends, so these are its first entries
-
-
-@functools.lru_cache(maxsize=8)
-def _worst_p(units: int) -> np.ndarray:
-    """For every difference D of 0..units judgements, the largest one-sided McNemar p it can have (every
-    judgement discordant): the same for every entry of a board, so computed once per number of units."""
-    differences = np.arange(units + 1, dtype=np.float64)
-    worst = one_sided_p(np.ceil((units + differences) / 2.0), units - np.ceil((units + differences) / 2.0))
-    worst.setflags(write=False)
-    return worst
-
-
 def _ranks_in_columns(samples: np.ndarray, block: int = 100) -> np.ndarray:
-    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value.
+    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value."""
+    return _view_ranks_in_columns(samples, [np.arange(samples.shape[0])], block)[0]
+
+
+def _view_ranks_in_columns(samples: np.ndarray, members: Sequence[np.ndarray], block: int = 100) -> list[np.ndarray]:
+    """Each view's (members, resamples) ranks: 1 + the view's entries with a strictly higher value.
 
     `block` resamples at a time (bounds the temporaries: ~40 MB for 10,000 entries): sort each (a row of the
     transposed block), find for each sorted place the last place holding the same value (ties share a rank;
-    NaNs count as equal to each other and highest, as a sorted search counts them), and scatter the ranks
-    back to the entries."""
+    NaNs count as equal to each other and highest, as a sorted search counts them), count the view's entries up
+    to each place, and scatter the ranks back to the entries. One sort serves every view."""
     k, resamples = samples.shape
-    ranks = np.empty((k, resamples), dtype=np.int32)  # ranks <= k; half the memory of int64
+    ranks = [np.empty((m.size, resamples), dtype=np.int32) for m in members]  # ranks <= k; half of int64
     places = np.arange(k)
+    masks = [None if m.size == k else np.isin(places, m) for m in members]
     for at in range(0, resamples, block):
         by_resample = np.ascontiguousarray(samples[:, at : at + block].T)  # (b, k)
         order = np.argsort(by_resample, axis=1, kind="stable")
@@ -445,20 +695,69 @@ def _ranks_in_columns(samples: np.ndarray, block: int = 100) -> np.ndarray:
         # For each place, the first place at or after it that ends a run of equal values.
         ends = np.minimum.accumulate(np.where(last, places, k)[:, ::-1], axis=1)[:, ::-1]
         found = np.empty(by_resample.shape, dtype=np.int64)
-        np.put_along_axis(found, order, k - ends, axis=1)  # 1 + (k - 1 - end) entries above the run
-        ranks[:, at : at + block] = found.T
+        for m, mask, out in zip(members, masks, ranks, strict=True):
+            if mask is None:
+                np.put_along_axis(found, order, k - ends, axis=1)  # 1 + (k - 1 - end) entries above the run
+            else:
+                # The view's entries at or before each place of the sorted resample; those after its run are above.
+                counted = np.cumsum(mask[order], axis=1)
+                np.put_along_axis(found, order, 1 + m.size - np.take_along_axis(counted, ends, axis=1), axis=1)
+            out[:, at : at + block] = found[:, m].T
+    return ranks
+
+
+def _view_ranks_by_counting(keys: np.ndarray, members: Sequence[np.ndarray], block: int = 100) -> list[np.ndarray]:
+    """_view_ranks_in_columns for non-negative integer values (no NaNs): each resample's values are counted
+    (np.bincount) instead of sorted, 1 + the view's entries above a value being the view's size less those at
+    or below it (a cumulative count)."""
+    k, resamples = keys.shape
+    ranks = [np.empty((m.size, resamples), dtype=np.int32) for m in members]
+    top = int(keys.max()) + 1 if keys.size else 1
+    for at in range(0, resamples, block):
+        by_resample = np.ascontiguousarray(keys[:, at : at + block].T).astype(np.int64)  # (b, k)
+        b = by_resample.shape[0]
+        shifted = by_resample + (np.arange(b) * top)[:, None]  # each resample's values in a range of its own
+        for m, out in zip(members, ranks, strict=True):
+            whole = m.size == k
+            counts = np.bincount((shifted if whole else shifted[:, m]).ravel(), minlength=b * top).reshape(b, top)
+            at_or_below = np.cumsum(counts, axis=1)
+            values = by_resample if whole else by_resample[:, m]
+            out[:, at : at + b] = (1 + m.size - np.take_along_axis(at_or_below, values, axis=1)).T
     return ranks
 
 
 def rank_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) 95% rank intervals from bootstrap resamples of the primary metric, (k, resamples):
     an entry's rank in each resample is 1 + the entries with a higher resampled score."""
-    samples = np.asarray(samples, dtype=np.float64)
+    return view_rank_intervals(samples, [None], confidence)[0]
+
+
+def view_rank_intervals(
+    samples: np.ndarray, views: Sequence[np.ndarray | None], confidence: float = CONFIDENCE
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """rank_intervals of the table (a view None) and of sub-tables (ascending positions, as in view_ranks), each
+    entry ranked among its view's entries, from one pass over the resamples.
+
+    samples: (k, resamples) resampled scores, or non-negative integers that order and tie the entries of each
+    resample as the scores do (Interval.keys: the resampled numerators, a resample's scores sharing one
+    denominator), which are ranked by counting rather than sorting."""
+    samples = np.asarray(samples)
     k = samples.shape[0]
+    members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
     if k == 0 or samples.shape[1] == 0:
-        return np.ones(k, dtype=np.int64), np.full(k, k, dtype=np.int64)
-    ranks = _ranks_in_columns(samples)
+        return [(np.ones(m.size, dtype=np.int64), np.full(m.size, m.size, dtype=np.int64)) for m in members]
+    if np.issubdtype(samples.dtype, np.integer) and samples.min() >= 0:
+        ranked = _view_ranks_by_counting(samples, members)
+    else:
+        ranked = _view_ranks_in_columns(np.asarray(samples, dtype=np.float64), members)
     tail = (1.0 - confidence) / 2.0 * 100.0
-    low = np.percentile(ranks, tail, axis=1, method="lower")
-    high = np.percentile(ranks, 100.0 - tail, axis=1, method="higher")
-    return low.astype(np.int64), high.astype(np.int64)
+    result = []
+    for ranks in ranked:
+        if ranks.shape[0] == 0:
+            result.append((np.ones(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
+            continue
+        ranks.sort(axis=1)  # the same percentiles, found faster (see _bootstrap_ratio)
+        low = np.percentile(ranks, tail, axis=1, method="lower")
+        high = np.percentile(ranks, 100.0 - tail, axis=1, method="higher")
+        result.append((low.astype(np.int64), high.astype(np.int64)))
+    return result

@@ -7,7 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.evaluation import statistics
+from app import synthetic
+from app.evaluation import get_task, statistics
+
+NLVR2 = get_task("nlvr2")
+
+
+@pytest.fixture(scope="module")
+def nlvr2_small():
+    """A synthetic NLVR2 split (1,200 examples), its bias subsets and 40 entries' predictions."""
+    gold = NLVR2.read_gold(synthetic.nlvr2_gold(1200, split="test", seed=5))
+    rng = np.random.default_rng(14)
+    right = rng.random((40, gold.n)) < rng.uniform(0.5, 0.9, size=(40, 1))
+    right[3] = right[4]  # two identical entries
+    return gold, NLVR2.derive_subsets(gold), np.where(right, gold.labels, ~gold.labels)
 
 
 def _board(rng: np.random.Generator, k: int, units: int, spread: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -103,3 +116,155 @@ def test_ranks_in_columns_equal_counting_the_higher_values():
             higher = np.isnan(values) if not np.isnan(value) else np.zeros(values.size, bool)
             expected[i, column] = 1 + int(np.count_nonzero(values > value) + higher.sum())
     np.testing.assert_array_equal(statistics._ranks_in_columns(samples), expected)
+
+
+@pytest.mark.parametrize("seed, k, units, spread", [(9, 300, 2000, (0.6, 0.9)), (10, 200, 6970, (0.5, 0.95))])
+def test_view_ranks_equal_the_exact_computation_on_each_sub_table(seed, k, units, spread):
+    """A sub-table (view=teams: each team's best) ranked on the whole table's pair counts is ranked as it
+    would be alone."""
+    rng = np.random.default_rng(seed)
+    correct, primary = _board(rng, k, units, spread)
+    best = np.sort(rng.choice(k, size=k // 2, replace=False))
+    whole, teams = statistics.view_ranks(correct, primary, [None, best])
+    ranks, better = _exact_ranks(correct, primary)
+    np.testing.assert_array_equal(whole.ranks, ranks)
+    np.testing.assert_array_equal(whole.better, better)
+    ranks, better = _exact_ranks(correct[best], primary[best])
+    np.testing.assert_array_equal(teams.ranks, ranks)
+    np.testing.assert_array_equal(teams.better, better)
+    shuffled = rng.permutation(k)  # rows given in another order, and the table's order beside them
+    order = np.argsort(shuffled)
+    again = statistics.view_ranks(correct[shuffled], primary, [None, best], order=order)
+    for found, want in zip(again, (whole, teams), strict=True):
+        np.testing.assert_array_equal(found.ranks, want.ranks)
+        np.testing.assert_array_equal(found.better, want.better)
+
+
+def test_sure_counts_settle_only_pairs_the_exact_test_rejects_first():
+    """Every entry counted as surely better has an exact p under Holm's strictest threshold for the entry below."""
+    rng = np.random.default_rng(11)
+    correct, primary = _board(rng, 400, 3000, (0.5, 0.95))
+    right = correct.sum(axis=1)
+    sure = statistics._sure_counts(right, correct.shape[1], statistics.ALPHA)
+    assert sure[-1] > 100  # the shortcut is taken
+    for i in range(1, correct.shape[0]):
+        above = correct[: sure[i]]
+        both = (above & correct[i]).sum(axis=1)
+        p = statistics.one_sided_p(right[: sure[i]] - both, right[i] - both)
+        assert (p <= statistics.ALPHA / i).all()
+
+
+def test_p_table_holds_the_exact_p_values():
+    rng = np.random.default_rng(12)
+    n = rng.integers(0, 2000, size=20000)
+    d = rng.integers(0, 6 * np.sqrt(np.maximum(n, 1)).astype(np.int64) + 2)
+    d -= (d - n) % 2  # the difference has the parity of the discordant count
+    ok = (d >= 0) & (d <= n)
+    above, below = ((n + d) // 2)[ok].astype(float), ((n - d) // 2)[ok].astype(float)
+    table = statistics._PTable(2000)
+    np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))
+    np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))  # from the table
+
+
+def test_rank_intervals_of_views_and_of_integer_keys_equal_those_of_each_table_alone():
+    """Ranks among a view's entries come from the whole table's sort; integer keys (resampled numerators) are
+    counted instead of sorted: the intervals are those of each sub-table's own samples."""
+    rng = np.random.default_rng(13)
+    keys = rng.integers(300, 360, size=(200, 120))  # many ties in each resample
+    samples = keys / 500 * 100
+    best = np.sort(rng.choice(200, size=70, replace=False))
+    expected = [statistics.rank_intervals(samples), statistics.rank_intervals(samples[best])]
+    for values in (samples, keys, keys.astype(np.int32)):
+        found = statistics.view_rank_intervals(values, [None, best])
+        for (low, high), (want_low, want_high) in zip(found, expected, strict=True):
+            np.testing.assert_array_equal(low, want_low)
+            np.testing.assert_array_equal(high, want_high)
+    members = [np.arange(200), best]
+    for counted, sorted_ in zip(
+        statistics._view_ranks_by_counting(keys, members),
+        statistics._view_ranks_in_columns(samples, members),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(counted, sorted_)
+
+
+def test_bootstrap_keys_order_the_resamples_as_the_samples_do(nlvr2_small):
+    gold, _, stacked = nlvr2_small
+    key = ("all", "accuracy")
+    interval = statistics.intervals(NLVR2, gold, stacked, {"all": (None, ("accuracy",))}, keep=key)[key]
+    assert interval.keys is not None
+    _, n_groups = statistics.group_codes(gold)
+    weights = np.concatenate(list(statistics.resample_blocks(n_groups)))
+    totals = weights.astype(np.float64) @ np.bincount(statistics.group_codes(gold)[0]).astype(np.float64)
+    samples = interval.keys / totals * 100.0  # the resampled scores
+    counted = statistics._view_ranks_by_counting(interval.keys, [np.arange(len(stacked))])[0]
+    np.testing.assert_array_equal(statistics._ranks_in_columns(samples), counted)
+
+
+def _plain_interval(correct, codes, n_groups, indices, metric, keep):
+    """One (subset, metric) interval the plain way: per-group counts by bincount, every resample's weights,
+    a float64 matrix product (exact: sums of small integers), percentiles."""
+    chosen = np.arange(correct.shape[1]) if indices is None else indices
+    subset_codes = codes[chosen]
+    groups = np.unique(subset_codes)
+    sums = np.stack([np.bincount(subset_codes, weights=row, minlength=n_groups)[groups] for row in correct[:, chosen]])
+    sizes = np.bincount(subset_codes, minlength=n_groups)[groups].astype(float)
+    numerators, denominators = (
+        (sums, sizes) if metric == "accuracy" else ((sums == sizes).astype(float), 1.0 + 0 * sizes)
+    )
+    weights = np.concatenate(list(statistics.resample_blocks(n_groups))).astype(np.float64)[:, groups]
+    drawn, totals = numerators @ weights.T, weights @ denominators
+    present = totals > 0
+    samples = drawn[:, present] / totals[present] * 100.0
+    tail = (1.0 - statistics.CONFIDENCE) / 2.0 * 100.0  # as the module computes it (not exactly 2.5)
+    low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
+    values = numerators.sum(axis=1) / denominators.sum() * 100.0
+    return values, low, high, (samples, drawn[:, present]) if keep else None
+
+
+def test_bootstrap_equals_the_plain_computation(nlvr2_small, monkeypatch):
+    """Every ratio's values, bounds, kept samples and keys, bit for bit: subsets (one so small a resample can
+    miss it) and consistency on a subset of whole groups included."""
+    gold, subsets, stacked = nlvr2_small
+    codes, n_groups = statistics.group_codes(gold)
+    whole_groups = np.flatnonzero(np.isin(codes, np.arange(0, n_groups, 3)))
+    wanted = {
+        "all": (None, ("accuracy", "consistency")),
+        **{name: (indices, ("accuracy",)) for name, indices in subsets.items()},
+        "tiny": (np.array([5, 6, 7]), ("accuracy",)),
+        "part": (whole_groups, ("accuracy", "consistency")),
+    }
+    key = ("all", "accuracy")
+    monkeypatch.setattr(statistics, "_ENTRY_BLOCK", 7)  # entries in several blocks
+    table = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    correct = (stacked == gold.labels).astype(float)
+    for (subset, metric), interval in table.items():
+        values, low, high, kept = _plain_interval(
+            correct, codes, n_groups, wanted[subset][0], metric, key == (subset, metric)
+        )
+        np.testing.assert_array_equal(interval.values, values)
+        np.testing.assert_array_equal(interval.low, low)
+        np.testing.assert_array_equal(interval.high, high)
+        if kept is not None:
+            np.testing.assert_array_equal(interval.keys, kept[1])
+    assert table[("tiny", "accuracy")].low.shape == (len(stacked),)
+
+
+def test_two_ratios_in_one_product_equal_each_alone(nlvr2_small, monkeypatch):
+    """Packed (a + M b in one float32 product) or not (past float32's exact integers), the same intervals."""
+    gold, subsets, stacked = nlvr2_small
+    wanted = {"all": (None, ("accuracy", "consistency")), **{n: (i, ("accuracy",)) for n, i in subsets.items()}}
+    ratios = statistics.metric_ratios(NLVR2, gold, stacked, wanted)
+    _, n_groups = statistics.group_codes(gold)
+    blocks = list(statistics.resample_blocks(n_groups))
+    pair = [ratios[("all", "accuracy")], ratios[("all", "consistency")]]
+    totals = [[w.astype(np.float64) @ r.denominators for w in blocks] for r in pair]
+    assert statistics._packing(pair, totals) is not None  # the packed path is taken
+    key = ("all", "accuracy")
+    packed = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    monkeypatch.setattr(statistics, "_EXACT", 100)  # nothing fits: every ratio its own product
+    assert statistics._packing(pair, totals) is None
+    alone = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    for name, interval in packed.items():
+        for field in ("values", "low", "high", "keys"):
+            np.testing.assert_array_equal(getattr(interval, field), getattr(alone[name], field))
