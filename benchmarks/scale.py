@@ -23,7 +23,8 @@ Then, each step in a fresh process (so the peak resident size, VmHWM, is the ste
 4. adding a subset to each split (`catalog.add_subset`, every stored submission rescored; goal: peak RSS
    under 500 MB);
 5. `backups.backup` of the deployment and `backups.restore` into an empty one (goal: peak RSS under 500 MB).
-Times are wall-clock seconds (CPU seconds beside them: the machine is shared).
+Times are wall-clock seconds (CPU seconds beside them: the machine is shared). `--only uploads` stops after
+step 1 (the upload medians alone, e.g. to measure the probe check).
 """
 
 from __future__ import annotations
@@ -444,6 +445,15 @@ def postgres():
     return PostgresCluster.create()
 
 
+def _print_table(database: str, submissions: int, built: float, rows: list[tuple]) -> None:
+    print(f"\n{database}, {submissions:,} stored submissions, {datetime.now(UTC):%Y-%m-%d}, built in {built:.0f} s")
+    print(f"{'case':<78} {'measured':<44} {'goal':<9} ok")
+    print("-" * 137)
+    for name, measured, goal, *ok in rows:
+        mark = ("yes" if ok[0] else "NO") if ok else ""
+        print(f"{name:<78} {measured:<44} {goal:<9} {mark}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", type=int, default=1_000_000, help="stored submissions (default 1,000,000)")
@@ -452,6 +462,7 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=20, help="uploads timed per split and database")
     parser.add_argument("--requests", type=int, default=2000, help="requests per rate measurement")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rate rounds; the best is shown")
+    parser.add_argument("--only", choices=("uploads",), help="run step 1 alone (the upload medians)")
     parser.add_argument("--step", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.step:
@@ -500,6 +511,9 @@ def main() -> None:
                     ratio <= 1.25,
                 )
             )
+        if args.only == "uploads":
+            _print_table(args.database, counts["submissions"], built, rows)
+            return
         board = run_step("board", full)
         rows.append(
             (
@@ -553,15 +567,7 @@ def main() -> None:
         )
         if restore["rows"] != backup["rows"]:
             raise SystemExit(f"restore loaded {restore['rows']} rows, the backup holds {backup['rows']}")
-        print(
-            f"\n{args.database}, {counts['submissions']:,} stored submissions, "
-            f"{datetime.now(UTC):%Y-%m-%d}, built in {built:.0f} s"
-        )
-        print(f"{'case':<78} {'measured':<44} {'goal':<9} ok")
-        print("-" * 137)
-        for name, measured, goal, *ok in rows:
-            mark = ("yes" if ok[0] else "NO") if ok else ""
-            print(f"{name:<78} {measured:<44} {goal:<9} {mark}")
+        _print_table(args.database, counts["submissions"], built, rows)
     finally:
         if cluster is not None:
             cluster.remove()
