@@ -212,6 +212,9 @@ class Submission(db.Model):
         # without reading or sorting every row of a split that holds hundreds of thousands.
         Index("ix_submissions_split_id_id", "split_id", "id"),
         Index("ix_submissions_split_published", "split_id", "published_at"),
+        # The probe check finds a hidden split's scored submissions with no probe summary (stored before
+        # migration 0010) in a range of this index, not among every row of the split (nor its rejected ones).
+        Index("ix_submissions_split_probe_summarised", "split_id", "probe_summarised", "status"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -236,6 +239,9 @@ class Submission(db.Model):
     # The feedback policy that release was made under (null: the split showed every score), so that a later
     # policy never shows more than it (services/visibility.py).
     release_policy: Mapped[str | None] = mapped_column(String(8))
+    # True once the submission's record is in probe_summaries (scored ones on a hidden split); null: the probe
+    # check reads it the old way. Does not depend on the gold labels (a correction rebuilds the records).
+    probe_summarised: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -342,6 +348,20 @@ class ProbeFlag(db.Model):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
     submission: Mapped[Submission] = relationship(foreign_keys=[submission_id])
+
+
+class ProbeSummary(db.Model):
+    """The probe summaries (app/evaluation/probes.py) of a hidden split's scored submissions whose count of
+    correct units is `correct`: their records (id, correct units per block) packed one after another.
+
+    One row per count, not per submission: the probe check reads the window of counts near a new submission's
+    as ~140 rows (NLVR2 Test-U), where a row per submission would be ~20,000 at 400,000 stored."""
+
+    __tablename__ = "probe_summaries"
+
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), primary_key=True)
+    correct: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    records: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class AuthAttempt(db.Model):

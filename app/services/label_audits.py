@@ -19,7 +19,7 @@ from app.db import db
 from app.evaluation import ValidationError, get_task
 from app.evaluation.label_audit import dawid_skene
 from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
-from app.services import audit, board_snapshots, catalog, gold_files, rescoring
+from app.services import audit, board_snapshots, catalog, gold_files, integrity, rescoring
 from app.services.errors import Conflict, InvalidInput
 
 DEFAULT_TOP = 40
@@ -195,6 +195,8 @@ def correct_labels(
         subsets = _refresh_derived_subsets(split, task, new)
         db.session.flush()
         rescored = rescoring.rescore_all(split, new, subsets)
+        # Counts of correct units change with the labels: the probe summaries are made again against them.
+        integrity.rebuild_probe_summaries(split, task, new)
         split.board_version += 1
         db.session.flush()
         ranks_after = board_snapshots.published_ranks(split)
