@@ -8,7 +8,8 @@ Test-P 6,967, Test-U 6,970 examples, with their balanced and unbalanced subsets)
 submissions spread over the three splits (Test-U 40%, the others 30% each) from 5,000 teams, one in a
 hundred a rejected file. Rows are bulk-inserted (PostgreSQL: COPY) in the format the upload path writes: the
 task's encoder for the predictions, `TaskType.score_batch` for the Score rows, the release the feedback policy
-makes (`integrity.full_release` on the hidden split), originals kept by `uploads.keep`. `--entries` of the
+makes (`integrity.full_release` on the hidden split), the hidden split's probe summaries (probe_summaries, as
+`integrity.store_probe_summary` writes them), originals kept by `uploads.keep`. `--entries` of the
 Test-U submissions are published (each its own original file; every other submission shares one of these
 originals: a real deployment would keep one file per distinct upload). Test-U is a hidden split under the
 Ladder, revealed, as a finished challenge's board is: its board has bootstrap intervals.
@@ -168,7 +169,8 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
     from sqlalchemy import text
 
     from app.db import db
-    from app.models import Score, Split, Submission, Team
+    from app.evaluation import probes
+    from app.models import ProbeSummary, Score, Split, Submission, Team
     from app.services import catalog, checksums, integrity, uploads
     from app.team_names import name_key
 
@@ -196,11 +198,13 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
             gold = inputs.gold
             total = int(round(submissions * share))
             published = min(entries, total) if hidden else 0
+            runs: dict[int, list[bytes]] = {}  # the hidden split's probe records by count of correct units
             for at in range(0, total, CHUNK):
                 size = min(CHUNK, total - at)
                 correct = correct_rows(rng, gold, size)
                 stacked = np.where(correct, gold.labels, ~gold.labels)
                 results = task.score_batch(gold, stacked, inputs.subsets)
+                blocks, summarised = probes.block_counts(correct), []
                 rows, score_rows = [], []
                 for i in range(size):
                     number, sid = at + i, next_id
@@ -229,6 +233,7 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                         "predictions": task.encode(stacked[i]),
                         "released": None,
                         "release_policy": "full" if hidden else None,
+                        "probe_summarised": True if hidden else None,
                     }
                     if number >= published and number % 100 == 99:  # a rejected file: its problems, no predictions
                         row.update(
@@ -236,8 +241,11 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                             predictions=None,
                             release_policy=None,
                             errors=json.dumps([{"line": 3, "message": "line 3: unknown identifier 'x'"}]),
+                            probe_summarised=None,
                         )
                     else:
+                        if hidden:
+                            summarised.append((i, sid))
                         scores = results[i]
                         release = integrity.full_release(task, gold, inputs.subsets, scores) if hidden else scores
                         row["released"] = json.dumps(release)
@@ -249,9 +257,16 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                     rows.append(row)
                 writer.write(Submission.__table__, rows)
                 writer.write(Score.__table__, score_rows)
+                for i, sid in summarised:
+                    record = probes.encode_records(np.array([sid]), blocks[i : i + 1], gold.n)
+                    runs.setdefault(int(correct[i].sum()), []).append(record)
                 counts["submissions"] += len(rows)
                 counts["scores"] += len(score_rows)
                 print(f"  {slug}: {at + size:,} of {total:,}", file=sys.stderr, end="\r")
+            writer.write(
+                ProbeSummary.__table__,
+                [{"split_id": split.id, "correct": k, "records": b"".join(parts)} for k, parts in sorted(runs.items())],
+            )
             counts["published"] += published
             split.board_version += 1
             print(file=sys.stderr)
