@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -169,6 +170,9 @@ class Split(db.Model):
     # the secret the part is drawn from, made once and never shown on any page, export, response or log.
     sealed_fraction: Mapped[float | None] = mapped_column(Float)
     seal_seed: Mapped[str | None] = mapped_column(String(64))
+    # A hidden split some of whose scored submissions have no probe summary (stored before migration 0010):
+    # the probe check also reads those the old way, by score, until `labels summarise` or a label correction.
+    probe_unsummarised: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Bumped whenever what the public leaderboard shows may change (publish, hide, new subset, reveal...),
     # so cached intervals and tiers are recomputed once per change, not per request.
     board_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -212,9 +216,6 @@ class Submission(db.Model):
         # without reading or sorting every row of a split that holds hundreds of thousands.
         Index("ix_submissions_split_id_id", "split_id", "id"),
         Index("ix_submissions_split_published", "split_id", "published_at"),
-        # The probe check finds a hidden split's scored submissions with no probe summary (stored before
-        # migration 0010) in a range of this index, not among every row of the split (nor its rejected ones).
-        Index("ix_submissions_split_probe_summarised", "split_id", "probe_summarised", "status"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -239,9 +240,6 @@ class Submission(db.Model):
     # The feedback policy that release was made under (null: the split showed every score), so that a later
     # policy never shows more than it (services/visibility.py).
     release_policy: Mapped[str | None] = mapped_column(String(8))
-    # True once the submission's record is in probe_summaries (scored ones on a hidden split); null: the probe
-    # check reads it the old way. Does not depend on the gold labels (a correction rebuilds the records).
-    probe_summarised: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -233,7 +233,6 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                         "predictions": task.encode(stacked[i]),
                         "released": None,
                         "release_policy": "full" if hidden else None,
-                        "probe_summarised": True if hidden else None,
                     }
                     if number >= published and number % 100 == 99:  # a rejected file: its problems, no predictions
                         row.update(
@@ -241,7 +240,6 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                             predictions=None,
                             release_policy=None,
                             errors=json.dumps([{"line": 3, "message": "line 3: unknown identifier 'x'"}]),
-                            probe_summarised=None,
                         )
                     else:
                         if hidden:

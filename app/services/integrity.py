@@ -22,7 +22,7 @@ from datetime import datetime
 
 import numpy as np
 from flask import current_app
-from sqlalchemy import LargeBinary, cast, delete, insert, or_, select, update
+from sqlalchemy import LargeBinary, cast, delete, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import aliased
 
@@ -162,7 +162,8 @@ def _candidates(submission: Submission, task: TaskType, summary: ProbeCounts, pr
     most differing units still flagged), then those whose block counts are within t (the lower bound of
     app/evaluation/probes.py). Unsummarised ones (stored before migration 0010): as before the summaries,
     those whose stored primary score lies within 100 * PROBE_DISTANCE points (the primary metric counts the
-    same units the distance does, so two files that differ on a share d of them are at most 100 * d apart)."""
+    same units the distance does, so two files that differ on a share d of them are at most 100 * d apart); that
+    is every submission in the window while the split says some are unsummarised (Split.probe_unsummarised)."""
     threshold = probe_distance()
     t = probes.threshold_units(threshold, summary.units)
     if t < 0:
@@ -178,21 +179,23 @@ def _candidates(submission: Submission, task: TaskType, summary: ProbeCounts, pr
         records = probes.decode_records(b"".join(runs), summary.units)
         near = records["id"][probes.lower_bounds(records["blocks"], summary.blocks) <= t]
         found.update(int(i) for i in near)
-    window = 100 * threshold + 1e-9  # float error in stored percentages must not drop a candidate
-    close = select(Score.submission_id).where(
-        Score.subset == "all",
-        Score.metric == task.primary_metric,
-        Score.value.between(primary_score - window, primary_score + window),
-    )
-    unsummarised = (
-        Submission.split_id == submission.split_id,
-        Submission.probe_summarised.is_(None),
-        Submission.status == "scored",
-    )
-    # Asked first, alone: a range of an index, empty once every submission there is summarised (joined to
-    # the scores, the planner may read the whole score window whatever the answer).
-    if db.session.scalar(select(Submission.id).where(*unsummarised).limit(1)) is not None:
-        found.update(db.session.scalars(select(Submission.id).where(*unsummarised, Submission.id.in_(close))))
+    split = db.session.get_one(Split, submission.split_id)  # loaded by the caller: no query
+    if split.probe_unsummarised:
+        window = 100 * threshold + 1e-9  # float error in stored percentages must not drop a candidate
+        close = select(Score.submission_id).where(
+            Score.subset == "all",
+            Score.metric == task.primary_metric,
+            Score.value.between(primary_score - window, primary_score + window),
+        )
+        found.update(
+            db.session.scalars(
+                select(Submission.id).where(
+                    Submission.split_id == submission.split_id,
+                    Submission.status == "scored",
+                    Submission.id.in_(close),
+                )
+            )
+        )
     if submission.id is not None:  # already inserted: not compared with itself
         found.discard(submission.id)
     return sorted(found)
@@ -284,8 +287,8 @@ def _append_records(split_id: int, runs: dict[int, bytes]) -> None:
 
 
 def store_probe_summary(submission: Submission, summary: ProbeCounts) -> None:
-    """Record a scored submission's probe summary (after its insert: the record holds its id; the caller
-    sets its probe_summarised); the caller's transaction commits both or neither."""
+    """Record a scored submission's probe summary (after its insert: the record holds its id); the caller's
+    transaction commits both or neither."""
     ids = np.array([submission.id], dtype=np.int64)
     _append_records(
         submission.split_id,
@@ -320,16 +323,7 @@ def rebuild_probe_summaries(split: Split, task: TaskType, gold: GoldSet) -> int:
             insert(ProbeSummary),
             [{"split_id": split.id, "correct": k, "records": b"".join(parts)} for k, parts in sorted(runs.items())],
         )
-    db.session.execute(
-        update(Submission)
-        .where(
-            Submission.split_id == split.id,
-            Submission.status == "scored",
-            Submission.predictions.is_not(None),
-            Submission.probe_summarised.is_(None),
-        )
-        .values(probe_summarised=True)
-    )
+    split.probe_unsummarised = False
     db.session.flush()
     return count
 

@@ -160,8 +160,6 @@ def _record(
                 submission, inputs.task, inputs.gold, predictions, scores["all"][inputs.task.primary_metric], summary
             )
         visibility.release(submission, split, inputs, predictions, scores)
-    if summary is not None:
-        submission.probe_summarised = True  # written with the row; its record follows in this transaction
     db.session.add(submission)
     db.session.flush()  # the submission, then its Ladder state or probe flag; the scores need its id
     if summary is not None:

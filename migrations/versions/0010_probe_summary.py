@@ -29,17 +29,26 @@ def upgrade():
     if op.get_bind().dialect.name == "postgresql":
         # Appended to on every upload and read whole: stored uncompressed, neither step recompresses.
         op.execute("ALTER TABLE probe_summaries ALTER COLUMN records SET STORAGE EXTERNAL")
-    with op.batch_alter_table("submissions", schema=None) as batch_op:
-        # Null for every submission stored so far: the probe check reads those the old way (by score), so
-        # it stays exact with no backfill; a label correction summarises them.
-        batch_op.add_column(sa.Column("probe_summarised", sa.Boolean(), nullable=True))
-        batch_op.create_index(
-            "ix_submissions_split_probe_summarised", ["split_id", "probe_summarised", "status"], unique=False
-        )
+    with op.batch_alter_table("splits", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("probe_unsummarised", sa.Boolean(), server_default=sa.false(), nullable=False))
+    # The submissions stored so far have no summary: on a hidden split the probe check reads them the old way
+    # (by score), so it stays exact with no backfill here (`flask labels summarise` makes them).
+    splits = sa.table(
+        "splits",
+        sa.column("id", sa.Integer),
+        sa.column("hidden", sa.Boolean),
+        sa.column("probe_unsummarised", sa.Boolean),
+    )
+    submissions = sa.table(
+        "submissions", sa.column("split_id", sa.Integer), sa.column("status", sa.String), sa.column("id", sa.Integer)
+    )
+    stored = sa.select(submissions.c.id).where(submissions.c.split_id == splits.c.id, submissions.c.status == "scored")
+    op.execute(
+        splits.update().where(splits.c.hidden == sa.true(), stored.exists()).values(probe_unsummarised=sa.true())
+    )
 
 
 def downgrade():
-    with op.batch_alter_table("submissions", schema=None) as batch_op:
-        batch_op.drop_index("ix_submissions_split_probe_summarised")
-        batch_op.drop_column("probe_summarised")
+    with op.batch_alter_table("splits", schema=None) as batch_op:
+        batch_op.drop_column("probe_unsummarised")
     op.drop_table("probe_summaries")

@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select
 
 from app import synthetic
 from app.db import db
@@ -132,6 +132,13 @@ def _expected_records(split, task, gold) -> dict[int, tuple[int, tuple[int, ...]
     return expected
 
 
+def _forget_summaries(split) -> None:
+    """The state migration 0010 leaves: the split's submissions so far without summaries, and it says so."""
+    db.session.execute(delete(ProbeSummary).where(ProbeSummary.split_id == split.id))
+    split.probe_unsummarised = True
+    db.session.commit()
+
+
 def _corrected(task_name: str, gold_bytes: bytes, rows: range) -> bytes:
     """The gold file with the labels of `rows` changed."""
     lines = gold_bytes.decode().splitlines()
@@ -173,15 +180,12 @@ def test_flags_equal_the_plain_comparison_on_a_random_world(ctx, app, monkeypatc
     files: list[np.ndarray] = []
     flagged = 0
     for step in range(60):
-        if step == 20:
-            # The state after migration 0010: every submission so far stored without a summary.
-            db.session.execute(update(Submission).values(probe_summarised=None))
-            db.session.query(ProbeSummary).delete()
-            db.session.commit()
+        if step == 20:  # the state after migration 0010: every submission so far stored without a summary
+            _forget_summaries(split)
         if step == 40:
             label_audits.correct_labels(admin, "bench", "test", _corrected(task_name, gold_bytes, range(3)), "fix")
             gold = catalog.gold_for(catalog.get_split("bench", "test"))
-            assert db.session.scalar(select(Submission.id).where(Submission.probe_summarised.is_(None))) is None
+            assert catalog.get_split("bench", "test").probe_unsummarised is False
         if not files or rng.random() < 0.3:  # same accuracies: the windows of counts overlap
             predictions = _base(task_name, gold, rng, float(rng.choice([0.7, 0.71, 0.72])))
         else:  # a near-copy of an earlier file, by its team or another, just under, at or over the threshold
@@ -219,16 +223,29 @@ def test_far_files_of_the_same_accuracy_are_not_read(ctx, monkeypatch):
     assert _flags_of(near.id)[0][1] == pytest.approx(2 / 400)
 
 
-def test_submissions_stored_before_the_summaries_are_still_compared(ctx, monkeypatch):
+def test_submissions_stored_before_the_summaries_are_compared_until_summarised(ctx, runner, monkeypatch):
     from tests.support.blind_test_world import build_blind_test_world, submit
 
     world = build_blind_test_world()
     old = submit(world, range(50)).submission
-    db.session.execute(update(Submission).values(probe_summarised=None))
-    db.session.query(ProbeSummary).delete()
-    db.session.commit()
+    far = submit(world, range(200, 250)).submission  # the same accuracy, 100 of 400 away
+    _forget_summaries(catalog.get_split("nlvr2", "test-u"))
+    compared: list[int] = []
+    real = integrity._block_distances
+    monkeypatch.setattr(integrity, "_block_distances", lambda *args: compared.append(len(args[3])) or real(*args))
     near = submit(world, [*range(50), 300], who="rival").submission
     assert _flags_of(near.id) == [(old.id, pytest.approx(1 / 400), world["lab"].id)]
-    # The new one has its summary; the old one stays unsummarised until a rebuild.
-    assert db.session.get(Submission, near.id).probe_summarised is True
-    assert db.session.get(Submission, old.id).probe_summarised is None
+    assert compared == [2]  # both unsummarised ones in the window of scores are read
+    # The new one has its summary; the old ones are read by score until summarised.
+    split = catalog.get_split("nlvr2", "test-u")
+    assert set(_stored_records(split.id, 400)) == {near.id} and split.probe_unsummarised
+
+    done = runner.invoke(args=["labels", "summarise", "nlvr2", "test-u"])
+    assert done.exit_code == 0 and "3 submissions summarised" in done.output
+    db.session.expire_all()
+    assert set(_stored_records(split.id, 400)) == {old.id, far.id, near.id} and not split.probe_unsummarised
+    again = submit(world, [*range(50), 300, 301], who="rival").submission
+    assert _flags_of(again.id) == [(near.id, pytest.approx(1 / 400), None), (old.id, 2 / 400, world["lab"].id)]
+    assert compared[1:] == [2]  # the near ones alone
+    refused = runner.invoke(args=["labels", "summarise", "nlvr2", "dev"])
+    assert refused.exit_code == 2 and "not hidden" in refused.output
