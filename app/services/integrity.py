@@ -154,67 +154,72 @@ def probe_summary(task: TaskType, gold: GoldSet, predictions: np.ndarray) -> Pro
     return ProbeCounts(correct.shape[1], int(correct.sum()), probes.block_counts(correct)[0])
 
 
-def _candidates(submission: Submission, task: TaskType, summary: ProbeCounts, primary_score: float) -> list[int]:
-    """Ids of the earlier scored submissions on the split that may differ from the new one on fewer than
-    PROBE_DISTANCE of the units (a superset of those that do; every one the full comparison would flag).
-
-    Summarised ones: the rows of probe_summaries whose count lies within t units of the new one's (t: the
-    most differing units still flagged), then those whose block counts are within t (the lower bound of
-    app/evaluation/probes.py). Unsummarised ones (stored before migration 0010): as before the summaries,
-    those whose stored primary score lies within 100 * PROBE_DISTANCE points (the primary metric counts the
-    same units the distance does, so two files that differ on a share d of them are at most 100 * d apart); that
-    is every submission in the window while the split says some are unsummarised (Split.probe_unsummarised)."""
-    threshold = probe_distance()
-    t = probes.threshold_units(threshold, summary.units)
-    if t < 0:
-        return []
-    found: set[int] = set()
+def _near_by_summary(split_id: int, summary: ProbeCounts, t: int) -> list[int]:
+    """Ids of the split's summarised submissions that may differ from the new one on at most t units: those
+    whose count of correct units lies within t of the new one's (a range of probe_summaries' key), and whose
+    block counts are within t of the new one's (the lower bound of app/evaluation/probes.py)."""
     runs = db.session.scalars(
         select(ProbeSummary.records).where(
-            ProbeSummary.split_id == submission.split_id,
-            ProbeSummary.correct.between(summary.correct - t, summary.correct + t),
+            ProbeSummary.split_id == split_id, ProbeSummary.correct.between(summary.correct - t, summary.correct + t)
         )
     ).all()
-    if runs:
-        records = probes.decode_records(b"".join(runs), summary.units)
-        near = records["id"][probes.lower_bounds(records["blocks"], summary.blocks) <= t]
-        found.update(int(i) for i in near)
-    split = db.session.get_one(Split, submission.split_id)  # loaded by the caller: no query
-    if split.probe_unsummarised:
-        window = 100 * threshold + 1e-9  # float error in stored percentages must not drop a candidate
-        close = select(Score.submission_id).where(
-            Score.subset == "all",
-            Score.metric == task.primary_metric,
-            Score.value.between(primary_score - window, primary_score + window),
+    if not runs:
+        return []
+    records = probes.decode_records(b"".join(runs), summary.units)
+    return records["id"][probes.lower_bounds(records["blocks"], summary.blocks) <= t].tolist()
+
+
+def _earlier_by_score(split_id: int, task: TaskType, primary_score: float, threshold: float):
+    """(id, team_id, predictions) of the split's scored submissions whose stored primary score lies within
+    100 * PROBE_DISTANCE points of the new one's: the primary metric counts the same units the distance does,
+    so two files that differ on a share d of them are at most 100 * d points apart. The read of every
+    submission before the summaries; now only while some have none (Split.probe_unsummarised)."""
+    window = 100 * threshold + 1e-9  # float error in stored percentages must not drop a candidate
+    close = select(Score.submission_id).where(
+        Score.subset == "all",
+        Score.metric == task.primary_metric,
+        Score.value.between(primary_score - window, primary_score + window),
+    )
+    return db.session.execute(
+        select(Submission.id, Submission.team_id, Submission.predictions).where(
+            Submission.split_id == split_id,
+            Submission.status == "scored",
+            Submission.predictions.is_not(None),
+            Submission.id.in_(close),
         )
-        found.update(
-            db.session.scalars(
-                select(Submission.id).where(
-                    Submission.split_id == submission.split_id,
-                    Submission.status == "scored",
-                    Submission.id.in_(close),
-                )
-            )
-        )
-    if submission.id is not None:  # already inserted: not compared with itself
-        found.discard(submission.id)
-    return sorted(found)
+    ).all()
 
 
 def _blobs(split_id: int, ids: list[int]):
-    """(id, team_id, predictions) of the scored submissions among `ids` on the split, in id order (a record
-    left behind by a deleted submission finds nothing)."""
+    """(id, team_id, predictions) of the scored submissions among `ids` on the split (a record left behind by
+    a deleted submission finds nothing)."""
     for start in range(0, len(ids), ID_BATCH):
         yield from db.session.execute(
-            select(Submission.id, Submission.team_id, Submission.predictions)
-            .where(
+            select(Submission.id, Submission.team_id, Submission.predictions).where(
                 Submission.id.in_(ids[start : start + ID_BATCH]),
                 Submission.split_id == split_id,
                 Submission.status == "scored",
                 Submission.predictions.is_not(None),
             )
-            .order_by(Submission.id)
         ).all()
+
+
+def _earlier(submission: Submission, task: TaskType, summary: ProbeCounts, primary_score: float) -> list:
+    """The earlier scored submissions on the split (id, team_id, predictions), in id order, that may differ
+    from the new one on fewer than PROBE_DISTANCE of the units: a superset of those that do, so comparing
+    with these alone flags what comparing with every one would."""
+    threshold = probe_distance()
+    t = probes.threshold_units(threshold, summary.units)
+    if t < 0:
+        return []
+    split = db.session.get_one(Split, submission.split_id)  # loaded by the caller: no query
+    found = {}
+    if split.probe_unsummarised:
+        found = {row.id: row for row in _earlier_by_score(split.id, task, primary_score, threshold)}
+    missing = [i for i in _near_by_summary(split.id, summary, t) if i not in found]
+    found.update((row.id, row) for row in _blobs(split.id, missing))
+    found.pop(submission.id, None)  # already inserted: not compared with itself
+    return [found[i] for i in sorted(found)]
 
 
 def flag_probes(
@@ -230,13 +235,12 @@ def flag_probes(
     most two flags per new submission, ties going to the latest. A near-copy of another team's submission
     names both teams (shared predictions, a second account, collusion).
 
-    Only the files `_candidates` cannot rule out are read and compared: every earlier file closer than
+    Only the files `_earlier` cannot rule out are read and compared: every earlier file closer than
     PROBE_DISTANCE is among them, so the flags are those of comparing with every file."""
     threshold = probe_distance()
     if summary is None:
         summary = probe_summary(task, gold, predictions)
-    ids = _candidates(submission, task, summary, primary_score)
-    earlier = list(_blobs(submission.split_id, ids))
+    earlier = _earlier(submission, task, summary, primary_score)
     new = np.asarray(predictions)
     # Nearest (distance, id, team) of the team's own and of other teams'.
     nearest: dict[bool, tuple[float, int, int]] = {}
@@ -269,30 +273,22 @@ def flag_probes(
     return flags
 
 
-def _append_records(split_id: int, runs: dict[int, bytes]) -> None:
-    """Append records to the split's rows of probe_summaries, one upsert per count (in count order: two
-    uploads lock the rows they append to in the same order, so they wait for each other, never deadlock)."""
+def store_probe_summary(submission: Submission, summary: ProbeCounts) -> None:
+    """Append a scored submission's record to its split's row for its count (after its insert: the record
+    holds its id); the caller's transaction commits both or neither. Two uploads with the same count wait for
+    each other on that row."""
+    record = probes.encode_records(np.array([submission.id], dtype=np.int64), summary.blocks[None], summary.units)
     postgres = db.session.get_bind().dialect.name == "postgresql"
-    for correct in sorted(runs):
-        stmt = (postgresql.insert if postgres else sqlite.insert)(ProbeSummary).values(
-            split_id=split_id, correct=correct, records=runs[correct]
-        )
-        joined = ProbeSummary.records.concat(stmt.excluded.records)
-        stmt = stmt.on_conflict_do_update(
+    stmt = (postgresql.insert if postgres else sqlite.insert)(ProbeSummary).values(
+        split_id=submission.split_id, correct=summary.correct, records=record
+    )
+    joined = ProbeSummary.records.concat(stmt.excluded.records)
+    db.session.execute(
+        stmt.on_conflict_do_update(
             index_elements=["split_id", "correct"],
             # SQLite's || makes text of two blobs: cast back, byte for byte.
             set_={"records": joined if postgres else cast(joined, LargeBinary)},
         )
-        db.session.execute(stmt)
-
-
-def store_probe_summary(submission: Submission, summary: ProbeCounts) -> None:
-    """Record a scored submission's probe summary (after its insert: the record holds its id); the caller's
-    transaction commits both or neither."""
-    ids = np.array([submission.id], dtype=np.int64)
-    _append_records(
-        submission.split_id,
-        {summary.correct: probes.encode_records(ids, summary.blocks[None], summary.units)},
     )
 
 
