@@ -95,6 +95,6 @@ def lower_bounds(stored_blocks: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     than the number of units the two files differ on."""
     # Narrow integers (one-byte counts differ by at most 255): a window of 20,000 records is a few MB less.
     wide = np.int16 if stored_blocks.dtype.itemsize == 1 else np.int32
-    differences = np.subtract(stored_blocks.astype(wide), np.asarray(blocks).astype(wide)[None])
+    differences = np.subtract(stored_blocks, np.asarray(blocks).astype(wide)[None], dtype=wide)
     np.abs(differences, out=differences)
     return differences.sum(axis=1, dtype=np.int64)
