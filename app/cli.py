@@ -381,7 +381,9 @@ def restore_command(path):
     )
 
 
-labels_cli = AppGroup("labels", help="Audit a split's gold labels; install a corrected gold file.")
+labels_cli = AppGroup(
+    "labels", help="Audit a split's gold labels; install a corrected gold file; summarise for the probe check."
+)
 
 
 @labels_cli.command("audit")
@@ -425,6 +427,17 @@ def labels_correct(benchmark, split, labels, note):
         f"changed, {done.rescored} submissions rescored, {done.ranks_moved} published "
         f"rank{'' if done.ranks_moved == 1 else 's'} moved"
     )
+
+
+@labels_cli.command("summarise")
+@click.argument("benchmark")
+@click.argument("split")
+def labels_summarise(benchmark, split):
+    """Make the probe summaries of hidden SPLIT's stored submissions against its labels (those stored before
+    migration 0010 have none: the probe check reads them the slow way until this runs)."""
+    with _refusals():
+        summarised = label_audits.summarise_for_probes(None, benchmark, split, via="cli")
+    click.echo(f"{benchmark}/{split}: {summarised} submissions summarised for the probe check")
 
 
 uploads_cli = AppGroup("uploads", help="Check the folder of original uploads against the database.")

@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -169,6 +170,9 @@ class Split(db.Model):
     # the secret the part is drawn from, made once and never shown on any page, export, response or log.
     sealed_fraction: Mapped[float | None] = mapped_column(Float)
     seal_seed: Mapped[str | None] = mapped_column(String(64))
+    # A hidden split some of whose scored submissions have no probe summary (stored before migration 0010):
+    # the probe check also reads those the old way, by score, until `labels summarise` or a label correction.
+    probe_unsummarised: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Bumped whenever what the public leaderboard shows may change (publish, hide, new subset, reveal...),
     # so cached intervals and tiers are recomputed once per change, not per request.
     board_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -342,6 +346,20 @@ class ProbeFlag(db.Model):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
     submission: Mapped[Submission] = relationship(foreign_keys=[submission_id])
+
+
+class ProbeSummary(db.Model):
+    """The probe summaries (app/evaluation/probes.py) of a hidden split's scored submissions whose count of
+    correct units is `correct`: their records (id, correct units per block) packed one after another.
+
+    One row per count, not per submission: the probe check reads the window of counts near a new submission's
+    as ~140 rows (NLVR2 Test-U), where a row per submission would be ~20,000 at 400,000 stored."""
+
+    __tablename__ = "probe_summaries"
+
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), primary_key=True)
+    correct: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    records: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class AuthAttempt(db.Model):

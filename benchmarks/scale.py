@@ -8,7 +8,8 @@ Test-P 6,967, Test-U 6,970 examples, with their balanced and unbalanced subsets)
 submissions spread over the three splits (Test-U 40%, the others 30% each) from 5,000 teams, one in a
 hundred a rejected file. Rows are bulk-inserted (PostgreSQL: COPY) in the format the upload path writes: the
 task's encoder for the predictions, `TaskType.score_batch` for the Score rows, the release the feedback policy
-makes (`integrity.full_release` on the hidden split), originals kept by `uploads.keep`. `--entries` of the
+makes (`integrity.full_release` on the hidden split), the hidden split's probe summaries (probe_summaries, as
+`integrity.store_probe_summary` writes them), originals kept by `uploads.keep`. `--entries` of the
 Test-U submissions are published (each its own original file; every other submission shares one of these
 originals: a real deployment would keep one file per distinct upload). Test-U is a hidden split under the
 Ladder, revealed, as a finished challenge's board is: its board has bootstrap intervals.
@@ -23,7 +24,8 @@ Then, each step in a fresh process (so the peak resident size, VmHWM, is the ste
 4. adding a subset to each split (`catalog.add_subset`, every stored submission rescored; goal: peak RSS
    under 500 MB);
 5. `backups.backup` of the deployment and `backups.restore` into an empty one (goal: peak RSS under 500 MB).
-Times are wall-clock seconds (CPU seconds beside them: the machine is shared).
+Times are wall-clock seconds (CPU seconds beside them: the machine is shared). `--only uploads` stops after
+step 1 (the upload medians alone, e.g. to measure the probe check).
 """
 
 from __future__ import annotations
@@ -167,7 +169,8 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
     from sqlalchemy import text
 
     from app.db import db
-    from app.models import Score, Split, Submission, Team
+    from app.evaluation import probes
+    from app.models import ProbeSummary, Score, Split, Submission, Team
     from app.services import catalog, checksums, integrity, uploads
     from app.team_names import name_key
 
@@ -195,11 +198,13 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
             gold = inputs.gold
             total = int(round(submissions * share))
             published = min(entries, total) if hidden else 0
+            runs: dict[int, list[bytes]] = {}  # the hidden split's probe records by count of correct units
             for at in range(0, total, CHUNK):
                 size = min(CHUNK, total - at)
                 correct = correct_rows(rng, gold, size)
                 stacked = np.where(correct, gold.labels, ~gold.labels)
                 results = task.score_batch(gold, stacked, inputs.subsets)
+                blocks, summarised = probes.block_counts(correct), []
                 rows, score_rows = [], []
                 for i in range(size):
                     number, sid = at + i, next_id
@@ -237,6 +242,8 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                             errors=json.dumps([{"line": 3, "message": "line 3: unknown identifier 'x'"}]),
                         )
                     else:
+                        if hidden:
+                            summarised.append((i, sid))
                         scores = results[i]
                         release = integrity.full_release(task, gold, inputs.subsets, scores) if hidden else scores
                         row["released"] = json.dumps(release)
@@ -248,9 +255,16 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                     rows.append(row)
                 writer.write(Submission.__table__, rows)
                 writer.write(Score.__table__, score_rows)
+                for i, sid in summarised:
+                    record = probes.encode_records(np.array([sid]), blocks[i : i + 1], gold.n)
+                    runs.setdefault(int(correct[i].sum()), []).append(record)
                 counts["submissions"] += len(rows)
                 counts["scores"] += len(score_rows)
                 print(f"  {slug}: {at + size:,} of {total:,}", file=sys.stderr, end="\r")
+            writer.write(
+                ProbeSummary.__table__,
+                [{"split_id": split.id, "correct": k, "records": b"".join(parts)} for k, parts in sorted(runs.items())],
+            )
             counts["published"] += published
             split.board_version += 1
             print(file=sys.stderr)
@@ -444,6 +458,15 @@ def postgres():
     return PostgresCluster.create()
 
 
+def _print_table(database: str, submissions: int, built: float, rows: list[tuple]) -> None:
+    print(f"\n{database}, {submissions:,} stored submissions, {datetime.now(UTC):%Y-%m-%d}, built in {built:.0f} s")
+    print(f"{'case':<78} {'measured':<44} {'goal':<9} ok")
+    print("-" * 137)
+    for name, measured, goal, *ok in rows:
+        mark = ("yes" if ok[0] else "NO") if ok else ""
+        print(f"{name:<78} {measured:<44} {goal:<9} {mark}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", type=int, default=1_000_000, help="stored submissions (default 1,000,000)")
@@ -452,6 +475,7 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=20, help="uploads timed per split and database")
     parser.add_argument("--requests", type=int, default=2000, help="requests per rate measurement")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rate rounds; the best is shown")
+    parser.add_argument("--only", choices=("uploads",), help="run step 1 alone (the upload medians)")
     parser.add_argument("--step", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.step:
@@ -500,6 +524,9 @@ def main() -> None:
                     ratio <= 1.25,
                 )
             )
+        if args.only == "uploads":
+            _print_table(args.database, counts["submissions"], built, rows)
+            return
         board = run_step("board", full)
         rows.append(
             (
@@ -553,15 +580,7 @@ def main() -> None:
         )
         if restore["rows"] != backup["rows"]:
             raise SystemExit(f"restore loaded {restore['rows']} rows, the backup holds {backup['rows']}")
-        print(
-            f"\n{args.database}, {counts['submissions']:,} stored submissions, "
-            f"{datetime.now(UTC):%Y-%m-%d}, built in {built:.0f} s"
-        )
-        print(f"{'case':<78} {'measured':<44} {'goal':<9} ok")
-        print("-" * 137)
-        for name, measured, goal, *ok in rows:
-            mark = ("yes" if ok[0] else "NO") if ok else ""
-            print(f"{name:<78} {measured:<44} {goal:<9} {mark}")
+        _print_table(args.database, counts["submissions"], built, rows)
     finally:
         if cluster is not None:
             cluster.remove()

@@ -6,7 +6,9 @@
 - Probing: a submission on a hidden split that differs from one of the same team's earlier submissions
   there on fewer than PROBE_DISTANCE of the examples (flipping a few predictions to read their labels off
   the score) is flagged for the maintainers; so is one that close to another team's submission (shared
-  predictions, one person probing through a second account, collusion), with both teams named.
+  predictions, one person probing through a second account, collusion), with both teams named. Each scored
+  submission there keeps a probe summary (app/evaluation/probes.py, table probe_summaries) so the check
+  reads the few earlier files that may be that close, not every one.
 
 Helpers for app/services/submissions.py: they add and flush inside its write transaction, never commit.
 """
@@ -20,20 +22,24 @@ from datetime import datetime
 
 import numpy as np
 from flask import current_app
-from sqlalchemy import or_, select
+from sqlalchemy import LargeBinary, bindparam, delete, insert, or_, select, text
 from sqlalchemy.orm import aliased
 
 from app.db import db
-from app.evaluation import GoldSet, Scores, TaskType, encoding, sealed
+from app.evaluation import GoldSet, Scores, TaskType, encoding, probes, sealed
 from app.evaluation import ladder as ladder_rule
 from app.evaluation.tasks import BinaryTask
-from app.models import Benchmark, LadderState, ProbeFlag, Score, Split, Submission, Team, utcnow
+from app.models import Benchmark, LadderState, ProbeFlag, ProbeSummary, Score, Split, Submission, Team, utcnow
 from app.services import catalog
 from app.services.errors import InvalidInput, NotFound
 
 DEFAULT_PROBE_DISTANCE = 0.01
 # Earlier submissions compared per block: bounds memory (512 VCR-size submissions are ~65 MB of int8).
 PROBE_BLOCK = 512
+# Ids per query when reading the blobs of the files the probe summaries could not rule out.
+ID_BATCH = 500
+# Submissions decoded at a time when their probe summaries are rebuilt (a label correction).
+SUMMARY_CHUNK = 2000
 FLAGS_SHOWN = 500
 MAX_ID = 2**31 - 1
 
@@ -133,38 +139,126 @@ def _block_distances(task: TaskType, gold: GoldSet, new: np.ndarray, blobs: list
     return distances(task, new, task.decode_many(blobs, gold.n))
 
 
-def flag_probes(
-    submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray, primary_score: float
-) -> list[ProbeFlag]:
-    """Compare a new submission on a hidden split with every earlier scored one there, of every team, and
-    flag the nearest of its own team's and the nearest of other teams' if closer than PROBE_DISTANCE: at
-    most two flags per new submission, ties going to the latest. A near-copy of another team's submission
-    names both teams (shared predictions, a second account, collusion).
+@dataclass(frozen=True)
+class ProbeCounts:
+    """A new submission's probe summary: its count of correct units and correct units per block."""
 
-    Only submissions whose primary score (stored, on the whole split) lies within 100 * PROBE_DISTANCE
-    points of `primary_score` are read: the primary metric counts the same units the distance does
-    (examples; NLVR images; VCR questions), so two files that differ on a share d of them are at most
-    100 * d points apart. The check then reads a window of the split, not all of it."""
-    threshold = probe_distance()
+    units: int
+    correct: int
+    blocks: np.ndarray  # (probes.BLOCKS,) int64
+
+
+def probe_summary(task: TaskType, gold: GoldSet, predictions: np.ndarray) -> ProbeCounts:
+    correct = probes.unit_correct(task, gold, np.asarray(predictions)[None])
+    return ProbeCounts(correct.shape[1], int(correct.sum()), probes.block_counts(correct)[0])
+
+
+def _window(split_id: int, low: int, high: int) -> list[bytes]:
+    """The split's rows of probe_summaries for counts low..high, in the caller's transaction."""
+    connection = db.session.connection()
+    if connection.dialect.name == "postgresql":
+        # Asked for in binary: the text protocol sends bytea as hex, which doubled the ~1 MB a window holds
+        # at 400,000 stored submissions and took most of the check's time to encode and decode.
+        driver = connection.connection.driver_connection
+        assert driver is not None  # a live connection of the session's transaction
+        with driver.cursor(binary=True) as cursor:
+            cursor.execute(
+                "SELECT records FROM probe_summaries WHERE split_id = %s AND correct BETWEEN %s AND %s",
+                (split_id, low, high),
+            )
+            return [bytes(row[0]) for row in cursor.fetchall()]
+    return list(
+        db.session.scalars(
+            select(ProbeSummary.records).where(
+                ProbeSummary.split_id == split_id, ProbeSummary.correct.between(low, high)
+            )
+        )
+    )
+
+
+def _near_by_summary(split_id: int, summary: ProbeCounts, t: int) -> list[int]:
+    """Ids of the split's summarised submissions that may differ from the new one on at most t units: those
+    whose count of correct units lies within t of the new one's (a range of probe_summaries' key), and whose
+    block counts are within t of the new one's (the lower bound of app/evaluation/probes.py)."""
+    runs = _window(split_id, summary.correct - t, summary.correct + t)
+    if not runs:
+        return []
+    records = probes.decode_records(b"".join(runs), summary.units)
+    return records["id"][probes.lower_bounds(records["blocks"], summary.blocks) <= t].tolist()
+
+
+def _earlier_by_score(split_id: int, task: TaskType, primary_score: float, threshold: float):
+    """(id, team_id, predictions) of the split's scored submissions whose stored primary score lies within
+    100 * PROBE_DISTANCE points of the new one's: the primary metric counts the same units the distance does,
+    so two files that differ on a share d of them are at most 100 * d points apart. The read of every
+    submission before the summaries; now only while some have none (Split.probe_unsummarised)."""
     window = 100 * threshold + 1e-9  # float error in stored percentages must not drop a candidate
     close = select(Score.submission_id).where(
         Score.subset == "all",
         Score.metric == task.primary_metric,
         Score.value.between(primary_score - window, primary_score + window),
     )
-    query = (
-        select(Submission.id, Submission.team_id, Submission.predictions)
-        .where(
-            Submission.split_id == submission.split_id,
+    return db.session.execute(
+        select(Submission.id, Submission.team_id, Submission.predictions).where(
+            Submission.split_id == split_id,
             Submission.status == "scored",
             Submission.predictions.is_not(None),
             Submission.id.in_(close),
         )
-        .order_by(Submission.id)
-    )
-    if submission.id is not None:  # already inserted: not compared with itself
-        query = query.where(Submission.id != submission.id)
-    earlier = db.session.execute(query).all()
+    ).all()
+
+
+def _blobs(split_id: int, ids: list[int]):
+    """(id, team_id, predictions) of the scored submissions among `ids` on the split (a record left behind by
+    a deleted submission finds nothing)."""
+    for start in range(0, len(ids), ID_BATCH):
+        yield from db.session.execute(
+            select(Submission.id, Submission.team_id, Submission.predictions).where(
+                Submission.id.in_(ids[start : start + ID_BATCH]),
+                Submission.split_id == split_id,
+                Submission.status == "scored",
+                Submission.predictions.is_not(None),
+            )
+        ).all()
+
+
+def _earlier(submission: Submission, task: TaskType, summary: ProbeCounts, primary_score: float) -> list:
+    """The earlier scored submissions on the split (id, team_id, predictions), in id order, that may differ
+    from the new one on fewer than PROBE_DISTANCE of the units: a superset of those that do, so comparing
+    with these alone flags what comparing with every one would."""
+    threshold = probe_distance()
+    t = probes.threshold_units(threshold, summary.units)
+    if t < 0:
+        return []
+    split = db.session.get_one(Split, submission.split_id)  # loaded by the caller: no query
+    found = {}
+    if split.probe_unsummarised:
+        found = {row.id: row for row in _earlier_by_score(split.id, task, primary_score, threshold)}
+    missing = [i for i in _near_by_summary(split.id, summary, t) if i not in found]
+    found.update((row.id, row) for row in _blobs(split.id, missing))
+    found.pop(submission.id, None)  # already inserted: not compared with itself
+    return [found[i] for i in sorted(found)]
+
+
+def flag_probes(
+    submission: Submission,
+    task: TaskType,
+    gold: GoldSet,
+    predictions: np.ndarray,
+    primary_score: float,
+    summary: ProbeCounts | None = None,
+) -> list[ProbeFlag]:
+    """Compare a new submission on a hidden split with every earlier scored one there, of every team, and
+    flag the nearest of its own team's and the nearest of other teams' if closer than PROBE_DISTANCE: at
+    most two flags per new submission, ties going to the latest. A near-copy of another team's submission
+    names both teams (shared predictions, a second account, collusion).
+
+    Only the files `_earlier` cannot rule out are read and compared: every earlier file closer than
+    PROBE_DISTANCE is among them, so the flags are those of comparing with every file."""
+    threshold = probe_distance()
+    if summary is None:
+        summary = probe_summary(task, gold, predictions)
+    earlier = _earlier(submission, task, summary, primary_score)
     new = np.asarray(predictions)
     # Nearest (distance, id, team) of the team's own and of other teams'.
     nearest: dict[bool, tuple[float, int, int]] = {}
@@ -195,6 +289,60 @@ def flag_probes(
         db.session.add(flag)
         flags.append(flag)
     return flags
+
+
+# One statement per dialect, written out: built with SQLAlchemy's insert().on_conflict_do_update() it took
+# ~2 ms an upload to compile, ten times the statement's own time.
+_APPEND = (
+    "INSERT INTO probe_summaries (split_id, correct, records) VALUES (:split_id, :correct, :records) "
+    "ON CONFLICT (split_id, correct) DO UPDATE SET records = {joined}"
+)
+APPEND = {
+    "postgresql": text(_APPEND.format(joined="probe_summaries.records || excluded.records")),
+    # SQLite's || makes text of two blobs: cast back, byte for byte.
+    "sqlite": text(_APPEND.format(joined="CAST(probe_summaries.records || excluded.records AS BLOB)")),
+}
+
+
+def store_probe_summary(submission: Submission, summary: ProbeCounts) -> None:
+    """Append a scored submission's record to its split's row for its count (after its insert: the record
+    holds its id); the caller's transaction commits both or neither. Two uploads with the same count wait for
+    each other on that row."""
+    record = probes.encode_records(np.array([submission.id], dtype=np.int64), summary.blocks[None], summary.units)
+    statement = APPEND[db.session.get_bind().dialect.name].bindparams(bindparam("records", type_=LargeBinary))
+    db.session.execute(statement, {"split_id": submission.split_id, "correct": summary.correct, "records": record})
+
+
+def rebuild_probe_summaries(split: Split, task: TaskType, gold: GoldSet) -> int:
+    """Summarise every scored submission of a hidden split against `gold` afresh (after a label correction:
+    the counts of correct units change with the labels; also summarises those stored before the summaries).
+    Flushes, never commits; returns how many submissions were summarised."""
+    db.session.execute(delete(ProbeSummary).where(ProbeSummary.split_id == split.id))
+    if not split.hidden:
+        return 0
+    query = (
+        select(Submission.id, Submission.predictions)
+        .where(Submission.split_id == split.id, Submission.status == "scored", Submission.predictions.is_not(None))
+        .order_by(Submission.id)
+    )
+    runs: dict[int, list[bytes]] = {}
+    count = 0
+    for chunk in db.session.execute(query, execution_options={"yield_per": SUMMARY_CHUNK}).partitions(SUMMARY_CHUNK):
+        count += len(chunk)
+        correct = probes.unit_correct(task, gold, task.decode_many([blob for _, blob in chunk], gold.n))
+        ids = np.array([submission_id for submission_id, _ in chunk], dtype=np.int64)
+        totals, blocks = correct.sum(axis=1), probes.block_counts(correct)
+        for k in np.unique(totals).tolist():
+            rows = totals == k
+            runs.setdefault(int(k), []).append(probes.encode_records(ids[rows], blocks[rows], correct.shape[1]))
+    if runs:
+        db.session.execute(
+            insert(ProbeSummary),
+            [{"split_id": split.id, "correct": k, "records": b"".join(parts)} for k, parts in sorted(runs.items())],
+        )
+    split.probe_unsummarised = False
+    db.session.flush()
+    return count
 
 
 # --- the console's list of flags -----------------------------------------------------------------------

@@ -5,7 +5,10 @@
   gold labels: only the console (maintainers) and the command line call it; nothing of it reaches teams.
 - correct: install a corrected gold file as the split's next version (the earlier file stays in the
   hidden-labels folder; both sha256 are recorded), rescore every stored submission in one vectorised pass,
-  bump the board version, and record the audit event and a dated public changelog line, in one transaction.
+  make a hidden split's probe summaries again (their counts of correct units change with the labels), bump
+  the board version, and record the audit event and a dated public changelog line, in one transaction.
+- summarise: make a hidden split's probe summaries against its current labels, so the probe check stops
+  reading the submissions stored before them (migration 0010) the old way.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from app.db import db
 from app.evaluation import ValidationError, get_task
 from app.evaluation.label_audit import dawid_skene
 from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
-from app.services import audit, board_snapshots, catalog, gold_files, rescoring
+from app.services import audit, board_snapshots, catalog, gold_files, integrity, rescoring
 from app.services.errors import Conflict, InvalidInput
 
 DEFAULT_TOP = 40
@@ -195,6 +198,8 @@ def correct_labels(
         subsets = _refresh_derived_subsets(split, task, new)
         db.session.flush()
         rescored = rescoring.rescore_all(split, new, subsets)
+        # Counts of correct units change with the labels: the probe summaries are made again against them.
+        integrity.rebuild_probe_summaries(split, task, new)
         split.board_version += 1
         db.session.flush()
         ranks_after = board_snapshots.published_ranks(split)
@@ -223,3 +228,19 @@ def correct_labels(
             gold_files.remove_gold(relative)
         raise
     return Correction(split, version, changed, moved, rescored, old_sha256, digest)
+
+
+def summarise_for_probes(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "cli") -> int:
+    """Summarise every scored submission of a hidden split for the probe check (services/integrity.py), in one
+    transaction; returns how many. The check is exact either way: this makes it fast for those stored before."""
+    split = catalog.get_split(benchmark_slug, split_slug)
+    if not split.hidden:
+        raise InvalidInput(f"{benchmark_slug}/{split_slug} is not hidden: the probe check never runs there")
+    summarised = integrity.rebuild_probe_summaries(
+        split, get_task(split.benchmark.task_type), gold_files.load_gold(split)
+    )
+    audit.record(
+        actor, "probes.summarise", f"split {benchmark_slug}/{split_slug}", {"via": via, "summarised": summarised}
+    )
+    db.session.commit()
+    return summarised

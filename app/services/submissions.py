@@ -151,15 +151,19 @@ def _record(
     submission: Submission, split: Split, inputs: catalog.ScoringInputs, predictions: np.ndarray, scores: Scores
 ) -> None:
     """Inside the write transaction: the probe check (on a blind test) and the release see every earlier
-    submission; the submission is written once, with its release, then its scores."""
+    submission; the submission is written once, with its release, then its scores (and on a blind test its
+    probe summary, which later checks read)."""
+    summary = integrity.probe_summary(inputs.task, inputs.gold, predictions) if split.hidden else None
     with db.session.no_autoflush:
-        if split.hidden:
+        if summary is not None:
             integrity.flag_probes(
-                submission, inputs.task, inputs.gold, predictions, scores["all"][inputs.task.primary_metric]
+                submission, inputs.task, inputs.gold, predictions, scores["all"][inputs.task.primary_metric], summary
             )
         visibility.release(submission, split, inputs, predictions, scores)
     db.session.add(submission)
     db.session.flush()  # the submission, then its Ladder state or probe flag; the scores need its id
+    if summary is not None:
+        integrity.store_probe_summary(submission, summary)
     db.session.execute(
         insert(Score),
         [

@@ -214,8 +214,9 @@ def test_probing_compares_with_every_earlier_submission_in_blocks(world, monkeyp
 
 
 def test_probing_reads_only_submissions_whose_score_could_be_that_close(world, monkeypatch):
-    """A file differing on a share d of the examples scores within 100 * d points: the check reads the
-    submissions in that window of accuracy alone, so its cost does not grow with the whole split."""
+    """A file differing on a share d of the examples scores within 100 * d points: the check reads none
+    outside that window of accuracy (nor, with the probe summaries, inside it unless near: see
+    tests/service/test_probe_summaries.py), so its cost does not grow with the whole split."""
     compared = []
     real = integrity._block_distances
     monkeypatch.setattr(

@@ -113,3 +113,35 @@ def test_migrations_match_models(app, database_backend):
         context = MigrationContext.configure(connection, opts={"compare_type": True, "compare_server_default": False})
         diff = compare_metadata(context, db.metadata)
     assert diff == [], f"models and migrations differ on {database_backend.name}: {diff}"
+
+
+def test_0010_reads_stored_submissions_of_hidden_splits_the_old_way(empty_app):
+    """Submissions stored before migration 0010 have no probe summary: it marks the hidden splits holding any
+    (the probe check then reads them by score as before), and no other split."""
+    with empty_app.app_context():
+        upgrade()
+        gold = synthetic.nlvr2_gold(240, split="test", seed=3)
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+        catalog.add_split("nlvr2", "dev", gold, name="Dev")
+        catalog.add_split("nlvr2", "test-u", gold, hidden=True, name="Test-U")
+        catalog.add_split("nlvr2", "test-p", gold, hidden=True, name="Test-P")  # hidden, nothing stored
+        user = accounts.create_user("ada@example.org", "a long password")
+        teams.create_team("Lab", user)
+        data = synthetic.predictions("nlvr2", gold, 0.8, seed=1)
+        for slug in ("dev", "test-u"):
+            submissions.submit(user, None, "nlvr2", slug, submissions.Upload(data, "model A"))
+        flags = "SELECT slug, probe_unsummarised FROM splits ORDER BY slug"
+        assert {slug: bool(flag) for slug, flag in db.session.execute(text(flags))} == dict.fromkeys(
+            ("dev", "test-p", "test-u"), False
+        )
+        assert db.session.execute(text("SELECT COUNT(*) FROM probe_summaries")).scalar_one() == 1
+        db.session.rollback()
+        downgrade(revision="0009")
+        upgrade()
+        assert {slug: bool(flag) for slug, flag in db.session.execute(text(flags))} == {
+            "dev": False,
+            "test-p": False,
+            "test-u": True,
+        }
+        assert db.session.execute(text("SELECT COUNT(*) FROM probe_summaries")).scalar_one() == 0
+        db.session.rollback()
