@@ -185,6 +185,38 @@ def test_equal_accuracy_is_ordered_by_consistency(app, small):
         assert entries[0].rank == entries[1].rank == 1
 
 
+@pytest.mark.parametrize("fail_after", [-1, 0, 2])  # -1: before any column is counted (no order yet)
+def test_a_failure_while_the_columns_are_drawn_is_raised_and_leaves_no_thread_behind(
+    app, small, monkeypatch, fail_after
+):
+    """The ranks are worked out on a second thread once the table order is known (the first two columns): an
+    error before or after that reaches the caller, and the thread ends (none is left waiting for an order)."""
+    import threading
+
+    from app.evaluation import statistics
+    from app.services import board_snapshots
+
+    with app.app_context():
+        _store("dev", "Lab", small, 0.7, 1)
+        _store("dev", "Other", small, 0.6, 2)
+        drawn = statistics.each_interval
+
+        def failing(*args, **kwargs):
+            if fail_after < 0:
+                raise RuntimeError("drawing failed")
+            for index, item in enumerate(drawn(*args, **kwargs)):
+                if index == fail_after:
+                    raise RuntimeError("drawing failed")
+                yield item
+
+        monkeypatch.setattr(statistics, "each_interval", failing)
+        before = threading.active_count()
+        with pytest.raises(RuntimeError, match="drawing failed"):
+            board_snapshots._compute(catalog.get_split("nlvr2", "dev"), 1)
+        assert threading.active_count() == before
+        assert not any(thread.name.startswith("board-ranks") for thread in threading.enumerate())
+
+
 def _board_text(page: str, sid: int) -> str:
     row = re.search(rf'data-submission-id="{sid}">.*?</tr>', page, re.S).group(0)
     return re.search(r'<td class="num[^"]*">([0-9.]+)', row).group(1)

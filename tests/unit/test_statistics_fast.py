@@ -69,12 +69,59 @@ def test_significance_ranks_equal_the_exact_computation(seed, k, units, spread):
     np.testing.assert_array_equal(fast.better, better)
 
 
-def test_both_right_counts_every_pair():
+@pytest.mark.parametrize("units", [1, 64, 64 * 3 + 5, 64 * 5, 64 * 7 + 1, 6970])
+def test_both_right_counts_every_pair(units):
+    """Word counts that are and are not multiples of the three words added in bytes at a time."""
     rng = np.random.default_rng(5)
-    correct = rng.random((90, 64 * 3 + 5)) < 0.6
+    correct = rng.random((90, units)) < 0.6
+    correct[0] = True  # every judgement right: the byte sums at their largest (192 for three full words)
+    correct[1] = True
     packed = statistics._packed(correct)
     expected = correct[:30].astype(np.int64) @ correct.T.astype(np.int64)
     np.testing.assert_array_equal(statistics._both_right(packed[:30], packed), expected)
+
+
+def test_percentiles_of_sorted_rows_equal_numpys():
+    """Read off sorted rows, the same bits as np.percentile (linear), at the module's tails and at awkward
+    places (the ends, whole and half indices), for many row lengths; a row with a NaN gives NaN, as numpy's."""
+    rng = np.random.default_rng(21)
+    tail = (1.0 - statistics.CONFIDENCE) / 2.0 * 100.0
+    percents = (tail, 100.0 - tail, 0.0, 100.0, 50.0, 37.5, 99.99)
+    for n in (1, 2, 3, 7, 40, 999, 1000, 1001):
+        rows = rng.random((25, n)) * 100.0
+        rows[3] = np.round(rows[3])  # ties
+        if n > 1:
+            rows[5, 1] = np.nan
+        expected = np.percentile(rows, percents, axis=1)
+        rows.sort(axis=1)
+        found = statistics._percentiles_of_sorted(rows, percents)
+        for want, got in zip(expected, found, strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("resamples", [1, 2, 39, 40, 41, 1000])
+def test_rank_intervals_are_numpys_lower_and_higher_percentiles(resamples):
+    rng = np.random.default_rng(resamples)
+    samples = rng.integers(0, 30, size=(60, resamples)) / 30 * 100
+    ranks = statistics._ranks_in_columns(samples)
+    tail = (1.0 - statistics.CONFIDENCE) / 2.0 * 100.0
+    low, high = statistics.rank_intervals(samples)
+    np.testing.assert_array_equal(low, np.percentile(ranks, tail, axis=1, method="lower"))
+    np.testing.assert_array_equal(high, np.percentile(ranks, 100.0 - tail, axis=1, method="higher"))
+
+
+def test_packed_judgements_rank_as_the_bool_matrix():
+    correct, primary = _board(np.random.default_rng(8), 120, 64 * 4 + 9, (0.6, 0.9))
+    best = np.sort(np.random.default_rng(9).choice(120, size=40, replace=False))
+    order = np.random.default_rng(10).permutation(120)
+    submitted = np.empty_like(correct)
+    submitted[order] = correct  # rows in submission order: submitted[order] is the table
+    on_bools = statistics.view_ranks(correct, primary, [None, best])
+    packed = statistics.PackedJudgements.of(submitted)
+    on_packed = statistics.view_ranks(packed, primary, [None, best], order=order)
+    for a, b in zip(on_bools, on_packed, strict=True):
+        np.testing.assert_array_equal(a.ranks, b.ranks)
+        np.testing.assert_array_equal(a.better, b.better)
 
 
 def test_decisive_p_computes_each_distinct_pair_once_with_the_same_values():
