@@ -409,21 +409,12 @@ def _packing(
 
 
 def intervals(
-    task,
-    gold: GoldSet,
-    stacked: np.ndarray,
-    wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
-    *,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-    keep: tuple[str, str] | None = None,
-    counts_only: bool = False,
+    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]], **options
 ) -> dict[tuple[str, str], Interval]:
     """Point estimates and 95% intervals of every wanted (subset, metric), k entries: cluster-bootstrap
-    intervals, or with `counts_only` intervals that depend on each entry's count and the total alone."""
-    return dict(
-        each_interval(task, gold, stacked, wanted, resamples=resamples, seed=seed, keep=keep, counts_only=counts_only)
-    )
+    intervals, or with `counts_only` intervals that depend on each entry's count and the total alone. All at
+    once: each_interval, whose keyword options these are, gives them as they are done."""
+    return dict(each_interval(task, gold, stacked, wanted, **options))
 
 
 def each_interval(
