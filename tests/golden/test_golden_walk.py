@@ -48,6 +48,8 @@ def test_answer_unchanged(current, key):
     assert (now.status, now.content_type) == (before.status, before.content_type), key
     if now.body != before.body:
         diff = "\n".join(
-            list(difflib.unified_diff(before.body.splitlines(), now.body.splitlines(), "recorded", "now", lineterm=""))[:80]
+            list(difflib.unified_diff(before.body.splitlines(), now.body.splitlines(), "recorded", "now", lineterm=""))[
+                :80
+            ]
         )
         pytest.fail(f"{key}: the body changed\n{diff}")

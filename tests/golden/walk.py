@@ -146,7 +146,9 @@ def _client(app, role: str):
     if credentials:
         page = client.get("/login").get_data(as_text=True)
         token = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page).group(1)
-        response = client.post("/login", data={"email": credentials[0], "password": credentials[1], "csrf_token": token})
+        response = client.post(
+            "/login", data={"email": credentials[0], "password": credentials[1], "csrf_token": token}
+        )
         assert response.status_code == 302, f"{role} could not log in ({response.status_code})"
     return client
 
@@ -178,7 +180,9 @@ def walk_role(app, role: str, seeds: list[str], folder: Path) -> list[Answer]:
         response = client.get(url, headers=headers if url.startswith("/api/") else {})
         body = response.get_data(as_text=True)
         answers.append(
-            Answer(role, f"GET {url}", response.status_code, response.content_type or "", _normalise(body, folder, secrets))
+            Answer(
+                role, f"GET {url}", response.status_code, response.content_type or "", _normalise(body, folder, secrets)
+            )
         )
         if (response.content_type or "").startswith("text/html"):
             queue.extend(link for link in _links(body) if link not in seen)
@@ -186,7 +190,8 @@ def walk_role(app, role: str, seeds: list[str], folder: Path) -> list[Answer]:
 
 
 def _writes(app, folder: Path) -> list[Answer]:
-    """The API's write answers as the member (role "writes"): a valid upload, a refused one, publishing and what the board says then."""
+    """The API's write answers as the member (role "writes"): a valid upload, a refused one, publishing
+    and what the board says then."""
     from app.services import catalog
 
     token = _api_token(app, "member")
@@ -200,7 +205,9 @@ def _writes(app, folder: Path) -> list[Answer]:
     def record(request: str, response) -> None:
         body = response.get_data(as_text=True)
         answers.append(
-            Answer("writes", request, response.status_code, response.content_type or "", _normalise(body, folder, secrets))
+            Answer(
+                "writes", request, response.status_code, response.content_type or "", _normalise(body, folder, secrets)
+            )
         )
 
     def upload(name: str, data: bytes):
@@ -218,8 +225,14 @@ def _writes(app, folder: Path) -> list[Answer]:
     record("POST /api/v1/submissions (sample.csv)", good)
     submission_id = good.get_json().get("id")
     if submission_id:
-        record(f"POST /api/v1/submissions/{submission_id}/publish", client.post(f"/api/v1/submissions/{submission_id}/publish", headers=headers))
-        record(f"GET /api/v1/submissions/{submission_id}", client.get(f"/api/v1/submissions/{submission_id}", headers=headers))
+        record(
+            f"POST /api/v1/submissions/{submission_id}/publish",
+            client.post(f"/api/v1/submissions/{submission_id}/publish", headers=headers),
+        )
+        record(
+            f"GET /api/v1/submissions/{submission_id}",
+            client.get(f"/api/v1/submissions/{submission_id}", headers=headers),
+        )
         record("GET /api/v1/leaderboards/demo-nlvr2/dev", client.get("/api/v1/leaderboards/demo-nlvr2/dev"))
         record("GET /leaderboards/demo-nlvr2/dev", client.get("/leaderboards/demo-nlvr2/dev"))
     return answers
@@ -244,7 +257,15 @@ def _cli(app, folder: Path) -> list[Answer]:
     answers = []
     for args in invocations:
         result = runner.invoke(args=args)
-        answers.append(Answer("cli", "CLI flask " + " ".join(args), result.exit_code, "text/plain", _normalise(result.output, folder, [])))
+        answers.append(
+            Answer(
+                "cli",
+                "CLI flask " + " ".join(args),
+                result.exit_code,
+                "text/plain",
+                _normalise(result.output, folder, []),
+            )
+        )
     return answers
 
 
