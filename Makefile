@@ -43,6 +43,7 @@ test: install-dev system-deps
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 
 benchmarks: install

@@ -34,7 +34,7 @@ def create_app(config: dict | None = None) -> Flask:
     # Integer URL parts larger than an INTEGER id (32-bit on PostgreSQL) are no row of ours: a plain 404.
     app.url_map.converters["int"] = BoundedIntConverter
 
-    from app.services.gold_files import secure_labels_dir
+    from app.services.catalog.label_files import secure_labels_dir
 
     secure_labels_dir(Path(app.config["HIDDEN_LABELS_DIR"]))
     db.init_app(app)

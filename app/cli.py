@@ -15,8 +15,13 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
-from app.services import accounts, backups, catalog, console, demo, label_audits, references, submissions, uploads
+from app.services import catalog
+from app.services.catalog import references
 from app.services.errors import ServiceError
+from app.services.intake import submissions
+from app.services.maintenance import backups, demo, label_audits, maintainer_actions
+from app.services.people import accounts
+from app.services.storage import upload_files
 
 
 class CliError(click.ClickException):
@@ -61,7 +66,7 @@ subsets_cli = AppGroup("subsets", help="Add subsets of a split.")
 def benchmarks_add(slug, task_type, name, description, paper_url):
     """Add a benchmark SLUG of a task type."""
     with _refusals():
-        benchmark = console.add_benchmark(None, slug, task_type, name, description, paper_url, via="cli")
+        benchmark = maintainer_actions.add_benchmark(None, slug, task_type, name, description, paper_url, via="cli")
     click.echo(f"added benchmark {benchmark.slug} ({benchmark.task_type})")
 
 
@@ -85,7 +90,7 @@ def splits_add(benchmark, split, labels, hidden, name, annotations, subset_field
     gold = _read(labels, "labels file")
     notes = _read(annotations, "annotations file") if annotations else None
     with _refusals():
-        added = console.add_split(
+        added = maintainer_actions.add_split(
             None,
             benchmark,
             split,
@@ -145,9 +150,9 @@ def splits_policy(
     )
     with _refusals():
         if pin:
-            updated = console.pin_default_split(None, benchmark, split, via="cli")
+            updated = maintainer_actions.pin_default_split(None, benchmark, split, via="cli")
         if policy_given or not pin:
-            updated = console.set_policy(
+            updated = maintainer_actions.set_policy(
                 None,
                 benchmark,
                 split,
@@ -182,7 +187,7 @@ def splits_reveal(benchmark, split):
     """Reveal hidden SPLIT of BENCHMARK (after a challenge ends): its board shows every published entry's
     scores, and a sealed part's figures and gaps; this cannot be undone."""
     with _refusals():
-        revealed = console.reveal_split(None, benchmark, split, via="cli")
+        revealed = maintainer_actions.reveal_split(None, benchmark, split, via="cli")
     click.echo(f"{benchmark}/{revealed.slug} revealed on {revealed.revealed_at:%Y-%m-%d %H:%M} UTC")
 
 
@@ -219,7 +224,7 @@ def subsets_add(benchmark, split, name, ids):
     """Add subset NAME to SPLIT from a file of identifiers; stored submissions are rescored on it."""
     data = _read(ids, "identifier file")
     with _refusals():
-        subset, rescored = console.add_subset(None, benchmark, split, name, data, via="cli")
+        subset, rescored = maintainer_actions.add_subset(None, benchmark, split, name, data, via="cli")
     click.echo(f"added subset {subset.name} ({subset.size} examples); rescored {rescored} submissions")
 
 
@@ -273,7 +278,7 @@ def _user(email: str):
 def users_create(email, password, admin):
     """Create a user account for EMAIL."""
     with _refusals():
-        user = console.create_user(None, email, password, admin=admin, via="cli")
+        user = maintainer_actions.create_user(None, email, password, admin=admin, via="cli")
     click.echo(f"created user {user.email}{' (admin)' if user.is_admin else ''}")
 
 
@@ -282,7 +287,7 @@ def users_create(email, password, admin):
 def users_sign_out(email):
     """End every session of EMAIL at once, on every server (API tokens are revoked separately)."""
     with _refusals():
-        user = console.sign_out_everywhere(None, email, via="cli")
+        user = maintainer_actions.sign_out_everywhere(None, email, via="cli")
     click.echo(f"signed {user.email} out everywhere")
 
 
@@ -293,7 +298,7 @@ def teams_create(name, emails):
     """Create team NAME with the given members."""
     users = [_user(email) for email in emails]  # all checked before anything is created
     with _refusals():
-        team = console.create_team(None, name, users, via="cli")
+        team = maintainer_actions.create_team(None, name, users, via="cli")
     click.echo(f"created team {team.name} with {len(users)} member{'' if len(users) == 1 else 's'}")
 
 
@@ -303,7 +308,7 @@ def teams_create(name, emails):
 def tokens_create(email, name):
     """Create an API token for EMAIL; the token is the last line of output and is not shown again."""
     with _refusals():
-        token, plaintext = console.create_token(None, _user(email), name, via="cli")
+        token, plaintext = maintainer_actions.create_token(None, _user(email), name, via="cli")
     click.echo(f"created token {token.name!r} ({token.prefix}...) for {token.user.email}; it is shown only once:")
     click.echo(plaintext)
 
@@ -453,7 +458,7 @@ uploads_cli = AppGroup("uploads", help="Check the folder of original uploads aga
 @click.option(
     "--min-age",
     type=click.FloatRange(min=0),
-    default=uploads.IN_FLIGHT_SECONDS,
+    default=upload_files.IN_FLIGHT_SECONDS,
     show_default=True,
     help="Seconds after which a temporary file is no longer taken for an upload in flight.",
 )
@@ -461,7 +466,7 @@ def uploads_check(delete, min_age):
     """List files in SUBMISSIONS_DIR without a stored submission and stored submissions without a file.
 
     Exits with 1 when something is wrong and --delete was not given."""
-    found = uploads.check_folder(delete=delete, min_age=min_age)
+    found = upload_files.check_folder(delete=delete, min_age=min_age)
     done = " (removed)" if delete else ""
     for path in found.files_without_row:
         click.echo(f"file without a row{done}: {path}")

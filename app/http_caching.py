@@ -4,7 +4,7 @@ Three classes, decided here and nowhere else; the pages (app/web) and the read A
 decorator, so it lives beside both rather than inside either:
 - public: the public reads (boards, the models view, exports, sample files, public submission pages, the
   home page, the read API) for a visitor without a login or token. They carry a strong ETag derived from
-  what the page depends on (app/services/versions.py), the build and the request's path and query, and
+  what the page depends on (app/services/boards/page_versions.py), the build and the request's path and query, and
   `Cache-Control: public, max-age=<LEADERBOARD_PAGE_TTL>, stale-while-revalidate=60`. A matching
   If-None-Match is answered 304 from that one query (or none, within LEADERBOARD_PAGE_TTL), before the
   page is made.

@@ -238,7 +238,7 @@ class Submission(db.Model):
     # {"<subset>": {"<metric>": value}} (null: nothing released).
     released: Mapped[str | None] = mapped_column(Text)
     # The feedback policy that release was made under (null: the split showed every score), so that a later
-    # policy never shows more than it (services/visibility.py).
+    # policy never shows more than it (services/blind_test/visibility.py).
     release_policy: Mapped[str | None] = mapped_column(String(8))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -364,7 +364,7 @@ class ProbeSummary(db.Model):
 
 class AuthAttempt(db.Model):
     """Login and registration attempts per client key and 10-second bucket: the throttle every worker
-    and server shares (app/services/throttle.py); buckets older than the window are pruned."""
+    and server shares (app/services/people/throttle.py); buckets older than the window are pruned."""
 
     __tablename__ = "auth_attempts"
 

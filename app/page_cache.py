@@ -14,7 +14,7 @@ from sqlalchemy import event
 from app.db import db
 from app.lru import LRU
 from app.models import Split
-from app.services.leaderboards import Board
+from app.services.boards.leaderboards import Board
 
 T = TypeVar("T")
 

@@ -179,7 +179,8 @@ def time_service(env: dict[str, str]) -> tuple[str, float, float]:
     """The whole first-reader step on the prepared database: read rows, compute, store the payload."""
     from app import create_app
     from app.db import db
-    from app.services import board_snapshots, catalog
+    from app.services import catalog
+    from app.services.boards import board_snapshots
 
     app = create_app(
         {

@@ -9,7 +9,7 @@ submissions spread over the three splits (Test-U 40%, the others 30% each) from 
 hundred a rejected file. Rows are bulk-inserted (PostgreSQL: COPY) in the format the upload path writes: the
 task's encoder for the predictions, `TaskType.score_batch` for the Score rows, the release the feedback policy
 makes (`integrity.full_release` on the hidden split), the hidden split's probe summaries (probe_summaries, as
-`integrity.store_probe_summary` writes them), originals kept by `uploads.keep`. `--entries` of the
+`integrity.store_probe_summary` writes them), originals kept by `upload_files.keep`. `--entries` of the
 Test-U submissions are published (each its own original file; every other submission shares one of these
 originals: a real deployment would keep one file per distinct upload). Test-U is a hidden split under the
 Ladder, revealed, as a finished challenge's board is: its board has bootstrap intervals.
@@ -100,7 +100,8 @@ def prepare(state: dict) -> None:
     from flask_migrate import upgrade
 
     from app.db import db
-    from app.services import accounts, catalog, teams
+    from app.services import catalog
+    from app.services.people import accounts, teams
 
     with make_app(state).app_context():
         upgrade()
@@ -171,7 +172,9 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
     from app.db import db
     from app.evaluation import probes
     from app.models import ProbeSummary, Score, Split, Submission, Team
-    from app.services import catalog, checksums, integrity, uploads
+    from app.services import catalog
+    from app.services.blind_test import integrity
+    from app.services.storage import checksums, upload_files
     from app.team_names import name_key
 
     task = get_task("nlvr2")
@@ -213,7 +216,7 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
                     if number < published:  # each published entry has its own original
                         data = prediction_file(gold, stacked[i])
                         digest = checksums.sha256(data)
-                        uploads.keep(data, digest).finish()
+                        upload_files.keep(data, digest).finish()
                         originals.append((digest, len(data)))
                     digest, file_size = originals[number % len(originals)] if originals else ("0" * 64, 0)
                     row = {
@@ -306,7 +309,8 @@ def step_uploads(state: dict, count: int) -> dict:
     """Median time of `count` uploads through the service (`submissions.submit`) to Test-P and Test-U."""
     from app.db import db
     from app.models import User
-    from app.services import catalog, submissions
+    from app.services import catalog
+    from app.services.intake import submissions
 
     found = {}
     with make_app(state).app_context():
@@ -337,7 +341,8 @@ def step_uploads(state: dict, count: int) -> dict:
 def step_board(state: dict) -> dict:
     """The first view of Test-U after a change: compute and store its snapshot (gold already loaded)."""
     from app.db import db
-    from app.services import board_snapshots, catalog
+    from app.services import catalog
+    from app.services.boards import board_snapshots
 
     with make_app(state).app_context():
         split = catalog.get_split("nlvr2", "test-u")
@@ -367,7 +372,7 @@ def step_rescore(state: dict) -> dict:
 
 
 def step_backup(state: dict, path: str) -> dict:
-    from app.services import backups
+    from app.services.maintenance import backups
 
     wall, cpu = time.perf_counter(), time.process_time()
     with make_app(state).app_context():
@@ -382,7 +387,7 @@ def step_backup(state: dict, path: str) -> dict:
 
 
 def step_restore(state: dict, path: str) -> dict:
-    from app.services import backups
+    from app.services.maintenance import backups
 
     wall, cpu = time.perf_counter(), time.process_time()
     with make_app(state).app_context():

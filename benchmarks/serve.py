@@ -55,8 +55,10 @@ def prepare(deployment: Deployment, stored: int, published: int) -> None:
     from app.db import db
     from app.evaluation import get_task
     from app.models import Score, Submission, Team, utcnow
-    from app.services import accounts, catalog, gold_files
-    from app.services import teams as team_service
+    from app.services import catalog
+    from app.services.catalog import label_files
+    from app.services.people import accounts
+    from app.services.people import teams as team_service
 
     app = deployment.app()
     deployment.gold = synthetic.nlvr2_gold(UPLOAD_EXAMPLES, split="test2", seed=1)
@@ -74,7 +76,7 @@ def prepare(deployment: Deployment, stored: int, published: int) -> None:
 
         # The stored submissions: random predictions of varied accuracy, scored in one vectorised pass.
         task = get_task("nlvr2")
-        gold = gold_files.load_gold(board)
+        gold = label_files.load_gold(board)
         subsets = {subset.name: subset.indices for subset in board.subsets}
         others = Team(name="Other labs")
         db.session.add(others)

@@ -18,10 +18,13 @@ from app.db import db
 from app.evaluation import Problem
 from app.models import Split, Submission, User
 from app.security import bearer_token, check_form_parts, csrf
-from app.services import accounts, exports, listings, quotas, submissions, versions, visibility
-from app.services.board_snapshots import Entry
+from app.services.blind_test import visibility
+from app.services.boards import exports, listings, page_versions
+from app.services.boards.board_snapshots import Entry
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
-from app.services.submissions import Upload, timestamp
+from app.services.intake import quotas, submissions
+from app.services.intake.submissions import Upload, timestamp
+from app.services.people import accounts
 
 bp = Blueprint("api_v1", __name__, url_prefix="/api/v1")
 csrf.exempt(bp)
@@ -213,7 +216,7 @@ def openapi_document():
 
 
 @bp.get("/benchmarks")
-@caching.public(versions.catalog)
+@caching.public(page_versions.catalog)
 def benchmarks():
     return {
         "benchmarks": [
@@ -242,7 +245,7 @@ def me():
 
 @bp.get("/leaderboards/<benchmark>")
 @bp.get("/leaderboards/<benchmark>/<split>")
-@caching.public(lambda benchmark, **_: versions.benchmark(benchmark))
+@caching.public(lambda benchmark, **_: page_versions.benchmark(benchmark))
 def leaderboard(benchmark: str, split: str | None = None):
     board = listings.leaderboard(benchmark, split, request.args.get("view"))
     return {
@@ -255,7 +258,7 @@ def leaderboard(benchmark: str, split: str | None = None):
 
 
 @bp.get("/leaderboards/<benchmark>/models")
-@caching.public(lambda benchmark: versions.benchmark(benchmark))
+@caching.public(lambda benchmark: page_versions.benchmark(benchmark))
 def models(benchmark: str):
     return exports.models_document(benchmark)
 

@@ -1,6 +1,6 @@
 """Probe summaries: a lower bound on how many units two prediction files differ on, from a few counts each.
 
-The probe check (services/integrity.py) flags a new submission on a hidden split that differs from an earlier
+The probe check (services/blind_test/integrity.py) flags a new submission on a hidden split that differs from an earlier
 one on fewer than a share of the units `distances` counts (examples; NLVR images; VCR questions). Comparing
 it with every earlier file is what grows with the split; these counts let it skip almost all of them, exactly.
 

@@ -6,8 +6,8 @@ from flask import Blueprint, flash, make_response, redirect, render_template, ur
 from flask_login import current_user, login_required
 
 from app.security import continue_session
-from app.services import accounts
 from app.services.errors import ServiceError
+from app.services.people import accounts
 from app.web.forms import ConfirmForm, PasswordForm, TokenForm
 
 bp = Blueprint("account", __name__)

@@ -8,8 +8,8 @@ from flask import Blueprint, redirect, render_template, request, session, url_fo
 from flask_login import current_user, logout_user
 
 from app.security import start_session
-from app.services import accounts, throttle
 from app.services.errors import ServiceError
+from app.services.people import accounts, throttle
 from app.web.forms import LoginForm, RegisterForm
 
 bp = Blueprint("auth", __name__)

@@ -14,7 +14,7 @@ from werkzeug.exceptions import HTTPException
 from app.db import db
 from app.security import login_manager, too_many_parts
 from app.services.errors import QuotaExceeded, ServiceError, Throttled
-from app.services.quotas import retry_after_seconds
+from app.services.intake.quotas import retry_after_seconds
 
 MESSAGES = {
     400: "The request could not be understood.",

@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from app.evaluation import get_task
 from app.evaluation.display import score_text
-from app.services.leaderboards import METRIC_LABELS
+from app.services.boards.leaderboards import METRIC_LABELS
 
 WIDTH, HEIGHT = 560, 280  # narrow enough that its text stays readable scaled down to a phone's width
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 14, 46  # margins: room for the axis labels

@@ -7,18 +7,19 @@ from flask import Blueprint, Response, render_template, request
 from app import http_caching as caching
 from app import page_cache
 from app.evaluation import get_task
-from app.services import across_splits, catalog, exports, leaderboards, versions
+from app.services import catalog
+from app.services.boards import exports, leaderboards, models_view, page_versions
 from app.web import progress_chart
 
 bp = Blueprint("public", __name__)
 
 
 def _benchmark(benchmark: str, **_) -> leaderboards.BenchmarkInfo:
-    return versions.benchmark(benchmark)
+    return page_versions.benchmark(benchmark)
 
 
 @bp.get("/")
-@caching.public(versions.catalog)
+@caching.public(page_versions.catalog)
 def index():
     return render_template("public/index.html", summaries=leaderboards.summaries())
 
@@ -107,7 +108,7 @@ def export(benchmark: str, split: str, fmt: str):
 @bp.get("/leaderboards/<benchmark>/models")
 @caching.public(_benchmark)
 def models(benchmark: str):
-    table = across_splits.models_table(benchmark)
+    table = models_view.models_table(benchmark)
     return render_template("public/models.html", table=table, task=get_task(table.benchmark.task_type))
 
 

@@ -7,8 +7,9 @@ from flask_login import current_user, login_required
 
 from app import http_caching as caching
 from app.security import login_manager
-from app.services import leaderboards, quotas, submission_pages, submissions, versions
+from app.services.boards import leaderboards, page_versions, submission_pages
 from app.services.errors import InvalidInput, NotFound, ServiceError
+from app.services.intake import quotas, submissions
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
 bp = Blueprint("submissions", __name__)
@@ -79,7 +80,7 @@ def mine():
 
 
 @bp.get("/submissions/<int:submission_id>")
-@caching.public(versions.submission)
+@caching.public(page_versions.submission)
 def show(submission_id: int):
     return _show_page(submission_id)
 

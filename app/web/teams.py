@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
-from app.services import teams
 from app.services.errors import ServiceError
+from app.services.people import teams
 from app.web.forms import ConfirmForm, TeamForm
 
 bp = Blueprint("teams", __name__)

@@ -1,6 +1,6 @@
 """What templates may call beyond their context: the board's links (sort, page, view, keeping the visitor's
 other choices in the query), the one way a score is written, and the visibility predicates of a split
-(services/visibility.py), so that no template decides what may be shown by itself."""
+(services/blind_test/visibility.py), so that no template decides what may be shown by itself."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 from flask import Flask
 
 from app.evaluation.display import score_text
-from app.services import visibility
-from app.services.leaderboards import Board, Column
+from app.services.blind_test import visibility
+from app.services.boards.leaderboards import Board, Column
 
 
 def _query(board: Board, **params) -> str:

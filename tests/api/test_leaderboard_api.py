@@ -8,7 +8,9 @@ from app import synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.models import Submission
-from app.services import catalog, submissions, teams
+from app.services import catalog
+from app.services.intake import submissions
+from app.services.people import teams
 
 TASK = get_task("nlvr2")
 

@@ -9,7 +9,8 @@ import pytest
 from app import create_app
 from app.db import db
 from app.models import Submission
-from app.services import accounts, catalog
+from app.services import catalog
+from app.services.people import accounts
 from tests.conftest import make_config
 from tests.support.api_world import build_world, post_file, stored_submission
 
@@ -124,7 +125,7 @@ def test_benchmarks_are_public(client, world):
 
 def test_team_can_be_named_by_id_or_name(app, client, world):
     with app.app_context():
-        from app.services import teams
+        from app.services.people import teams
 
         lab_id = teams.find_team("Lab").id
     assert post_file(client, world, "member", world.predictions(seed=1), team=str(lab_id)).status_code == 201
@@ -305,7 +306,7 @@ def test_403_user_without_team(client, world):
 
 def test_422_several_teams_must_name_one(app, client, world):
     with app.app_context():
-        from app.services import teams
+        from app.services.people import teams
 
         member = accounts.get_user_by_email("member@example.org")
         teams.create_team("Second", member)

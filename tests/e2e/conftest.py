@@ -64,7 +64,9 @@ class Site:
 
 def _prepare(site: Site) -> None:
     """Migrate; NLVR2 with a public dev split and three published entries of another team; a maintainer."""
-    from app.services import accounts, catalog, submissions, teams
+    from app.services import catalog
+    from app.services.intake import submissions
+    from app.services.people import accounts, teams
 
     app = site.app()
     with app.app_context():

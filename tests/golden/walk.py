@@ -77,7 +77,7 @@ def frozen_clock() -> Iterator[None]:
 
 def build_demo(folder: Path):
     """A migrated SQLite database in `folder` with the demo loaded, at the frozen clock."""
-    from app.services import demo
+    from app.services.maintenance import demo
 
     app = create_app(
         {
@@ -154,7 +154,7 @@ def _client(app, role: str):
 
 
 def _api_token(app, role: str) -> str | None:
-    from app.services import accounts
+    from app.services.people import accounts
 
     if ROLES[role] is None:
         return None

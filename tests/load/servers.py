@@ -77,8 +77,9 @@ def prepare(
     deployment: Deployment, *, teams: int, per_day: int | None, examples: int = 1000, seed: int = 5
 ) -> Deployment:
     """Migrate, add NLVR2 Test-P with a daily quota, and one-user teams `team-<i>` with API tokens."""
-    from app.services import accounts, catalog
-    from app.services import teams as team_service
+    from app.services import catalog
+    from app.services.people import accounts
+    from app.services.people import teams as team_service
 
     app = deployment.app()
     deployment.gold = synthetic.nlvr2_gold(examples, split="test-p", seed=seed)
@@ -233,11 +234,11 @@ def rss_kib(pid: int) -> int:
 
 def uploads_check(deployment: Deployment, repair: bool = False):
     """`flask uploads check` on the deployment's folder (min age 0: every server has stopped writing)."""
-    from app.services import uploads
+    from app.services.storage import upload_files
 
     app = deployment.app()
     with app.app_context():
-        found = uploads.check_folder(delete=repair, min_age=0)
+        found = upload_files.check_folder(delete=repair, min_age=0)
         db.engine.dispose()
     return found
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from app.services.throttle import AUTH_LIMIT
+from app.services.people.throttle import AUTH_LIMIT
 from tests.load.servers import TIMEOUT, Deployment, Gunicorn, prepare
 
 ATTEMPTS = 40

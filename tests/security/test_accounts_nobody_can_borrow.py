@@ -17,8 +17,8 @@ from sqlalchemy import select, text
 from app import create_app, synthetic
 from app.db import db
 from app.models import AuditEvent, Team, User
-from app.services import accounts, teams
 from app.services.errors import Conflict, InvalidInput, Throttled
+from app.services.people import accounts, teams
 from app.team_names import name_key
 from tests.conftest import make_config
 from tests.support.browser import login, logout, post_form
@@ -148,7 +148,7 @@ def test_the_throttle_is_shared_by_every_app_on_the_database(app, people, tmp_pa
 
 def test_old_buckets_are_pruned(app, people):
     from app.models import AuthAttempt
-    from app.services import throttle
+    from app.services.people import throttle
 
     with app.app_context():
         throttle.attempt("login:10.0.0.1", now=1_000_000.0)

@@ -30,7 +30,9 @@ from app import synthetic
 from app.db import db
 from app.evaluation import ladder as ladder_rule
 from app.models import Submission
-from app.services import accounts, catalog, teams, visibility
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.people import accounts, teams
 from tests.support.users import bearer, make_user
 
 N = 6970  # NLVR2 Test-U

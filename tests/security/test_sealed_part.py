@@ -30,7 +30,10 @@ from app.db import db
 from app.evaluation import get_task, sealed
 from app.evaluation import ladder as ladder_rule
 from app.models import Split, Submission, Team
-from app.services import accounts, catalog, console, teams, visibility
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.maintenance import maintainer_actions
+from app.services.people import accounts, teams
 from tests.conftest import make_config
 from tests.security import crawler
 from tests.security.leaks import SealedFigureDetector
@@ -119,7 +122,7 @@ def attack(database_backend, migrated_database, tmp_path_factory):
             # A fixed seal (the server draws a secret one): the same parts, and figures, on every database.
             added.seal_seed = f"sealed part test {split}"
             db.session.commit()
-            console.set_policy(
+            maintainer_actions.set_policy(
                 None,
                 "nlvr2",
                 split,

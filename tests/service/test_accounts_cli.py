@@ -14,7 +14,7 @@ from app import create_app
 from app.db import db
 from app.models import Team, User
 from app.security import bearer_token
-from app.services import accounts, teams
+from app.services.people import accounts, teams
 
 PASSWORD = "correct horse battery"
 

@@ -11,8 +11,9 @@ from sqlalchemy import select
 from app import synthetic
 from app.db import db
 from app.models import AuditEvent, Benchmark
-from app.services import audit, console
+from app.services.audit import audit_log
 from app.services.errors import InvalidInput
+from app.services.maintenance import maintainer_actions
 from tests.support.files import write
 from tests.support.splits import nlvr2_split
 
@@ -27,7 +28,7 @@ def _events(app) -> list[tuple[str, str, int | None, dict]]:
 
 def test_record_does_not_commit(app):
     with app.app_context():
-        audit.record(None, "test.event", "somewhere", {"via": "cli"})
+        audit_log.record(None, "test.event", "somewhere", {"via": "cli"})
         assert db.session.new  # pending in the session
         db.session.rollback()
     assert _events(app) == []
@@ -109,10 +110,10 @@ def test_failed_commands_record_nothing(app, runner, tmp_path):
 def test_use_case_failure_rolls_back_the_event(app):
     with app.app_context():
         with contextlib.suppress(InvalidInput):
-            console.add_benchmark(None, "Bad Slug", "nlvr2", "X", via="cli")
+            maintainer_actions.add_benchmark(None, "Bad Slug", "nlvr2", "X", via="cli")
         assert not db.session.new
         # The session is usable afterwards and holds neither the event nor the benchmark.
-        console.add_benchmark(None, "good", "nlvr2", "Good", via="cli")
+        maintainer_actions.add_benchmark(None, "good", "nlvr2", "Good", via="cli")
         assert db.session.scalar(select(Benchmark.slug)) == "good"
     assert [event[0] for event in _events(app)] == ["benchmark.add"]
 
@@ -120,8 +121,8 @@ def test_use_case_failure_rolls_back_the_event(app):
 def test_add_split_records_file_checksums_not_contents(app):
     gold = synthetic.nlvr2_gold(40, seed=2)
     with app.app_context():
-        console.add_benchmark(None, "nlvr2", "nlvr2", "NLVR2")
-        console.add_split(None, "nlvr2", "dev", gold, via="cli")
+        maintainer_actions.add_benchmark(None, "nlvr2", "nlvr2", "NLVR2")
+        maintainer_actions.add_split(None, "nlvr2", "dev", gold, via="cli")
     _, _, _, details = _events(app)[-1]
     assert set(details["gold"]) == {"sha256", "bytes"}
     assert "identifier" not in json.dumps(details)

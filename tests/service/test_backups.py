@@ -19,7 +19,9 @@ from app import create_app
 from app.db import db
 from app.models import Split, User
 from app.schema import head_revision
-from app.services import accounts, backups, submissions
+from app.services.intake import submissions
+from app.services.maintenance import backups
+from app.services.people import accounts
 from tests.conftest import SqliteBackend, make_config
 from tests.support.api_world import build_world, post_file, stored_submission
 

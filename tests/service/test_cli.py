@@ -146,7 +146,9 @@ def test_evaluate_invalid_file_exits_2_naming_line(app, runner, tmp_path):
 def test_subsets_add_rescores_stored_submissions(app, runner, tmp_path):
     gold = nlvr2_split(runner, tmp_path)
     with app.app_context():
-        from app.services import catalog, submissions, teams
+        from app.services import catalog
+        from app.services.intake import submissions
+        from app.services.people import teams
 
         team = teams.create_team("Lab")
         split = catalog.get_split("nlvr2", "dev")

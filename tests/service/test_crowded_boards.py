@@ -18,8 +18,11 @@ from app import synthetic
 from app.db import db
 from app.evaluation.display import score_text
 from app.models import Submission
-from app.services import accounts, across_splits, catalog, leaderboards, submissions, teams
+from app.services import catalog
+from app.services.boards import leaderboards, models_view
 from app.services.errors import Conflict
+from app.services.intake import submissions
+from app.services.people import accounts, teams
 
 TEST_P_SIZE = 6967
 
@@ -194,7 +197,7 @@ def test_a_failure_while_the_columns_are_drawn_is_raised_and_leaves_no_thread_be
     import threading
 
     from app.evaluation import statistics
-    from app.services import board_snapshots
+    from app.services.boards import board_snapshots
 
     with app.app_context():
         _store("dev", "Lab", small, 0.7, 1)
@@ -281,7 +284,7 @@ def test_models_view_latest_published_per_split(app, client, small):
         test_u = _store("test-u", "Lab", small, 0.69, 5, model_name="VILT")
         other = _store("test-u", "Other", small, 0.8, 6, model_name="ViLT")  # another team: another model
         anonymous = [_store("dev", "Other", small, 0.5, seed, model_name="X", anonymous=True) for seed in (7, 8)]
-        table = across_splits.models_table("nlvr2")
+        table = models_view.models_table("nlvr2")
     assert table.ranking_split.slug == "test-u"  # the landing split: the hidden one
     assert [s.slug for s in table.splits] == ["dev", "test-p", "test-u"]
     body = client.get("/api/v1/leaderboards/nlvr2/models").get_json()
@@ -420,7 +423,7 @@ def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, c
         if os.environ.get("CI"):
             pytest.fail(f"{reason}; CI is set, so the LaTeX test must run", pytrace=False)
         pytest.skip(reason)
-    from app.services import demo
+    from app.services.maintenance import demo
 
     with app.app_context():
         demo.load_demo()

@@ -12,9 +12,13 @@ from types import SimpleNamespace
 import pytest
 
 from app import synthetic
-from app.services import catalog, exports, references, submissions, teams
-from app.services.board_snapshots import Entry, ReferenceRow
-from app.services.leaderboards import Board, Column
+from app.services import catalog
+from app.services.boards import exports
+from app.services.boards.board_snapshots import Entry, ReferenceRow
+from app.services.boards.leaderboards import Board, Column
+from app.services.catalog import references
+from app.services.intake import submissions
+from app.services.people import teams
 
 WHEN = datetime(2025, 3, 14, 9, 26, tzinfo=UTC)
 COLUMNS = [

@@ -13,9 +13,12 @@ from app.db import db
 from app.evaluation import get_task
 from app.evaluation import ladder as ladder_rule
 from app.models import LadderState, ProbeFlag
-from app.services import catalog, integrity, submission_pages, submissions, visibility
+from app.services import catalog
+from app.services.blind_test import integrity, visibility
+from app.services.boards import submission_pages
 from app.services.errors import InvalidInput, NotFound
-from app.services.submissions import Upload
+from app.services.intake import submissions
+from app.services.intake.submissions import Upload
 from tests.support.blind_test_world import N, binary_file, build_blind_test_world, submit
 
 

@@ -18,20 +18,16 @@ from app import synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.models import AuditEvent, ChangelogEntry, GoldVersion, Split, Submission
-from app.services import (
-    accounts,
-    backups,
-    board_snapshots,
-    catalog,
-    checksums,
-    gold_files,
-    label_audits,
-    submissions,
-    teams,
-    visibility,
-)
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.boards import board_snapshots
+from app.services.catalog import label_files
 from app.services.errors import Conflict, InvalidInput
-from app.services.submissions import Upload
+from app.services.intake import submissions
+from app.services.intake.submissions import Upload
+from app.services.maintenance import backups, label_audits
+from app.services.people import accounts, teams
+from app.services.storage import checksums
 from tests.support.files import write
 
 N = 1000
@@ -125,9 +121,9 @@ def test_correcting_with_the_true_file_restores_every_score(scenario, runner, ap
     assert version.labels_changed == FLIPPED and version.note == "20 sentences relabelled after the audit"
     assert split.gold_sha256 == version.gold_sha256 and split.board_version == version_before + 1
     for path in (version.previous_path, version.gold_path):
-        full = gold_files.labels_dir() / path
+        full = label_files.labels_dir() / path
         assert full.exists() and stat.S_IMODE(os.stat(full).st_mode) == 0o600
-    assert gold_files.load_gold(split).labels.tolist() == get_task("nlvr2").read_gold(scenario["true"]).labels.tolist()
+    assert label_files.load_gold(split).labels.tolist() == get_task("nlvr2").read_gold(scenario["true"]).labels.tolist()
     # The changelog and the audit log say so.
     lines = board_snapshots.changelog(split)
     assert [line.message for line in lines] == [f"{FLIPPED} labels corrected"]
@@ -180,7 +176,7 @@ def test_refusals_exit_2_with_the_reason(scenario, runner, tmp_path):
         assert result.exit_code == 2 and "top must be a whole number" in result.output
     # Nothing was installed by any of these.
     assert db.session.scalar(select(GoldVersion)) is None and db.session.scalar(select(ChangelogEntry)) is None
-    assert len(list(gold_files.labels_dir().rglob("*.jsonl"))) == 1
+    assert len(list(label_files.labels_dir().rglob("*.jsonl"))) == 1
 
 
 def test_an_audit_needs_submissions(ctx):

@@ -14,7 +14,11 @@ from app import create_app, synthetic
 from app.db import db
 from app.models import Score, Submission
 from app.schema import MIGRATIONS, head_revision
-from app.services import accounts, catalog, leaderboards, submissions, teams, visibility
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.boards import leaderboards
+from app.services.intake import submissions
+from app.services.people import accounts, teams
 from tests.conftest import make_config
 
 CORE_TABLES = {"benchmarks", "splits", "subsets", "submissions", "scores", "teams", "users", "memberships"}

@@ -1,5 +1,5 @@
 """A release is decided once, when the submission is scored: a later feedback policy shows no more than that
-release and no more than it would release itself (services/visibility.py), for every pair of policies."""
+release and no more than it would release itself (services/blind_test/visibility.py), for every pair of policies."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from app.services import catalog, submission_pages, visibility
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.boards import submission_pages
 from tests.support.blind_test_world import build_blind_test_world, submit
 
 POLICIES = ("full", "ladder", "none")
@@ -75,8 +77,9 @@ def test_a_file_answered_under_another_policy_waits_for_the_reveal_on_a_full_boa
     """A `full` board shows each entry's count: an entry the Ladder answered (or `none` held) would show
     more than its team was told, so it appears only once the split is revealed."""
     from app.db import db
-    from app.services import board_snapshots, submissions
+    from app.services.boards import board_snapshots
     from app.services.errors import NotFound
+    from app.services.intake import submissions
 
     catalog.set_policy("nlvr2", "test-u", feedback=then)
     target = submit(world, range(31))

@@ -16,8 +16,11 @@ from app.db import db
 from app.evaluation import get_task, probes
 from app.evaluation.predictions import VCR_COLUMNS
 from app.models import ProbeFlag, ProbeSummary, Submission, Team
-from app.services import catalog, integrity, label_audits, submissions
-from app.services.submissions import Upload
+from app.services import catalog
+from app.services.blind_test import integrity
+from app.services.intake import submissions
+from app.services.intake.submissions import Upload
+from app.services.maintenance import label_audits
 from tests.support.users import make_user
 
 # (task, number of examples): 400 examples, 360 images, 300 questions; 1% is 4, 3.6 and 3 units.

@@ -8,7 +8,9 @@ import pytest
 
 from app.db import db
 from app.models import AuditEvent, Reference
-from app.services import catalog, leaderboards, references
+from app.services import catalog
+from app.services.boards import leaderboards
+from app.services.catalog import references
 from app.services.errors import InvalidInput, NotFound
 from tests.support.splits import nlvr2_split
 

@@ -17,7 +17,11 @@ from app import create_app, synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.models import Score, Submission
-from app.services import backups, catalog, checksums, rescoring, teams, uploads
+from app.services import catalog
+from app.services.catalog import rescoring
+from app.services.maintenance import backups
+from app.services.people import teams
+from app.services.storage import checksums, upload_files
 from tests.conftest import make_config
 
 EXAMPLES = 2000
@@ -104,7 +108,7 @@ def _uploads(app, count: int) -> None:
         for i in range(count):
             data = f"upload {i}\n".encode()
             digest = checksums.sha256(data)
-            uploads.keep(data, digest).finish()
+            upload_files.keep(data, digest).finish()
             rows.append(
                 {
                     "split_id": split.id,

@@ -15,8 +15,13 @@ from app.db import db
 from app.evaluation import get_task, sealed
 from app.evaluation import ladder as ladder_rule
 from app.models import AuditEvent, Split
-from app.services import accounts, catalog, label_audits, submission_pages, submissions, teams, visibility
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.boards import submission_pages
 from app.services.errors import Conflict, InvalidInput
+from app.services.intake import submissions
+from app.services.maintenance import label_audits
+from app.services.people import accounts, teams
 from tests.support.blind_test_world import build_blind_test_world, submit
 from tests.support.browser import login, post_form
 from tests.support.splits import nlvr2_split

@@ -11,9 +11,12 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.models import Membership, Submission, Team
-from app.services import board_snapshots, catalog, quotas, submission_pages, submissions, visibility
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.boards import board_snapshots, submission_pages
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded, TooLarge
-from app.services.submissions import Upload
+from app.services.intake import quotas, submissions
+from app.services.intake.submissions import Upload
 from tests.support.submission_world import build_submission_world
 
 NOW = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)
@@ -37,9 +40,9 @@ def test_submit_scores_and_stores_everything(world, app):
     # compact aligned predictions round-trip to what a fresh evaluation gives
     fresh = submissions.evaluate("nlvr2", "dev", synthetic.predictions("nlvr2", world["gold"], 0.8, seed=0))
     assert fresh == result.scores
-    from app.services import uploads
+    from app.services.storage import upload_files
 
-    assert uploads.read_original(sub.file_sha256) == synthetic.predictions("nlvr2", world["gold"], 0.8, seed=0)
+    assert upload_files.read_original(sub.file_sha256) == synthetic.predictions("nlvr2", world["gold"], 0.8, seed=0)
 
 
 @pytest.mark.parametrize(

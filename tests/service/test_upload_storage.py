@@ -14,9 +14,11 @@ from app import synthetic
 from app.db import db
 from app.evaluation import tasks
 from app.models import Submission
-from app.services import catalog, quotas, submissions, uploads
+from app.services import catalog
 from app.services.errors import InvalidInput, QuotaExceeded
-from app.services.submissions import Upload
+from app.services.intake import quotas, submissions
+from app.services.intake.submissions import Upload
+from app.services.storage import upload_files
 from tests.support.submission_world import build_submission_world
 
 NOW = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)
@@ -75,7 +77,7 @@ def test_no_original_is_left_by_a_refused_or_rejected_upload(world, app):
     with pytest.raises(QuotaExceeded):
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world, seed=3), now=NOW)
     assert _files(app) == kept
-    assert uploads.check_folder(min_age=0).clean
+    assert upload_files.check_folder(min_age=0).clean
 
 
 def test_a_quota_refused_under_the_lock_removes_the_written_original(world, app, monkeypatch):
@@ -95,7 +97,7 @@ def test_a_quota_refused_under_the_lock_removes_the_written_original(world, app,
     with pytest.raises(QuotaExceeded):
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world, seed=5), now=NOW)
     assert len(_files(app)) == 1
-    assert uploads.check_folder(min_age=0).clean
+    assert upload_files.check_folder(min_age=0).clean
 
 
 def test_a_failed_commit_removes_the_written_original(world, app, monkeypatch):
@@ -116,7 +118,7 @@ def test_uploads_check_finds_and_repairs_both_kinds(world, app):
     second = submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world, seed=1), now=NOW)
     result = cli.invoke(args=["uploads", "check"])
     assert result.exit_code == 0 and "uploads and rows agree" in result.output
-    folder = uploads.uploads_dir()
+    folder = upload_files.uploads_dir()
     # A file no row names, a half-written leftover, a row whose file is gone, and a committed row whose
     # complete file a killed worker left under its temporary name.
     stray = folder / "ab" / ("ab" + "0" * 62 + ".gz")
@@ -125,9 +127,9 @@ def test_uploads_check_finds_and_repairs_both_kinds(world, app):
     leftover = folder / "cd" / (".cd" + "1" * 62 + ".0000.tmp")
     leftover.parent.mkdir(parents=True)
     leftover.write_bytes(b"\x1f\x8b half")
-    lost = uploads.path_for(first.submission.file_sha256)
+    lost = upload_files.path_for(first.submission.file_sha256)
     lost.unlink()
-    moved = uploads.path_for(second.submission.file_sha256)
+    moved = upload_files.path_for(second.submission.file_sha256)
     temp = moved.parent / f".{second.submission.file_sha256}.beef.tmp"
     os.replace(moved, temp)
     old = time.time() - 3600
@@ -144,14 +146,14 @@ def test_uploads_check_finds_and_repairs_both_kinds(world, app):
 
     result = cli.invoke(args=["uploads", "check", "--delete"])
     assert not stray.exists() and not leftover.exists() and moved.exists() and not temp.exists()
-    assert uploads.read_original(second.submission.file_sha256) == _upload(world, seed=1).data
+    assert upload_files.read_original(second.submission.file_sha256) == _upload(world, seed=1).data
     assert result.exit_code == 1  # the lost file cannot be brought back; it is still reported
-    assert uploads.check_folder().rows_without_file == [first.submission.file_sha256]
+    assert upload_files.check_folder().rows_without_file == [first.submission.file_sha256]
 
 
 def test_a_young_temporary_file_is_left_to_its_upload(world, app):
     cli = app.test_cli_runner()
-    temp = uploads.uploads_dir() / "ef" / (".ef" + "2" * 62 + ".0000.tmp")
+    temp = upload_files.uploads_dir() / "ef" / (".ef" + "2" * 62 + ".0000.tmp")
     temp.parent.mkdir(parents=True)
     temp.write_bytes(b"")
     result = cli.invoke(args=["uploads", "check", "--delete"])
@@ -182,4 +184,4 @@ def test_no_original_is_left_by_a_file_over_the_limit(world, app):
     app.config["MAX_UPLOAD_MB"] = 0  # every file is over it: the 413 of a body that passed werkzeug's limit
     with pytest.raises(TooLarge):
         submissions.submit(world["member"], None, "nlvr2", "dev", _upload(world), now=NOW)
-    assert _files(app) == [] and uploads.check_folder(min_age=0).clean
+    assert _files(app) == [] and upload_files.check_folder(min_age=0).clean

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from app import synthetic
 from app.db import db
 from app.models import User
-from app.services import accounts, catalog, submissions, teams
+from app.services import catalog
+from app.services.intake import submissions
+from app.services.people import accounts, teams
 from tests.support.users import bearer, make_user
 
 ROLES = ("anonymous", "other", "member", "admin")

@@ -8,8 +8,9 @@ import json
 from app import synthetic
 from app.db import db
 from app.models import Team
-from app.services import catalog, submissions
-from app.services.submissions import Upload
+from app.services import catalog
+from app.services.intake import submissions
+from app.services.intake.submissions import Upload
 from tests.support.users import make_user
 
 N = 400

@@ -19,7 +19,8 @@ from sqlalchemy import func, literal, select, union_all
 from app import synthetic
 from app.db import db
 from app.models import Submission, Team
-from app.services import accounts, catalog, teams
+from app.services import catalog
+from app.services.people import accounts, teams
 from tests.support.users import bearer, make_user
 
 EMAILS = {"owner": "owner@example.org", "other": "other@example.org", "admin": "admin@example.org"}

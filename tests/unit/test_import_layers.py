@@ -17,7 +17,8 @@ APP = Path(__file__).resolve().parents[2] / "app"
 # Each module's layer, by the longest matching name; a module may import its own layer or lower ones.
 LAYERS: dict[str, tuple[int, str]] = {
     "app.evaluation": (0, "the scoring domain: pure, imports nothing else of app"),
-    "app.config": (1, "settings read from the environment; the services read them"),
+    "app.config": (1, "settings read from the environment"),
+    "app.settings": (1, "the typed settings object the services are handed"),
     "app.db": (1, "the engine, sessions and transactions the services run in"),
     "app.models": (1, "the tables the services read and write"),
     "app.schema": (1, "the schema's migration state, checked at start-up and by backups (a service)"),
@@ -196,13 +197,13 @@ def test_the_cycle_finder_finds_a_cycle_and_names_its_imports():
 
 def test_the_layer_check_names_upward_and_sideways_imports():
     edges = [
-        _edge("app.services.listings", "app.web.public", 4),
+        _edge("app.services.boards.listings", "app.web.public", 4),
         _edge("app.api.v1", "app.web.public", 9),
         _edge("app.evaluation.gold", "app.models", 2),
-        _edge("app.web.public", "app.services.listings"),
+        _edge("app.web.public", "app.services.boards.listings"),
     ]
     assert against_layers(edges) == [
-        "app/x.py:4: app.services.listings imports app.web.public (layer 2, app.services, imports layer 4)",
+        "app/x.py:4: app.services.boards.listings imports app.web.public (layer 2, app.services, imports layer 4)",
         "app/x.py:9: app.api.v1 imports app.web.public (app.api and app.web are siblings)",
         "app/x.py:2: app.evaluation.gold imports app.models (layer 0, app.evaluation, imports layer 1)",
     ]
@@ -214,8 +215,8 @@ def test_the_layer_check_names_upward_and_sideways_imports():
         ("app.evaluation.gold", "from .text_files import read_text", "app.evaluation.text_files"),
         ("app.evaluation.tasks", "from . import gold as gold_files", "app.evaluation.gold"),
         ("app", "from app import cli", "app.cli"),
-        ("app.web.public", "from app.services.leaderboards import Entry", "app.services.leaderboards"),
-        ("app.services.demo", "def load():\n    from app import synthetic", "app.synthetic"),
+        ("app.web.public", "from app.services.boards.leaderboards import Entry", "app.services.boards.leaderboards"),
+        ("app.services.maintenance.demo", "def load():\n    from app import synthetic", "app.synthetic"),
     ],
 )
 def test_the_walk_reads_relative_package_and_function_level_imports(module, source, expected, monkeypatch, tmp_path):

@@ -51,7 +51,7 @@ def test_records_round_trip(units, width):
     ],
 )
 def test_the_bound_never_exceeds_the_distance(task_name, gold):
-    from app.services.integrity import distances  # the distance the probe check flags on (numpy only)
+    from app.services.blind_test.integrity import distances  # the distance the probe check flags on (numpy only)
 
     task, rng = get_task(task_name), np.random.default_rng(3)
     gold_set = task.read_gold(gold)

@@ -9,8 +9,8 @@ import pytest
 from app.db import db
 from app.models import ApiToken
 from app.security import bearer_token
-from app.services import accounts
 from app.services.errors import InvalidInput, NotFound
+from app.services.people import accounts
 from tests.support.browser import login, post_form
 
 PASSWORD = "correct horse battery"

@@ -10,7 +10,7 @@ from werkzeug.security import check_password_hash
 
 from app.db import db
 from app.models import User
-from app.services import accounts
+from app.services.people import accounts
 from app.web.auth import safe_next
 from tests.support.browser import csrf_token, login, logout, post_form, register
 

@@ -16,8 +16,11 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.models import AuditEvent, Score, Split, Submission, Subset, User
-from app.services import accounts, audit, catalog, submissions, teams
+from app.services import catalog
+from app.services.audit import audit_log
 from app.services.errors import InvalidInput
+from app.services.intake import submissions
+from app.services.people import accounts, teams
 from tests.support.browser import login, post_form
 
 PASSWORD = "password123"
@@ -635,7 +638,7 @@ def test_rejected_attempts_preview_is_bounded(app, client, site):
 def test_audit_log_is_paginated_newest_first(app, client, site):
     with app.app_context():
         for number in range(60):
-            audit.record(None, "test.event", f"target {number:02d}", {"via": "cli"})
+            audit_log.record(None, "test.event", f"target {number:02d}", {"via": "cli"})
         db.session.commit()
     _as(client, "admin")
     first = _text(client.get("/console/audit"))

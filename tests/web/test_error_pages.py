@@ -12,7 +12,8 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.models import Benchmark
-from app.services import accounts, catalog, teams
+from app.services import catalog
+from app.services.people import accounts, teams
 from tests.support.browser import csrf_token, login
 
 

@@ -7,8 +7,10 @@ import re
 import pytest
 
 from app import synthetic
-from app.services import accounts, catalog, submissions, teams
-from app.services.submissions import Upload
+from app.services import catalog
+from app.services.intake import submissions
+from app.services.intake.submissions import Upload
+from app.services.people import accounts, teams
 from tests.support.browser import login
 
 PASSWORD = "password123"

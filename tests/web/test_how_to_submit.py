@@ -11,7 +11,8 @@ import pytest
 
 from app import synthetic
 from app.evaluation import get_task
-from app.services import accounts, catalog, teams
+from app.services import catalog
+from app.services.people import accounts, teams
 from tests.support.browser import csrf_token, login, post_form
 
 

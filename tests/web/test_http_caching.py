@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import across_splits, catalog, exports, leaderboards, listings, submission_pages
+from app.services import catalog
+from app.services.boards import exports, leaderboards, listings, models_view, submission_pages
 from tests.security import crawler
 from tests.support.api_world import build_world, stored_submission
 from tests.support.browser import login, post_form
@@ -119,7 +120,7 @@ READS = [
     ("/", leaderboards, "summaries"),
     ("/leaderboards/nlvr2/dev", leaderboards, "board"),
     ("/leaderboards/nlvr2/dev?sort=all:accuracy&order=asc", leaderboards, "board"),
-    ("/leaderboards/nlvr2/models", across_splits, "models_table"),
+    ("/leaderboards/nlvr2/models", models_view, "models_table"),
     ("/leaderboards/nlvr2/dev/export.csv", exports, "export"),
     ("/leaderboards/nlvr2/models/export.json", exports, "export_models"),
     ("/leaderboards/nlvr2/dev/sample.csv", catalog, "sample_file"),

@@ -13,7 +13,11 @@ from sqlalchemy import select
 from app import lru, synthetic
 from app.db import db
 from app.models import LeaderboardCache, Submission
-from app.services import accounts, board_snapshots, catalog, references, submissions, teams
+from app.services import catalog
+from app.services.boards import board_snapshots
+from app.services.catalog import references
+from app.services.intake import submissions
+from app.services.people import accounts, teams
 from tests.support.browser import login, logout
 
 ROW = re.compile(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app import synthetic
-from app.services import catalog, submissions, teams
+from app.services import catalog
+from app.services.intake import submissions
+from app.services.people import teams
 from tests.support.splits import nlvr2_split
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from app import synthetic
 from app.db import db
-from app.services import accounts, catalog, teams
+from app.services import catalog
+from app.services.people import accounts, teams
 from tests.support.browser import csrf_token, login, post_form
 
 
@@ -153,7 +154,7 @@ def test_admin_hides_with_reason(client, site, app):
 def _submission_id(app, site) -> int:
     with app.app_context():
         from app.models import User
-        from app.services import submissions
+        from app.services.intake import submissions
 
         user = db.session.scalar(db.select(User).where(User.email == "member@example.org"))
         result = submissions.submit(

@@ -10,9 +10,9 @@ from werkzeug.security import generate_password_hash
 
 from app.db import db
 from app.models import ApiToken, Invite, Membership, User, utcnow
-from app.services import accounts, teams
-from app.services.accounts import token_digest
 from app.services.errors import InvalidInput, NotFound
+from app.services.people import accounts, teams
+from app.services.people.accounts import token_digest
 from tests.support.browser import login, post_form
 
 PASSWORD = "correct horse battery"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import render_template, request
 
-from app.services import integrity
+from app.services.blind_test import integrity
 from app.web.console.blueprint import admin_required, bp
 
 

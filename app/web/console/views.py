@@ -1,12 +1,13 @@
-"""The console's pages: thin views over app.services.console (every change is audited there)."""
+"""The console's pages: thin views over app.services.maintenance.maintainer_actions (every change is audited there)."""
 
 from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.services import catalog, console, label_audits
+from app.services import catalog
 from app.services.errors import ServiceError
+from app.services.maintenance import label_audits, maintainer_actions
 from app.web.console.blueprint import admin_required, bp
 from app.web.console.forms import (
     ButtonForm,
@@ -38,7 +39,7 @@ def _split_page(
     subset_form: SubsetForm | None = None,
 ):
     """The split's page; after a failed POST, the form that was sent keeps what was typed into it."""
-    view = console.split_view(benchmark, split)
+    view = maintainer_actions.split_view(benchmark, split)
     if policy_form is None:
         policy_form = PolicyForm(formdata=None, obj=view.split)
     return render_template(
@@ -57,7 +58,7 @@ def _split_page(
 def _index(*, sign_out_form: SignOutForm | None = None, error: ServiceError | None = None, status: int = 200):
     return render_template(
         "console/index.html",
-        benchmarks=console.overview(),
+        benchmarks=maintainer_actions.overview(),
         error=error,
         sign_out_form=sign_out_form or SignOutForm(formdata=None),
     ), status
@@ -76,7 +77,7 @@ def sign_out_everywhere():
     if not form.validate_on_submit():
         return _index(sign_out_form=form, status=_form_status(form))
     try:
-        user = console.sign_out_everywhere(_me(), form.email.data)
+        user = maintainer_actions.sign_out_everywhere(_me(), form.email.data)
     except ServiceError as exc:
         return _index(sign_out_form=form, error=exc, status=exc.status)
     flash(f"Signed {user.email} out everywhere: every session of theirs has ended.")
@@ -113,7 +114,7 @@ def policy(benchmark: str, split: str):
     if not form.validate_on_submit():
         return _split_page(benchmark, split, status=_form_status(form), policy_form=form)
     try:
-        console.set_policy(
+        maintainer_actions.set_policy(
             _me(),
             benchmark,
             split,
@@ -137,7 +138,7 @@ def reveal(benchmark: str, split: str):
     return _split_button(
         benchmark,
         split,
-        console.reveal_split,
+        maintainer_actions.reveal_split,
         f"Revealed {benchmark}/{split}: its published entries and their scores are now public.",
     )
 
@@ -146,7 +147,10 @@ def reveal(benchmark: str, split: str):
 @admin_required
 def pin_default(benchmark: str, split: str):
     return _split_button(
-        benchmark, split, console.pin_default_split, f"{benchmark}/{split} is now the benchmark's landing split."
+        benchmark,
+        split,
+        maintainer_actions.pin_default_split,
+        f"{benchmark}/{split} is now the benchmark's landing split.",
     )
 
 
@@ -171,7 +175,9 @@ def add_subset(benchmark: str, split: str):
     if not form.validate_on_submit():
         return _split_page(benchmark, split, status=_form_status(form), subset_form=form)
     try:
-        subset, rescored = console.add_subset(_me(), benchmark, split, form.name.data.strip(), form.ids.data.read())
+        subset, rescored = maintainer_actions.add_subset(
+            _me(), benchmark, split, form.name.data.strip(), form.ids.data.read()
+        )
     except ServiceError as exc:
         return _split_page(benchmark, split, status=exc.status, error=exc, subset_form=form)
     flash(
@@ -198,7 +204,7 @@ def new_split():
         return render_template("console/new_split.html", form=form, error=None), status
     annotations = form.annotations.data.read() if form.annotations.data else None
     try:
-        added = console.add_split(
+        added = maintainer_actions.add_split(
             _me(),
             form.benchmark.data,
             form.slug.data.strip(),
@@ -219,7 +225,7 @@ def new_split():
 
 def _entry_action(submission_id: int, form, action):
     """Hide or unhide, then back to the entry's split page (or that page with the problem named)."""
-    entry = console.submission_for_console(submission_id)
+    entry = maintainer_actions.submission_for_console(submission_id)
     benchmark, split = entry.split.benchmark.slug, entry.split.slug
     if not form.validate_on_submit():
         return _split_page(benchmark, split, status=_form_status(form), error=_form_problem(form))
@@ -245,7 +251,7 @@ def hide(submission_id: int):
     form = HideForm()
 
     def act():
-        entry = console.hide_entry(_me(), submission_id, form.reason.data)
+        entry = maintainer_actions.hide_entry(_me(), submission_id, form.reason.data)
         flash(f"Hid entry {entry.id} ({entry.model_name}).")
 
     return _entry_action(submission_id, form, act)
@@ -257,7 +263,7 @@ def unhide(submission_id: int):
     form = ButtonForm()
 
     def act():
-        entry = console.unhide_entry(_me(), submission_id)
+        entry = maintainer_actions.unhide_entry(_me(), submission_id)
         flash(f"Entry {entry.id} ({entry.model_name}) is shown again.")
 
     return _entry_action(submission_id, form, act)
@@ -266,7 +272,7 @@ def unhide(submission_id: int):
 @bp.get("/rejected")
 @admin_required
 def rejected():
-    return render_template("console/rejected.html", attempts=console.rejected_attempts())
+    return render_template("console/rejected.html", attempts=maintainer_actions.rejected_attempts())
 
 
 @bp.get("/audit")
@@ -274,4 +280,4 @@ def rejected():
 def audit_log():
     page = request.args.get("page", "1")
     number = int(page) if page.isdigit() and len(page) < 10 else 1
-    return render_template("console/audit.html", log=console.audit_log(number))
+    return render_template("console/audit.html", log=maintainer_actions.audit_log(number))

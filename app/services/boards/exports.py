@@ -20,10 +20,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.evaluation.display import score_text
-from app.services import across_splits, leaderboards, visibility
-from app.services.board_snapshots import GAP, Entry, ReferenceRow
+from app.services.blind_test import visibility
+from app.services.boards import leaderboards, models_view
+from app.services.boards.board_snapshots import GAP, Entry, ReferenceRow
+from app.services.boards.leaderboards import Board, Column
 from app.services.errors import NotFound
-from app.services.leaderboards import Board, Column
 
 FORMATS = {
     "csv": "text/csv; charset=utf-8",
@@ -75,7 +76,7 @@ def export(
 def export_models(benchmark_slug: str, fmt: str, *, intervals: bool = True) -> Export:
     """The models view of a benchmark (one row per model across splits) in a format."""
     _check(fmt)
-    table = across_splits.models_table(benchmark_slug)
+    table = models_view.models_table(benchmark_slug)
     writers: dict[str, Callable[[Any], str]] = {
         "csv": to_csv,
         "json": models_json,
@@ -85,7 +86,7 @@ def export_models(benchmark_slug: str, fmt: str, *, intervals: bool = True) -> E
     return Export(writers[fmt](table).encode("utf-8"), FORMATS[fmt], f"{table.benchmark.slug}-models.{fmt}")
 
 
-def _team(entry: Entry | across_splits.ModelRow) -> str:
+def _team(entry: Entry | models_view.ModelRow) -> str:
     return entry.team if entry.team is not None else "Anonymous"
 
 
@@ -256,14 +257,14 @@ def gap_document(entry: Entry) -> dict | None:
 
 def models_document(benchmark_slug: str) -> dict:
     """The models view as the API and the JSON export give it."""
-    return _models_body(across_splits.models_table(benchmark_slug))
+    return _models_body(models_view.models_table(benchmark_slug))
 
 
-def models_json(table: across_splits.ModelsTable) -> str:
+def models_json(table: models_view.ModelsTable) -> str:
     return json.dumps(_models_body(table), ensure_ascii=False, indent=2) + "\n"
 
 
-def _models_body(table: across_splits.ModelsTable) -> dict:
+def _models_body(table: models_view.ModelsTable) -> dict:
     return {
         "benchmark": table.benchmark.slug,
         "ranked_by": table.ranking_split.slug if table.ranking_split else None,

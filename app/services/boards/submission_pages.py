@@ -1,4 +1,4 @@
-"""A submission's page: its scores as this viewer may see them (services/visibility.py), their intervals
+"""A submission's page: its scores as this viewer may see them (services/blind_test/visibility.py), their intervals
 as the board computes them, its rank on the board, the team's quota and the problems of a rejected file."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from app.db import db
 from app.evaluation import Scores
 from app.models import Submission, User
-from app.services import board_snapshots, quotas, submissions, visibility
+from app.services.blind_test import visibility
+from app.services.boards import board_snapshots
 from app.services.errors import NotFound
+from app.services.intake import quotas, submissions
 
 
 @dataclass

@@ -7,7 +7,8 @@ from sqlalchemy.orm import selectinload
 
 from app.db import db
 from app.models import Benchmark
-from app.services import catalog, leaderboards
+from app.services import catalog
+from app.services.boards import leaderboards
 from app.services.errors import NotFound
 
 

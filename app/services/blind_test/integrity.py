@@ -1,6 +1,6 @@
 """Blind-test integrity: how a release is made, and flags for probing.
 
-- Release (which one applies is decided in services/visibility.py): `full_release` rounds every score to
+- Release (which one applies is decided in services/blind_test/visibility.py): `full_release` rounds every score to
   its count resolution (100*k/n to the fewest decimals that still tell every count k apart: the value
   identifies k and carries nothing more); `ladder_release` runs a team's Ladder (app/evaluation/ladder.py).
 - Probing: a submission on a hidden split that differs from one of the same team's earlier submissions
@@ -10,7 +10,7 @@
   submission there keeps a probe summary (app/evaluation/probes.py, table probe_summaries) so the check
   reads the few earlier files that may be that close, not every one.
 
-Helpers for app/services/submissions.py: they add and flush inside its write transaction, never commit.
+Helpers for app/services/intake/submissions.py: they add and flush inside its write transaction, never commit.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from flask import current_app
 from sqlalchemy import LargeBinary, bindparam, delete, insert, or_, select, text
 from sqlalchemy.orm import aliased
 
+from app import settings
 from app.db import db
 from app.evaluation import GoldSet, Scores, TaskType, encoding, probes, sealed
 from app.evaluation import ladder as ladder_rule
@@ -33,7 +33,6 @@ from app.models import Benchmark, LadderState, ProbeFlag, ProbeSummary, Score, S
 from app.services import catalog
 from app.services.errors import InvalidInput, NotFound
 
-DEFAULT_PROBE_DISTANCE = 0.01
 # Earlier submissions compared per block: bounds memory (512 VCR-size submissions are ~65 MB of int8).
 PROBE_BLOCK = 512
 # Ids per query when reading the blobs of the files the probe summaries could not rule out.
@@ -117,7 +116,7 @@ def _on_part(gold: GoldSet, predictions: np.ndarray, part: np.ndarray | None) ->
 
 
 def probe_distance() -> float:
-    return float(current_app.config.get("PROBE_DISTANCE", DEFAULT_PROBE_DISTANCE))
+    return settings.current().probe_distance
 
 
 def distances(task: TaskType, new: np.ndarray, stacked: np.ndarray) -> np.ndarray:

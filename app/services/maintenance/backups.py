@@ -33,10 +33,10 @@ from typing import Any
 
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from flask import current_app
 from flask_migrate import downgrade, upgrade
 from sqlalchemy import MetaData, func, select, text
 
+from app import settings
 from app.db import db
 from app.schema import MIGRATIONS
 from app.services.errors import Conflict, InvalidInput
@@ -119,8 +119,8 @@ def backup(path: Path) -> Summary:
         raise Conflict(f"{path} already exists; choose a new name for the backup")
     if not path.parent.is_dir():
         raise InvalidInput(f"folder {path.parent} does not exist")
-    labels_dir = Path(current_app.config["HIDDEN_LABELS_DIR"])
-    uploads_dir = Path(current_app.config["SUBMISSIONS_DIR"])
+    labels_dir = settings.current().hidden_labels_dir
+    uploads_dir = settings.current().submissions_dir
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     os.close(fd)
     os.chmod(tmp, 0o600)  # the archive holds the hidden labels
@@ -323,8 +323,8 @@ def restore(path: Path) -> Summary:
                 "restore it with the code version that wrote it"
             )
         _require_empty_database()
-        labels_dir = Path(current_app.config["HIDDEN_LABELS_DIR"])
-        uploads_dir = Path(current_app.config["SUBMISSIONS_DIR"])
+        labels_dir = settings.current().hidden_labels_dir
+        uploads_dir = settings.current().submissions_dir
         # Two passes over the list, so nothing is written when any destination holds other content.
         for _ in _placed_files(manifest, staging, labels_dir, uploads_dir):
             pass

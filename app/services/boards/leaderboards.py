@@ -1,6 +1,6 @@
 """Leaderboard pages: a split's board as a visitor asked for it (columns, sort, page, view), the landing
-split, the home page's summaries. The entries come from services/board_snapshots.py; what may be shown,
-from services/visibility.py; the page's links, chart and caches are made on the web side."""
+split, the home page's summaries. The entries come from services/boards/board_snapshots.py; what may be shown,
+from services/blind_test/visibility.py; the page's links, chart and caches are made on the web side."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from app.db import begin_reading, db
 from app.evaluation import get_task, sealed
 from app.lru import LRU
 from app.models import Benchmark, Split, Submission, as_utc
-from app.services import catalog, visibility
-from app.services.board_snapshots import (
+from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.boards.board_snapshots import (
     GAP,
     ChangelogLine,
     Entry,

@@ -22,7 +22,11 @@ from app.db import db
 from app.evaluation import ValidationError, get_task
 from app.evaluation.label_audit import dawid_skene
 from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
-from app.services import audit, board_snapshots, catalog, gold_files, integrity, rescoring
+from app.services import catalog
+from app.services.audit import audit_log
+from app.services.blind_test import integrity
+from app.services.boards import board_snapshots
+from app.services.catalog import label_files, rescoring
 from app.services.errors import Conflict, InvalidInput
 
 DEFAULT_TOP = 40
@@ -80,7 +84,7 @@ def audit_labels(benchmark_slug: str, split_slug: str, top: int | str | None = D
     distinct = [blob for blob in dict.fromkeys(blobs) if blob is not None][:MAX_VOTERS]
     if not distinct:
         raise Conflict(f"{benchmark_slug}/{split_slug} has no scored submissions to audit its labels with")
-    gold = gold_files.load_gold(split)
+    gold = label_files.load_gold(split)
     stacked = task.decode_many(distinct, gold.n)
     candidates, accuracy = [], {}
     for field in task.label_votes(gold, stacked):
@@ -160,7 +164,7 @@ def correct_labels(
     if len(note) > MAX_NOTE:
         raise InvalidInput(f"the note can have at most {MAX_NOTE} characters")
     task = get_task(split.benchmark.task_type)
-    old = gold_files.load_gold(split)
+    old = label_files.load_gold(split)
     try:
         new = task.read_gold(labels)
     except ValidationError as exc:
@@ -174,9 +178,9 @@ def correct_labels(
     ranks_before = board_snapshots.published_ranks(split)
     old_path, old_sha256 = split.gold_path, split.gold_sha256
     existed = (
-        gold_files.labels_dir() / gold_files.gold_relative_path(split.benchmark.slug, split.slug, labels)
+        label_files.labels_dir() / label_files.gold_relative_path(split.benchmark.slug, split.slug, labels)
     ).exists()
-    relative, digest = gold_files.write_gold(split.benchmark.slug, split.slug, labels)
+    relative, digest = label_files.write_gold(split.benchmark.slug, split.slug, labels)
     try:
         version = 2 + (
             db.session.scalar(select(func.count(GoldVersion.id)).where(GoldVersion.split_id == split.id)) or 0
@@ -206,7 +210,7 @@ def correct_labels(
         moved = sum(1 for submission_id, rank in ranks_after.items() if ranks_before.get(submission_id) != rank)
         message = f"{changed} label{'' if changed == 1 else 's'} corrected"
         db.session.add(ChangelogEntry(split_id=split.id, message=message))
-        audit.record(
+        audit_log.record(
             actor,
             "labels.correct",
             f"split {split.benchmark.slug}/{split.slug}",
@@ -225,21 +229,22 @@ def correct_labels(
     except Exception:
         db.session.rollback()
         if not existed:
-            gold_files.remove_gold(relative)
+            label_files.remove_gold(relative)
         raise
     return Correction(split, version, changed, moved, rescored, old_sha256, digest)
 
 
 def summarise_for_probes(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "cli") -> int:
-    """Summarise every scored submission of a hidden split for the probe check (services/integrity.py), in one
-    transaction; returns how many. The check is exact either way: this makes it fast for those stored before."""
+    """Summarise every scored submission of a hidden split for the probe check
+    (services/blind_test/integrity.py), in one transaction; returns how many. The check is exact either way:
+    this makes it fast for those stored before."""
     split = catalog.get_split(benchmark_slug, split_slug)
     if not split.hidden:
         raise InvalidInput(f"{benchmark_slug}/{split_slug} is not hidden: the probe check never runs there")
     summarised = integrity.rebuild_probe_summaries(
-        split, get_task(split.benchmark.task_type), gold_files.load_gold(split)
+        split, get_task(split.benchmark.task_type), label_files.load_gold(split)
     )
-    audit.record(
+    audit_log.record(
         actor, "probes.summarise", f"split {benchmark_slug}/{split_slug}", {"via": via, "summarised": summarised}
     )
     db.session.commit()

@@ -32,7 +32,8 @@ from app.db import db, may_hold_write_lock
 from app.evaluation import get_task, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
-from app.services import gold_files, visibility
+from app.services.blind_test import visibility
+from app.services.catalog import label_files
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ def _compute(split: Split, version: int) -> Snapshot:
     ).all()
     entries: list[Entry] = []
     if rows:
-        gold = gold_files.load_gold(split)
+        gold = label_files.load_gold(split)
         stacked = task.decode_many([row.predictions for row in rows], gold.n)
         public = visibility.public_subsets(split)
         part = visibility.queried_indices(split)
@@ -537,7 +538,7 @@ def submission_intervals(
     hit = _submission_memo.get(key)
     if hit is not None:
         return hit
-    gold = gold_files.load_gold(split)
+    gold = label_files.load_gold(split)
     predictions = task.decode(submission.predictions, gold.n)
     if part is not None:
         subsets = {name: indices for name, (indices, _) in wanted.items() if indices is not None}

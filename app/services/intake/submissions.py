@@ -1,6 +1,6 @@
-"""Submissions: validate, score and store an upload under the split's quotas (services/quotas.py);
-publication; moderation. What a viewer may see of one is decided in services/visibility.py, the page that
-shows it is made in services/submission_pages.py.
+"""Submissions: validate, score and store an upload under the split's quotas (services/intake/quotas.py);
+publication; moderation. What a viewer may see of one is decided in services/blind_test/visibility.py, the page that
+shows it is made in services/boards/submission_pages.py.
 
 Every attempt is stored with its status: scored submissions count against the quotas, rejected files
 against a separate daily cap. Both ways in (`submit` for teams, `store_scored` for the demo and
@@ -15,16 +15,19 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
-from flask import current_app
 from sqlalchemy import insert, select
 from sqlalchemy.orm import joinedload
 
-from app import observability
+from app import observability, settings
 from app.db import db, release_write_lock, write_transaction
 from app.evaluation import Problem, Scores, TaskType, ValidationError
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
-from app.services import audit, catalog, checksums, integrity, quotas, uploads, visibility
+from app.services import catalog
+from app.services.audit import audit_log
+from app.services.blind_test import integrity, visibility
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge
+from app.services.intake import quotas
+from app.services.storage import checksums, upload_files
 
 MAX_URL = 2000  # characters of a paper or code link
 MAX_MODEL_NAME = 200
@@ -46,7 +49,7 @@ URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
 
 
 def max_upload_bytes() -> int:
-    return int(current_app.config["MAX_UPLOAD_MB"]) * 1024 * 1024
+    return settings.current().max_upload_bytes
 
 
 # --- scoring -------------------------------------------------------------------------------------------
@@ -56,7 +59,7 @@ def check_size(data: bytes) -> None:
     """The one size check of an upload's file (the server refuses a body much larger before any of it)."""
     if len(data) > max_upload_bytes():
         raise TooLarge(
-            f"the file is {len(data) / 1048576:.1f} MB, over the limit of {current_app.config['MAX_UPLOAD_MB']} MB"
+            f"the file is {len(data) / 1048576:.1f} MB, over the limit of {settings.current().max_upload_mb} MB"
         )
 
 
@@ -115,7 +118,7 @@ def store_scored(
     _record(submission, split, inputs, predictions, scores)
     if publish:
         split.board_version += 1
-    _commit_keeping(uploads.keep(data, digest))
+    _commit_keeping(upload_files.keep(data, digest))
     return submission
 
 
@@ -174,7 +177,7 @@ def _record(
     )
 
 
-def _commit_keeping(kept: uploads.Pending) -> None:
+def _commit_keeping(kept: upload_files.Pending) -> None:
     """Commit with the original written, then move it into place; if the commit fails, remove it."""
     try:
         kept.wait()  # an acknowledged upload always has its original
@@ -304,7 +307,7 @@ def submit(
     attempt.digest = checksums.sha256(upload.data)
     # A scored upload keeps its original: written beside the transaction under a temporary name, waited
     # for before the commit, moved into place after it, removed if nothing is stored.
-    kept = uploads.keep(upload.data, attempt.digest) if attempt.problems is None else None
+    kept = upload_files.keep(upload.data, attempt.digest) if attempt.problems is None else None
     try:
         result = _store_attempt(attempt, kept, now)
     except BaseException:
@@ -334,7 +337,7 @@ class _Attempt:
     problems: InvalidInput | None = None
 
 
-def _store_attempt(attempt: _Attempt, kept: uploads.Pending | None, now: datetime | None) -> SubmitResult:
+def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: datetime | None) -> SubmitResult:
     """The write transaction of ``submit``: quotas under the lock, then the rejected or scored row."""
     with write_transaction(continue_open=True):
         split = quotas.split_under_team_lock(attempt.split_id, attempt.team_id)
@@ -501,7 +504,7 @@ def hide(admin: User, submission_id: int, reason: str) -> Submission:
     submission.hidden_reason = reason[:2000]
     submission.split.board_version += 1
     # Audited here, in the same transaction, whichever page the maintainer hid it from.
-    audit.record(admin, "entry.hide", f"submission {submission.id}", {"via": "web", "reason": reason[:2000]})
+    audit_log.record(admin, "entry.hide", f"submission {submission.id}", {"via": "web", "reason": reason[:2000]})
     db.session.commit()
     return submission
 
@@ -513,7 +516,7 @@ def unhide(admin: User, submission_id: int) -> Submission:
     submission.hidden_at = None
     submission.hidden_reason = None
     submission.split.board_version += 1
-    audit.record(admin, "entry.unhide", f"submission {submission.id}", {"via": "web"})
+    audit_log.record(admin, "entry.unhide", f"submission {submission.id}", {"via": "web"})
     db.session.commit()
     return submission
 

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flask import current_app
+from app import settings
 
 TEMP_SUFFIX = ".tmp"
 # A temporary file younger than this may belong to an upload in flight (workers time out after 60 s).
@@ -25,7 +25,7 @@ IN_FLIGHT_SECONDS = 600
 
 
 def uploads_dir() -> Path:
-    return Path(current_app.config["SUBMISSIONS_DIR"])
+    return settings.current().submissions_dir
 
 
 def path_for(digest: str) -> Path:

@@ -14,8 +14,11 @@ from sqlalchemy import select
 from app import synthetic
 from app.db import db
 from app.models import Benchmark, Reference, Split, Submission, Team, utcnow
-from app.services import accounts, catalog, references, submissions, teams
+from app.services import catalog
+from app.services.catalog import references
 from app.services.errors import NotFound
+from app.services.intake import submissions
+from app.services.people import accounts, teams
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ from datetime import datetime
 from app.db import begin_reading, db
 from app.evaluation import get_task
 from app.models import Split
-from app.services import board_snapshots, leaderboards, visibility
-from app.services.board_snapshots import Entry
-from app.services.leaderboards import BenchmarkInfo, Board, Column, SplitInfo
+from app.services.blind_test import visibility
+from app.services.boards import board_snapshots, leaderboards
+from app.services.boards.board_snapshots import Entry
+from app.services.boards.leaderboards import BenchmarkInfo, Board, Column, SplitInfo
 
 
 @dataclass(frozen=True)

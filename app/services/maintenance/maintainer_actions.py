@@ -18,8 +18,12 @@ from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
 from app.models import Benchmark, Split, Submission, Team, User
-from app.services import accounts, audit, catalog, checksums, submissions, teams
+from app.services import catalog
+from app.services.audit import audit_log as events
 from app.services.errors import NotFound
+from app.services.intake import submissions
+from app.services.people import accounts, teams
+from app.services.storage import checksums
 
 T = TypeVar("T")
 # What the rejected-attempts list shows of a file's first problem (the team saw the whole message).
@@ -32,7 +36,7 @@ def _audited(actor: User | None, action: str, target: str, details: dict, via: s
     """Record the event, then do the work (whose commit stores both); undo both if the work fails."""
 
     def both() -> T:
-        audit.record(actor, action, target, {"via": via, **details})
+        events.record(actor, action, target, {"via": via, **details})
         return work()
 
     return _undo_on_error(both)
@@ -133,7 +137,7 @@ def set_policy(actor: User | None, benchmark_slug: str, split_slug: str, *, via:
                 value, current = value or None, current or None
             if value != current:
                 changes[key] = f"{shown(key, current)} → {shown(key, value)}"
-        audit.record(
+        events.record(
             actor, "split.policy", f"{benchmark_slug}/{split_slug}", {"via": via, **(changes or {"changes": "none"})}
         )
         return catalog.set_policy(benchmark_slug, split_slug, **policy)
@@ -343,5 +347,5 @@ def rejected_attempts(limit: int = REJECTED_LIMIT) -> list[RejectedAttempt]:
     return attempts
 
 
-def audit_log(page: int = 1) -> audit.AuditPage:
-    return audit.page(page)
+def audit_log(page: int = 1) -> events.AuditPage:
+    return events.page(page)

@@ -10,8 +10,8 @@ from sqlalchemy import select, update
 
 from app.db import db
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
-from app.services.accounts import token_digest
 from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.people.accounts import token_digest
 from app.team_names import RESERVED_KEYS, display_name, name_key
 
 INVITE_LIFETIME = timedelta(days=7)

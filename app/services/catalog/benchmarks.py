@@ -14,7 +14,7 @@ from app.db import db
 from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_task, sealed
 from app.evaluation.subsets import category_subsets, ids_subset
 from app.models import FEEDBACK_POLICIES, Benchmark, Split, Submission, Subset, utcnow
-from app.services import gold_files, rescoring
+from app.services.catalog import label_files, rescoring
 from app.services.errors import Conflict, InvalidInput, NotFound
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -149,7 +149,7 @@ def add_split(
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
 
-    relative, digest = gold_files.write_gold(benchmark.slug, split_slug, labels)
+    relative, digest = label_files.write_gold(benchmark.slug, split_slug, labels)
     try:
         position = (
             db.session.scalar(
@@ -175,7 +175,7 @@ def add_split(
         db.session.commit()
     except Exception:
         db.session.rollback()
-        gold_files.remove_gold(relative)
+        label_files.remove_gold(relative)
         raise
     return split
 
@@ -193,7 +193,7 @@ def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> t
         )
     if db.session.scalar(select(Subset.id).where(Subset.split_id == split.id, Subset.name == name)):
         raise Conflict(f"subset {name!r} of {benchmark_slug}/{split_slug} already exists")
-    gold = gold_files.load_gold(split)
+    gold = label_files.load_gold(split)
     try:
         indices = ids_subset(gold, ids)
     except ValidationError as exc:
@@ -244,7 +244,7 @@ def source_of(name: str, field: str | None) -> str:
 
 
 def gold_for(split: Split) -> GoldSet:
-    return gold_files.load_gold(split)
+    return label_files.load_gold(split)
 
 
 UNSET = object()

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from app.db import begin_reading, db
 from app.models import Benchmark, Split, Submission, Team
-from app.services import leaderboards
+from app.services.boards import leaderboards
 
 _CATALOG_QUERY = (
     select(

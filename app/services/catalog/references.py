@@ -11,7 +11,8 @@ from sqlalchemy import select
 from app.db import db
 from app.evaluation import get_task
 from app.models import Reference, Split, User
-from app.services import audit, catalog
+from app.services import catalog
+from app.services.audit import audit_log
 from app.services.errors import InvalidInput, NotFound
 
 URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
@@ -74,7 +75,7 @@ def add_reference(
     )
     db.session.add(reference)
     split.board_version += 1
-    audit.record(
+    audit_log.record(
         actor,
         "reference.add",
         f"{benchmark_slug}/{split_slug}",
@@ -98,7 +99,7 @@ def remove_reference(
         raise NotFound(f"no reference row {reference_id} on {benchmark_slug}/{split_slug}")
     db.session.delete(reference)
     split.board_version += 1
-    audit.record(
+    audit_log.record(
         actor,
         "reference.remove",
         f"{benchmark_slug}/{split_slug}",

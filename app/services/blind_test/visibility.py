@@ -34,7 +34,8 @@ from app.evaluation import GoldSet, Scores, get_task
 from app.evaluation import sealed as sealing
 from app.lru import LRU
 from app.models import Split, Submission, User
-from app.services import catalog, integrity
+from app.services import catalog
+from app.services.blind_test import integrity
 from app.services.errors import NotFound
 
 POLICIES = ("full", "ladder", "none")

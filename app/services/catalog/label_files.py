@@ -8,12 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from flask import current_app
-
+from app import settings
 from app.evaluation import GoldSet, get_task
 from app.lru import LRU
 from app.models import Split
-from app.services.checksums import sha256
+from app.services.storage.checksums import sha256
 
 _cache: LRU[GoldSet] = LRU(16)
 
@@ -23,7 +22,7 @@ class GoldFileError(RuntimeError):
 
 
 def labels_dir() -> Path:
-    return Path(current_app.config["HIDDEN_LABELS_DIR"])
+    return settings.current().hidden_labels_dir
 
 
 def secure_labels_dir(root: Path) -> None:

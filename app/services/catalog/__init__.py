@@ -1,0 +1,64 @@
+"""The catalog: benchmarks, their splits and subsets (this package's own names, from `benchmarks`), the
+hidden gold (label) files (`label_files`), the reference rows of papers (`references`) and rescoring stored
+submissions when a split's scoring inputs change (`rescoring`).
+
+May import: `storage`, `audit`, `errors`.
+"""
+
+from app.services.catalog.benchmarks import (
+    HIDDEN_SPLIT_POLICY,
+    RESERVED_SPLIT_SLUGS,
+    SLUG,
+    SUBSET_NAME,
+    UNSET,
+    ScoringInputs,
+    add_benchmark,
+    add_split,
+    add_subset,
+    get_benchmark,
+    get_split,
+    gold_for,
+    list_benchmarks,
+    list_splits,
+    open_splits,
+    pin_default_split,
+    reveal_split,
+    risks,
+    sample_file,
+    scoring_inputs,
+    seal,
+    set_policy,
+    source_of,
+    subset_row,
+    unknown_benchmark,
+    unknown_split,
+)
+
+__all__ = [
+    "HIDDEN_SPLIT_POLICY",
+    "RESERVED_SPLIT_SLUGS",
+    "SLUG",
+    "SUBSET_NAME",
+    "UNSET",
+    "ScoringInputs",
+    "add_benchmark",
+    "add_split",
+    "add_subset",
+    "get_benchmark",
+    "get_split",
+    "gold_for",
+    "list_benchmarks",
+    "list_splits",
+    "open_splits",
+    "pin_default_split",
+    "reveal_split",
+    "risks",
+    "sample_file",
+    "scoring_inputs",
+    "seal",
+    "set_policy",
+    "source_of",
+    "subset_row",
+    "unknown_benchmark",
+    "unknown_split",
+]

@@ -1,0 +1,42 @@
+"""The settings the services need, as one typed object: services ask `current()` for it instead of reading
+the Flask config mapping themselves, so a use case names what it depends on and can be handed other values.
+
+Built from the running application's configuration on each call (cheap: four lookups), so a setting changed
+on a live app (as tests do) is seen at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from flask import current_app
+
+DEFAULT_PROBE_DISTANCE = 0.01
+
+
+@dataclass(frozen=True)
+class Settings:
+    hidden_labels_dir: Path  # the gold files, readable by the server alone
+    submissions_dir: Path  # the original upload files
+    max_upload_mb: int  # the largest prediction file accepted, in MiB
+    # A submission on a hidden split closer than this share of examples to an earlier one is flagged.
+    probe_distance: float = DEFAULT_PROBE_DISTANCE
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_mb * 1024 * 1024
+
+    @classmethod
+    def from_config(cls, config) -> Settings:
+        return cls(
+            hidden_labels_dir=Path(config["HIDDEN_LABELS_DIR"]),
+            submissions_dir=Path(config["SUBMISSIONS_DIR"]),
+            max_upload_mb=int(config["MAX_UPLOAD_MB"]),
+            probe_distance=float(config.get("PROBE_DISTANCE", DEFAULT_PROBE_DISTANCE)),
+        )
+
+
+def current() -> Settings:
+    """The settings of the application whose context is active (every use case runs in one)."""
+    return Settings.from_config(current_app.config)
