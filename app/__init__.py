@@ -55,7 +55,8 @@ def create_app(config: dict | None = None) -> Flask:
     errors.register(app)
     if app.config.get("TRUSTED_PROXIES"):
         hops = int(app.config["TRUSTED_PROXIES"])
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
+        # Flask's documented way to wrap the WSGI app: replacing the bound method is the point.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
     _register_write_requests(app)
     cli.register(app)
     return app

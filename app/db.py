@@ -6,6 +6,7 @@ import contextlib
 import os
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
@@ -29,6 +30,13 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base)
+
+# The base the models derive from: Flask-SQLAlchemy's db.Model at run time (it adds `query` and the table
+# names), typed as the declarative Base it is made from, since a checker cannot follow an attribute as a base.
+if TYPE_CHECKING:
+    Model = Base
+else:
+    Model = db.Model
 migrate = Migrate(compare_type=True, render_as_batch=True)
 
 _immediate: ContextVar[bool] = ContextVar("sqlite_immediate", default=False)

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db import db
+from app.db import Model
 from app.team_names import name_key as team_name_key
 
 FEEDBACK_POLICIES = ("full", "ladder", "none")
@@ -38,7 +38,7 @@ def as_utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-class User(UserMixin, db.Model):
+class User(UserMixin, Model):
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -63,7 +63,7 @@ class User(UserMixin, db.Model):
         return any(m.team_id == team_id for m in self.memberships)
 
 
-class ApiToken(db.Model):
+class ApiToken(Model):
     """A bearer token for scripts; only its sha256 is stored, the token itself is shown once."""
 
     __tablename__ = "api_tokens"
@@ -80,7 +80,7 @@ class ApiToken(db.Model):
     user: Mapped[User] = relationship(back_populates="tokens")
 
 
-class Invite(db.Model):
+class Invite(Model):
     """A one-time link that adds whoever opens it (logged in) to a team; only the token's sha256 is kept."""
 
     __tablename__ = "invites"
@@ -97,7 +97,7 @@ class Invite(db.Model):
     team: Mapped[Team] = relationship()
 
 
-class Team(db.Model):
+class Team(Model):
     __tablename__ = "teams"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -111,7 +111,7 @@ class Team(db.Model):
     memberships: Mapped[list[Membership]] = relationship(back_populates="team", cascade="all, delete-orphan")
 
 
-class Membership(db.Model):
+class Membership(Model):
     __tablename__ = "memberships"
 
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
@@ -122,7 +122,7 @@ class Membership(db.Model):
     team: Mapped[Team] = relationship(back_populates="memberships")
 
 
-class Benchmark(db.Model):
+class Benchmark(Model):
     __tablename__ = "benchmarks"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -141,7 +141,7 @@ class Benchmark(db.Model):
     )
 
 
-class Split(db.Model):
+class Split(Model):
     __tablename__ = "splits"
     __table_args__ = (
         UniqueConstraint("benchmark_id", "slug"),
@@ -184,7 +184,7 @@ class Split(db.Model):
     )
 
 
-class Subset(db.Model):
+class Subset(Model):
     __tablename__ = "subsets"
     __table_args__ = (UniqueConstraint("split_id", "name"),)
 
@@ -204,7 +204,7 @@ class Subset(db.Model):
         return np.frombuffer(self.members, dtype="<i4")
 
 
-class Submission(db.Model):
+class Submission(Model):
     """Every attempt, scored or rejected, so quotas and moderation can see all of them."""
 
     __tablename__ = "submissions"
@@ -253,7 +253,7 @@ class Submission(db.Model):
     )
 
 
-class Score(db.Model):
+class Score(Model):
     __tablename__ = "scores"
     __table_args__ = (
         UniqueConstraint("submission_id", "subset", "metric"),
@@ -270,7 +270,7 @@ class Score(db.Model):
     submission: Mapped[Submission] = relationship(back_populates="scores")
 
 
-class Reference(db.Model):
+class Reference(Model):
     """A baseline or human-performance row from a paper, shown apart from ranked entries."""
 
     __tablename__ = "reference_rows"
@@ -286,7 +286,7 @@ class Reference(db.Model):
     split: Mapped[Split] = relationship()
 
 
-class AuditEvent(db.Model):
+class AuditEvent(Model):
     """One maintainer action, for the console's audit log."""
 
     __tablename__ = "audit_events"
@@ -301,7 +301,7 @@ class AuditEvent(db.Model):
     actor: Mapped[User | None] = relationship()
 
 
-class LeaderboardCache(db.Model):
+class LeaderboardCache(Model):
     """Intervals, tiers and everything else a leaderboard page needs, computed once per board_version."""
 
     __tablename__ = "leaderboard_cache"
@@ -312,7 +312,7 @@ class LeaderboardCache(db.Model):
     computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class LadderState(db.Model):
+class LadderState(Model):
     """A team's Ladder on a hidden split: its best released loss and the submission that set it."""
 
     __tablename__ = "ladder_states"
@@ -329,7 +329,7 @@ class LadderState(db.Model):
     best_submission: Mapped[Submission | None] = relationship(foreign_keys=[best_submission_id])
 
 
-class ProbeFlag(db.Model):
+class ProbeFlag(Model):
     """A submission on a hidden split nearly identical to an earlier one of the same team (possible probing)
     or of another team (`other_team_id` set: shared predictions, a second account, collusion)."""
 
@@ -348,7 +348,7 @@ class ProbeFlag(db.Model):
     submission: Mapped[Submission] = relationship(foreign_keys=[submission_id])
 
 
-class ProbeSummary(db.Model):
+class ProbeSummary(Model):
     """The probe summaries (app/evaluation/probes.py) of a hidden split's scored submissions whose count of
     correct units is `correct`: their records (id, correct units per block) packed one after another.
 
@@ -362,7 +362,7 @@ class ProbeSummary(db.Model):
     records: Mapped[bytes] = mapped_column(LargeBinary)
 
 
-class AuthAttempt(db.Model):
+class AuthAttempt(Model):
     """Login and registration attempts per client key and 10-second bucket: the throttle every worker
     and server shares (app/services/people/throttle.py); buckets older than the window are pruned."""
 
@@ -373,7 +373,7 @@ class AuthAttempt(db.Model):
     count: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class GoldVersion(db.Model):
+class GoldVersion(Model):
     """A corrected gold file installed over a split's earlier one (`labels correct`); both files are kept."""
 
     __tablename__ = "gold_versions"
@@ -392,7 +392,7 @@ class GoldVersion(db.Model):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class ChangelogEntry(db.Model):
+class ChangelogEntry(Model):
     """A dated public line on a split's board ("12 labels corrected")."""
 
     __tablename__ = "board_changelog"

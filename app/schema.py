@@ -19,7 +19,10 @@ class SchemaOutOfDate(ConfigError):
 
 
 def head_revision() -> str:
-    return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    if head is None:  # only a migrations folder without revisions has none
+        raise ConfigError(f"no migration revisions found in {MIGRATIONS}")
+    return head
 
 
 def current_revision(app: Flask) -> str | None:
