@@ -407,11 +407,23 @@ def board(
     split = _chosen_split(benchmark, benchmark_slug, split_slug)
     if split is None:
         return Board(benchmark, None, [], True)
-    number = _parse_page(page)
-    shown_view = _parse_view(view)
+    asked = _Asked(_parse_page(page), _parse_view(view), chosen, sort, order, paginate)
     if not visibility.scores_are_public(split):
-        return _held_board(benchmark, split, number, shown_view, chosen, sort, order)
-    return _public_board(benchmark, split, number, shown_view, chosen, sort, order, paginate)
+        return _held_board(benchmark, split, asked)
+    return _public_board(benchmark, split, asked)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the visitor asked of a board: the page and view (checked), the columns and sort (checked against
+    the split's columns)."""
+
+    page: int
+    view: str
+    chosen: str | Sequence[str] | None
+    sort: str | None
+    order: str | None
+    paginate: bool
 
 
 def _chosen_split(benchmark: BenchmarkInfo, benchmark_slug: str, split_slug: str | None) -> SplitInfo | None:
@@ -424,22 +436,14 @@ def _chosen_split(benchmark: BenchmarkInfo, benchmark_slug: str, split_slug: str
     return split
 
 
-def _held_board(
-    benchmark: BenchmarkInfo,
-    split: SplitInfo,
-    number: int,
-    shown_view: str,
-    chosen: str | Sequence[str] | None,
-    sort: str | None,
-    order: str | None,
-) -> Board:
+def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board whose scores are not public yet: its columns and changelog, no rows, one page."""
     full = db.session.get_one(Split, split.id)
     available, defaults = _columns_of(full)
-    cols = choose_columns(available, defaults, chosen)
-    column, direction = _parse_sort(cols, sort, order)
-    if number > 1:
-        raise InvalidQuery(f"page {number} is past the last page (1)")
+    cols = choose_columns(available, defaults, asked.chosen)
+    column, direction = _parse_sort(cols, asked.sort, asked.order)
+    if asked.page > 1:
+        raise InvalidQuery(f"page {asked.page} is past the last page (1)")
     return Board(
         benchmark,
         split,
@@ -448,27 +452,19 @@ def _held_board(
         cols,
         sort=column,
         order=direction,
-        view=shown_view,
+        view=asked.view,
         available=available,
-        chosen=_given(chosen),
+        chosen=_given(asked.chosen),
         changelog=changelog(full),
     )
 
 
-def _public_board(
-    benchmark: BenchmarkInfo,
-    split: SplitInfo,
-    number: int,
-    shown_view: str,
-    chosen: str | Sequence[str] | None,
-    sort: str | None,
-    order: str | None,
-    paginate: bool,
-) -> Board:
+def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board with its scores: one page of its snapshot's rows, in the order asked for."""
     snap, available, defaults = _snapshot_and_columns(split)
-    cols = choose_columns(available, defaults, chosen)
-    column, direction = _parse_sort(cols, sort, order)
+    cols = choose_columns(available, defaults, asked.chosen)
+    column, direction = _parse_sort(cols, asked.sort, asked.order)
+    number, shown_view, paginate = asked.page, asked.view, asked.paginate
     entries = snap.rows(shown_view)
     key = (
         str(db.engine.url),
@@ -501,7 +497,7 @@ def _public_board(
         key + facts,
         shown_view,
         available,
-        _given(chosen),
+        _given(asked.chosen),
         snap.changelog,
         snap,
     )
