@@ -269,38 +269,10 @@ def _statistics(
     bootstrapped (numpy lets go of the GIL in both), which takes a 10,000-entry board's first view from two
     cores' time to about one's."""
     primary_key = ("all", task.primary_metric)
-    tie_key = ("all", task.tie_break_metric) if task.tie_break_metric else None
-    values: dict[tuple[str, str], np.ndarray] = {}
-    placed: dict = {}  # order, team_keys, best, views: once the primary and tie-break columns are counted
-    ordered = threading.Event()
-
-    def place(key: tuple[str, str], column: np.ndarray) -> None:
-        values[key] = column
-        if ordered.is_set() or primary_key not in values or (tie_key is not None and tie_key not in values):
-            return
-        order = _table_order(rows, moments, values[primary_key], values[tie_key] if tie_key else np.zeros(len(rows)))
-        team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
-        best = _first_of_each(team_keys)  # positions of each team's best entry
-        # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view is
-        # ranked on the board's pair counts and resamples, in the same pass (statistics.view_ranks).
-        views: list[np.ndarray | None] = [None] if len(best) == len(order) else [None, np.asarray(best)]
-        placed.update(order=order, team_keys=team_keys, best=best, views=views)
-        ordered.set()
-
-    def rank() -> list[statistics.Ranks]:
-        # Meanwhile, what needs no order: the judgements packed, the tests' library loaded.
-        judgements = [statistics.PackedJudgements.of_predictions(task, gold, stacked)]
-        statistics.load_tests()
-        ordered.wait()
-        if "order" not in placed:
-            return []  # the columns failed: the error is the main thread's to raise
-        order = placed["order"]
-        # Handed over (popped): the rows in submission order are let go of once view_ranks has reordered them.
-        return statistics.view_ranks(judgements.pop(), values[primary_key][order], placed["views"], order=order)
-
+    handover = _Handover(rows, moments, primary_key, ("all", task.tie_break_metric) if task.tie_break_metric else None)
     # One BLAS thread for the bootstrap's products while the ranks take the other core (two would contend).
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(1, "board-ranks") as pool:
-        ranking = pool.submit(rank)
+        ranking = pool.submit(_rank, task, gold, stacked, handover)
         try:
             table = dict(
                 statistics.each_interval(
@@ -310,18 +282,63 @@ def _statistics(
                     wanted,
                     keep=primary_key,
                     counts_only=visibility.counts_only(split),
-                    on_values=place,
+                    on_values=handover.place,
                 )
             )
         finally:
-            ordered.set()  # never leave the thread waiting (the with would wait for it in turn)
-        order, views = placed["order"], placed["views"]
+            handover.ordered.set()  # never leave the thread waiting (the with would wait for it in turn)
+        order, views = handover.placed["order"], handover.placed["views"]
         kept = table[primary_key].keys  # the resampled numerators: they rank the entries as the scores do
         assert kept is not None  # kept for the primary column (keep=primary_key)
         intervals = statistics.view_rank_intervals(kept[order], views)
         ranks = ranking.result()
     by_view = [(r.ranks.tolist(), low.tolist(), high.tolist()) for r, (low, high) in zip(ranks, intervals, strict=True)]
-    return table, order, placed["team_keys"], placed["best"], by_view
+    return table, order, handover.placed["team_keys"], handover.placed["best"], by_view
+
+
+class _Handover:
+    """What the bootstrap (main thread) hands the ranks' thread: the columns' values as they are counted, and
+    (`placed`: order, team_keys, best, views; `ordered` set) the table order once the primary and tie-break
+    columns are in."""
+
+    def __init__(
+        self, rows: Sequence, moments: list[datetime], primary_key: tuple[str, str], tie_key: tuple[str, str] | None
+    ):
+        self.rows, self.moments, self.primary_key, self.tie_key = rows, moments, primary_key, tie_key
+        self.values: dict[tuple[str, str], np.ndarray] = {}
+        self.placed: dict = {}
+        self.ordered = threading.Event()
+
+    def place(self, key: tuple[str, str], column: np.ndarray) -> None:
+        values, rows, tie_key = self.values, self.rows, self.tie_key
+        values[key] = column
+        if self.ordered.is_set() or self.primary_key not in values or (tie_key is not None and tie_key not in values):
+            return
+        order = _table_order(
+            rows, self.moments, values[self.primary_key], values[tie_key] if tie_key else np.zeros(len(rows))
+        )
+        team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
+        best = _first_of_each(team_keys)  # positions of each team's best entry
+        # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view is
+        # ranked on the board's pair counts and resamples, in the same pass (statistics.view_ranks).
+        views: list[np.ndarray | None] = [None] if len(best) == len(order) else [None, np.asarray(best)]
+        self.placed.update(order=order, team_keys=team_keys, best=best, views=views)
+        self.ordered.set()
+
+
+def _rank(task, gold, stacked: np.ndarray, handover: _Handover) -> list[statistics.Ranks]:
+    """The significance ranks of the board and its teams view (the ranks' thread)."""
+    # Meanwhile, what needs no order: the judgements packed, the tests' library loaded.
+    judgements = [statistics.PackedJudgements.of_predictions(task, gold, stacked)]
+    statistics.load_tests()
+    handover.ordered.wait()
+    if "order" not in handover.placed:
+        return []  # the columns failed: the error is the main thread's to raise
+    order = handover.placed["order"]
+    # Handed over (popped): the rows in submission order are let go of once view_ranks has reordered them.
+    return statistics.view_ranks(
+        judgements.pop(), handover.values[handover.primary_key][order], handover.placed["views"], order=order
+    )
 
 
 def _table_order(rows: Sequence, moments: list[datetime], primary: np.ndarray, tie: np.ndarray) -> np.ndarray:
