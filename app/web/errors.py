@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from flask import Flask, g, render_template, request
+from flask import Flask, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
 from markupsafe import escape
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -71,60 +71,66 @@ def _render(
 
 
 def register(app: Flask) -> None:
-    @app.errorhandler(ServiceError)
-    def service_error(exc: ServiceError):
-        _rollback()
-        headers, retry_after = {}, None
-        if isinstance(exc, QuotaExceeded):
-            retry_after = retry_after_seconds(exc)
-        elif isinstance(exc, Throttled):
-            retry_after = exc.retry_after
-        if retry_after is not None:
-            headers["Retry-After"] = str(retry_after)
-        return _render(exc.status, exc.message, exc.details(), headers, retry_after)
+    """The error handlers below, for every page and the API."""
+    app.register_error_handler(ServiceError, _service_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)
+    app.register_error_handler(PoolTimeout, _database_error)
+    app.register_error_handler(DBAPIError, _database_error)
 
-    @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException):
-        _rollback()
-        status = exc.code or 500
-        message = MESSAGES.get(status, exc.description or "Error")
-        if isinstance(exc, CSRFError):
-            message = CSRF_MESSAGE
-        if status == 413:
-            if request.content_length is not None and request.content_length <= app.config["MAX_CONTENT_LENGTH"]:
-                # Werkzeug's part limit, not the body's size: say so, naming the form (422).
-                return service_error(too_many_parts())
-            message = f"The upload is larger than this server accepts ({app.config['MAX_UPLOAD_MB']} MB)."
-        headers = {}
-        if status == 405 and getattr(exc, "valid_methods", None):
-            headers["Allow"] = ", ".join(exc.valid_methods)
-        return _render(status, message, headers=headers)
 
-    @app.errorhandler(Exception)
-    def unexpected(exc: Exception):
-        _rollback()
-        app.logger.exception("unhandled error on %s %s", request.method, request.path)
-        return _render(500, MESSAGES[500])
+def _service_error(exc: ServiceError):
+    _rollback()
+    headers, retry_after = {}, None
+    if isinstance(exc, QuotaExceeded):
+        retry_after = retry_after_seconds(exc)
+    elif isinstance(exc, Throttled):
+        retry_after = exc.retry_after
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return _render(exc.status, exc.message, exc.details(), headers, retry_after)
 
-    @app.errorhandler(DBAPIError)
-    @app.errorhandler(PoolTimeout)
-    def database_error(exc: Exception):
-        """The database is unreachable, restarting or locked: 503 with Retry-After, not a traceback.
-        The pool (pre-ping on PostgreSQL) reconnects by itself once it is back. Other database errors
-        are bugs: 500 and logged."""
-        unavailable = isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)) or getattr(
-            exc, "connection_invalidated", False
-        )
-        if not unavailable:
-            return unexpected(exc)
-        _rollback()
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-        app.logger.warning(
-            "database unavailable on %s %s: %s",
-            request.method,
-            request.path,
-            reason[0] if reason else type(exc).__name__,
-        )
-        # The layout asks who is logged in, which needs the database: render the page for a visitor.
-        g._login_user = login_manager.anonymous_user()
-        return _render(503, MESSAGES[503], headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
+
+def _http_error(exc: HTTPException):
+    _rollback()
+    status = exc.code or 500
+    message = MESSAGES.get(status, exc.description or "Error")
+    if isinstance(exc, CSRFError):
+        message = CSRF_MESSAGE
+    if status == 413:
+        if request.content_length is not None and request.content_length <= current_app.config["MAX_CONTENT_LENGTH"]:
+            # Werkzeug's part limit, not the body's size: say so, naming the form (422).
+            return _service_error(too_many_parts())
+        message = f"The upload is larger than this server accepts ({current_app.config['MAX_UPLOAD_MB']} MB)."
+    headers = {}
+    if status == 405 and getattr(exc, "valid_methods", None):
+        headers["Allow"] = ", ".join(exc.valid_methods)
+    return _render(status, message, headers=headers)
+
+
+def _unexpected(exc: Exception):
+    _rollback()
+    current_app.logger.exception("unhandled error on %s %s", request.method, request.path)
+    return _render(500, MESSAGES[500])
+
+
+def _database_error(exc: Exception):
+    """The database is unreachable, restarting or locked: 503 with Retry-After, not a traceback.
+    The pool (pre-ping on PostgreSQL) reconnects by itself once it is back. Other database errors
+    are bugs: 500 and logged."""
+    unavailable = isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)) or getattr(
+        exc, "connection_invalidated", False
+    )
+    if not unavailable:
+        return _unexpected(exc)
+    _rollback()
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    current_app.logger.warning(
+        "database unavailable on %s %s: %s",
+        request.method,
+        request.path,
+        reason[0] if reason else type(exc).__name__,
+    )
+    # The layout asks who is logged in, which needs the database: render the page for a visitor.
+    g._login_user = login_manager.anonymous_user()
+    return _render(503, MESSAGES[503], headers={"Retry-After": str(DATABASE_RETRY_AFTER)})

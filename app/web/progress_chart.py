@@ -90,6 +90,25 @@ def _time_ticks(start: datetime, end: datetime, most: int = 5) -> list[tuple[dat
     return ticks
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """Where a moment and a value land in the plot area."""
+
+    start: datetime
+    end: datetime
+    y_low: float
+    y_high: float
+    y_step: float
+    plot_w: int = WIDTH - LEFT - RIGHT
+    plot_h: int = HEIGHT - TOP - BOTTOM
+
+    def x(self, moment: datetime) -> float:
+        return LEFT + (moment - self.start).total_seconds() / (self.end - self.start).total_seconds() * self.plot_w
+
+    def y(self, value: float) -> float:
+        return TOP + (self.y_high - value) / (self.y_high - self.y_low) * self.plot_h
+
+
 def render(
     points: Sequence[Point],
     metric_label: str,
@@ -104,32 +123,34 @@ def render(
     now = now or datetime.now(UTC)
     ordered = sorted(points, key=lambda p: p.moment)
     values = [p.value for p in ordered] + [line.value for line in references]
-    y_low, y_high, y_step = _y_range(values)
     start, end = ordered[0].moment, ordered[-1].moment
     if end - start < timedelta(days=2):
         start, end = start - timedelta(days=1), min(end + timedelta(days=1), max(now, end))
-    span = (end - start).total_seconds()
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-
-    def x(moment: datetime) -> float:
-        return LEFT + (moment - start).total_seconds() / span * plot_w
-
-    def y(value: float) -> float:
-        return TOP + (y_high - value) / (y_high - y_low) * plot_h
-
+    frame = _Frame(start, end, *_y_range(values))
     out = [
         f'<svg class="progress-chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'width="100%" role="img" aria-labelledby="chart-title" font-family={quoteattr(FONT)} font-size="13">',
         f'<title id="chart-title">{escape(title)}: {escape(metric_label)}</title>',
     ]
+    out += _axes(frame, metric_label)
+    out += _reference_lines(frame, references)
+    out.append(_record(frame, ordered))
+    out += _entry_points(frame, ordered)
+    return "".join(out)
+
+
+def _axes(frame: _Frame, metric_label: str) -> list[str]:
+    """The horizontal grid with the y-axis ticks, the time ticks, both axes and their titles."""
+    x, y, plot_w, plot_h = frame.x, frame.y, frame.plot_w, frame.plot_h
+    out = []
     # Horizontal grid and y-axis ticks.
-    tick = y_low
-    while tick <= y_high + 1e-9:
+    tick = frame.y_low
+    while tick <= frame.y_high + 1e-9:
         ty = y(tick)
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{GRID}"/>')
         out.append(f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="{MUTED}">{tick:g}</text>')
-        tick += y_step
-    for moment, label in _time_ticks(start, end):
+        tick += frame.y_step
+    for moment, label in _time_ticks(frame.start, frame.end):
         tx = x(moment)
         out.append(
             f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM + 4}" stroke="{MUTED}"/>'
@@ -145,9 +166,14 @@ def render(
         f'<text transform="rotate(-90)" x="{-(TOP + plot_h / 2):.1f}" y="14" text-anchor="middle" '
         f'fill="{INK}">{escape(metric_label)} (%)</text>'
     )
-    # Reference rows as dashed horizontal lines.
+    return out
+
+
+def _reference_lines(frame: _Frame, references: Sequence[Line]) -> list[str]:
+    """Reference rows as dashed horizontal lines."""
+    out = []
     for line in references:
-        ly = y(line.value)
+        ly = frame.y(line.value)
         out.append(
             f'<g class="reference"><title>{escape(line.label)}</title>'
             f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="{REFERENCE}" '
@@ -155,18 +181,27 @@ def render(
             f'<text x="{WIDTH - RIGHT - 4}" y="{ly - 4:.1f}" text-anchor="end" fill="{REFERENCE}">'
             f"{escape(line.label)}</text></g>"
         )
-    # The record: a step line that rises when an entry beats every earlier one, held to the last date.
+    return out
+
+
+def _record(frame: _Frame, ordered: Sequence[Point]) -> str:
+    """The record: a step line that rises when an entry beats every earlier one, held to the last date."""
     best = None
     path: list[str] = []
     for point in ordered:
         if best is None or point.value > best:
-            px, py = x(point.moment), y(point.value)
+            px, py = frame.x(point.moment), frame.y(point.value)
             path.append(f"M{px:.1f},{py:.1f}" if best is None else f"H{px:.1f}V{py:.1f}")
             best = point.value
-    path.append(f"H{x(end):.1f}")
-    out.append(f'<path class="record" d="{"".join(path)}" fill="none" stroke="{ACCENT}" stroke-width="2"/>')
+    path.append(f"H{frame.x(frame.end):.1f}")
+    return f'<path class="record" d="{"".join(path)}" fill="none" stroke="{ACCENT}" stroke-width="2"/>'
+
+
+def _entry_points(frame: _Frame, ordered: Sequence[Point]) -> list[str]:
+    """A point an entry, with its tooltip (and its page's link when it has one), closing the svg."""
     # Shared attributes on the group keep a thousand points small.
-    out.append(f'<g class="entries" fill="{ACCENT}" fill-opacity="0.55" stroke="#ffffff" stroke-width="1">')
+    out = [f'<g class="entries" fill="{ACCENT}" fill-opacity="0.55" stroke="#ffffff" stroke-width="1">']
+    x, y = frame.x, frame.y
     for point in ordered:
         circle = (
             f'<circle cx="{x(point.moment):.0f}" cy="{y(point.value):.0f}" r="5"><title>{escape(point.label)}'
@@ -179,7 +214,7 @@ def render(
             else circle
         )
     out.append("</g></svg>")
-    return "".join(out)
+    return out
 
 
 def tooltip(model: str, team: str | None, value: float, moment: datetime) -> str:

@@ -416,6 +416,18 @@ def list_flags(
     """Probe flags, newest first, optionally for one split ('benchmark/split'), one team (id; either team
     of a flag across teams) and one kind ('own' or 'cross')."""
     split, team, kind = _split_filter(split_ref), _team_filter(team_ref), _kind_filter(kind_ref)
+    query = _flags_query(split, team, kind)
+    count = db.session.scalar(select(db.func.count()).select_from(query.order_by(None).subquery()))
+    rows = [
+        _flag_row(*found)
+        for found in db.session.execute(query.order_by(ProbeFlag.created_at.desc(), ProbeFlag.id.desc()).limit(limit))
+    ]
+    teams = _flagged_teams()
+    return FlagListing(rows, int(count or 0), _flagged_splits(), teams, split, team, kind)
+
+
+def _flags_query(split: Split | None, team: Team | None, kind: str | None):
+    """(flag, split, benchmark, team, other team) of the flags the filters keep, unordered."""
     other = aliased(Team)
     query = (
         select(ProbeFlag, Split, Benchmark, Team, other)
@@ -432,28 +444,30 @@ def list_flags(
         query = query.where(ProbeFlag.other_team_id.is_(None))
     elif kind == "cross":
         query = query.where(ProbeFlag.other_team_id.is_not(None))
-    count = db.session.scalar(select(db.func.count()).select_from(query.order_by(None).subquery()))
-    rows = [
-        FlagRow(
-            id=flag.id,
-            benchmark=benchmark.name,
-            benchmark_slug=benchmark.slug,
-            split=found_split.name,
-            split_slug=found_split.slug,
-            team=found_team.name,
-            team_id=found_team.id,
-            other_team=other_team.name if other_team else None,
-            other_team_id=other_team.id if other_team else None,
-            submission_id=flag.submission_id,
-            earlier_submission_id=flag.earlier_submission_id,
-            distance=flag.distance,
-            created_at=flag.created_at,
-        )
-        for flag, found_split, benchmark, found_team, other_team in db.session.execute(
-            query.order_by(ProbeFlag.created_at.desc(), ProbeFlag.id.desc()).limit(limit)
-        )
-    ]
-    teams = list(
+    return query
+
+
+def _flag_row(flag: ProbeFlag, found_split: Split, benchmark: Benchmark, found_team: Team, other_team: Team | None):
+    return FlagRow(
+        id=flag.id,
+        benchmark=benchmark.name,
+        benchmark_slug=benchmark.slug,
+        split=found_split.name,
+        split_slug=found_split.slug,
+        team=found_team.name,
+        team_id=found_team.id,
+        other_team=other_team.name if other_team else None,
+        other_team_id=other_team.id if other_team else None,
+        submission_id=flag.submission_id,
+        earlier_submission_id=flag.earlier_submission_id,
+        distance=flag.distance,
+        created_at=flag.created_at,
+    )
+
+
+def _flagged_teams() -> list[Team]:
+    """Every team named in a flag (either side), by name: the team filter's choices."""
+    return list(
         db.session.scalars(
             select(Team)
             .where(
@@ -465,7 +479,11 @@ def list_flags(
             .order_by(Team.name)
         )
     )
-    splits = list(
+
+
+def _flagged_splits() -> list[Split]:
+    """Every hidden split, by benchmark and position: the split filter's choices."""
+    return list(
         db.session.scalars(
             select(Split)
             .join(Benchmark, Split.benchmark_id == Benchmark.id)
@@ -473,4 +491,3 @@ def list_flags(
             .order_by(Benchmark.slug, Split.position)
         )
     )
-    return FlagListing(rows, int(count or 0), splits, teams, split, team, kind)

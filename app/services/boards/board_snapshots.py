@@ -137,50 +137,10 @@ def _finite(value: float) -> float | None:
 def _compute(split: Split, version: int) -> Snapshot:
     """Scores, intervals and rank tiers of every published entry, from the stored predictions."""
     task = get_task(split.benchmark.task_type)
-    rows = db.session.execute(
-        select(
-            Submission.id,
-            Submission.model_name,
-            Submission.anonymous,
-            Team.name,
-            Submission.created_at,
-            Submission.paper_url,
-            Submission.code_url,
-            Submission.description,
-            Submission.predictions,
-            Submission.team_id,
-        )
-        .join(Team, Submission.team_id == Team.id)
-        .where(
-            Submission.split_id == split.id,
-            Submission.status == "scored",
-            Submission.published_at.is_not(None),
-            Submission.hidden_at.is_(None),
-            visibility.board_entries(split),
-        )
-        .order_by(Submission.id)
-    ).all()
+    rows = _published_rows(split)
     entries: list[Entry] = []
     if rows:
-        gold = label_files.load_gold(split)
-        stacked = task.decode_many([row.predictions for row in rows], gold.n)
-        public = visibility.public_subsets(split)
-        part = visibility.queried_indices(split)
-        gaps = None
-        if part is not None:
-            # Before the reveal of a sealed split the board is its queried part's: scores, intervals, ranks.
-            gold, public = visibility.queried_view(split, gold, public, part)
-            stacked = stacked[:, part]
-        elif sealed.QUERIED in public and sealed.SEALED in public:
-            gaps = sealed.gap_test(task, gold, stacked, public[sealed.QUERIED], public[sealed.SEALED])
-        sources = {subset.name: subset.source for subset in split.subsets}
-        wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = {"all": (None, tuple(task.metrics))}
-        wanted.update(
-            {
-                name: (indices, visibility.subset_metrics(task, sources.get(name, "derived")))
-                for name, indices in public.items()
-            }
-        )
+        gold, stacked, wanted, gaps = _scoring_inputs(split, task, rows)
         moments = [as_utc(row.created_at) for row in rows]
         table, order, team_keys, best, by_view = _statistics(task, gold, stacked, wanted, rows, moments, split)
         del stacked  # not needed again (70 MB on a 10,000-entry board)
@@ -193,19 +153,8 @@ def _compute(split: Split, version: int) -> Snapshot:
         ]
         for position, i in enumerate(order.tolist()):
             row = rows[i]
-            scores: dict[str, dict[str, float]] = {}
-            intervals: dict[str, dict[str, tuple[float | None, float | None]]] = {}
-            for subset, metric, values, lows, highs in columns:
-                value = _finite(values[i])
-                if value is None:
-                    continue  # an empty subset has no score
-                scores.setdefault(subset, {})[metric] = value
-                intervals.setdefault(subset, {})[metric] = (_finite(lows[i]), _finite(highs[i]))
-            gap_p = gap_marked = None
-            if gaps is not None and _finite(gaps.gap[i]) is not None:
-                scores[GAP] = {task.primary_metric: float(gaps.gap[i])}
-                intervals[GAP] = {task.primary_metric: (None, None)}
-                gap_p, gap_marked = _finite(gaps.p[i]), bool(gaps.larger_than_sampling[i])
+            scores, intervals = _row_scores(columns, i)
+            gap_p, gap_marked = _add_gap(task, gaps, i, scores, intervals)
             team_index = by_position.get(position)
             entries.append(
                 Entry(
@@ -234,6 +183,81 @@ def _compute(split: Split, version: int) -> Snapshot:
     return Snapshot(version, entries, _references(split))
 
 
+def _add_gap(task, gaps, i: int, scores: dict, intervals: dict) -> tuple[float | None, bool | None]:
+    """Row i's sealed gap as a column of its own (when the gap test ran and it has one): its p and mark."""
+    if gaps is None or _finite(gaps.gap[i]) is None:
+        return None, None
+    scores[GAP] = {task.primary_metric: float(gaps.gap[i])}
+    intervals[GAP] = {task.primary_metric: (None, None)}
+    return _finite(gaps.p[i]), bool(gaps.larger_than_sampling[i])
+
+
+def _published_rows(split: Split) -> list:
+    """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
+    predictions, by submission id."""
+    return db.session.execute(
+        select(
+            Submission.id,
+            Submission.model_name,
+            Submission.anonymous,
+            Team.name,
+            Submission.created_at,
+            Submission.paper_url,
+            Submission.code_url,
+            Submission.description,
+            Submission.predictions,
+            Submission.team_id,
+        )
+        .join(Team, Submission.team_id == Team.id)
+        .where(
+            Submission.split_id == split.id,
+            Submission.status == "scored",
+            Submission.published_at.is_not(None),
+            Submission.hidden_at.is_(None),
+            visibility.board_entries(split),
+        )
+        .order_by(Submission.id)
+    ).all()
+
+
+def _scoring_inputs(split: Split, task, rows: Sequence) -> tuple:
+    """What the board is scored on: the gold set, the rows' predictions stacked, the columns wanted
+    ({subset: (indices, metrics)}) and the sealed gap test (None unless both parts are public)."""
+    gold = label_files.load_gold(split)
+    stacked = task.decode_many([row.predictions for row in rows], gold.n)
+    public = visibility.public_subsets(split)
+    part = visibility.queried_indices(split)
+    gaps = None
+    if part is not None:
+        # Before the reveal of a sealed split the board is its queried part's: scores, intervals, ranks.
+        gold, public = visibility.queried_view(split, gold, public, part)
+        stacked = stacked[:, part]
+    elif sealed.QUERIED in public and sealed.SEALED in public:
+        gaps = sealed.gap_test(task, gold, stacked, public[sealed.QUERIED], public[sealed.SEALED])
+    sources = {subset.name: subset.source for subset in split.subsets}
+    wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = {"all": (None, tuple(task.metrics))}
+    wanted.update(
+        {
+            name: (indices, visibility.subset_metrics(task, sources.get(name, "derived")))
+            for name, indices in public.items()
+        }
+    )
+    return gold, stacked, wanted, gaps
+
+
+def _row_scores(columns: list, i: int) -> tuple[dict, dict]:
+    """Row i's scores and intervals, {subset: {metric: ...}}, from the columns' Python floats."""
+    scores: dict[str, dict[str, float]] = {}
+    intervals: dict[str, dict[str, tuple[float | None, float | None]]] = {}
+    for subset, metric, values, lows, highs in columns:
+        value = _finite(values[i])
+        if value is None:
+            continue  # an empty subset has no score
+        scores.setdefault(subset, {})[metric] = value
+        intervals.setdefault(subset, {})[metric] = (_finite(lows[i]), _finite(highs[i]))
+    return scores, intervals
+
+
 def _statistics(
     task, gold, stacked: np.ndarray, wanted: dict, rows: Sequence, moments: list[datetime], split: Split
 ) -> tuple:
@@ -245,38 +269,10 @@ def _statistics(
     bootstrapped (numpy lets go of the GIL in both), which takes a 10,000-entry board's first view from two
     cores' time to about one's."""
     primary_key = ("all", task.primary_metric)
-    tie_key = ("all", task.tie_break_metric) if task.tie_break_metric else None
-    values: dict[tuple[str, str], np.ndarray] = {}
-    placed: dict = {}  # order, team_keys, best, views: once the primary and tie-break columns are counted
-    ordered = threading.Event()
-
-    def place(key: tuple[str, str], column: np.ndarray) -> None:
-        values[key] = column
-        if ordered.is_set() or primary_key not in values or (tie_key is not None and tie_key not in values):
-            return
-        order = _table_order(rows, moments, values[primary_key], values[tie_key] if tie_key else np.zeros(len(rows)))
-        team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
-        best = _first_of_each(team_keys)  # positions of each team's best entry
-        # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view is
-        # ranked on the board's pair counts and resamples, in the same pass (statistics.view_ranks).
-        views: list[np.ndarray | None] = [None] if len(best) == len(order) else [None, np.asarray(best)]
-        placed.update(order=order, team_keys=team_keys, best=best, views=views)
-        ordered.set()
-
-    def rank() -> list[statistics.Ranks]:
-        # Meanwhile, what needs no order: the judgements packed, the tests' library loaded.
-        judgements = [statistics.PackedJudgements.of_predictions(task, gold, stacked)]
-        statistics.load_tests()
-        ordered.wait()
-        if "order" not in placed:
-            return []  # the columns failed: the error is the main thread's to raise
-        order = placed["order"]
-        # Handed over (popped): the rows in submission order are let go of once view_ranks has reordered them.
-        return statistics.view_ranks(judgements.pop(), values[primary_key][order], placed["views"], order=order)
-
+    handover = _Handover(rows, moments, primary_key, ("all", task.tie_break_metric) if task.tie_break_metric else None)
     # One BLAS thread for the bootstrap's products while the ranks take the other core (two would contend).
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(1, "board-ranks") as pool:
-        ranking = pool.submit(rank)
+        ranking = pool.submit(_rank, task, gold, stacked, handover)
         try:
             table = dict(
                 statistics.each_interval(
@@ -286,18 +282,63 @@ def _statistics(
                     wanted,
                     keep=primary_key,
                     counts_only=visibility.counts_only(split),
-                    on_values=place,
+                    on_values=handover.place,
                 )
             )
         finally:
-            ordered.set()  # never leave the thread waiting (the with would wait for it in turn)
-        order, views = placed["order"], placed["views"]
+            handover.ordered.set()  # never leave the thread waiting (the with would wait for it in turn)
+        order, views = handover.placed["order"], handover.placed["views"]
         kept = table[primary_key].keys  # the resampled numerators: they rank the entries as the scores do
         assert kept is not None  # kept for the primary column (keep=primary_key)
         intervals = statistics.view_rank_intervals(kept[order], views)
         ranks = ranking.result()
     by_view = [(r.ranks.tolist(), low.tolist(), high.tolist()) for r, (low, high) in zip(ranks, intervals, strict=True)]
-    return table, order, placed["team_keys"], placed["best"], by_view
+    return table, order, handover.placed["team_keys"], handover.placed["best"], by_view
+
+
+class _Handover:
+    """What the bootstrap (main thread) hands the ranks' thread: the columns' values as they are counted, and
+    (`placed`: order, team_keys, best, views; `ordered` set) the table order once the primary and tie-break
+    columns are in."""
+
+    def __init__(
+        self, rows: Sequence, moments: list[datetime], primary_key: tuple[str, str], tie_key: tuple[str, str] | None
+    ):
+        self.rows, self.moments, self.primary_key, self.tie_key = rows, moments, primary_key, tie_key
+        self.values: dict[tuple[str, str], np.ndarray] = {}
+        self.placed: dict = {}
+        self.ordered = threading.Event()
+
+    def place(self, key: tuple[str, str], column: np.ndarray) -> None:
+        values, rows, tie_key = self.values, self.rows, self.tie_key
+        values[key] = column
+        if self.ordered.is_set() or self.primary_key not in values or (tie_key is not None and tie_key not in values):
+            return
+        order = _table_order(
+            rows, self.moments, values[self.primary_key], values[tie_key] if tie_key else np.zeros(len(rows))
+        )
+        team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
+        best = _first_of_each(team_keys)  # positions of each team's best entry
+        # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view is
+        # ranked on the board's pair counts and resamples, in the same pass (statistics.view_ranks).
+        views: list[np.ndarray | None] = [None] if len(best) == len(order) else [None, np.asarray(best)]
+        self.placed.update(order=order, team_keys=team_keys, best=best, views=views)
+        self.ordered.set()
+
+
+def _rank(task, gold, stacked: np.ndarray, handover: _Handover) -> list[statistics.Ranks]:
+    """The significance ranks of the board and its teams view (the ranks' thread)."""
+    # Meanwhile, what needs no order: the judgements packed, the tests' library loaded.
+    judgements = [statistics.PackedJudgements.of_predictions(task, gold, stacked)]
+    statistics.load_tests()
+    handover.ordered.wait()
+    if "order" not in handover.placed:
+        return []  # the columns failed: the error is the main thread's to raise
+    order = handover.placed["order"]
+    # Handed over (popped): the rows in submission order are let go of once view_ranks has reordered them.
+    return statistics.view_ranks(
+        judgements.pop(), handover.values[handover.primary_key][order], handover.placed["views"], order=order
+    )
 
 
 def _table_order(rows: Sequence, moments: list[datetime], primary: np.ndarray, tie: np.ndarray) -> np.ndarray:
@@ -343,38 +384,46 @@ def _references(split: Split) -> list[ReferenceRow]:
 # --- the stored payload ----------------------------------------------------------------------------------
 
 
+# An entry in the stored payload: a list of these fields' values, in this order (bump PAYLOAD_FORMAT on a change).
+_PAYLOAD_FIELDS = (
+    "rank",
+    "submission_id",
+    "model_name",
+    "team",
+    "submitted_at",  # isoformat
+    "paper_url",
+    "code_url",
+    "description",
+    "scores",
+    "intervals",  # (low, high) tuples: json writes them as lists
+    "position",
+    "rank_low",
+    "rank_high",
+    "team_key",
+    "model_key",
+    "team_rank",
+    "team_rank_low",
+    "team_rank_high",
+    "gap_p",
+    "gap_marked",
+)
+_MOMENT = _PAYLOAD_FIELDS.index("submitted_at")
+
+
 def _encode(snapshot: Snapshot) -> bytes:
     body = {
         "format": PAYLOAD_FORMAT,
-        "entries": [
-            [
-                e.rank,
-                e.submission_id,
-                e.model_name,
-                e.team,
-                e.submitted_at.isoformat(),
-                e.paper_url,
-                e.code_url,
-                e.description,
-                e.scores,
-                e.intervals,  # (low, high) tuples: json writes them as lists
-                e.position,
-                e.rank_low,
-                e.rank_high,
-                e.team_key,
-                e.model_key,
-                e.team_rank,
-                e.team_rank_low,
-                e.team_rank_high,
-                e.gap_p,
-                e.gap_marked,
-            ]
-            for e in snapshot.entries
-        ],
+        "entries": [_encoded_entry(e) for e in snapshot.entries],
         "references": [[r.id, r.name, r.source_url, r.created_at.isoformat(), r.scores] for r in snapshot.references],
     }
     # Level 1: a third of level 6's time on a 10,000-entry board, for a tenth more bytes.
     return zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 1)
+
+
+def _encoded_entry(entry: Entry) -> list:
+    values = [getattr(entry, name) for name in _PAYLOAD_FIELDS]
+    values[_MOMENT] = entry.submitted_at.isoformat()
+    return values
 
 
 def _decode(version: int, payload: bytes) -> Snapshot | None:
@@ -384,57 +433,19 @@ def _decode(version: int, payload: bytes) -> Snapshot | None:
         return None
     if body.get("format") != PAYLOAD_FORMAT:
         return None
-    entries = [
-        Entry(
-            rank=rank,
-            submission_id=sid,
-            model_name=model,
-            team=team,
-            submitted_at=datetime.fromisoformat(moment),
-            paper_url=paper,
-            code_url=code,
-            description=text,
-            scores=scores,
-            intervals={s: {m: (b[0], b[1]) for m, b in ms.items()} for s, ms in bounds.items()},
-            position=position,
-            rank_low=low,
-            rank_high=high,
-            team_key=team_key,
-            model_key=key,
-            team_rank=t_rank,
-            team_rank_low=t_low,
-            team_rank_high=t_high,
-            gap_p=gap_p,
-            gap_marked=gap_marked,
-        )
-        for (
-            rank,
-            sid,
-            model,
-            team,
-            moment,
-            paper,
-            code,
-            text,
-            scores,
-            bounds,
-            position,
-            low,
-            high,
-            team_key,
-            key,
-            t_rank,
-            t_low,
-            t_high,
-            gap_p,
-            gap_marked,
-        ) in body["entries"]
-    ]
+    entries = [_decoded_entry(values) for values in body["entries"]]
     references = [
         ReferenceRow(rid, name, url, datetime.fromisoformat(moment), scores)
         for rid, name, url, moment, scores in body["references"]
     ]
     return Snapshot(version, entries, references)
+
+
+def _decoded_entry(values: list) -> Entry:
+    fields = dict(zip(_PAYLOAD_FIELDS, values, strict=True))
+    fields["submitted_at"] = datetime.fromisoformat(fields["submitted_at"])
+    fields["intervals"] = {s: {m: (b[0], b[1]) for m, b in ms.items()} for s, ms in fields["intervals"].items()}
+    return Entry(**fields)
 
 
 def _share(split_id: int, version: int, payload: bytes) -> None:

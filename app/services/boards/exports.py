@@ -460,6 +460,23 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         " & ".join(header) + " \\\\",
         "\\midrule",
     ]
+    lines += _latex_body(board, best, intervals)
+    what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
+    lines += [
+        "\\bottomrule",
+        "\\end{tabularx}",
+        f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
+        f"rank = 1 + entries significantly better (one-sided exact McNemar, Holm){_latex_gap_words(board)}.}}",
+        f"\\label{{{label}}}",
+        "\\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _latex_body(board, best: dict[str, float], intervals: bool) -> list[str]:
+    """The table's rows: each entry (with its intervals' line beneath unless intervals=False), then the
+    references after a rule."""
+    lines = []
     for entry in board.entries:
         lines.append(
             " & ".join(
@@ -480,13 +497,4 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
                 " & ".join(["--", _latex_model(reference), *(_latex_value(reference, c, best) for c in board.columns)])
                 + " \\\\"
             )
-    what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
-    lines += [
-        "\\bottomrule",
-        "\\end{tabularx}",
-        f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
-        f"rank = 1 + entries significantly better (one-sided exact McNemar, Holm){_latex_gap_words(board)}.}}",
-        f"\\label{{{label}}}",
-        "\\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
+    return lines

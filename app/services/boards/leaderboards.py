@@ -404,42 +404,67 @@ def board(
     """
     begin_reading()
     benchmark = benchmark_info(benchmark_slug)
-    if split_slug:
-        split = next((s for s in benchmark.splits if s.slug == split_slug), None)
-        if split is None:
-            raise catalog.unknown_split(benchmark_slug, split_slug, [s.slug for s in benchmark.splits])
-    else:
-        split = default_split(benchmark)
+    split = _chosen_split(benchmark, benchmark_slug, split_slug)
     if split is None:
         return Board(benchmark, None, [], True)
-    number = _parse_page(page)
-    shown_view = _parse_view(view)
+    asked = _Asked(_parse_page(page), _parse_view(view), chosen, sort, order, paginate)
     if not visibility.scores_are_public(split):
-        full = db.session.get_one(Split, split.id)
-        available, defaults = _columns_of(full)
-        cols = choose_columns(available, defaults, chosen)
-        column, direction = _parse_sort(cols, sort, order)
-        if number > 1:
-            raise InvalidQuery(f"page {number} is past the last page (1)")
-        return Board(
-            benchmark,
-            split,
-            [],
-            False,
-            cols,
-            sort=column,
-            order=direction,
-            view=shown_view,
-            available=available,
-            chosen=_given(chosen),
-            changelog=changelog(full),
-        )
-    snap = memo_get(split.id, split.board_version) or snapshot(db.session.get_one(Split, split.id))
-    available, defaults = _columns_memo.get((str(db.engine.url), split.id, snap.version)) or _columns_of(
-        db.session.get_one(Split, split.id), snap.version
+        return _held_board(benchmark, split, asked)
+    return _public_board(benchmark, split, asked)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the visitor asked of a board: the page and view (checked), the columns and sort (checked against
+    the split's columns)."""
+
+    page: int
+    view: str
+    chosen: str | Sequence[str] | None
+    sort: str | None
+    order: str | None
+    paginate: bool
+
+
+def _chosen_split(benchmark: BenchmarkInfo, benchmark_slug: str, split_slug: str | None) -> SplitInfo | None:
+    """The split named (NotFound for an unknown slug), else the benchmark's default one (None: no split)."""
+    if not split_slug:
+        return default_split(benchmark)
+    split = next((s for s in benchmark.splits if s.slug == split_slug), None)
+    if split is None:
+        raise catalog.unknown_split(benchmark_slug, split_slug, [s.slug for s in benchmark.splits])
+    return split
+
+
+def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
+    """A board whose scores are not public yet: its columns and changelog, no rows, one page."""
+    full = db.session.get_one(Split, split.id)
+    available, defaults = _columns_of(full)
+    cols = choose_columns(available, defaults, asked.chosen)
+    column, direction = _parse_sort(cols, asked.sort, asked.order)
+    if asked.page > 1:
+        raise InvalidQuery(f"page {asked.page} is past the last page (1)")
+    return Board(
+        benchmark,
+        split,
+        [],
+        False,
+        cols,
+        sort=column,
+        order=direction,
+        view=asked.view,
+        available=available,
+        chosen=_given(asked.chosen),
+        changelog=changelog(full),
     )
-    cols = choose_columns(available, defaults, chosen)
-    column, direction = _parse_sort(cols, sort, order)
+
+
+def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
+    """A board with its scores: one page of its snapshot's rows, in the order asked for."""
+    snap, available, defaults = _snapshot_and_columns(split)
+    cols = choose_columns(available, defaults, asked.chosen)
+    column, direction = _parse_sort(cols, asked.sort, asked.order)
+    number, shown_view, paginate = asked.page, asked.view, asked.paginate
     entries = snap.rows(shown_view)
     key = (
         str(db.engine.url),
@@ -452,17 +477,10 @@ def board(
         tuple(c.key for c in cols),
         paginate,
     )
-
-    def arrange() -> tuple[list, int]:
-        primary = primary_column(available, benchmark.task_type)
-        rows = (
-            _interleave(entries, snap.references, primary)
-            if column is None
-            else _ordered([*entries, *snap.references], column, direction)
-        )
-        return _paginate(rows, number) if paginate else (rows, 1)
-
-    shown, pages = _arranged.get_or_make(key, arrange)
+    shown, pages = _arranged.get_or_make(
+        key,
+        lambda: _arrange(entries, snap.references, available, benchmark.task_type, column, direction, number, paginate),
+    )
     facts = (benchmark.slug, split.slug, split.name, split.hidden, split.example_count)
     return Board(
         benchmark,
@@ -479,10 +497,40 @@ def board(
         key + facts,
         shown_view,
         available,
-        _given(chosen),
+        _given(asked.chosen),
         snap.changelog,
         snap,
     )
+
+
+def _snapshot_and_columns(split: SplitInfo) -> tuple[Snapshot, list[Column], list[Column]]:
+    """The split's snapshot (computed when not in memory) and its available and default columns."""
+    snap = memo_get(split.id, split.board_version) or snapshot(db.session.get_one(Split, split.id))
+    available, defaults = _columns_memo.get((str(db.engine.url), split.id, snap.version)) or _columns_of(
+        db.session.get_one(Split, split.id), snap.version
+    )
+    return snap, available, defaults
+
+
+def _arrange(
+    entries: list[Entry],
+    references: list[ReferenceRow],
+    available: list[Column],
+    task_type: str,
+    column: Column | None,
+    direction: str,
+    number: int,
+    paginate: bool,
+) -> tuple[list, int]:
+    """The rows in display order (the default ranking with the references between, or sorted by a column),
+    and this page of them with the number of pages (every row on one page unless `paginate`)."""
+    primary = primary_column(available, task_type)
+    rows = (
+        _interleave(entries, references, primary)
+        if column is None
+        else _ordered([*entries, *references], column, direction)
+    )
+    return _paginate(rows, number) if paginate else (rows, 1)
 
 
 _arranged: LRU[tuple[list, int]] = LRU(128)  # rows in display order per board version, sort, page and view

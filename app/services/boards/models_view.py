@@ -18,7 +18,7 @@ from app.evaluation import get_task
 from app.models import Split
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, leaderboards
-from app.services.boards.board_snapshots import Entry
+from app.services.boards.board_snapshots import Entry, Snapshot
 from app.services.boards.leaderboards import BenchmarkInfo, Board, Column, SplitInfo
 
 
@@ -137,6 +137,25 @@ def models_table(benchmark_slug: str) -> ModelsTable:
     ranking = landing if landing in public else (public[0] if public else None)
     snapshots = {split.slug: board_snapshots.snapshot(db.session.get_one(Split, split.id)) for split in public}
 
+    rows = _model_rows(public, snapshots)
+    columns = _model_columns(task, public, ranking)
+
+    def order(row: ModelRow):
+        entry = row.latest.get(ranking.slug) if ranking else None
+        if entry is None:
+            return (1, 0, row.model_name.casefold(), row.model_key)
+        return (0, entry.position, "", "")
+
+    ranked = sorted(rows.values(), key=order)
+    for row in ranked:
+        latest = row.latest.get(ranking.slug) if ranking else None
+        if latest is not None:
+            row.rank, row.rank_low, row.rank_high = latest.rank, latest.rank_low, latest.rank_high
+    return ModelsTable(benchmark, public, ranking, columns, ranked, held)
+
+
+def _model_rows(public: list[SplitInfo], snapshots: dict[str, Snapshot]) -> dict[str, ModelRow]:
+    """A row a model (team and model name), with its latest entry on each public split, in first-seen order."""
     rows: dict[str, ModelRow] = {}
     for split in public:
         for entry in snapshots[split.slug].entries:
@@ -149,7 +168,11 @@ def models_table(benchmark_slug: str) -> ModelsTable:
                 row.latest[split.slug] = entry
     for row in rows.values():  # the name as the team wrote it last
         row.model_name = row.newest.model_name
+    return rows
 
+
+def _model_columns(task, public: list[SplitInfo], ranking: SplitInfo | None) -> list[ModelColumn]:
+    """Each public split's primary metric, then the ranking split's other columns."""
     label = leaderboards.METRIC_LABELS.get(task.primary_metric, task.primary_metric)
     columns = [
         ModelColumn(
@@ -168,16 +191,4 @@ def models_table(benchmark_slug: str) -> ModelsTable:
             columns.append(
                 ModelColumn(column.subset, column.metric, f"{ranking.name} {column.label}", column.size, ranking.slug)
             )
-
-    def order(row: ModelRow):
-        entry = row.latest.get(ranking.slug) if ranking else None
-        if entry is None:
-            return (1, 0, row.model_name.casefold(), row.model_key)
-        return (0, entry.position, "", "")
-
-    ranked = sorted(rows.values(), key=order)
-    for row in ranked:
-        latest = row.latest.get(ranking.slug) if ranking else None
-        if latest is not None:
-            row.rank, row.rank_low, row.rank_high = latest.rank, latest.rank_low, latest.rank_high
-    return ModelsTable(benchmark, public, ranking, columns, ranked, held)
+    return columns

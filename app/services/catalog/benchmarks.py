@@ -129,25 +129,8 @@ def add_split(
 ) -> Split:
     """Import a gold file: copy it into the hidden-labels folder and derive the split's subsets."""
     benchmark = get_benchmark(benchmark_slug)
-    _check_slug("split slug", split_slug)
-    if split_slug in RESERVED_SPLIT_SLUGS:
-        raise InvalidInput(
-            f"split slug {split_slug!r} is reserved: /leaderboards/<benchmark>/{split_slug} is "
-            "the models view; choose another"
-        )
-    existing = db.session.scalar(select(Split.id).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug))
-    if existing is not None:
-        raise Conflict(f"split {split_slug!r} of {benchmark_slug!r} already exists")
-    task = get_task(benchmark.task_type)
-    try:
-        gold = task.read_gold(labels)
-        subsets = dict(task.derive_subsets(gold, subset_field))
-        if annotations is not None:
-            subsets.update(category_subsets(gold, annotations))
-    except ValidationError as exc:
-        raise InvalidInput(f"invalid gold or annotation file: {exc.problems[0].message}", exc.problems) from exc
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from exc
+    _check_new_split_slug(benchmark, split_slug)
+    gold, subsets = _read_split_files(get_task(benchmark.task_type), labels, annotations, subset_field)
 
     relative, digest = label_files.write_gold(benchmark.slug, split_slug, labels)
     try:
@@ -178,6 +161,36 @@ def add_split(
         label_files.remove_gold(relative)
         raise
     return split
+
+
+def _check_new_split_slug(benchmark: Benchmark, split_slug: str) -> None:
+    """InvalidInput for a malformed or reserved slug, Conflict for one the benchmark already has."""
+    _check_slug("split slug", split_slug)
+    if split_slug in RESERVED_SPLIT_SLUGS:
+        raise InvalidInput(
+            f"split slug {split_slug!r} is reserved: /leaderboards/<benchmark>/{split_slug} is "
+            "the models view; choose another"
+        )
+    existing = db.session.scalar(select(Split.id).where(Split.benchmark_id == benchmark.id, Split.slug == split_slug))
+    if existing is not None:
+        raise Conflict(f"split {split_slug!r} of {benchmark.slug!r} already exists")
+
+
+def _read_split_files(
+    task: TaskType, labels: bytes, annotations: bytes | None, subset_field: str | None
+) -> tuple[GoldSet, dict[str, np.ndarray]]:
+    """The gold set and its subsets (derived, and from the annotations when given); InvalidInput when either
+    file is invalid."""
+    try:
+        gold = task.read_gold(labels)
+        subsets = dict(task.derive_subsets(gold, subset_field))
+        if annotations is not None:
+            subsets.update(category_subsets(gold, annotations))
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid gold or annotation file: {exc.problems[0].message}", exc.problems) from exc
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    return gold, subsets
 
 
 def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> tuple[Subset, int]:

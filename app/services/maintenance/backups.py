@@ -146,39 +146,8 @@ def backup(path: Path) -> Summary:
                         continue
                     count = _add_table(archive, listed, connection, table)
                     manifest["tables"][table.name] = summary.tables[table.name] = count
-                splits = connection.execute(text("SELECT id, gold_path, gold_sha256 FROM splits ORDER BY id")).all()
-                if "gold_versions" in metadata.tables:
-                    # Gold files a correction replaced are kept as evidence: back them up too.
-                    current = {path for _, path, _ in splits}
-                    earlier = connection.execute(
-                        text("SELECT split_id, previous_path, previous_sha256 FROM gold_versions ORDER BY id")
-                    ).all()
-                    splits += [row for row in dict.fromkeys(earlier) if row[1] not in current]
-                for split_id, gold_path, gold_sha256 in splits:
-                    source = _inside(labels_dir, gold_path, f"gold file of split {split_id}")
-                    if not os.path.isfile(source):
-                        raise InvalidInput(f"the gold file of split {split_id} is missing: {source}")
-                    _add_file(
-                        archive,
-                        listed,
-                        f"hidden_labels/{PurePosixPath(gold_path).as_posix()}",
-                        source,
-                        expect=gold_sha256,
-                        what=f"the gold file of split {split_id}",
-                    )
-                    summary.gold_files += 1
-                # Streamed while the snapshot is open: a deployment may hold a million uploads.
-                digests = (
-                    connection.execution_options(stream_results=True, yield_per=BATCH)
-                    .execute(text("SELECT DISTINCT file_sha256 FROM submissions WHERE status = 'scored' ORDER BY 1"))
-                    .scalars()
-                )
-                for digest in digests:
-                    source = os.path.join(uploads_dir, digest[:2], f"{digest}.gz")
-                    if not os.path.isfile(source):
-                        raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
-                    _add_file(archive, listed, f"submissions/{digest[:2]}/{digest}.gz", source)
-                    summary.uploads += 1
+                summary.gold_files = _add_gold_files(archive, listed, connection, metadata, labels_dir)
+                summary.uploads = _add_uploads(archive, listed, connection, uploads_dir)
             manifest["file_list"] = listed.add_to(archive)
             _add_bytes(archive, MANIFEST, json.dumps(manifest, sort_keys=True, indent=1).encode())
         os.replace(tmp, path)
@@ -186,6 +155,51 @@ def backup(path: Path) -> Summary:
         Path(tmp).unlink(missing_ok=True)
         raise
     return summary
+
+
+def _add_gold_files(archive, listed: _FileList, connection, metadata: MetaData, labels_dir) -> int:
+    """Every split's gold file (and every earlier one a correction replaced), checked; how many."""
+    splits = connection.execute(text("SELECT id, gold_path, gold_sha256 FROM splits ORDER BY id")).all()
+    if "gold_versions" in metadata.tables:
+        # Gold files a correction replaced are kept as evidence: back them up too.
+        current = {path for _, path, _ in splits}
+        earlier = connection.execute(
+            text("SELECT split_id, previous_path, previous_sha256 FROM gold_versions ORDER BY id")
+        ).all()
+        splits += [row for row in dict.fromkeys(earlier) if row[1] not in current]
+    added = 0
+    for split_id, gold_path, gold_sha256 in splits:
+        source = _inside(labels_dir, gold_path, f"gold file of split {split_id}")
+        if not os.path.isfile(source):
+            raise InvalidInput(f"the gold file of split {split_id} is missing: {source}")
+        _add_file(
+            archive,
+            listed,
+            f"hidden_labels/{PurePosixPath(gold_path).as_posix()}",
+            source,
+            expect=gold_sha256,
+            what=f"the gold file of split {split_id}",
+        )
+        added += 1
+    return added
+
+
+def _add_uploads(archive, listed: _FileList, connection, uploads_dir) -> int:
+    """The original upload of every scored submission; how many."""
+    # Streamed while the snapshot is open: a deployment may hold a million uploads.
+    digests = (
+        connection.execution_options(stream_results=True, yield_per=BATCH)
+        .execute(text("SELECT DISTINCT file_sha256 FROM submissions WHERE status = 'scored' ORDER BY 1"))
+        .scalars()
+    )
+    added = 0
+    for digest in digests:
+        source = os.path.join(uploads_dir, digest[:2], f"{digest}.gz")
+        if not os.path.isfile(source):
+            raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
+        _add_file(archive, listed, f"submissions/{digest[:2]}/{digest}.gz", source)
+        added += 1
+    return added
 
 
 class _snapshot:
@@ -356,6 +370,15 @@ class _Staging:
 
 def _unpack(path: Path, staging: _Staging) -> dict:
     """Extract the archive's regular files and check them against its list; the manifest."""
+    _extract(path, staging)
+    manifest = _read_manifest(path, staging)
+    _check_listed(manifest, staging)
+    return manifest
+
+
+def _extract(path: Path, staging: _Staging) -> None:
+    """Every member of the archive into staging.unpacked: InvalidInput for anything but regular files, a name
+    held twice or an unreadable archive."""
     try:
         with tarfile.open(path, "r:gz") as archive:
             for member in archive:
@@ -373,6 +396,10 @@ def _unpack(path: Path, staging: _Staging) -> dict:
                 archive.members.clear()  # type: ignore[attr-defined]  # no TarInfo kept per member read
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise InvalidInput(f"{path} is not a readable backup archive: {exc}") from exc
+
+
+def _read_manifest(path: Path, staging: _Staging) -> dict:
+    """The unpacked manifest, when it is a Holdout backup's of a version this code reads."""
     if not (staging.unpacked / MANIFEST).is_file():
         raise InvalidInput(f"{path} has no {MANIFEST}: not a Holdout backup")
     try:
@@ -386,6 +413,12 @@ def _unpack(path: Path, staging: _Staging) -> dict:
             f"{path} is a Holdout backup of format version {manifest.get('version')}; this code reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
+    return manifest
+
+
+def _check_listed(manifest: dict, staging: _Staging) -> None:
+    """Move each listed file that matches its sha256 from unpacked to checked; InvalidInput for a file
+    missing, damaged, listed twice or not listed at all."""
     for name, digest in _listed(manifest, staging):
         unpacked = _inside(staging.unpacked, name, "a listed file")
         checked = _inside(staging.checked, name, "a listed file")
@@ -406,7 +439,6 @@ def _unpack(path: Path, staging: _Staging) -> dict:
     if extra:
         shown = ", ".join(extra[:10]) + (" and more" if len(extra) > 10 else "")
         raise InvalidInput(f"the backup holds files its manifest does not list: {shown}")
-    return manifest
 
 
 def _listed(manifest: dict, staging: _Staging):

@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from app.db import db
-from app.evaluation import ValidationError, get_task
+from app.evaluation import GoldSet, TaskType, ValidationError, get_task
 from app.evaluation.label_audit import dawid_skene
 from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
 from app.services import catalog
@@ -158,47 +158,17 @@ def correct_labels(
 ) -> Correction:
     """Install a corrected gold file for the split (see the module's docstring)."""
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
-    note = (note or "").strip()
-    if not note:
-        raise InvalidInput("a note saying what was corrected and why is required")
-    if len(note) > MAX_NOTE:
-        raise InvalidInput(f"the note can have at most {MAX_NOTE} characters")
+    note = _checked_note(note)
     task = get_task(split.benchmark.task_type)
-    old = label_files.load_gold(split)
-    try:
-        new = task.read_gold(labels)
-    except ValidationError as exc:
-        raise InvalidInput(f"invalid gold file: {exc.problems[0].message}", exc.problems) from exc
-    except ValueError as exc:
-        raise InvalidInput(f"invalid gold file: {exc}") from exc
-    _same_examples(old, new)
-    changed = int(np.any((old.labels != new.labels).reshape(old.n, -1), axis=1).sum())
-    if changed == 0:
-        raise InvalidInput("the corrected file changes no label")
+    new, changed = _read_correction(task, label_files.load_gold(split), labels)
     ranks_before = board_snapshots.published_ranks(split)
-    old_path, old_sha256 = split.gold_path, split.gold_sha256
+    old_sha256 = split.gold_sha256
     existed = (
         label_files.labels_dir() / label_files.gold_relative_path(split.benchmark.slug, split.slug, labels)
     ).exists()
     relative, digest = label_files.write_gold(split.benchmark.slug, split.slug, labels)
     try:
-        version = 2 + (
-            db.session.scalar(select(func.count(GoldVersion.id)).where(GoldVersion.split_id == split.id)) or 0
-        )
-        db.session.add(
-            GoldVersion(
-                split_id=split.id,
-                version=version,
-                gold_path=relative,
-                gold_sha256=digest,
-                previous_path=old_path,
-                previous_sha256=old_sha256,
-                labels_changed=changed,
-                note=note,
-                actor_id=actor.id if actor is not None else None,
-            )
-        )
-        split.gold_path, split.gold_sha256 = relative, digest
+        version = _add_gold_version(actor, split, relative, digest, changed, note)
         subsets = _refresh_derived_subsets(split, task, new)
         db.session.flush()
         rescored = rescoring.rescore_all(split, new, subsets)
@@ -232,6 +202,53 @@ def correct_labels(
             label_files.remove_gold(relative)
         raise
     return Correction(split, version, changed, moved, rescored, old_sha256, digest)
+
+
+def _checked_note(note: str) -> str:
+    """The note, trimmed; InvalidInput when it is empty or too long."""
+    note = (note or "").strip()
+    if not note:
+        raise InvalidInput("a note saying what was corrected and why is required")
+    if len(note) > MAX_NOTE:
+        raise InvalidInput(f"the note can have at most {MAX_NOTE} characters")
+    return note
+
+
+def _read_correction(task: TaskType, old: GoldSet, labels: bytes) -> tuple[GoldSet, int]:
+    """The corrected gold set and how many examples' labels it changes; InvalidInput when it is invalid, has
+    other examples or changes nothing."""
+    try:
+        new = task.read_gold(labels)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid gold file: {exc.problems[0].message}", exc.problems) from exc
+    except ValueError as exc:
+        raise InvalidInput(f"invalid gold file: {exc}") from exc
+    _same_examples(old, new)
+    changed = int(np.any((old.labels != new.labels).reshape(old.n, -1), axis=1).sum())
+    if changed == 0:
+        raise InvalidInput("the corrected file changes no label")
+    return new, changed
+
+
+def _add_gold_version(actor: User | None, split: Split, relative: str, digest: str, changed: int, note: str) -> int:
+    """Record the new gold file as the split's next version (the first file is version 1) and point the split
+    at it; the version."""
+    version = 2 + (db.session.scalar(select(func.count(GoldVersion.id)).where(GoldVersion.split_id == split.id)) or 0)
+    db.session.add(
+        GoldVersion(
+            split_id=split.id,
+            version=version,
+            gold_path=relative,
+            gold_sha256=digest,
+            previous_path=split.gold_path,
+            previous_sha256=split.gold_sha256,
+            labels_changed=changed,
+            note=note,
+            actor_id=actor.id if actor is not None else None,
+        )
+    )
+    split.gold_path, split.gold_sha256 = relative, digest
+    return version
 
 
 def summarise_for_probes(actor: User | None, benchmark_slug: str, split_slug: str, *, via: str = "cli") -> int:

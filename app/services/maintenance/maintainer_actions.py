@@ -79,35 +79,24 @@ def add_benchmark(
 
 
 def add_split(
-    actor: User | None,
-    benchmark_slug: str,
-    split_slug: str,
-    labels: bytes,
-    *,
-    hidden: bool = False,
-    name: str | None = None,
-    annotations: bytes | None = None,
-    subset_field: str | None = None,
-    via: str = "web",
+    actor: User | None, benchmark_slug: str, split_slug: str, labels: bytes, *, via: str = "web", **options
 ) -> Split:
-    details = {"name": name, "hidden": hidden, "subset_field": subset_field, "gold": _file_facts(labels)}
-    if annotations is not None:
-        details["annotations"] = _file_facts(annotations)
+    """`options` takes catalog.add_split's keywords (hidden, name, annotations, subset_field)."""
+    details = {
+        "name": options.get("name"),
+        "hidden": options.get("hidden", False),
+        "subset_field": options.get("subset_field"),
+        "gold": _file_facts(labels),
+    }
+    if options.get("annotations") is not None:
+        details["annotations"] = _file_facts(options["annotations"])
     return _audited(
         actor,
         "split.add",
         f"{benchmark_slug}/{split_slug}",
         details,
         via,
-        lambda: catalog.add_split(
-            benchmark_slug,
-            split_slug,
-            labels,
-            hidden=hidden,
-            name=name,
-            annotations=annotations,
-            subset_field=subset_field,
-        ),
+        lambda: catalog.add_split(benchmark_slug, split_slug, labels, **options),
     )
 
 
