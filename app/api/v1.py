@@ -248,6 +248,7 @@ def me():
 @caching.public(lambda benchmark, **_: page_versions.benchmark(benchmark))
 def leaderboard(benchmark: str, split: str | None = None):
     board = listings.leaderboard(benchmark, split, request.args.get("view"))
+    assert board.split is not None  # listings.leaderboard refuses a benchmark without splits (404)
     return {
         "benchmark": board.benchmark.slug,
         "split": board.split.slug,

@@ -6,6 +6,7 @@ import contextlib
 
 from flask import Flask, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
+from jinja2 import Template
 from markupsafe import escape
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -58,7 +59,9 @@ def _render(
     headers = headers or {}
     if _wants_json():
         return {"error": message, "details": details or []}, status, headers
-    templates = [f"errors/{status}.html", "errors/error.html"] if status in PAGES else ["errors/error.html"]
+    templates: list[str | Template] = (
+        [f"errors/{status}.html", "errors/error.html"] if status in PAGES else ["errors/error.html"]
+    )
     try:
         page = render_template(
             templates, status=status, message=message, details=details or [], retry_after=retry_after
@@ -103,8 +106,9 @@ def _http_error(exc: HTTPException):
             return _service_error(too_many_parts())
         message = f"The upload is larger than this server accepts ({current_app.config['MAX_UPLOAD_MB']} MB)."
     headers = {}
-    if status == 405 and getattr(exc, "valid_methods", None):
-        headers["Allow"] = ", ".join(exc.valid_methods)
+    valid_methods = getattr(exc, "valid_methods", None)  # MethodNotAllowed's
+    if status == 405 and valid_methods:
+        headers["Allow"] = ", ".join(valid_methods)
     return _render(status, message, headers=headers)
 
 

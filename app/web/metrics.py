@@ -31,8 +31,8 @@ def _allowed() -> bool:
         address = ipaddress.ip_address(request.remote_addr or "")
     except ValueError:  # a Unix socket or no address at all: not one we were told to trust
         return False
-    if getattr(address, "ipv4_mapped", None):
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        return any(address.ipv4_mapped in network for network in current_app.config.get("METRICS_ALLOW", ()))
     return any(address in network for network in current_app.config.get("METRICS_ALLOW", ()))
 
 

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from sqlalchemy import exists, insert, select, update
@@ -192,7 +193,7 @@ def _add_gap(task, gaps, i: int, scores: dict, intervals: dict) -> tuple[float |
     return _finite(gaps.p[i]), bool(gaps.larger_than_sampling[i])
 
 
-def _published_rows(split: Split) -> list:
+def _published_rows(split: Split) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
     predictions, by submission id."""
     return db.session.execute(

@@ -51,6 +51,7 @@ class FractionField(Field):
     """A number such as 0.5, or blank for none (0). The range is the service's rule."""
 
     widget = TextInput()
+    data: float | None
 
     def _value(self) -> str:
         if self.raw_data:
