@@ -22,8 +22,9 @@ from functools import cached_property
 
 import numpy as np
 
+from . import layout
 from .gold import GoldSet
-from .metrics import vcr_staged
+from .tasks.base import Outcomes, TaskType
 
 RESAMPLES = 1000
 SEED = 20190706  # fixed: the same predictions always get the same interval
@@ -77,19 +78,8 @@ def group_codes(gold: GoldSet) -> tuple[np.ndarray, int]:
 
 def _group_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(k, m) values of m examples with group codes (m,) -> (present groups, float32 sums (k, G_s))."""
-    groups, sums = _group_sums_by_example(_by_example(values), codes)
+    groups, sums = _group_sums_by_example(layout.by_example(values), codes)
     return groups, sums.T
-
-
-_TRANSPOSE_ROWS = 128  # entries transposed at a time: a whole (k, m) transpose misses the cache on every write
-
-
-def _by_example(values: np.ndarray) -> np.ndarray:
-    """(k, m) -> (m, k), contiguous: an example's values of every entry side by side (bool as uint8)."""
-    by_example = np.empty(values.shape[::-1], dtype=values.dtype)
-    for at in range(0, values.shape[0], _TRANSPOSE_ROWS):
-        by_example[:, at : at + _TRANSPOSE_ROWS] = values[at : at + _TRANSPOSE_ROWS].T
-    return by_example.view(np.uint8) if by_example.dtype == bool else by_example
 
 
 def _group_sums_by_example(
@@ -181,43 +171,16 @@ def _each_ratio(
             yield (subset, metric), made.pop()  # not held by this frame while suspended
 
 
-def _outcomes(task, gold: GoldSet, stacked: np.ndarray) -> dict:
+def _outcomes(task: TaskType, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
     """Per-example outcomes laid out by example, (n, k) (bool as uint8): judgements right per example for each
-    counted metric (with how many judgements an example has), and whether all of an example's are right."""
-    k = stacked.shape[0]
-    if task.name == "vcr":
-        staged = [_by_example(outcome) for outcome in vcr_staged(stacked, gold.labels)]
-        return {
-            "counts": {m: (o, 1) for m, o in zip(("q_a", "qa_r", "q_ar"), staged, strict=True)},
-            "all_right": staged[2],
-        }
-    if set(task.metrics) == {"accuracy", "consistency"}:
-        if stacked.ndim == 2:  # one judgement an example: right-or-not straight into the by-example layout
-            by_example = np.empty((gold.n, k), dtype=bool)
-            judged = stacked.astype(bool, copy=False)
-            for at in range(0, k, _TRANSPOSE_ROWS):  # in row blocks, as _by_example: four times faster
-                np.equal(
-                    judged[at : at + _TRANSPOSE_ROWS].T,
-                    gold.labels[:, None],
-                    out=by_example[:, at : at + _TRANSPOSE_ROWS],
-                )
-            right = by_example.view(np.uint8)
-            return {"counts": {"accuracy": (right, 1)}, "all_right": right}
-        labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
-        correct = (stacked.astype(bool, copy=False) == labels).reshape(k, gold.n, -1)
-        counts = _by_example(correct.sum(axis=-1, dtype=np.uint8))
-        return {"counts": {"accuracy": (counts, correct.shape[-1])}, "all_right": _by_example(correct.all(axis=-1))}
-    raise ValueError(f"intervals are not defined for task type {task.name!r}")
+    counted metric (with how many judgements an example has), and whether all of an example's are right (the
+    task type lays them out: see TaskType.example_outcomes)."""
+    return task.example_outcomes(gold, stacked)
 
 
-def primary_correctness(task, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
+def primary_correctness(task: TaskType, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
     """(k, units) bool: each judgement the primary metric counts (NLVR images: every image; VCR: Q->AR)."""
-    stacked = np.asarray(stacked)
-    k = stacked.shape[0]
-    if task.name == "vcr":
-        return vcr_staged(stacked, gold.labels)[2]
-    labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
-    return (stacked.astype(bool, copy=False) == labels).reshape(k, -1)
+    return task.unit_correctness(gold, np.asarray(stacked))
 
 
 # --- the bootstrap ---------------------------------------------------------------------------------------
