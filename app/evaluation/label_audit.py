@@ -38,7 +38,8 @@ class AuditEstimate:
     def ranking(self) -> np.ndarray:
         """Example indices, most suspect first (ties: the larger share of contradicting votes, then order)."""
         n = self.suspicion.size
-        return np.lexsort((np.arange(n), -self.against, -self.suspicion))
+        order: np.ndarray = np.lexsort((np.arange(n), -self.against, -self.suspicion))
+        return order
 
 
 def _class_counts(votes: np.ndarray, classes: int) -> np.ndarray:
@@ -49,7 +50,8 @@ def _class_counts(votes: np.ndarray, classes: int) -> np.ndarray:
 def _log_weight(accuracy: np.ndarray, classes: int) -> np.ndarray:
     """How much a vote for a class raises its log-likelihood, for a voter of this accuracy."""
     accuracy = np.clip(accuracy, CLIP, 1 - CLIP)
-    return np.log(accuracy) - np.log((1 - accuracy) / (classes - 1))
+    weight: np.ndarray = np.log(accuracy) - np.log((1 - accuracy) / (classes - 1))
+    return weight
 
 
 def dawid_skene(

@@ -21,6 +21,7 @@ Pure functions over numpy arrays; the services keep the state in the database.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ def step(ladder: Ladder, losses: np.ndarray) -> Step:
     return Step(ladder, False, mean, threshold)
 
 
-def run(loss_vectors) -> list[Step]:
+def run(loss_vectors: Iterable[np.ndarray]) -> list[Step]:
     """Feed a sequence of loss vectors from a fresh Ladder (for tests and analyses)."""
     ladder, steps = Ladder(), []
     for losses in loss_vectors:

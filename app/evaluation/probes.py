@@ -87,4 +87,5 @@ def lower_bounds(stored_blocks: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     wide = np.int16 if stored_blocks.dtype.itemsize == 1 else np.int32
     differences = np.subtract(stored_blocks, np.asarray(blocks).astype(wide)[None], dtype=wide)
     np.abs(differences, out=differences)
-    return differences.sum(axis=1, dtype=np.int64)
+    distances: np.ndarray = differences.sum(axis=1, dtype=np.int64)
+    return distances

@@ -19,12 +19,15 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import layout
 from .gold import GoldSet
-from .tasks.base import Outcomes, TaskType
+
+if TYPE_CHECKING:
+    from .tasks.base import Outcomes, TaskType
 
 RESAMPLES = 1000
 SEED = 20190706  # fixed: the same predictions always get the same interval
@@ -50,7 +53,8 @@ class Ratio:
         total = self.denominators.sum()
         if total == 0:
             return np.full(self.numerators.shape[0], np.nan)
-        return self.numerators.sum(axis=1, dtype=np.float64) / total * 100.0
+        values: np.ndarray = self.numerators.sum(axis=1, dtype=np.float64) / total * 100.0
+        return values
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ def _group_sums_by_example(
 
 
 def metric_ratios(
-    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
+    task: TaskType, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
 ) -> dict[tuple[str, str], Ratio]:
     """Per-group counts of every wanted (subset, metric) for k stacked submissions.
 
@@ -122,7 +126,7 @@ def metric_ratios(
 
 
 def _each_ratio(
-    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
+    task: TaskType, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
 ) -> Iterator[tuple[tuple[str, str], Ratio]]:
     """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next.
 
@@ -372,7 +376,11 @@ def _packing(
 
 
 def intervals(
-    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]], **options
+    task: TaskType,
+    gold: GoldSet,
+    stacked: np.ndarray,
+    wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
+    **options: Any,
 ) -> dict[tuple[str, str], Interval]:
     """Point estimates and 95% intervals of every wanted (subset, metric), k entries: cluster-bootstrap
     intervals, or with `counts_only` intervals that depend on each entry's count and the total alone. All at
@@ -381,7 +389,7 @@ def intervals(
 
 
 def each_interval(
-    task,
+    task: TaskType,
     gold: GoldSet,
     stacked: np.ndarray,
     wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
@@ -508,7 +516,7 @@ class PackedJudgements:
         return cls(_packed(correct), correct.sum(axis=1, dtype=np.int64), int(correct.shape[1]))
 
     @classmethod
-    def of_predictions(cls, task, gold: GoldSet, stacked: np.ndarray, rows: int = 1000) -> PackedJudgements:
+    def of_predictions(cls, task: TaskType, gold: GoldSet, stacked: np.ndarray, rows: int = 1000) -> PackedJudgements:
         """PackedJudgements.of(primary_correctness(...)), `rows` entries at a time: the bool matrix (70 MB on a
         10,000-entry NLVR2 board) is never whole."""
         parts = [
@@ -641,7 +649,8 @@ class _PTable:
             n_new, d_new = np.divmod(new, self.width)
             self.values[new] = one_sided_p((n_new + d_new) // 2, (n_new - d_new) // 2)
             found[missing] = self.values[key[missing]]
-        return found
+        looked_up: np.ndarray = found
+        return looked_up
 
 
 def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable | None = None) -> np.ndarray:

@@ -23,6 +23,8 @@ Scores = dict[str, dict[str, float]]
 # Per-example outcomes for the statistics: {"counts": {metric: (by-example (n, k) uint8 right counts,
 # judgements per example)}, "all_right": (n, k) uint8}; see TaskType.example_outcomes.
 Outcomes = dict[str, Any]
+# Score columns of k stacked submissions: {subset: {metric: (k,) percentages}} (metrics.accuracy and its kin).
+Columns = dict[str, dict[str, Any]]
 TASK_TYPES: dict[str, TaskType] = {}
 
 
@@ -117,9 +119,7 @@ class TaskType:
             for i in range(stacked.shape[0])
         ]
 
-    def _score_columns(
-        self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]
-    ) -> dict[str, dict[str, np.ndarray]]:
+    def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
         raise NotImplementedError
 
     def _check_shape(self, shape: tuple[int, ...], gold_n: int) -> None:
@@ -157,7 +157,7 @@ class TaskType:
         counts = layout.by_example(correct.sum(axis=-1, dtype=np.uint8))
         return {
             "counts": {self.primary_metric: (counts, correct.shape[-1])},
-            "all_right": layout.by_example(correct.all(axis=-1)),
+            "all_right": layout.by_example(np.asarray(correct.all(axis=-1))),
         }
 
     def zero_one_losses(self, gold: GoldSet, predictions: np.ndarray) -> np.ndarray:

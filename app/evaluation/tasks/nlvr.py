@@ -17,11 +17,10 @@ from .. import gold as gold_files
 from .. import predictions as prediction_files
 from ..gold import GoldSet
 from ..metrics import accuracy, consistency
-from ..sealed import PARTS
-from ..subsets import balanced_unbalanced
+from ..subsets import PARTS, balanced_unbalanced
 from . import nlvr_synthetic as synthetic
 from . import synthetic_files
-from .base import LabelVotes, Outcomes, Scores, TaskType, register
+from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
 
 _NLVR2_PAPER = "https://arxiv.org/abs/1811.00491"
 _NLVR_PAPER = "https://aclanthology.org/P17-2034"
@@ -60,9 +59,7 @@ class BinaryTask(TaskType):
         keys = gold.image_index if gold.n_images > 1 else gold.id_index
         return "".join(f"{key},true\n" for key in keys.tolist()).encode()
 
-    def _score_columns(
-        self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]
-    ) -> dict[str, dict[str, np.ndarray]]:
+    def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
         k = stacked.shape[0]
         labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
         correct = stacked.astype(bool, copy=False) == labels  # (k, n) or (k, n, images)

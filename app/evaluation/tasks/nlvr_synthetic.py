@@ -258,17 +258,22 @@ def _unique_nlvr2_sentence(rng: np.random.Generator, noun: tuple[str, str], seen
             return s
 
 
+def _ranks_of(score: np.ndarray) -> np.ndarray:
+    """Each entry's rank within its row, highest score first (0-based)."""
+    ranks: np.ndarray = np.argsort(np.argsort(-score, axis=1), axis=1)
+    return ranks
+
+
 def _group_labels(rng: np.random.Generator, n_sets: int) -> np.ndarray:
     """Labels of shape (n_sets, 2 sentences, 4 pairs)."""
     k = rng.choice(_GROUP_TRUE_COUNTS, p=_GROUP_TRUE_PROBS, size=(n_sets, SENTENCES_PER_SET))
     labels = np.zeros((n_sets, SENTENCES_PER_SET, PAIRS_PER_SET), dtype=bool)
-    ranks_of = lambda score: np.argsort(np.argsort(-score, axis=1), axis=1)  # noqa: E731
     # Sentence 0: k0 random pairs are True.
-    labels[:, 0] = ranks_of(rng.random((n_sets, PAIRS_PER_SET))) < k[:, [0]]
+    labels[:, 0] = _ranks_of(rng.random((n_sets, PAIRS_PER_SET))) < k[:, [0]]
     # Sentence 1: independent arrangement, or (some sets) aligned with sentence 0.
     aligned = rng.random(n_sets) < _P_ALIGNED_LABELS
     score = rng.random((n_sets, PAIRS_PER_SET)) + 2.0 * (labels[:, 0] & aligned[:, None])
-    labels[:, 1] = ranks_of(score) < k[:, [1]]
+    labels[:, 1] = _ranks_of(score) < k[:, [1]]
     return labels
 
 

@@ -14,7 +14,7 @@ from ..gold import GoldSet
 from ..metrics import accuracy, vcr_staged
 from . import synthetic_files
 from . import vcr_synthetic as synthetic
-from .base import LabelVotes, Outcomes, Scores, TaskType, register
+from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
 
 _PAPER = "https://arxiv.org/abs/1811.10830"
 
@@ -58,9 +58,7 @@ class VCR(TaskType):
     def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
         return (gold_n, 5)
 
-    def _score_columns(
-        self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]
-    ) -> dict[str, dict[str, np.ndarray]]:
+    def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
         staged = dict(zip(self.metrics, vcr_staged(stacked, gold.labels), strict=True))  # each (k, n)
         columns = {"all": {metric: accuracy(correct) for metric, correct in staged.items()}}
         for name, indices in subsets.items():

@@ -154,7 +154,8 @@ def _softmax_rows(rng: np.random.Generator, n: int, target: np.ndarray) -> np.nd
     e = np.exp(logits - top[:, None])
     # The margin >= 0.5 keeps the target at least ~0.09 above the runner-up,
     # so rounding to 4 decimals cannot create a tie.
-    return np.round(e / e.sum(axis=1, keepdims=True), 4)
+    rounded: np.ndarray = np.round(e / e.sum(axis=1, keepdims=True), 4)
+    return rounded
 
 
 def predictions(rng: np.random.Generator, gold: bytes, accuracy: float, r_accuracy: float, shuffle: bool) -> bytes:
