@@ -243,7 +243,10 @@ def _bootstrap_pair(
     numerators are held whole). Two ratios share one matrix product where that is exact: numerators a + M b
     with M over any resampled value of a, every sum an integer float32 holds (see _packing). With `reuse` the
     ratios are taken over (`items` is emptied): the product's matrix may be made in their numerators, and
-    once it is made they are dropped (70 MB each on a 10,000-entry board)."""
+    once it is made they are dropped (70 MB each on a 10,000-entry board).
+
+    Long because it is the bootstrap's hot loop: one pass over entry blocks and resample blocks that shares the
+    per-ratio state (masks, totals, kept keys) the blocks fill in place."""
     tail = (1.0 - confidence) / 2.0 * 100.0
     names = [key for key, _ in items]
     ratios = [ratio for _, ratio in items]
@@ -564,7 +567,10 @@ def view_ranks(
     could make the difference insignificant are counted without it (see _sure_counts); the rest are tested,
     their p-values computed once per distinct pair of counts (_PTable). With `order`, the table's rows are
     correct[order] (primary is in table order): the rows are reordered once packed, 64 times smaller. `correct`
-    may come packed already (PackedJudgements), so that a caller need not hold the bool matrix meanwhile."""
+    may come packed already (PackedJudgements), so that a caller need not hold the bool matrix meanwhile.
+
+    Long because it is one hot loop over blocks of entries that updates every view's counts in place (the
+    windows, indices and running maxima it shares are its state)."""
     judgements = correct if isinstance(correct, PackedJudgements) else PackedJudgements.of(correct)
     del correct
     primary = np.asarray(primary, dtype=np.float64)

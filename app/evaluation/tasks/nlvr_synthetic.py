@@ -288,18 +288,49 @@ def nlvr2_gold(n_examples: int, split: str = "dev", seed: int = 0) -> bytes:
     so both the balanced (~1/3) and unbalanced (~1/2) subsets are sizeable.
     """
     n = files.check_count("n_examples", n_examples)
-    # The split prefix may itself contain '-' ("test-u"): identifiers are then
-    # read from the right (the last three fields are set, pair and sentence).
     if not isinstance(split, str) or not split or any(c in split for c in ',"\r\n\t '):
         raise ValueError(f"split must be a non-empty string without separators, got {split!r}")
     if n == 0:
         return b""
     rng = np.random.default_rng(seed)
     n_sets = -(-n // (PAIRS_PER_SET * SENTENCES_PER_SET))
-    set_ids = rng.permutation(3 * n_sets + 10)[:n_sets]
+    set_ids = rng.permutation(3 * n_sets + 10)[:n_sets].tolist()
     synset_idx = rng.integers(len(_NOUNS), size=n_sets)
+    pair, pair_set = _nlvr2_pairs(rng, n_sets)
+    labels = _group_labels(rng, n_sets)
+    s_idx, t_idx, p_idx = _nlvr2_row_order(rng, n_sets, n)
+    url = _nlvr2_urls(rng, synset_idx, pair_set)
+    sentences, queries, writers = _nlvr2_texts(rng, synset_idx)
+    syn_list = synset_idx.tolist()
+    rows = zip(
+        s_idx.tolist(),
+        t_idx.tolist(),
+        p_idx.tolist(),
+        pair[s_idx, t_idx, p_idx].tolist(),
+        labels[s_idx, t_idx, p_idx].tolist(),
+        strict=True,
+    )
+    out = [
+        files.dumps(
+            {
+                "identifier": f"{split}-{set_ids[s]}-{p}-{t}",
+                "label": "True" if lab else "False",
+                "sentence": sentences[s][t],
+                "left_url": url(pi, 0),
+                "right_url": url(pi, 1),
+                "synset": _NOUNS[syn_list[s]][0],
+                "query": queries[s],
+                "writer": str(writers[s][t]),
+            }
+        )
+        for s, t, p, pi, lab in rows
+    ]
+    return files.lines(out)
 
-    # Pair index of every (set, sentence, pair_id) slot.
+
+def _nlvr2_pairs(rng: np.random.Generator, n_sets: int) -> tuple[np.ndarray, np.ndarray]:
+    """The image pair of every (set, sentence, pair_id) slot (n_sets, 2, 4), and the set whose synset names
+    each pair's images (the set that first used it)."""
     base = np.arange(n_sets * PAIRS_PER_SET).reshape(n_sets, PAIRS_PER_SET)
     pair = np.repeat(base[:, None, :], SENTENCES_PER_SET, axis=1)
     # Cross-set reuse: a slot (both sentences) takes the pair of an earlier set's slot.
@@ -313,23 +344,25 @@ def nlvr2_gold(n_examples: int, split: str = "dev", seed: int = 0) -> bytes:
     fresh = rng.random((n_sets, PAIRS_PER_SET)) < _P_FRESH_PAIR
     n_fresh = int(fresh.sum())
     pair[:, 1][fresh] = n_sets * PAIRS_PER_SET + np.arange(n_fresh)
-    n_pairs = n_sets * PAIRS_PER_SET + n_fresh
-    # The set whose synset names a pair's images (the set that first used it).
     pair_set = np.concatenate([np.repeat(np.arange(n_sets), PAIRS_PER_SET), np.nonzero(fresh)[0]])
+    return pair, pair_set
 
-    labels = _group_labels(rng, n_sets)
 
-    # Row order: sets in order; inside a set one sentence's block then the
-    # other's (random which first), pairs shuffled within a block.
+def _nlvr2_row_order(rng: np.random.Generator, n_sets: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(set, sentence, pair_id) of the first n rows: sets in order; inside a set one sentence's block then the
+    other's (random which first), pairs shuffled within a block."""
     s_idx, t_idx, p_idx = np.meshgrid(
         np.arange(n_sets), np.arange(SENTENCES_PER_SET), np.arange(PAIRS_PER_SET), indexing="ij"
     )
     s_idx, t_idx, p_idx = s_idx.ravel(), t_idx.ravel(), p_idx.ravel()
     flip = rng.integers(0, 2, size=n_sets)
     order = np.lexsort((rng.random(s_idx.size), t_idx ^ flip[s_idx], s_idx))[:n]
-    s_idx, t_idx, p_idx = s_idx[order], t_idx[order], p_idx[order]
+    return s_idx[order], t_idx[order], p_idx[order]
 
-    # URLs: one random token per image; left and right images differ.
+
+def _nlvr2_urls(rng: np.random.Generator, synset_idx: np.ndarray, pair_set: np.ndarray) -> Callable[[int, int], str]:
+    """The URL of a pair's left (0) or right (1) image: one random token per image, so left and right differ."""
+    n_pairs = pair_set.size
     hosts = ("images.example.org", "cdn.example.com", "photos.example.net", "img.example.edu")
     tokens = rng.integers(0, 2**62, size=(n_pairs, 2)).tolist()
     host_idx = rng.integers(len(hosts), size=(n_pairs, 2)).tolist()
@@ -338,7 +371,14 @@ def nlvr2_gold(n_examples: int, split: str = "dev", seed: int = 0) -> bytes:
     def url(pi: int, side: int) -> str:
         return f"https://{hosts[host_idx[pi][side]]}/{pair_slug[pi]}/{tokens[pi][side]:016x}.jpg"
 
-    # Sentences, queries, writers per (set, sentence) group.
+    return url
+
+
+def _nlvr2_texts(
+    rng: np.random.Generator, synset_idx: np.ndarray
+) -> tuple[list[list[str]], list[str], list[list[int]]]:
+    """Per set: its two sentences, its image-search query and the writers of its sentences."""
+    n_sets = synset_idx.size
     seen: set[str] = set()
     sentences = [
         [_unique_nlvr2_sentence(rng, _NOUNS[int(synset_idx[s])], seen) for _ in range(SENTENCES_PER_SET)]
@@ -351,28 +391,7 @@ def nlvr2_gold(n_examples: int, split: str = "dev", seed: int = 0) -> bytes:
     writer_ids = rng.permutation(200)[:70]
     w = 1.0 / np.arange(1, 71)
     writers = writer_ids[rng.choice(70, p=w / w.sum(), size=(n_sets, SENTENCES_PER_SET))].tolist()
-
-    pair_rows = pair[s_idx, t_idx, p_idx].tolist()
-    label_rows = labels[s_idx, t_idx, p_idx].tolist()
-    set_id_list = set_ids.tolist()
-    syn_list = synset_idx.tolist()
-    out = []
-    for s, t, p, pi, lab in zip(s_idx.tolist(), t_idx.tolist(), p_idx.tolist(), pair_rows, label_rows, strict=True):
-        out.append(
-            files.dumps(
-                {
-                    "identifier": f"{split}-{set_id_list[s]}-{p}-{t}",
-                    "label": "True" if lab else "False",
-                    "sentence": sentences[s][t],
-                    "left_url": url(pi, 0),
-                    "right_url": url(pi, 1),
-                    "synset": _NOUNS[syn_list[s]][0],
-                    "query": queries[s],
-                    "writer": str(writers[s][t]),
-                }
-            )
-        )
-    return files.lines(out)
+    return sentences, queries, writers
 
 
 # --------------------------------------------------------------------------
@@ -390,6 +409,37 @@ def _nlvr_sentence(rng: np.random.Generator) -> str:
         shape2=_NLVR_TYPES[int(rng.integers(3))],
         num=_NLVR_NUMBERS[int(rng.integers(len(_NLVR_NUMBERS)))],
     )
+
+
+def _nlvr_boxes(rng: np.random.Generator, n: int) -> list[list[list[dict[str, object]]]]:
+    """The structured representation of n examples: 3 boxes each, 1-4 objects a box."""
+    counts = rng.integers(1, 5, size=(n, 3))
+    n_obj = int(counts.sum())
+    x = rng.integers(0, 91, size=n_obj).tolist()
+    y = rng.integers(0, 91, size=n_obj).tolist()
+    typ = rng.choice(3, p=[0.72, 0.15, 0.13], size=n_obj).tolist()
+    col = rng.integers(0, 3, size=n_obj).tolist()
+    size = rng.choice(3, p=[0.15, 0.72, 0.13], size=n_obj).tolist()
+    examples = []
+    j = 0
+    for example_counts in counts.tolist():
+        boxes = []
+        for c in example_counts:
+            box = []
+            for _ in range(c):
+                box.append(
+                    {
+                        "x_loc": x[j],
+                        "y_loc": y[j],
+                        "type": _NLVR_TYPES[typ[j]],
+                        "color": _NLVR_COLORS[col[j]],
+                        "size": _NLVR_SIZES[size[j]],
+                    }
+                )
+                j += 1
+            boxes.append(box)
+        examples.append(boxes)
+    return examples
 
 
 def nlvr_gold(n_examples: int, seed: int = 0) -> bytes:
@@ -411,34 +461,10 @@ def nlvr_gold(n_examples: int, seed: int = 0) -> bytes:
     labels = (rng.random(n) < 0.553).tolist()
     # Rows: sentences in order, examples m = 0..3 in a shuffled order.
     ms = np.argsort(rng.random((n_sent, EXAMPLES_PER_NLVR_SENTENCE)), axis=1).ravel()[:n].tolist()
-    # Objects: 3 boxes per example, 1-4 objects per box.
-    counts = rng.integers(1, 5, size=(n, 3))
-    n_obj = int(counts.sum())
-    x = rng.integers(0, 91, size=n_obj).tolist()
-    y = rng.integers(0, 91, size=n_obj).tolist()
-    typ = rng.choice(3, p=[0.72, 0.15, 0.13], size=n_obj).tolist()
-    col = rng.integers(0, 3, size=n_obj).tolist()
-    size = rng.choice(3, p=[0.15, 0.72, 0.13], size=n_obj).tolist()
-    counts_l = counts.tolist()
+    boxes = _nlvr_boxes(rng, n)
     out = []
-    j = 0
     for i in range(n):
         s = i // EXAMPLES_PER_NLVR_SENTENCE
-        boxes = []
-        for c in counts_l[i]:
-            box = []
-            for _ in range(c):
-                box.append(
-                    {
-                        "x_loc": x[j],
-                        "y_loc": y[j],
-                        "type": _NLVR_TYPES[typ[j]],
-                        "color": _NLVR_COLORS[col[j]],
-                        "size": _NLVR_SIZES[size[j]],
-                    }
-                )
-                j += 1
-            boxes.append(box)
         out.append(
             files.dumps(
                 {
@@ -446,7 +472,7 @@ def nlvr_gold(n_examples: int, seed: int = 0) -> bytes:
                     "label": "true" if labels[i] else "false",
                     "sentence": sentences[s],
                     "directory": str(directory[s]),
-                    "structured_rep": boxes,
+                    "structured_rep": boxes[i],
                 }
             )
         )

@@ -91,6 +91,18 @@ def _vcr_choice_pool(rng: np.random.Generator, size: int) -> list[str]:
     return pool
 
 
+def _vcr_objects(rng: np.random.Generator, n_images: int) -> tuple[list[str], list[int]]:
+    """64 serialised object lists (two people first, 2-5 objects in all) and which one each image has."""
+    obj_lists = []
+    for _ in range(64):
+        k = int(rng.integers(2, 6))
+        objs = ["person", "person"] + [
+            _VCR_OBJECT_POOL[i] for i in rng.integers(len(_VCR_OBJECT_POOL), size=k - 2).tolist()
+        ]
+        obj_lists.append(files.dumps(objs))
+    return obj_lists, rng.integers(len(obj_lists), size=n_images).tolist()
+
+
 def vcr_gold(
     n_questions: int,
     seed: int = 0,
@@ -117,14 +129,7 @@ def vcr_gold(
     choices = rng.integers(len(pool), size=(n, 8)).tolist()
     # Several questions per image, like the real files.
     img = np.cumsum(rng.random(n) < 0.35).tolist()
-    obj_lists = []
-    for _ in range(64):
-        k = int(rng.integers(2, 6))
-        objs = ["person", "person"] + [
-            _VCR_OBJECT_POOL[i] for i in rng.integers(len(_VCR_OBJECT_POOL), size=k - 2).tolist()
-        ]
-        obj_lists.append(files.dumps(objs))
-    obj_idx = rng.integers(len(obj_lists), size=img[-1] + 1).tolist()
+    obj_lists, obj_idx = _vcr_objects(rng, img[-1] + 1)
     region_json = [files.dumps(r) for r in regions]
     out = []
     for i in range(n):
