@@ -45,7 +45,7 @@ class BinaryTask(TaskType):
     # Synthetic files: how their predictions are written, and an identifier's consistency group.
     words = ("true", "false")
     # Reference rows: the paper, its human performance and its majority class by split slug.
-    paper = ("", "", 0.0)  # (citation, url, human accuracy)
+    paper: tuple[str, str, float] | None = None  # (citation, url, human accuracy)
     majority: Mapping[str, float] = {}
 
     def group_of(self, identifier: str) -> str:
@@ -172,6 +172,8 @@ class BinaryTask(TaskType):
         )
 
     def demo_references(self, split_slug: str) -> list[tuple[str, Scores, str]]:
+        if self.paper is None:
+            return []
         cite, url, human = self.paper
         rows: list[tuple[str, Scores, str]] = [(f"Human ({cite})", {"all": {"accuracy": human}}, url)]
         if split_slug in self.majority:
