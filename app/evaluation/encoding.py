@@ -65,4 +65,5 @@ def bit_differences(blob: bytes, blobs: Sequence[bytes]) -> np.ndarray:
     XOR the bytes and count the set bits (the zero padding never differs). int64 (k,)."""
     _check_sizes(blobs, len(blob))
     packed = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), len(blob))
-    return np.bitwise_count(packed ^ np.frombuffer(blob, dtype=np.uint8)).sum(axis=1, dtype=np.int64)
+    counts: np.ndarray = np.bitwise_count(packed ^ np.frombuffer(blob, dtype=np.uint8)).sum(axis=1, dtype=np.int64)
+    return counts

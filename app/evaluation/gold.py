@@ -12,13 +12,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
 
 from .errors import Problem, ProblemList, at
 from .text_files import read_text, show
+
+Record = dict[str, Any]  # one parsed line of a gold file
 
 # NLVR2 'split-set_id-pair_id-sentence_id'; the consistency group drops pair_id.
 NLVR2_IDENTIFIER = re.compile(r"(\S+)-(\d+)-(\d+)-(\d+)")
@@ -112,10 +114,11 @@ def byte_hashes(cells: np.ndarray) -> np.ndarray:
     raw = np.zeros((cells.size, words * 8), dtype=np.uint8)
     raw[:, :width] = np.ascontiguousarray(cells).view(np.uint8).reshape(cells.size, width)
     # Integer arrays wrap modulo 2**64: what a hash wants.
-    return (raw.view("<u8") * _HASH_MULTIPLIERS[:words]).sum(axis=1, dtype=np.uint64)
+    hashes: np.ndarray = (raw.view("<u8") * _HASH_MULTIPLIERS[:words]).sum(axis=1, dtype=np.uint64)
+    return hashes
 
 
-def json_lines(data: bytes) -> tuple[list, np.ndarray]:
+def json_lines(data: bytes) -> tuple[list[Any], np.ndarray]:
     """Records of a JSON-lines file and their physical line numbers; blank lines are skipped."""
     text = read_text(data).decode("utf-8")
     numbered = [(number, line) for number, line in enumerate(text.split("\n"), 1) if line.strip()]
@@ -136,7 +139,7 @@ def json_lines(data: bytes) -> tuple[list, np.ndarray]:
     raise AssertionError("unreachable: a line failed to parse above")
 
 
-def _scalars(record):
+def _scalars(record: Any) -> Any:
     """A record without its nested lists and objects (VCR's answer and rationale texts, boxes): nothing
     reads them, and dropping them line by line keeps a VCR-size gold file's parse to a fraction of the
     memory the whole parsed file would take."""
@@ -159,7 +162,7 @@ def _label(value: object) -> bool | None:
     return None
 
 
-def _binary_labels(records: list[dict]) -> list | None:
+def _binary_labels(records: list[Record]) -> list[Any] | None:
     labels = [
         value if type(value) is bool else _LABEL_WORDS.get(value) if type(value) is str else None
         for value in (record.get("label") for record in records)
@@ -172,12 +175,12 @@ def _is_choice(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 3
 
 
-def _vcr_label(record: dict) -> tuple[int, int] | None:
+def _vcr_label(record: Record) -> tuple[int, int] | None:
     answer, rationale = (record.get(name) for name in VCR_LABELS)
     return (answer, rationale) if _is_choice(answer) and _is_choice(rationale) else None
 
 
-def _vcr_labels(records: list[dict]) -> list | None:
+def _vcr_labels(records: list[Record]) -> list[Any] | None:
     pairs = [(record.get("answer_label"), record.get("rationale_label")) for record in records]
     flat = [value for pair in pairs for value in pair]
     return pairs if set(map(type, flat)) == {int} and set(flat) <= {0, 1, 2, 3} else None
@@ -188,15 +191,15 @@ class _Format:
     """What every record of a gold file must hold."""
 
     key: str  # the identifier's key
-    pattern: re.Pattern  # the identifier's form
+    pattern: re.Pattern[str]  # the identifier's form
     form: str  # ... described for messages
-    label: Callable[[dict], object]  # one record's label, None if invalid
-    labels: Callable[[list[dict]], list | None]  # all labels column-wise, None if any is invalid
+    label: Callable[[Record], object]  # one record's label, None if invalid
+    labels: Callable[[list[Record]], list[Any] | None]  # all labels column-wise, None if any is invalid
     label_problem: str  # message for an invalid label (never echoes the value)
     required: tuple[str, ...] = ()  # string fields every record must have
 
 
-def _read_examples(data: bytes, spec: _Format) -> tuple[list[str], list, list[dict]]:
+def _read_examples(data: bytes, spec: _Format) -> tuple[list[str], list[Any], list[Record]]:
     """Identifiers, labels and records of a gold file, or ValidationError naming every bad line.
 
     A well-formed file passes column-wise checks in a few C-level passes; anything unusual goes
@@ -208,7 +211,7 @@ def _read_examples(data: bytes, spec: _Format) -> tuple[list[str], list, list[di
     return fast if fast is not None else _read_slow(records, lines, spec)
 
 
-def _read_fast(records: list, spec: _Format) -> tuple[list[str], list, list[dict]] | None:
+def _read_fast(records: list[Any], spec: _Format) -> tuple[list[str], list[Any], list[Record]] | None:
     if not records or not all(type(record) is dict for record in records):
         return None
     ids = [record.get(spec.key) for record in records]
@@ -223,11 +226,11 @@ def _read_fast(records: list, spec: _Format) -> tuple[list[str], list, list[dict
     return None if labels is None else (ids, labels, records)
 
 
-def _read_slow(records: list, lines: np.ndarray, spec: _Format) -> tuple[list[str], list, list[dict]]:
+def _read_slow(records: list[Any], lines: np.ndarray, spec: _Format) -> tuple[list[str], list[Any], list[Record]]:
     problems = ProblemList()
     ids: list[str] = []
-    labels: list = []
-    kept: list[dict] = []
+    labels: list[Any] = []
+    kept: list[Record] = []
     first_line: dict[str, int] = {}
     for record, line in zip(records, lines.tolist(), strict=True):
         if not isinstance(record, dict):
@@ -297,7 +300,7 @@ def _groups(keys: list[str]) -> np.ndarray:
     return codes.astype(np.int32)
 
 
-def _object_array(values: list) -> np.ndarray:
+def _object_array(values: list[Any]) -> np.ndarray:
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return array
@@ -333,7 +336,7 @@ def read_vcr(data: bytes, task: str = "vcr") -> GoldSet:
     )
 
 
-def _scalar_fields(records: list[dict], exclude: set[str]) -> dict[str, np.ndarray]:
+def _scalar_fields(records: list[Record], exclude: set[str]) -> dict[str, np.ndarray]:
     """Top-level fields whose values are all strings or integers, as strings (absent -> '').
 
     They can define subsets (VCR 'region'); identifiers and labels are never fields.

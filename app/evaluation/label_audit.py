@@ -38,7 +38,8 @@ class AuditEstimate:
     def ranking(self) -> np.ndarray:
         """Example indices, most suspect first (ties: the larger share of contradicting votes, then order)."""
         n = self.suspicion.size
-        return np.lexsort((np.arange(n), -self.against, -self.suspicion))
+        order: np.ndarray = np.lexsort((np.arange(n), -self.against, -self.suspicion))
+        return order
 
 
 def _class_counts(votes: np.ndarray, classes: int) -> np.ndarray:
@@ -49,7 +50,8 @@ def _class_counts(votes: np.ndarray, classes: int) -> np.ndarray:
 def _log_weight(accuracy: np.ndarray, classes: int) -> np.ndarray:
     """How much a vote for a class raises its log-likelihood, for a voter of this accuracy."""
     accuracy = np.clip(accuracy, CLIP, 1 - CLIP)
-    return np.log(accuracy) - np.log((1 - accuracy) / (classes - 1))
+    weight: np.ndarray = np.log(accuracy) - np.log((1 - accuracy) / (classes - 1))
+    return weight
 
 
 def dawid_skene(
@@ -57,17 +59,8 @@ def dawid_skene(
 ) -> AuditEstimate:
     """Estimate from `votes` (k voters, n examples, m votes per example and voter; class ids 0..C-1) and the
     `gold` labels (n,) how likely each gold label is wrong."""
-    votes = np.asarray(votes)
-    if votes.ndim == 2:
-        votes = votes[:, :, None]
-    gold = np.asarray(gold, dtype=np.intp)
+    votes, gold = _checked(votes, gold, classes)
     k, n, m = votes.shape
-    if gold.shape != (n,):
-        raise ValueError(f"gold labels must have shape ({n},), not {gold.shape}")
-    if classes < 2:
-        raise ValueError("a label audit needs at least two classes")
-    if k == 0 or n == 0:
-        raise ValueError("a label audit needs at least one submission and one example")
     counts = _class_counts(votes, classes)  # (C, k, n)
     gold_onehot = np.eye(classes, dtype=np.float32)[gold]  # (n, C)
     # Each voter's accuracy against the gold labels, to start from.
@@ -77,18 +70,7 @@ def dawid_skene(
     log_post = np.zeros((n, classes))
     done = 0
     for done in range(1, iterations + 1):  # noqa: B007 (read after the loop: the iterations it took)
-        weight = _log_weight(accuracy, classes).astype(np.float32)
-        gold_weight = float(_log_weight(np.array([gold_accuracy]), classes)[0])
-        # E-step: log P(true class c | votes), normalised per example.
-        scores = np.einsum("k,ckn->nc", weight, counts).astype(np.float64) + gold_weight * gold_onehot
-        scores += np.log(prior)
-        log_post = scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
-        post = np.exp(log_post)
-        # M-step: accuracies against the posterior, class prior.
-        new_accuracy = np.einsum("ckn,nc->k", counts, post.astype(np.float32)).astype(np.float64) / (n * m)
-        gold_accuracy = float((post * gold_onehot).sum() / n)
-        prior = np.clip(post.mean(axis=0), CLIP, None)
-        prior /= prior.sum()
+        log_post, new_accuracy, gold_accuracy, prior = _em_step(counts, gold_onehot, accuracy, gold_accuracy, prior, m)
         change = float(np.max(np.abs(new_accuracy - accuracy)))
         accuracy = new_accuracy
         if change < tolerance:
@@ -96,14 +78,50 @@ def dawid_skene(
     right_log = (log_post * gold_onehot).sum(axis=1)  # log P(true = gold)
     others = np.where(gold_onehot.astype(bool), -np.inf, log_post)
     wrong_log = np.logaddexp.reduce(others, axis=1)  # log P(true != gold)
-    probability = np.exp(wrong_log)
     against = 1.0 - np.einsum("ckn,nc->n", counts, gold_onehot) / (k * m)
     return AuditEstimate(
         suspicion=wrong_log - right_log,
-        probability=probability,
+        probability=np.exp(wrong_log),
         likely=log_post.argmax(axis=1),
         against=against,
         voter_accuracy=np.clip(accuracy, 0.0, 1.0),
         gold_accuracy=gold_accuracy,
         iterations=done,
     )
+
+
+def _checked(votes: np.ndarray, gold: np.ndarray, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The votes as (k, n, m) and the gold labels as intp (n,); ValueError for what no audit can use."""
+    votes = np.asarray(votes)
+    if votes.ndim == 2:
+        votes = votes[:, :, None]
+    gold = np.asarray(gold, dtype=np.intp)
+    k, n, _ = votes.shape
+    if gold.shape != (n,):
+        raise ValueError(f"gold labels must have shape ({n},), not {gold.shape}")
+    if classes < 2:
+        raise ValueError("a label audit needs at least two classes")
+    if k == 0 or n == 0:
+        raise ValueError("a label audit needs at least one submission and one example")
+    return votes, gold
+
+
+def _em_step(
+    counts: np.ndarray, gold_onehot: np.ndarray, accuracy: np.ndarray, gold_accuracy: float, prior: np.ndarray, m: int
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """One round of expectation-maximisation over n examples of m votes per voter: (log posterior (n, C), the
+    voters' accuracies, the gold labels' accuracy, the class prior)."""
+    classes, _, n = counts.shape
+    weight = _log_weight(accuracy, classes).astype(np.float32)
+    gold_weight = float(_log_weight(np.array([gold_accuracy]), classes)[0])
+    # E-step: log P(true class c | votes), normalised per example.
+    scores = np.einsum("k,ckn->nc", weight, counts).astype(np.float64) + gold_weight * gold_onehot
+    scores += np.log(prior)
+    log_post: np.ndarray = scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
+    post = np.exp(log_post)
+    # M-step: accuracies against the posterior, class prior.
+    new_accuracy: np.ndarray = np.einsum("ckn,nc->k", counts, post.astype(np.float32)).astype(np.float64) / (n * m)
+    new_gold_accuracy = float((post * gold_onehot).sum() / n)
+    new_prior: np.ndarray = np.clip(post.mean(axis=0), CLIP, None)
+    new_prior /= new_prior.sum()
+    return log_post, new_accuracy, new_gold_accuracy, new_prior

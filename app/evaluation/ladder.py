@@ -21,13 +21,13 @@ Pure functions over numpy arrays; the services keep the state in the database.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .gold import GoldSet
-from .metrics import vcr_staged
-from .tasks import VCR, BinaryTask, TaskType
+from .tasks.base import TaskType
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def step(ladder: Ladder, losses: np.ndarray) -> Step:
     return Step(ladder, False, mean, threshold)
 
 
-def run(loss_vectors) -> list[Step]:
+def run(loss_vectors: Iterable[np.ndarray]) -> list[Step]:
     """Feed a sequence of loss vectors from a fresh Ladder (for tests and analyses)."""
     ladder, steps = Ladder(), []
     for losses in loss_vectors:
@@ -96,20 +96,12 @@ def run(loss_vectors) -> list[Step]:
 
 
 def zero_one_losses(task: TaskType, gold: GoldSet, predictions: np.ndarray) -> np.ndarray:
-    """The per-example 0/1 loss vector of the task's primary metric, as float64 (1.0 = wrong).
+    """The per-unit 0/1 loss vector of the task's primary metric, as float64 (1.0 = wrong).
 
-    Binary tasks: one entry per prediction, so NLVR images are flattened to one entry per image (what
-    accuracy counts). VCR: one entry per question for Q->AR (right only if answer and rationale are).
+    The task type's units (TaskType.zero_one_losses): NLVR images flattened to one entry per image (what
+    accuracy counts); VCR: one entry per question for Q->AR (right only if answer and rationale are).
     """
-    predictions = np.asarray(predictions)
-    if isinstance(task, BinaryTask):
-        labels = gold.labels.reshape(gold.labels.shape + (1,) * (predictions.ndim - 1))
-        wrong = predictions.astype(bool, copy=False) != labels
-    elif isinstance(task, VCR):
-        wrong = ~vcr_staged(predictions, gold.labels)[2]
-    else:
-        raise ValueError(f"the Ladder has no 0/1 loss for task type {task.name!r}")
-    return wrong.ravel().astype(np.float64)
+    return task.zero_one_losses(gold, predictions)
 
 
 def count_decimals(n: int) -> int:

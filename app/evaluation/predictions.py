@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import MAX_PROBLEMS, Problem, ProblemList, ValidationError, at
+from .gold import GoldSet
 from .text_files import read_text, show
 
 LABELS = ("true", "false")
@@ -155,7 +156,8 @@ class _Layout:
                 np.flatnonzero(bad),
                 lambda r: f"expected {n_fields} columns, found {int(self.fields[rows[r]])}: {show(self.text(rows[r]))}",
             )
-        return rows[~bad]
+        kept: np.ndarray = rows[~bad]
+        return kept
 
     def strings(self, rows: np.ndarray, n_fields: int) -> pd.DataFrame:
         """The cells of ``rows`` as strings, which ``read`` always manages."""
@@ -363,7 +365,7 @@ class _Column:
     def size(self) -> int:
         return int(self.starts.size)
 
-    def __getitem__(self, row) -> str:
+    def __getitem__(self, row: int) -> str:
         return self.data[int(self.starts[row]) : int(self.ends[row])].decode("utf-8")
 
     def take(self, rows: np.ndarray) -> np.ndarray:
@@ -395,7 +397,7 @@ def _check_labels(words: np.ndarray, names: np.ndarray, lines: np.ndarray, probl
     return is_true
 
 
-def parse_binary(data: bytes, gold, *, max_bytes: int | None = None, split_prefix: bool = False) -> np.ndarray:
+def parse_binary(data: bytes, gold: GoldSet, *, max_bytes: int | None = None, split_prefix: bool = False) -> np.ndarray:
     """``identifier,true|false`` lines -> bool array (n,) in gold order.
 
     ``split_prefix``: also accept identifiers with a split prefix (NLVR 'dev-1572-0' for '1572-0').
@@ -432,7 +434,7 @@ def parse_binary(data: bytes, gold, *, max_bytes: int | None = None, split_prefi
     return predictions
 
 
-def parse_images(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
+def parse_images(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) -> np.ndarray:
     """NLVR image predictions, one line per image ('dev-1572-0-3.png,true') -> bool array (n, 6).
 
     Accepted names: with or without the split prefix and the extension; 'n-m' must be a gold example
@@ -472,7 +474,7 @@ def parse_images(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarr
     return predictions.reshape(gold.n, n_images)
 
 
-def parse_vcr(data: bytes, gold, *, max_bytes: int | None = None) -> np.ndarray:
+def parse_vcr(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) -> np.ndarray:
     """VCR score CSV (header + 21 columns, any order) -> int8 array (n, 5) in gold order.
 
     Columns of the result: argmax over answer_0..3, then for a = 0..3 the argmax over

@@ -21,8 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .gold import GoldSet
-from .metrics import vcr_staged
-from .tasks import VCR, BinaryTask, TaskType
+from .tasks.base import TaskType
 
 BLOCKS = 32
 
@@ -40,18 +39,9 @@ def threshold_units(share: float, units: int) -> int:
 def unit_correct(task: TaskType, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
     """Correctness of each unit the distance counts, for k stacked predictions (k, *shape): bool (k, units).
 
-    Binary tasks: one unit per prediction (NLVR images flattened, example-major); VCR: one per question, right
-    when Q->AR is."""
-    stacked = np.asarray(stacked)
-    k = stacked.shape[0]
-    if isinstance(task, BinaryTask):
-        labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
-        correct = stacked.astype(bool, copy=False) == labels
-    elif isinstance(task, VCR):
-        correct = vcr_staged(stacked, gold.labels)[2]
-    else:
-        raise ValueError(f"no probe summary for task type {task.name!r}")
-    return correct.reshape(k, -1)
+    The task type's units (TaskType.unit_correctness): NLVR images flattened, example-major; VCR: one per
+    question, right when Q->AR is."""
+    return task.unit_correctness(gold, np.asarray(stacked))
 
 
 def block_bounds(units: int) -> np.ndarray:
@@ -97,4 +87,5 @@ def lower_bounds(stored_blocks: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     wide = np.int16 if stored_blocks.dtype.itemsize == 1 else np.int32
     differences = np.subtract(stored_blocks, np.asarray(blocks).astype(wide)[None], dtype=wide)
     np.abs(differences, out=differences)
-    return differences.sum(axis=1, dtype=np.int64)
+    distances: np.ndarray = differences.sum(axis=1, dtype=np.int64)
+    return distances

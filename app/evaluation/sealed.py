@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .gold import GoldSet
 from .statistics import RESAMPLES, SEED, group_codes, metric_ratios, resample_blocks
+from .subsets import PARTS as PARTS
+from .subsets import QUERIED as QUERIED
+from .subsets import SEALED as SEALED
 
-QUERIED = "queried"
-SEALED = "sealed"
-PARTS = (QUERIED, SEALED)
+if TYPE_CHECKING:
+    from .tasks.base import TaskType
+
 MAX_FRACTION = 0.9
 ALPHA = 0.05  # one-sided level of the gap test
 
@@ -99,7 +103,7 @@ class Gaps:
 
 
 def gap_test(
-    task,
+    task: TaskType,
     gold: GoldSet,
     stacked: np.ndarray,
     queried: np.ndarray,

@@ -19,11 +19,15 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import layout
 from .gold import GoldSet
-from .metrics import vcr_staged
+
+if TYPE_CHECKING:
+    from .tasks.base import Outcomes, TaskType
 
 RESAMPLES = 1000
 SEED = 20190706  # fixed: the same predictions always get the same interval
@@ -49,7 +53,8 @@ class Ratio:
         total = self.denominators.sum()
         if total == 0:
             return np.full(self.numerators.shape[0], np.nan)
-        return self.numerators.sum(axis=1, dtype=np.float64) / total * 100.0
+        values: np.ndarray = self.numerators.sum(axis=1, dtype=np.float64) / total * 100.0
+        return values
 
 
 @dataclass(frozen=True)
@@ -77,19 +82,8 @@ def group_codes(gold: GoldSet) -> tuple[np.ndarray, int]:
 
 def _group_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(k, m) values of m examples with group codes (m,) -> (present groups, float32 sums (k, G_s))."""
-    groups, sums = _group_sums_by_example(_by_example(values), codes)
+    groups, sums = _group_sums_by_example(layout.by_example(values), codes)
     return groups, sums.T
-
-
-_TRANSPOSE_ROWS = 128  # entries transposed at a time: a whole (k, m) transpose misses the cache on every write
-
-
-def _by_example(values: np.ndarray) -> np.ndarray:
-    """(k, m) -> (m, k), contiguous: an example's values of every entry side by side (bool as uint8)."""
-    by_example = np.empty(values.shape[::-1], dtype=values.dtype)
-    for at in range(0, values.shape[0], _TRANSPOSE_ROWS):
-        by_example[:, at : at + _TRANSPOSE_ROWS] = values[at : at + _TRANSPOSE_ROWS].T
-    return by_example.view(np.uint8) if by_example.dtype == bool else by_example
 
 
 def _group_sums_by_example(
@@ -120,7 +114,7 @@ def _group_sums_by_example(
 
 
 def metric_ratios(
-    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
+    task: TaskType, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
 ) -> dict[tuple[str, str], Ratio]:
     """Per-group counts of every wanted (subset, metric) for k stacked submissions.
 
@@ -132,7 +126,7 @@ def metric_ratios(
 
 
 def _each_ratio(
-    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
+    task: TaskType, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]]
 ) -> Iterator[tuple[tuple[str, str], Ratio]]:
     """metric_ratios one (subset, metric) at a time, so a caller can be done with one before the next.
 
@@ -181,43 +175,16 @@ def _each_ratio(
             yield (subset, metric), made.pop()  # not held by this frame while suspended
 
 
-def _outcomes(task, gold: GoldSet, stacked: np.ndarray) -> dict:
+def _outcomes(task: TaskType, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
     """Per-example outcomes laid out by example, (n, k) (bool as uint8): judgements right per example for each
-    counted metric (with how many judgements an example has), and whether all of an example's are right."""
-    k = stacked.shape[0]
-    if task.name == "vcr":
-        staged = [_by_example(outcome) for outcome in vcr_staged(stacked, gold.labels)]
-        return {
-            "counts": {m: (o, 1) for m, o in zip(("q_a", "qa_r", "q_ar"), staged, strict=True)},
-            "all_right": staged[2],
-        }
-    if set(task.metrics) == {"accuracy", "consistency"}:
-        if stacked.ndim == 2:  # one judgement an example: right-or-not straight into the by-example layout
-            by_example = np.empty((gold.n, k), dtype=bool)
-            judged = stacked.astype(bool, copy=False)
-            for at in range(0, k, _TRANSPOSE_ROWS):  # in row blocks, as _by_example: four times faster
-                np.equal(
-                    judged[at : at + _TRANSPOSE_ROWS].T,
-                    gold.labels[:, None],
-                    out=by_example[:, at : at + _TRANSPOSE_ROWS],
-                )
-            right = by_example.view(np.uint8)
-            return {"counts": {"accuracy": (right, 1)}, "all_right": right}
-        labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
-        correct = (stacked.astype(bool, copy=False) == labels).reshape(k, gold.n, -1)
-        counts = _by_example(correct.sum(axis=-1, dtype=np.uint8))
-        return {"counts": {"accuracy": (counts, correct.shape[-1])}, "all_right": _by_example(correct.all(axis=-1))}
-    raise ValueError(f"intervals are not defined for task type {task.name!r}")
+    counted metric (with how many judgements an example has), and whether all of an example's are right (the
+    task type lays them out: see TaskType.example_outcomes)."""
+    return task.example_outcomes(gold, stacked)
 
 
-def primary_correctness(task, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
+def primary_correctness(task: TaskType, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
     """(k, units) bool: each judgement the primary metric counts (NLVR images: every image; VCR: Q->AR)."""
-    stacked = np.asarray(stacked)
-    k = stacked.shape[0]
-    if task.name == "vcr":
-        return vcr_staged(stacked, gold.labels)[2]
-    labels = gold.labels.reshape(gold.labels.shape + (1,) * (stacked.ndim - 2))
-    return (stacked.astype(bool, copy=False) == labels).reshape(k, -1)
+    return task.unit_correctness(gold, np.asarray(stacked))
 
 
 # --- the bootstrap ---------------------------------------------------------------------------------------
@@ -276,7 +243,10 @@ def _bootstrap_pair(
     numerators are held whole). Two ratios share one matrix product where that is exact: numerators a + M b
     with M over any resampled value of a, every sum an integer float32 holds (see _packing). With `reuse` the
     ratios are taken over (`items` is emptied): the product's matrix may be made in their numerators, and
-    once it is made they are dropped (70 MB each on a 10,000-entry board)."""
+    once it is made they are dropped (70 MB each on a 10,000-entry board).
+
+    Long because it is the bootstrap's hot loop: one pass over entry blocks and resample blocks that shares the
+    per-ratio state (masks, totals, kept keys) the blocks fill in place."""
     tail = (1.0 - confidence) / 2.0 * 100.0
     names = [key for key, _ in items]
     ratios = [ratio for _, ratio in items]
@@ -409,7 +379,11 @@ def _packing(
 
 
 def intervals(
-    task, gold: GoldSet, stacked: np.ndarray, wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]], **options
+    task: TaskType,
+    gold: GoldSet,
+    stacked: np.ndarray,
+    wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
+    **options: Any,
 ) -> dict[tuple[str, str], Interval]:
     """Point estimates and 95% intervals of every wanted (subset, metric), k entries: cluster-bootstrap
     intervals, or with `counts_only` intervals that depend on each entry's count and the total alone. All at
@@ -418,7 +392,7 @@ def intervals(
 
 
 def each_interval(
-    task,
+    task: TaskType,
     gold: GoldSet,
     stacked: np.ndarray,
     wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
@@ -545,7 +519,7 @@ class PackedJudgements:
         return cls(_packed(correct), correct.sum(axis=1, dtype=np.int64), int(correct.shape[1]))
 
     @classmethod
-    def of_predictions(cls, task, gold: GoldSet, stacked: np.ndarray, rows: int = 1000) -> PackedJudgements:
+    def of_predictions(cls, task: TaskType, gold: GoldSet, stacked: np.ndarray, rows: int = 1000) -> PackedJudgements:
         """PackedJudgements.of(primary_correctness(...)), `rows` entries at a time: the bool matrix (70 MB on a
         10,000-entry NLVR2 board) is never whole."""
         parts = [
@@ -593,7 +567,10 @@ def view_ranks(
     could make the difference insignificant are counted without it (see _sure_counts); the rest are tested,
     their p-values computed once per distinct pair of counts (_PTable). With `order`, the table's rows are
     correct[order] (primary is in table order): the rows are reordered once packed, 64 times smaller. `correct`
-    may come packed already (PackedJudgements), so that a caller need not hold the bool matrix meanwhile."""
+    may come packed already (PackedJudgements), so that a caller need not hold the bool matrix meanwhile.
+
+    Long because it is one hot loop over blocks of entries that updates every view's counts in place (the
+    windows, indices and running maxima it shares are its state)."""
     judgements = correct if isinstance(correct, PackedJudgements) else PackedJudgements.of(correct)
     del correct
     primary = np.asarray(primary, dtype=np.float64)
@@ -678,7 +655,8 @@ class _PTable:
             n_new, d_new = np.divmod(new, self.width)
             self.values[new] = one_sided_p((n_new + d_new) // 2, (n_new - d_new) // 2)
             found[missing] = self.values[key[missing]]
-        return found
+        looked_up: np.ndarray = found
+        return looked_up
 
 
 def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable | None = None) -> np.ndarray:

@@ -3,7 +3,8 @@
 - balanced / unbalanced: the NLVR2 visual-bias subsets, derived from the image pairs;
 - field subsets: one per distinct value of a gold field ('region:west');
 - category subsets: NLVR2's annotated dev sentences ('category:hard-cardinality');
-- identifier files: any list of example identifiers a maintainer uploads.
+- identifier files: any list of example identifiers a maintainer uploads;
+- a blind test's queried and sealed parts (made in sealed.py), whole groups each.
 """
 
 from __future__ import annotations
@@ -15,16 +16,22 @@ import numpy as np
 import pandas as pd
 
 from .errors import Problem, ProblemList, ValidationError, at
+from .gold import GoldSet
 from .text_files import read_text, show
 
 _BULLETS = ("* ", "- ")
+
+# The subsets a blind test's split is cut into (sealed.py): scored with every metric, as whole groups.
+QUERIED = "queried"
+SEALED = "sealed"
+PARTS = (QUERIED, SEALED)
 
 
 def _indices(mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask).astype(np.int32)
 
 
-def balanced_unbalanced(gold) -> dict[str, np.ndarray]:
+def balanced_unbalanced(gold: GoldSet) -> dict[str, np.ndarray]:
     """NLVR2 visual-bias subsets (Suhr et al. 2019).
 
     Examples are grouped by image pair (left_url, right_url). Pairs that occur more than once with
@@ -47,7 +54,7 @@ def balanced_unbalanced(gold) -> dict[str, np.ndarray]:
     }
 
 
-def field_subsets(gold, field: str) -> dict[str, np.ndarray]:
+def field_subsets(gold: GoldSet, field: str) -> dict[str, np.ndarray]:
     """'<field>:<value>' -> examples with that value, for every non-empty value of a gold field."""
     if field not in gold.fields:
         available = ", ".join(sorted(gold.fields)) or "none"
@@ -110,7 +117,7 @@ def parse_category_annotations(data: bytes) -> dict[str, list[str]]:
     return annotations
 
 
-def category_subsets(gold, data: bytes) -> dict[str, np.ndarray]:
+def category_subsets(gold: GoldSet, data: bytes) -> dict[str, np.ndarray]:
     """'category:<slug>' -> every example whose sentence (stripped) is annotated with that category."""
     annotations = parse_category_annotations(data)
     if "sentence" not in gold.fields:
@@ -130,7 +137,7 @@ def category_subsets(gold, data: bytes) -> dict[str, np.ndarray]:
     return subsets
 
 
-def ids_subset(gold, data: bytes) -> np.ndarray:
+def ids_subset(gold: GoldSet, data: bytes) -> np.ndarray:
     """A file of identifiers -> sorted unique example indices.
 
     One identifier a line, or JSON lines with 'identifier' (NLVR, NLVR2) or 'annot_id' (VCR), such
@@ -160,7 +167,7 @@ def ids_subset(gold, data: bytes) -> np.ndarray:
         ids.append(line.strip('"'))
         lines.append(number)
     names = np.array(ids, dtype=object)
-    positions = gold.id_index.get_indexer(names)
+    positions = gold.id_index.get_indexer(pd.Index(names))
     problems.add_lines(
         np.array(lines, dtype=np.int64), np.flatnonzero(positions < 0), lambda r: f"unknown identifier {show(names[r])}"
     )

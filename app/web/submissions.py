@@ -6,6 +6,7 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, request,
 from flask_login import current_user, login_required
 
 from app import http_caching as caching
+from app.evaluation import get_task
 from app.security import login_manager
 from app.services.boards import leaderboards, page_versions, submission_pages
 from app.services.errors import InvalidInput, NotFound, ServiceError
@@ -107,7 +108,12 @@ def _show_page(
         }
     )
     page = render_template(
-        "submissions/show.html", view=view, metric_labels=leaderboards.METRIC_LABELS, publish_error=error, **forms
+        "submissions/show.html",
+        view=view,
+        task=get_task(view.submission.split.benchmark.task_type),
+        metric_labels=leaderboards.METRIC_LABELS,
+        publish_error=error,
+        **forms,
     )
     return page, status
 

@@ -213,7 +213,7 @@ def test_the_layer_check_names_upward_and_sideways_imports():
     ("module", "source", "expected"),
     [
         ("app.evaluation.gold", "from .text_files import read_text", "app.evaluation.text_files"),
-        ("app.evaluation.tasks", "from . import gold as gold_files", "app.evaluation.gold"),
+        ("app.evaluation.tasks.base", "from .. import gold as gold_files", "app.evaluation.gold"),
         ("app", "from app import cli", "app.cli"),
         ("app.web.public", "from app.services.boards.leaderboards import Entry", "app.services.boards.leaderboards"),
         ("app.services.maintenance.demo", "def load():\n    from app import synthetic", "app.synthetic"),

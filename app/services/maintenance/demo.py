@@ -6,13 +6,15 @@ Idempotent: anything that already exists is left as it is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
 from app import synthetic
 from app.db import db
+from app.evaluation import get_task
 from app.models import Benchmark, Reference, Split, Submission, Team, utcnow
 from app.services import catalog
 from app.services.catalog import references
@@ -38,6 +40,7 @@ class DemoBenchmark:
     description: str
     splits: tuple[DemoSplit, ...]
     subset_field: str | None = None
+    sweep: bool = False  # Sweep Lab publishes its whole sweep here
 
 
 BENCHMARKS = (
@@ -52,6 +55,7 @@ BENCHMARKS = (
             DemoSplit("test-p", "Test-P", 6967),
             DemoSplit("test-u", "Test-U", 6970, hidden=True),
         ),
+        sweep=True,
     ),
     DemoBenchmark(
         "demo-nlvr",
@@ -63,6 +67,7 @@ BENCHMARKS = (
             DemoSplit("test-p", "Test-P", 5936),
             DemoSplit("test-u", "Test-U", 5940, hidden=True),
         ),
+        sweep=True,
     ),
     DemoBenchmark(
         "demo-nlvr-images",
@@ -106,7 +111,6 @@ TEAMS = (
 
 # A team that publishes every run of a hyperparameter sweep: a crowded board, and what view=teams is for.
 SWEEP_TEAM = "Sweep Lab"
-SWEEP_TASKS = ("nlvr2", "nlvr-structured")
 SWEEP = tuple(
     (f"SweepNet lr={lr} seed={seed}", accuracy)
     for (lr, seed), accuracy in zip(
@@ -116,34 +120,11 @@ SWEEP = tuple(
     )
 )
 
-# Reference rows as the papers report them (human performance; the majority class, which the papers give
-# per split; chance on VCR), by task and split slug.
-_NLVR2 = "https://arxiv.org/abs/1811.00491"
-_NLVR = "https://aclanthology.org/P17-2034"
-_VCR = "https://arxiv.org/abs/1811.10830"
-_MAJORITY = {
-    ("nlvr2", "dev"): 50.9,
-    ("nlvr2", "test-p"): 51.1,
-    ("nlvr2", "test-u"): 51.4,
-    ("nlvr", "dev"): 55.3,
-    ("nlvr", "test-p"): 56.2,
-    ("nlvr", "test-u"): 55.4,
-}
-
 
 def references_for(task: str, split_slug: str) -> list[tuple[str, dict, str]]:
-    if task == "vcr":
-        return [
-            ("Human (Zellers et al. 2019)", {"all": {"q_a": 91.0, "qa_r": 93.0, "q_ar": 85.0}}, _VCR),
-            ("Chance", {"all": {"q_a": 25.0, "qa_r": 25.0, "q_ar": 6.25}}, _VCR),
-        ]
-    family, url, human, cite = (
-        ("nlvr2", _NLVR2, 96.2, "Suhr et al. 2019") if task == "nlvr2" else ("nlvr", _NLVR, 95.4, "Suhr et al. 2017")
-    )
-    rows = [(f"Human ({cite})", {"all": {"accuracy": human}}, url)]
-    if (family, split_slug) in _MAJORITY:
-        rows.append((f"Majority class ({cite})", {"all": {"accuracy": _MAJORITY[(family, split_slug)]}}, url))
-    return rows
+    """Reference rows as the papers report them (human performance; the majority class, which the papers
+    give per split; chance on VCR): the task family knows them."""
+    return [(name, dict(scores), url) for name, scores, url in get_task(task).demo_references(split_slug)]
 
 
 # Demo accounts so a newcomer can log in and try an upload; they exist only where `demo` was run.
@@ -153,10 +134,36 @@ DEMO_USERS: tuple[tuple[str, str, bool, str | None], ...] = (
 )
 
 
-def load_demo(progress=None) -> dict[str, int]:
+def load_demo(progress: Callable[[str], object] | None = None) -> dict[str, int]:
     """Create whatever part of the demo is missing; return counts of what was created."""
     created = {"benchmarks": 0, "splits": 0, "teams": 0, "users": 0, "submissions": 0, "references": 0}
     now = utcnow()
+    by_name = _ensure_teams_and_users(created)
+    for seed, spec in enumerate(BENCHMARKS):
+        if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == spec.slug)) is None:
+            catalog.add_benchmark(spec.slug, spec.task, spec.name, spec.description, "https://example.org/paper")
+            created["benchmarks"] += 1
+        for number, split_spec in enumerate(spec.splits):
+            split_seed = 100 * seed + number
+            split = _ensure_split(spec, split_spec, split_seed, created)
+            gold = _gold_bytes(spec, split_spec, split_seed)
+            for run_number, run in enumerate(_runs(spec, now)):
+                seed_of_run = split_seed * 100 + run_number
+                created["submissions"] += _ensure_run(spec, split_spec, split, gold, by_name, seed_of_run, run)
+            created["references"] += _ensure_references(spec, split_spec, split)
+            if progress:
+                progress(f"{spec.slug}/{split_spec.slug}")
+        # Hidden splits start under the Ladder, so their boards hold scores until revealed: the demo lands
+        # on its last public split, where the crowd is (a maintainer's choice, as on a real deployment).
+        benchmark = catalog.get_benchmark(spec.slug)
+        if benchmark.default_split_id is None:
+            public = [split_spec for split_spec in spec.splits if not split_spec.hidden]
+            catalog.pin_default_split(spec.slug, public[-1].slug)
+    return created
+
+
+def _ensure_teams_and_users(created: dict[str, int]) -> dict[str, Team]:
+    """The demo's teams (by name) and accounts, created where missing."""
     by_name: dict[str, Team] = {}
     for team_name in [team[0] for team in TEAMS] + [SWEEP_TEAM]:
         found = teams.find_team(team_name)
@@ -170,69 +177,73 @@ def load_demo(progress=None) -> dict[str, int]:
             if member_of:
                 teams.add_member(by_name[member_of], user)
             created["users"] += 1
-    for seed, spec in enumerate(BENCHMARKS):
-        if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == spec.slug)) is None:
-            catalog.add_benchmark(spec.slug, spec.task, spec.name, spec.description, "https://example.org/paper")
-            created["benchmarks"] += 1
-        for number, split_spec in enumerate(spec.splits):
-            split_seed = 100 * seed + number
-            split = _ensure_split(spec, split_spec, split_seed, created)
-            gold = _gold_bytes(spec, split_spec, split_seed)
-            runs = [
-                (team_name, model, accuracy, description, paper, now - timedelta(days=days))
-                for team_name, model, accuracy, description, paper, days in TEAMS
-            ]
-            if spec.task in SWEEP_TASKS:
-                runs += [
-                    (
-                        SWEEP_TEAM,
-                        model,
-                        accuracy,
-                        "One run of a learning-rate and seed sweep.",
-                        None,
-                        now - timedelta(days=90 - 7 * index),
-                    )
-                    for index, (model, accuracy) in enumerate(SWEEP)
-                ]
-            for run_number, (team_name, model, accuracy, description, paper, moment) in enumerate(runs):
-                if _has_submission(split, by_name[team_name], model):
-                    continue
-                data = synthetic.predictions(
-                    spec.task,
-                    gold,
-                    accuracy,
-                    seed=split_seed * 100 + run_number,
-                    **_split_kw(spec.task, split_spec.slug),
-                )
-                submissions.store_scored(
-                    split,
-                    by_name[team_name],
-                    data,
-                    model_name=model,
-                    description=description,
-                    paper_url=paper,
-                    publish=True,
-                    submitted_at=moment,
-                )
-                created["submissions"] += 1
-            for name, scores, url in references_for(spec.task, split_spec.slug):
-                if (
-                    db.session.scalar(
-                        select(Reference.id).where(Reference.split_id == split.id, Reference.name == name)
-                    )
-                    is None
-                ):
-                    references.add_reference(spec.slug, split_spec.slug, name, json.dumps(scores), url, via="demo")
-                    created["references"] += 1
-            if progress:
-                progress(f"{spec.slug}/{split_spec.slug}")
-        # Hidden splits start under the Ladder, so their boards hold scores until revealed: the demo lands
-        # on its last public split, where the crowd is (a maintainer's choice, as on a real deployment).
-        benchmark = catalog.get_benchmark(spec.slug)
-        if benchmark.default_split_id is None:
-            public = [split_spec for split_spec in spec.splits if not split_spec.hidden]
-            catalog.pin_default_split(spec.slug, public[-1].slug)
-    return created
+    return by_name
+
+
+# A run: (team, model, accuracy, description, paper URL, submitted at).
+Run = tuple[str, str, float, str, str | None, datetime]
+
+
+def _runs(spec: DemoBenchmark, now: datetime) -> list[Run]:
+    """Every submission of a demo split, in the order (and so with the seeds) they are made."""
+    runs: list[Run] = [
+        (team_name, model, accuracy, description, paper, now - timedelta(days=days))
+        for team_name, model, accuracy, description, paper, days in TEAMS
+    ]
+    if spec.sweep:
+        runs += [
+            (
+                SWEEP_TEAM,
+                model,
+                accuracy,
+                "One run of a learning-rate and seed sweep.",
+                None,
+                now - timedelta(days=90 - 7 * index),
+            )
+            for index, (model, accuracy) in enumerate(SWEEP)
+        ]
+    return runs
+
+
+def _ensure_run(
+    spec: DemoBenchmark,
+    split_spec: DemoSplit,
+    split: Split,
+    gold: bytes,
+    by_name: dict[str, Team],
+    seed: int,
+    run: Run,
+) -> int:
+    """Store and publish a run's synthetic predictions unless already there: how many were stored (0 or 1)."""
+    team_name, model, accuracy, description, paper, moment = run
+    if _has_submission(split, by_name[team_name], model):
+        return 0
+    task = get_task(spec.task)
+    data = task.synthetic_predictions(gold, accuracy, seed=seed, **task.demo_split_options(split_spec.slug))
+    submissions.store_scored(
+        split,
+        by_name[team_name],
+        data,
+        model_name=model,
+        description=description,
+        paper_url=paper,
+        publish=True,
+        submitted_at=moment,
+    )
+    return 1
+
+
+def _ensure_references(spec: DemoBenchmark, split_spec: DemoSplit, split: Split) -> int:
+    """The split's reference rows, added where missing: how many were added."""
+    added = 0
+    for name, scores, url in references_for(spec.task, split_spec.slug):
+        if (
+            db.session.scalar(select(Reference.id).where(Reference.split_id == split.id, Reference.name == name))
+            is None
+        ):
+            references.add_reference(spec.slug, split_spec.slug, name, json.dumps(scores), url, via="demo")
+            added += 1
+    return added
 
 
 def _ensure_split(spec: DemoBenchmark, split_spec: DemoSplit, seed: int, created: dict) -> Split:
@@ -255,15 +266,8 @@ def _ensure_split(spec: DemoBenchmark, split_spec: DemoSplit, seed: int, created
 
 
 def _gold_bytes(spec: DemoBenchmark, split_spec: DemoSplit, seed: int) -> bytes:
-    if spec.task == "nlvr2":
-        return synthetic.nlvr2_gold(split_spec.size, split=split_spec.slug.replace("-", ""), seed=seed)
-    if spec.task == "vcr":
-        return synthetic.vcr_gold(split_spec.size, seed=seed)
-    return synthetic.nlvr_gold(split_spec.size, seed=seed)
-
-
-def _split_kw(task: str, split_slug: str) -> dict:
-    return {"split": split_slug.replace("-", "")} if task == "nlvr-images" else {}
+    """The split's synthetic gold file (identifiers that name the split drop its '-': test-u -> testu)."""
+    return get_task(spec.task).synthetic_gold(split_spec.size, seed=seed, split=split_spec.slug.replace("-", ""))
 
 
 def _has_submission(split: Split, team: Team, model: str) -> bool:

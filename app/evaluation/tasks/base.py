@@ -1,0 +1,220 @@
+"""The task-type interface and its registry: everything a benchmark family is, behind one class.
+
+A task type knows its gold format, its prediction format, its metrics and subsets, how its aligned
+predictions are stored, which units its statistics, the Ladder and the probe check count, what its
+boards call a resampled group, and how to make synthetic data of its shape. The rest of the app asks
+the task type and never branches on its name; adding a family is one module in this package (a
+registered subclass) and its line in the package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import layout
+from ..gold import GoldSet
+from ..subsets import field_subsets
+
+Scores = dict[str, dict[str, float]]
+# Per-example outcomes for the statistics: {"counts": {metric: (by-example (n, k) uint8 right counts,
+# judgements per example)}, "all_right": (n, k) uint8}; see TaskType.example_outcomes.
+Outcomes = dict[str, Any]
+# Score columns of k stacked submissions: {subset: {metric: (k,) percentages}} (metrics.accuracy and its kin).
+Columns = dict[str, dict[str, Any]]
+TASK_TYPES: dict[str, TaskType] = {}
+
+
+def register(cls: type[TaskType]) -> type[TaskType]:
+    task = cls()
+    TASK_TYPES[task.name] = task
+    return cls
+
+
+def get_task(name: str) -> TaskType:
+    if not isinstance(name, str) or name not in TASK_TYPES:
+        raise ValueError(f"unknown task type {name!r}; choose one of {', '.join(TASK_TYPES)}")
+    return TASK_TYPES[name]
+
+
+def read_gold(task: str, data: bytes) -> GoldSet:
+    """Read the gold file of a task type by name (see TASK_TYPES)."""
+    return get_task(task).read_gold(data)
+
+
+@dataclass(frozen=True)
+class LabelVotes:
+    """One gold label field as the submissions vote on it, for a label audit."""
+
+    field: str  # the gold file's field, e.g. "label" or "answer_label"
+    gold: np.ndarray  # (n,) class ids of the gold labels
+    votes: np.ndarray  # (k, n, m) class ids each submission predicts (m: votes per example, e.g. NLVR images)
+    classes: tuple[str, ...]  # how each class id is written in the gold file
+
+
+class TaskType:
+    """The interface of a benchmark family. Subclasses set the attributes and implement the methods that
+    raise NotImplementedError; the others have defaults in terms of ``unit_correctness``."""
+
+    name: str
+    label: str
+    # What one resampled group (a consistency group) is called on boards: "sentences", "questions".
+    unit_noun: str
+    metrics: tuple[str, ...]
+    primary_metric: str
+    tie_break_metric: str | None
+    subset_metrics: tuple[str, ...]
+
+    # How a prediction file of this task is written, for the "How to submit" section of a benchmark.
+    file_format: str
+    example: tuple[str, str, str]  # three lines of a valid file
+
+    def sample(self, gold: GoldSet) -> bytes:
+        """A valid prediction file for ``gold``: every identifier (an input, never a label) with one
+        constant prediction, to check the format end to end."""
+        raise NotImplementedError
+
+    def read_gold(self, data: bytes) -> GoldSet:
+        raise NotImplementedError
+
+    def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
+        """An uploaded prediction file -> array aligned to the gold order; raises ValidationError."""
+        raise NotImplementedError
+
+    def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def derive_subsets(self, gold: GoldSet, field: str | None = None) -> dict[str, np.ndarray]:
+        """Subsets every split of this task gets, plus one per value of ``field`` if given."""
+        subsets = self._derived_subsets(gold)
+        if field:
+            subsets.update(field_subsets(gold, field))
+        return subsets
+
+    def _derived_subsets(self, gold: GoldSet) -> dict[str, np.ndarray]:
+        return {}
+
+    def score(self, gold: GoldSet, predictions: np.ndarray, subsets: dict[str, np.ndarray] | None = None) -> Scores:
+        """{'all': {metric: percentage}, subset: {subset metric: percentage}}; empty subsets are left out."""
+        predictions = np.asarray(predictions)
+        self._check_shape(predictions.shape, gold.n)
+        return self.score_batch(gold, predictions[None], subsets)[0]
+
+    def score_batch(
+        self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray] | None = None
+    ) -> list[Scores]:
+        """``score`` for k submissions stacked on a leading axis, in one vectorised pass."""
+        stacked = np.asarray(stacked)
+        self._check_shape(stacked.shape[1:], gold.n)
+        columns = self._score_columns(gold, stacked, subsets or {})
+        # One conversion per column, then plain Python floats per submission.
+        values = {
+            subset: {metric: array.tolist() for metric, array in metrics.items()} for subset, metrics in columns.items()
+        }
+        return [
+            {subset: {metric: column[i] for metric, column in metrics.items()} for subset, metrics in values.items()}
+            for i in range(stacked.shape[0])
+        ]
+
+    def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
+        raise NotImplementedError
+
+    def _check_shape(self, shape: tuple[int, ...], gold_n: int) -> None:
+        expected = self.prediction_shape(gold_n)
+        if tuple(shape) != expected:
+            raise ValueError(f"{self.name} predictions must have shape {expected}, not {tuple(shape)}")
+
+    def label_votes(self, gold: GoldSet, stacked: np.ndarray) -> list[LabelVotes]:
+        """The gold label fields of this task and what k stacked submissions predict for each."""
+        raise NotImplementedError
+
+    def encode(self, predictions: np.ndarray) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
+        """Stored predictions of k submissions -> one stacked array (k, *prediction_shape)."""
+        raise NotImplementedError
+
+    # --- units: what the statistics, the Ladder and the probe check count -------------------------------
+
+    def unit_correctness(self, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
+        """(k, units) bool: each judgement the primary metric counts, for k stacked predictions (k, *shape),
+        example-major (NLVR images: every image; VCR: a question, right when Q->AR is)."""
+        raise NotImplementedError
+
+    def example_outcomes(self, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
+        """Per-example outcomes of k stacked predictions for the statistics, laid out by example (n, k): the
+        primary metric's judgements right per example and how many an example has, and whether all are right.
+        Families with more counted metrics (VCR's three stages) or a faster layout override it."""
+        k = stacked.shape[0]
+        correct = self.unit_correctness(gold, stacked).reshape(k, gold.n, -1)
+        counts = layout.by_example(correct.sum(axis=-1, dtype=np.uint8))
+        return {
+            "counts": {self.primary_metric: (counts, correct.shape[-1])},
+            "all_right": layout.by_example(np.asarray(correct.all(axis=-1))),
+        }
+
+    def zero_one_losses(self, gold: GoldSet, predictions: np.ndarray) -> np.ndarray:
+        """The Ladder's loss vector of one submission's predictions (*shape): float64 (units,), 1.0 = wrong."""
+        right: np.ndarray = self.unit_correctness(gold, np.asarray(predictions)[None])[0]
+        return (~right).astype(np.float64)
+
+    def probe_distances(self, new: np.ndarray, stacked: np.ndarray) -> np.ndarray:
+        """Share of units on which each of k stacked earlier predictions (k, *shape) differs from the new one
+        (*shape): floats in [0, 1], shape (k,). By default an example is one unit, whichever of its values
+        changed; families whose units are finer (NLVR images) override it."""
+        k = stacked.shape[0]
+        differs = (stacked != new[None]).reshape(k, new.shape[0], -1).any(axis=-1)
+        distances: np.ndarray = differs.mean(axis=1)
+        return distances
+
+    def stored_probe_distances(self, new: np.ndarray, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
+        """``probe_distances`` against stored predictions (blobs of ``encode``); a family may compare the
+        stored bytes directly."""
+        return self.probe_distances(new, self.decode_many(blobs, gold_n))
+
+    # --- synthetic data of this family's shape (the demo, the tests, the scale runs) -------------------------
+
+    def synthetic_gold(self, size: int, seed: int = 0, *, split: str = "dev") -> bytes:
+        """A synthetic gold file of ``size`` examples, deterministic for ``seed`` (``split``: the split's slug
+        where the family's identifiers name it)."""
+        raise NotImplementedError
+
+    def synthetic_predictions(
+        self,
+        gold: bytes,
+        accuracy: float,
+        seed: int = 0,
+        *,
+        header: bool = False,
+        shuffle: bool = True,
+        split: str = "dev",
+        group_correlation: float = 0.0,
+        **options: Any,
+    ) -> bytes:
+        """A valid prediction file for a synthetic ``gold`` whose expected accuracy is ``accuracy``, deterministic
+        for ``seed``: lines in a shuffled order unless ``shuffle`` is false, a header line where ``header`` asks
+        for one (and the format allows it), ``split`` the split's prefix where names carry one, a consistency
+        group sharing its errors with probability ``group_correlation``; family options in ``options``."""
+        raise NotImplementedError
+
+    def synthetic_constant(
+        self, gold: bytes, *, header: bool = False, shuffle: bool = False, split: str = "dev", seed: int = 0
+    ) -> bytes:
+        """One constant prediction for every example of a synthetic ``gold`` (the all-true baseline of a
+        true/false family); ValueError where the family has none."""
+        raise ValueError(f"task type {self.name!r} has no constant prediction file")
+
+    def demo_split_options(self, split_slug: str) -> dict[str, Any]:
+        """Options the demo passes to ``synthetic_predictions`` on a split (e.g. the split prefix of names)."""
+        return {}
+
+    def demo_references(self, split_slug: str) -> list[tuple[str, Scores, str]]:
+        """Reference rows as the family's papers report them: (name, scores, url) for a demo split."""
+        return []
