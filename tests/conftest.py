@@ -1,31 +1,111 @@
-"""Shared fixtures: an app on a fresh migrated database with its own folders, a client and a CLI runner.
+"""Shared fixtures: an app on a migrated database with its own folders, a client and a CLI runner.
 
-Every test that touches a database runs on SQLite and, with `--postgres`, TEST_POSTGRES=1 or in CI, again
-on a throwaway PostgreSQL cluster that the session starts itself (tests/postgres.py): such tests are
-parametrised by the session-scoped `database_backend` fixture, ids `[sqlite]` and `[postgresql]`.
-Each test gets a copy of a database migrated once per session (a file copy on SQLite, CREATE DATABASE
-... TEMPLATE on PostgreSQL).
+Every test that touches a database (through the `database_backend` fixture) runs on SQLite. With
+`--postgres`, TEST_POSTGRES=1 or in CI, the tests whose behaviour depends on the database dialect run
+again on a throwaway PostgreSQL cluster that the session starts itself (tests/postgres.py): those carry
+`@pytest.mark.postgres(reason="...")` (or a module's `pytestmark`), and the reason is required (a test
+without one is a collection error). Such tests are parametrised `[sqlite]` and `[postgresql]`.
+
+Databases: the migrations run once per session (per xdist worker) into a template; each worker then makes
+one working database from it (a file copy on SQLite, CREATE DATABASE ... TEMPLATE on PostgreSQL) that
+every test shares and that is emptied after each test (DELETE on SQLite, TRUNCATE ... RESTART IDENTITY
+on PostgreSQL; alembic_version is kept), so ids start at 1 in every test. A test that changed the schema
+(its fingerprint differs from the template's) or left a lock behind gets the working database rebuilt
+from the template. The process's in-memory caches (app.lru memos: gold sets, board snapshots, pages) are
+cleared between tests too: they are keyed by the database URL and ids, which repeat from test to test.
+Tests that need a database of their own (migrations from empty, restores, servers) still make one.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
+import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
 from flask_migrate import upgrade
 
-from app import create_app
+from app import create_app, synthetic
 from app.db import db
+from app.lru import LRU
 from tests.postgres import PostgresCluster, PostgresUnavailable
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("HOLDOUT_SHARED_DATA") or REPO.parent / "shared" / "data")
+KEPT_TABLES = {"alembic_version"}
+# A cheap password hash for tests about something else than password storage (pbkdf2 with 1,000 rounds
+# instead of scrypt's 128 ms): logins check it all the same. `@pytest.mark.real_password_hash` opts out.
+CHEAP_HASH = "pbkdf2:sha256:1000"
+
+
+# --- synthetic data, made once per process ------------------------------------------------------------
+# app.synthetic's generators are pure functions of their arguments (seeded), and tests build the same gold
+# files and prediction files over and over (every test on both databases, the demo in several tests):
+# their results are kept per process. Bytes are immutable; _binary_gold's lists and arrays are copied on
+# the way out. tests/unit/test_synthetic.py (marked `synthetic_uncached`) checks the generators themselves
+# and always calls them afresh.
+_synthetic_memo_on = True
+
+
+def _memoised(function, copy=None, size=64):
+    cached = functools.lru_cache(maxsize=size)(function)
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if not _synthetic_memo_on:
+            return function(*args, **kwargs)
+        try:
+            result = cached(*args, **kwargs)
+        except TypeError as exc:  # an unhashable argument: no memo
+            if "unhashable" not in str(exc):
+                raise
+            return function(*args, **kwargs)
+        return copy(result) if copy else result
+
+    wrapper.uncached = function
+    return wrapper
+
+
+if not hasattr(synthetic.predictions, "uncached"):
+    for _name in ("nlvr2_gold", "nlvr_gold", "vcr_gold", "nlvr2_annotations", "predictions"):
+        setattr(synthetic, _name, _memoised(getattr(synthetic, _name)))
+    synthetic._binary_gold = _memoised(
+        synthetic._binary_gold, copy=lambda found: (list(found[0]), found[1].copy(), found[2].copy()), size=64
+    )
+
+
+@pytest.fixture(autouse=True)
+def _synthetic_memo(request):
+    global _synthetic_memo_on
+    if request.node.get_closest_marker("synthetic_uncached"):
+        _synthetic_memo_on = False
+        yield
+        _synthetic_memo_on = True
+    else:
+        yield
 
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in {"", "0", "false", "no"}
+
+
+def pytest_configure(config):
+    """Temporary folders (every test's databases, gold files and uploads) on tmpfs where there is one:
+    the app fsyncs gold files, uploads and SQLite commits, which on a disk cost more than the tests' work.
+    HOLDOUT_TEST_TMP chooses another folder; an explicit --basetemp or PYTEST_DEBUG_TEMPROOT wins."""
+    if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT") or hasattr(config, "workerinput"):
+        return
+    folder = os.environ.get("HOLDOUT_TEST_TMP") or "/dev/shm"
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if os.access(folder, os.W_OK) and free > 2 * 1024**3:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = folder
 
 
 def pytest_addoption(parser):
@@ -33,21 +113,44 @@ def pytest_addoption(parser):
         "--postgres",
         action="store_true",
         default=False,
-        help="also run every database test on a throwaway PostgreSQL cluster (as TEST_POSTGRES=1; on in CI)",
+        help="also run the tests marked `postgres` on a throwaway PostgreSQL cluster (as TEST_POSTGRES=1; on in CI)",
     )
 
 
+def postgres_enabled(config) -> bool:
+    return config.getoption("--postgres") or _flag("TEST_POSTGRES") or _flag("CI")
+
+
 def backends(config) -> list[str]:
-    postgres = config.getoption("--postgres") or _flag("TEST_POSTGRES") or _flag("CI")
-    return ["sqlite", "postgresql"] if postgres else ["sqlite"]
+    return ["sqlite", "postgresql"] if postgres_enabled(config) else ["sqlite"]
+
+
+def _postgres_reason(node) -> str | None:
+    """The reason of the closest `postgres` marker: a required keyword (or the first argument)."""
+    marker = node.get_closest_marker("postgres")
+    if marker is None:
+        return None
+    reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+    return reason.strip() if isinstance(reason, str) else ""
 
 
 def pytest_generate_tests(metafunc):
     if "database_backend" in metafunc.fixturenames:
-        names = backends(metafunc.config)
-        if metafunc.definition.get_closest_marker("one_backend"):
-            names = names[:1]  # SQLite
+        names = ["sqlite"]
+        if _postgres_reason(metafunc.definition) and not metafunc.definition.get_closest_marker("one_backend"):
+            names = backends(metafunc.config)
         metafunc.parametrize("database_backend", names, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A `postgres` marker must say why the test depends on the dialect (a test marked `one_backend` in a
+    module marked `postgres` stays on SQLite: its docstring says why)."""
+    wrong = []
+    for item in items:
+        if _postgres_reason(item) == "":
+            wrong.append(f"{item.nodeid}: @pytest.mark.postgres needs reason='why it depends on the dialect'")
+    if wrong:
+        raise pytest.UsageError("bad database markers:\n" + "\n".join(sorted(set(wrong))))
 
 
 def make_config(tmp_path: Path, database: Path | str) -> dict:
@@ -58,6 +161,50 @@ def make_config(tmp_path: Path, database: Path | str) -> dict:
         "HIDDEN_LABELS_DIR": str(tmp_path / "hidden_labels"),
         "SUBMISSIONS_DIR": str(tmp_path / "submissions"),
     }
+
+
+# --- the process's caches ------------------------------------------------------------------------------
+
+_caches: list[LRU] = []
+_caches_seen_modules = -1
+
+
+def clear_process_caches() -> None:
+    """Empty every module-level LRU memo of the app's modules (found by looking, so a new one is
+    included): they are keyed by database URL and ids, and every test reuses both."""
+    global _caches_seen_modules
+    if len(sys.modules) != _caches_seen_modules:
+        _caches_seen_modules = len(sys.modules)
+        _caches[:] = [
+            value
+            for name, module in list(sys.modules.items())
+            if module is not None and (name == "app" or name.startswith(("app.", "serving")))
+            for value in list(vars(module).values())
+            if isinstance(value, LRU)
+        ]
+    for cache in _caches:
+        cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashes(request, monkeypatch):
+    if request.node.get_closest_marker("real_password_hash"):
+        yield
+    else:
+        from werkzeug.security import generate_password_hash
+
+        from app.services import accounts
+
+        monkeypatch.setattr(
+            accounts, "generate_password_hash", lambda password: generate_password_hash(password, method=CHEAP_HASH)
+        )
+        yield
+    from app.services import accounts
+
+    accounts._dummy_hash.cache_clear()  # made under whichever hash was in force
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------------------
 
 
 def start_postgres() -> PostgresCluster:
@@ -72,7 +219,7 @@ def start_postgres() -> PostgresCluster:
 
 @pytest.fixture(scope="session")
 def postgres_cluster():
-    """The session's PostgreSQL cluster (started on first use, removed at the end)."""
+    """The session's (this worker's) PostgreSQL cluster (started on first use, removed at the end)."""
     cluster = start_postgres()
     yield cluster
     cluster.remove()
@@ -86,12 +233,17 @@ def own_postgres_cluster():
     cluster.remove()
 
 
+# --- backends ------------------------------------------------------------------------------------------
+
+
 class SqliteBackend:
     name = "sqlite"
 
     def new_database(self, folder: Path, template: Path | str | None = None, name: str = "holdout") -> str:
         """A SQLite file in `folder` (a copy of `template` when given); returns its URL."""
         path = Path(folder) / f"{name}.sqlite3"
+        for stale in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+            stale.unlink(missing_ok=True)
         if template is not None:
             shutil.copy(template, path)
         return f"sqlite:///{path}"
@@ -99,9 +251,56 @@ class SqliteBackend:
     def drop(self, url: str) -> None:
         """Nothing to do: the file goes with its temporary folder."""
 
+    @staticmethod
+    def _path(url: str) -> str:
+        return url[len("sqlite:///") :]
+
+    def fingerprint(self, url: str) -> str:
+        with sqlite3.connect(self._path(url), timeout=30) as connection:
+            rows = (
+                connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+                + connection.execute("SELECT * FROM alembic_version").fetchall()
+            )
+        connection.close()
+        return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+    def empty(self, url: str, fingerprint: str) -> bool:
+        """Delete every row but alembic_version's; False when the schema is not the template's."""
+        connection = sqlite3.connect(self._path(url), timeout=5, isolation_level=None)
+        try:
+            schema = connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+            versions = connection.execute("SELECT * FROM alembic_version").fetchall()
+            if hashlib.sha256(repr(schema + versions).encode()).hexdigest() != fingerprint:
+                return False
+            tables = [name for kind, name, _ in schema if kind == "table"]
+            connection.execute("PRAGMA foreign_keys=OFF")
+            connection.execute("BEGIN IMMEDIATE")
+            for table in tables:
+                if table not in KEPT_TABLES and not table.startswith("sqlite_"):
+                    connection.execute(f'DELETE FROM "{table}"')
+            if "sqlite_sequence" in tables:
+                connection.execute("DELETE FROM sqlite_sequence")
+            connection.execute("COMMIT")
+            return True
+        except sqlite3.Error:
+            return False
+        finally:
+            connection.close()
+
 
 class PostgresBackend:
     name = "postgresql"
+    FINGERPRINT = """
+        SELECT md5(coalesce(string_agg(line, ';' ORDER BY line), '')) FROM (
+            SELECT table_name || '.' || column_name || ':' || data_type || ':' || is_nullable
+                   || ':' || coalesce(column_default, '') AS line
+              FROM information_schema.columns WHERE table_schema = 'public'
+            UNION ALL SELECT indexdef FROM pg_indexes WHERE schemaname = 'public'
+            UNION ALL SELECT conname || ':' || pg_get_constraintdef(oid) FROM pg_constraint
+                       WHERE connamespace = 'public'::regnamespace
+            UNION ALL SELECT 'version:' || version_num FROM alembic_version
+        ) AS schema
+    """
 
     def __init__(self, cluster: PostgresCluster):
         self.cluster = cluster
@@ -114,6 +313,33 @@ class PostgresBackend:
     def drop(self, url: str) -> None:
         self.cluster.drop_database(url.rsplit("/", 1)[1])
 
+    def fingerprint(self, url: str) -> str:
+        with self.cluster.connect(url.rsplit("/", 1)[1]) as connection:
+            return connection.execute(self.FINGERPRINT).fetchone()[0]
+
+    def empty(self, url: str, fingerprint: str) -> bool:
+        """TRUNCATE every table but alembic_version, restarting the id sequences; False when the schema is
+        not the template's or a connection left open by the test holds a lock."""
+        import psycopg
+
+        try:
+            with self.cluster.connect(url.rsplit("/", 1)[1]) as connection:
+                connection.execute("SET lock_timeout = '3s'")
+                if connection.execute(self.FINGERPRINT).fetchone()[0] != fingerprint:
+                    return False
+                tables = [
+                    row[0]
+                    for row in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+                    if row[0] not in KEPT_TABLES
+                ]
+                if tables:
+                    connection.execute(
+                        "TRUNCATE " + ", ".join(f'"{table}"' for table in tables) + " RESTART IDENTITY CASCADE"
+                    )
+            return True
+        except psycopg.Error:
+            return False
+
 
 @pytest.fixture(scope="session")
 def database_backend(request):
@@ -125,8 +351,8 @@ def database_backend(request):
 
 @pytest.fixture(scope="session")
 def migrated_database(database_backend, tmp_path_factory) -> Path | str:
-    """Run the migrations once; each test gets a copy of the result (SQLite: the file; PostgreSQL: the
-    template database's URL)."""
+    """Run the migrations once per session (per worker); databases are copies of the result (SQLite: the
+    file; PostgreSQL: the template database's URL)."""
     folder = tmp_path_factory.mktemp("template")
     url = database_backend.new_database(folder, name="template")
     app = create_app(make_config(folder, url))
@@ -138,16 +364,42 @@ def migrated_database(database_backend, tmp_path_factory) -> Path | str:
     return url
 
 
+class WorkingDatabase:
+    """The worker's database that the tests share, emptied after each one (rebuilt when that fails)."""
+
+    def __init__(self, backend, template, folder: Path):
+        self.backend = backend
+        self.template = template
+        self.folder = folder
+        self.url = backend.new_database(folder, template=template, name="working")
+        self.fingerprint = backend.fingerprint(self.url)
+
+    def reset(self) -> None:
+        if not self.backend.empty(self.url, self.fingerprint):
+            self.backend.drop(self.url)
+            self.url = self.backend.new_database(self.folder, template=self.template, name="working")
+
+
+@pytest.fixture(scope="session")
+def working_database(database_backend, migrated_database, tmp_path_factory):
+    working = WorkingDatabase(database_backend, migrated_database, tmp_path_factory.mktemp("working"))
+    yield working
+    database_backend.drop(working.url)
+
+
 @pytest.fixture
-def database_url(database_backend, migrated_database, tmp_path) -> str:
-    """A fresh copy of the migrated database for this test, dropped afterwards."""
-    url = database_backend.new_database(tmp_path, template=migrated_database)
-    yield url
-    database_backend.drop(url)
+def database_url(working_database) -> str:
+    """The worker's migrated database, empty (ids from 1), with the process's caches cleared; emptied
+    again after the test."""
+    clear_process_caches()
+    yield working_database.url
+    clear_process_caches()
+    working_database.reset()
 
 
 @pytest.fixture
 def app(tmp_path, database_url):
+    """A new app for each test (a test may change its configuration), with the test's own folders."""
     app = create_app(make_config(tmp_path, database_url))
     yield app
     with app.app_context():
@@ -159,7 +411,7 @@ def module_app(database_backend, migrated_database, tmp_path_factory):
     """An app on a database of its own for a whole module (per backend): for a world that is expensive to
     build and that the module's tests only read. A test that changes anything uses `app`."""
     folder = tmp_path_factory.mktemp("module")
-    url = database_backend.new_database(folder, template=migrated_database)
+    url = database_backend.new_database(folder, template=migrated_database, name="module")
     app = create_app(make_config(folder, url))
     yield app
     with app.app_context():

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app import synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.models import Submission
 from app.services import catalog, submissions, teams
+
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "board snapshots and ranks read through board_snapshots.py, which has a SQLite-only path; float "
+        "columns are REAL vs double precision"
+    )
+)
 
 TASK = get_task("nlvr2")
 

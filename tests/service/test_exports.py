@@ -16,6 +16,13 @@ from app.services import catalog, exports, references, submissions, teams
 from app.services.board_snapshots import Entry, ReferenceRow
 from app.services.leaderboards import Board, Column
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "exports read board snapshots (board_snapshots.py has a SQLite-only path) and float scores (REAL vs "
+        "double precision)"
+    )
+)
+
 WHEN = datetime(2025, 3, 14, 9, 26, tzinfo=UTC)
 COLUMNS = [
     Column("all", "accuracy", "Accuracy"),

@@ -34,6 +34,10 @@ from app.services.errors import Conflict, InvalidInput
 from app.services.submissions import Upload
 from tests.support.files import write
 
+pytestmark = pytest.mark.postgres(
+    reason=("rescoring and the gold versions: bulk updates and the boards' changelog under each dialect's transactions")
+)
+
 N = 1000
 FLIPPED = 20
 ENTRIES = 30

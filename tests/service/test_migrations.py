@@ -17,6 +17,10 @@ from app.schema import MIGRATIONS, head_revision
 from app.services import accounts, catalog, leaderboards, submissions, teams, visibility
 from tests.conftest import make_config
 
+pytestmark = pytest.mark.postgres(
+    reason="migrations run batch mode on SQLite and ALTER on PostgreSQL: both must reach the models"
+)
+
 CORE_TABLES = {"benchmarks", "splits", "subsets", "submissions", "scores", "teams", "users", "memberships"}
 
 

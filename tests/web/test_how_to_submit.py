@@ -14,6 +14,12 @@ from app.evaluation import get_task
 from app.services import accounts, catalog, teams
 from tests.support.browser import csrf_token, login, post_form
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "the remaining quota is read under the dialect's locking (services/quotas.py) and day windows in timestamptz"
+    )
+)
+
 
 @pytest.fixture
 def site(app):

@@ -16,6 +16,10 @@ from app.models import LeaderboardCache, Submission
 from app.services import accounts, board_snapshots, catalog, references, submissions, teams
 from tests.support.browser import login, logout
 
+pytestmark = pytest.mark.postgres(
+    reason=("ordering, ties and pagination of float scores (REAL vs double precision) and the board cache per dialect")
+)
+
 ROW = re.compile(
     r'<tr class="(entry|reference)"(?: data-submission-id="(\d+)")?>\s*<td class="rank"[^>]*>([^<]*)'
     r'(?:<span class="ci"[^>]*>[^<]*</span>)?</td>'

@@ -8,6 +8,10 @@ from app import synthetic
 from app.services import catalog, submissions, teams
 from tests.support.splits import nlvr2_split
 
+pytestmark = pytest.mark.postgres(
+    reason="the benchmark list and board read through autocommit reads on PostgreSQL (app/db.py begin_reading)"
+)
+
 
 def test_healthz(client):
     response = client.get("/healthz")

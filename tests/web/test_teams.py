@@ -15,6 +15,12 @@ from app.services.accounts import token_digest
 from app.services.errors import InvalidInput, NotFound
 from tests.support.browser import login, post_form
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "team name keys are unique VARCHAR columns (case and length differ by dialect); invites use timestamptz expiry"
+    )
+)
+
 PASSWORD = "correct horse battery"
 INVITE_URL = re.compile(r'value="(http://localhost/invites/([A-Za-z0-9_-]+))"')
 
