@@ -61,9 +61,11 @@ run: install
 system-deps:
 	bash scripts/install-system-deps.sh
 
-# pytest's exit code 5 (no tests collected) fails like any other non-zero code.
+# pytest's exit code 5 (no tests collected) fails like any other non-zero code. Bytecode is written (in the
+# clone's git-ignored __pycache__ folders) even where PYTHONDONTWRITEBYTECODE is set: the master compiles and
+# assertion-rewrites the tests once, and the workers and servers load them instead of compiling them again.
 test: install-dev system-deps
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) $(COVERAGE_ARGS) $(PYTEST_ARGS) || { status=$$?; \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) $(COVERAGE_ARGS) $(PYTEST_ARGS) || { status=$$?; \
 	  [ $$status -ne 5 ] || echo "make test: pytest collected no tests (exit 5)" >&2; exit $$status; }
 
 lint: install-dev
