@@ -1,18 +1,38 @@
-# Holdout: `make run` serves the demo on 127.0.0.1:8000; `make test` runs the whole suite (on SQLite, and
-# again on a throwaway PostgreSQL cluster with TEST_POSTGRES=1 or when CI is set); `make lint` checks style,
-# format and types. `make run`/`make install` install the runtime set only (requirements.txt); `make test` and
+# Holdout: `make run` serves the demo on 127.0.0.1:8000; `make test` runs the whole suite in parallel (on
+# SQLite, and the tests marked `postgres` again on a throwaway PostgreSQL cluster with TEST_POSTGRES=1 or when
+# CI is set) with branch coverage; `make lint` checks style, format and types; `make bench` prints the
+# benchmark tables. `make run`/`make install` install the runtime set only (requirements.txt); `make test` and
 # `make lint` the development set too (requirements-dev.txt).
+#
+# The virtual environment lives outside the clone, so a fresh clone finds it ready: $(HOLDOUT_VENV), by
+# default ~/.cache/holdout/venv-<key>, the key a digest of the Python version and both requirements files
+# (a change to either makes a new one). `.venv` in the clone is a symlink to it (README commands and the
+# pre-commit hooks use `.venv/bin/...`). Installing is skipped when the stamp for these files exists.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV := .venv
+CACHE_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/holdout
+VENV_KEY := $(shell ($(PYTHON) -c 'import sys; print(sys.version)'; cat requirements.txt requirements-dev.txt) | sha256sum | cut -c1-12)
+VENV := $(or $(HOLDOUT_VENV),$(CACHE_HOME)/venv-$(VENV_KEY))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-run-$(shell sha256sum requirements.txt | cut -c1-12)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Parallel test workers (pytest-xdist): one per core. `make test PYTEST_WORKERS=0` runs in one process.
+PYTEST_WORKERS ?= auto
+# loadgroup: tests are handed out one by one, except those of an `xdist_group` (a module whose expensive
+# module-scoped world, such as the browser tests' server, is built once), which go to one worker together.
+PYTEST_DIST ?= loadgroup
+PYTEST_ARGS ?=
+COVERAGE_ARGS ?= --cov=app --cov=serving --cov-branch --cov-report=term:skip-covered
+export MYPY_CACHE_DIR ?= $(CACHE_HOME)/mypy-$(VENV_KEY)
+export RUFF_CACHE_DIR ?= $(CACHE_HOME)/ruff
 
-.PHONY: install install-dev system-deps run test lint benchmarks serve-benchmark scale-benchmark clean
+.PHONY: install install-dev venv-link system-deps run test lint bench benchmarks serve-benchmark scale-benchmark clean
 
-$(STAMP): requirements.txt
+# The stamps' names hold a digest of the files' contents, so they depend on nothing else: a fresh clone's
+# newer file times must not reinstall (a changed file makes a new stamp name, which reinstalls).
+$(STAMP):
+	mkdir -p $(dir $(VENV))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
@@ -20,14 +40,18 @@ $(STAMP): requirements.txt
 	touch $(STAMP)
 
 # Keyed on both files: a change to either reinstalls the development set.
-$(DEV_STAMP): $(STAMP) requirements-dev.txt
+$(DEV_STAMP): | $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	rm -f $(VENV)/.installed-dev-*
 	touch $(DEV_STAMP)
 
-install: $(STAMP)
+# `.venv` -> the environment in use (replaced when the key changes; a real .venv folder is left alone).
+venv-link:
+	@if [ -L .venv ] || [ ! -e .venv ]; then ln -sfn $(VENV) .venv; fi
 
-install-dev: $(DEV_STAMP)
+install: $(STAMP) venv-link
+
+install-dev: $(DEV_STAMP) venv-link
 
 run: install
 	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi db upgrade
@@ -37,14 +61,25 @@ run: install
 system-deps:
 	bash scripts/install-system-deps.sh
 
+# pytest's exit code 5 (no tests collected) fails like any other non-zero code. Bytecode is written (in the
+# clone's git-ignored __pycache__ folders) even where PYTHONDONTWRITEBYTECODE is set: the master compiles and
+# assertion-rewrites the tests once, and the workers and servers load them instead of compiling them again.
 test: install-dev system-deps
-	$(BIN)/python -m pytest
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) $(COVERAGE_ARGS) $(PYTEST_ARGS) || { status=$$?; \
+	  [ $$status -ne 5 ] || echo "make test: pytest collected no tests (exit 5)" >&2; exit $$status; }
 
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+
+# The speed and scale benchmarks: scripts that print tables, never part of the test run.
+bench: install
+	$(BIN)/python benchmarks/scoring.py
+	$(BIN)/python benchmarks/leaderboard.py
+	$(BIN)/python benchmarks/serve.py
+	$(BIN)/python benchmarks/hostile_uploads.py
 
 benchmarks: install
 	$(BIN)/python benchmarks/scoring.py
@@ -57,5 +92,7 @@ serve-benchmark: install
 scale-benchmark: install system-deps
 	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
 
+# The shared environment and caches stay (other clones use them); `rm -rf $(CACHE_HOME)` removes them.
 clean:
-	rm -rf $(VENV) instance .pytest_cache
+	rm -rf instance .pytest_cache
+	if [ -L .venv ]; then rm .venv; else rm -rf .venv; fi

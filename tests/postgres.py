@@ -189,7 +189,7 @@ class PostgresCluster:
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.1)
+                time.sleep(0.1)  # poll interval (the deadline bounds the wait)
 
 
 def _quote(text: str) -> str:

@@ -9,6 +9,13 @@ import pytest
 
 from tests.support.api_world import build_world, post_file
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "PostgreSQL enforces VARCHAR lengths and refuses NUL characters that SQLite stores: the limits must "
+        "be checked before the database"
+    )
+)
+
 
 @pytest.fixture
 def world(app):

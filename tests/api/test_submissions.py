@@ -14,6 +14,13 @@ from app.services.people import accounts
 from tests.conftest import make_config
 from tests.support.api_world import build_world, post_file, stored_submission
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "quotas serialise on SQLite's BEGIN IMMEDIATE vs PostgreSQL's SELECT ... FOR UPDATE "
+        "(services/quotas.py); probe summaries use per-dialect upserts (services/integrity.py)"
+    )
+)
+
 
 @pytest.fixture
 def world(app):

@@ -9,12 +9,16 @@ import io
 import re
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from app import synthetic
 from app.db import db
 from app.models import Score
 from tests.e2e.conftest import ADMIN, screenshot
+
+# One gunicorn server and one Chromium for the module (`site`, `browser`): on one worker, started once.
+pytestmark = pytest.mark.xdist_group("browser")
 
 # Reports every change of the upload page's progress bar to the test, across the navigation that follows.
 WATCH_PROGRESS = """

@@ -61,6 +61,7 @@ def _before_commit(session: Session) -> None:
         return
     for name in names:
         if name.startswith("pause-before-commit") and _claim(name):
+            # The pause is the fault being injected (the worker is killed in it), not a wait for something.
             time.sleep(PAUSE_SECONDS)
         if name.startswith("pause-after-commit"):
             session.info.setdefault("pause_after_commit", []).append(name)
@@ -69,6 +70,7 @@ def _before_commit(session: Session) -> None:
         busy.parent.mkdir(exist_ok=True)
         busy.touch()
         try:
+            # A transaction held open on purpose (the window a worker is killed in): the thing under test.
             time.sleep(COMMIT_DELAY)
         finally:
             busy.unlink(missing_ok=True)
@@ -78,4 +80,5 @@ def _before_commit(session: Session) -> None:
 def _after_commit(session: Session) -> None:
     for name in session.info.pop("pause_after_commit", []):
         if _claim(name):
+            # As above: the worker is killed while it sleeps here, after COMMIT.
             time.sleep(PAUSE_SECONDS)

@@ -181,7 +181,7 @@ class Gunicorn:
                         return
             except OSError:
                 pass
-            time.sleep(0.2)
+            time.sleep(0.05)  # poll interval (the deadline bounds the wait)
         pytest.fail(f"gunicorn did not answer /healthz within {limit} s:\n{self.log_tail()}")
 
     def worker_pids(self) -> set[int]:
@@ -194,7 +194,7 @@ class Gunicorn:
             pids = self.worker_pids() - set(exclude)
             if len(pids) >= count:
                 return pids
-            time.sleep(0.1)
+            time.sleep(0.02)  # poll interval (the deadline bounds the wait)
         pytest.fail(f"gunicorn did not bring up {count} workers within {limit} s:\n{self.log_tail()}")
 
     def stop(self) -> None:

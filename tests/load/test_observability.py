@@ -19,6 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from app import synthetic
 from tests.load.servers import REPO, TIMEOUT, Deployment, Gunicorn, prepare, send, upload_request
 
+pytestmark = pytest.mark.postgres(
+    reason="database-error metrics and the access log under real workers on each dialect's connection handling"
+)
+
 METRICS_TOKEN = "scrape-token-for-the-test"
 HEALTHZ = ("holdout_http_requests_total", (("endpoint", "public.healthz"), ("method", "GET"), ("status", "200")))
 

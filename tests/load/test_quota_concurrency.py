@@ -18,6 +18,13 @@ from app.db import db
 from app.models import Submission, Team
 from tests.load.servers import TIMEOUT, running_server, send, upload_request, uploads_check
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "the quota under concurrent uploads: BEGIN IMMEDIATE on SQLite, SELECT ... FOR UPDATE on the team row"
+        " on PostgreSQL (services/quotas.py)"
+    )
+)
+
 TEAMS = 5
 PER_TEAM = 8
 PER_DAY = 3

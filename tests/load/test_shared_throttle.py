@@ -18,6 +18,13 @@ import pytest
 from app.services.people.throttle import AUTH_LIMIT
 from tests.load.servers import TIMEOUT, Deployment, Gunicorn, prepare
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "the shared login throttle is an INSERT ... ON CONFLICT DO UPDATE per dialect (services/throttle.py),"
+        " raced by two servers"
+    )
+)
+
 ATTEMPTS = 40
 
 

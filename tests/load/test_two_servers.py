@@ -73,7 +73,7 @@ def _kill_a_busy_worker(server: Gunicorn, pause_dir, started: threading.Event, d
                 if pid in workers and age < COMMIT_DELAY / 3:
                     os.kill(pid, signal.SIGKILL)
                     return pid
-        time.sleep(0.005)
+        time.sleep(0.005)  # poll interval (the deadline bounds the wait)
     return None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import pytest
 from sqlalchemy import select
 
 from app import synthetic
@@ -16,6 +17,13 @@ from app.services.errors import InvalidInput
 from app.services.maintenance import maintainer_actions
 from tests.support.files import write
 from tests.support.splits import nlvr2_split
+
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "the audit event is written in the same transaction as the change: rollback on failure is the "
+        "dialect's transaction behaviour"
+    )
+)
 
 
 def _events(app) -> list[tuple[str, str, int | None, dict]]:

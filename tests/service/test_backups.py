@@ -25,6 +25,13 @@ from app.services.people import accounts
 from tests.conftest import SqliteBackend, make_config
 from tests.support.api_world import build_world, post_file, stored_submission
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "backup and restore read and write the database per dialect (services/backups.py: sequences, COPY-"
+        "free inserts, PostgreSQL branches)"
+    )
+)
+
 
 def _populate(app):
     """Public and hidden splits, two teams, scored (published and not) and rejected submissions, and a

@@ -24,6 +24,17 @@ from app.services.errors import Conflict
 from app.services.intake import submissions
 from app.services.people import accounts, teams
 
+pytestmark = [
+    # the crowded board (`module_app`) is built once per backend on one worker.
+    pytest.mark.xdist_group("crowded_boards"),
+    pytest.mark.postgres(
+        reason=(
+            "ranks and board snapshots on a crowded board: board_snapshots.py and leaderboards.py queries (window"
+            " and aggregate functions, float ordering) per dialect"
+        )
+    ),
+]
+
 TEST_P_SIZE = 6967
 
 

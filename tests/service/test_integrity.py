@@ -21,6 +21,13 @@ from app.services.intake import submissions
 from app.services.intake.submissions import Upload
 from tests.support.blind_test_world import N, binary_file, build_blind_test_world, submit
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "probe summaries are appended with a statement written per dialect (services/integrity.py APPEND) and"
+        " read with a PostgreSQL branch"
+    )
+)
+
 
 @pytest.fixture
 def world(ctx):

@@ -30,6 +30,10 @@ from app.services.people import accounts, teams
 from app.services.storage import checksums
 from tests.support.files import write
 
+pytestmark = pytest.mark.postgres(
+    reason=("rescoring and the gold versions: bulk updates and the boards' changelog under each dialect's transactions")
+)
+
 N = 1000
 FLIPPED = 20
 ENTRIES = 30

@@ -21,6 +21,10 @@ from app.services.intake import submissions
 from app.services.people import accounts, teams
 from tests.conftest import make_config
 
+pytestmark = pytest.mark.postgres(
+    reason="migrations run batch mode on SQLite and ALTER on PostgreSQL: both must reach the models"
+)
+
 CORE_TABLES = {"benchmarks", "splits", "subsets", "submissions", "scores", "teams", "users", "memberships"}
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 from sqlalchemy import insert
 
 from app import create_app, synthetic
@@ -23,6 +24,16 @@ from app.services.maintenance import backups
 from app.services.people import teams
 from app.services.storage import checksums, upload_files
 from tests.conftest import make_config
+
+pytestmark = [
+    # The module's tests share the backed-up deployments (`backed_up`): one worker builds them once.
+    pytest.mark.xdist_group("scale_growth"),
+    pytest.mark.postgres(
+        reason=(
+            "streaming many rows: server-side cursors on PostgreSQL vs SQLite's, and the backup's PostgreSQL branch"
+        )
+    ),
+]
 
 EXAMPLES = 2000
 
@@ -164,30 +175,39 @@ def _peak_alone(*args) -> int:
         return pool.apply(_peak_in_app, args)
 
 
-def test_a_backup_holds_nothing_per_upload_in_memory(tmp_path, database_backend, migrated_database):
+COUNTS = (1000, 6000)
+
+
+@pytest.fixture(scope="module")
+def backed_up(database_backend, migrated_database, tmp_path_factory):
+    """Per backend, once for the module: deployments with 1,000 and 6,000 uploads, each backed up in a fresh
+    process; {count: (archive, peak traced memory of the backup)}. The backup test checks the peaks, the
+    restore test restores the archives (both used to build their own)."""
+    folder = tmp_path_factory.mktemp("growth")
+    found = {}
+    for count in COUNTS:
+        archive = folder / f"backup-{count}.tar.gz"
+        with _deployment(folder / str(count), database_backend, f"growth{count}", migrated_database) as deployed:
+            source, url, app = deployed
+            _uploads(app, count)
+            found[count] = archive, _peak_alone(source, url, "backup", archive, count)
+    return found
+
+
+def test_a_backup_holds_nothing_per_upload_in_memory(backed_up):
     """Six times the uploads, about the same peak memory: the list of uploads is read BATCH at a time, the
     archive keeps no TarInfo per member written, and the list of files (name, sha256, size) is spooled to
     files.jsonl, not held (before: ~1.6 KB per upload, ~1.1 KB of it the manifest's entry)."""
-    peaks = {}
-    for count in (1000, 6000):
-        with _deployment(tmp_path / str(count), database_backend, f"growth{count}", migrated_database) as deployed:
-            folder, url, app = deployed
-            _uploads(app, count)
-            peaks[count] = _peak_alone(folder, url, "backup", folder / "backup.tar.gz", count)
+    peaks = {count: peak for count, (_, peak) in backed_up.items()}
     per_upload = (peaks[6000] - peaks[1000]) / 5000
     assert per_upload < 300, peaks
 
 
-def test_a_restore_holds_nothing_per_upload_in_memory(tmp_path, database_backend, migrated_database):
+def test_a_restore_holds_nothing_per_upload_in_memory(backed_up, tmp_path, database_backend):
     """The same for a restore: files are checked against files.jsonl a line at a time (each moved aside once
     matched, so a name listed twice or a file not listed is still caught) and placed one at a time."""
     peaks = {}
-    for count in (1000, 6000):
-        archive = tmp_path / f"backup-{count}.tar.gz"
-        with _deployment(tmp_path / str(count), database_backend, f"source{count}", migrated_database) as deployed:
-            folder, url, app = deployed
-            _uploads(app, count)
-            _peak_alone(folder, url, "backup", archive, count)
+    for count, (archive, _) in backed_up.items():
         with _deployment(tmp_path / f"restored{count}", database_backend, f"restored{count}") as deployed:
             folder, url, _ = deployed
             peaks[count] = _peak_alone(folder, url, "restore", archive, count)

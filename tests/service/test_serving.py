@@ -17,6 +17,10 @@ from app.schema import SchemaOutOfDate, head_revision, require_current
 from tests.conftest import make_config
 from tests.load.servers import REPO, Deployment, Gunicorn
 
+pytestmark = pytest.mark.postgres(
+    reason=("engine options and the schema check at startup differ by dialect (config.engine_options, pool settings)")
+)
+
 
 def test_postgres_connections_are_pinged_and_time_out(monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql://holdout@127.0.0.1:5432/holdout")

@@ -19,6 +19,13 @@ from app.services.intake import quotas, submissions
 from app.services.intake.submissions import Upload
 from tests.support.submission_world import build_submission_world
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "quotas by day and month compare timestamptz (naive strings on SQLite) and serialise with FOR UPDATE "
+        "vs BEGIN IMMEDIATE (services/quotas.py)"
+    )
+)
+
 NOW = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)
 
 

@@ -21,6 +21,13 @@ from app.services.intake.submissions import Upload
 from app.services.storage import upload_files
 from tests.support.submission_world import build_submission_world
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "quota windows around midnight compare timestamptz (naive strings on SQLite); rows and files stay "
+        "consistent under each dialect's rollback"
+    )
+)
+
 NOW = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)
 
 

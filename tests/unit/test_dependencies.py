@@ -9,7 +9,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-DEV_TOOLS = {"pytest", "hypothesis", "schemathesis", "playwright", "openapi-spec-validator", "ruff", "mypy"}
+DEV_TOOLS = {
+    "pytest",
+    "pytest-xdist",
+    "pytest-cov",
+    "hypothesis",
+    "schemathesis",
+    "playwright",
+    "openapi-spec-validator",
+    "ruff",
+    "mypy",
+}
 
 
 def name_of(requirement: str) -> str:

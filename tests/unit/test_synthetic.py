@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from app import synthetic as S
 
+pytestmark = pytest.mark.synthetic_uncached  # these tests check the generators themselves
+
 # ---------------------------------------------------------------- helpers
 
 

@@ -14,6 +14,13 @@ from app.services.people import accounts
 from app.web.auth import safe_next
 from tests.support.browser import csrf_token, login, logout, post_form, register
 
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "the login throttle's per-dialect upsert (services/throttle.py) and unique emails under each "
+        "dialect's constraints"
+    )
+)
+
 PASSWORD = "correct horse battery"
 
 
@@ -72,6 +79,7 @@ def test_register_with_missing_fields_is_400(client):
     assert "This field is required" in response.get_data(as_text=True)
 
 
+@pytest.mark.real_password_hash  # the production hash (scrypt), not the tests' cheap one
 def test_password_is_stored_hashed(app, client):
     register(client, "ada@example.org", PASSWORD)
     with app.app_context():

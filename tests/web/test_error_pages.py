@@ -16,6 +16,10 @@ from app.services import catalog
 from app.services.people import accounts, teams
 from tests.support.browser import csrf_token, login
 
+pytestmark = pytest.mark.postgres(
+    reason="the session must be rolled back after an error: PostgreSQL aborts the transaction, SQLite does not"
+)
+
 
 def _title(response) -> str:
     return re.search(r"<title>(.*?)</title>", response.get_data(as_text=True), re.S).group(1)

@@ -13,6 +13,10 @@ from app.services.intake.submissions import Upload
 from app.services.people import accounts, teams
 from tests.support.browser import login
 
+pytestmark = pytest.mark.postgres(
+    reason="probe flags written with per-dialect statements (services/integrity.py) and filtered by query"
+)
+
 PASSWORD = "password123"
 
 

@@ -18,6 +18,8 @@ from app.services import catalog
 from tests.conftest import make_config
 from tests.support.api_world import build_world, post_file, stored_submission
 
+pytestmark = pytest.mark.postgres(reason="database-error counts come from each dialect's exceptions")
+
 PUBLIC_ADDRESS = {"REMOTE_ADDR": "203.0.113.7"}
 
 

@@ -13,7 +13,14 @@ from app.models import ApiToken, Invite, Membership, User, utcnow
 from app.services.errors import InvalidInput, NotFound
 from app.services.people import accounts, teams
 from app.services.people.accounts import token_digest
+from tests.conftest import CHEAP_HASH
 from tests.support.browser import login, post_form
+
+pytestmark = pytest.mark.postgres(
+    reason=(
+        "team name keys are unique VARCHAR columns (case and length differ by dialect); invites use timestamptz expiry"
+    )
+)
 
 PASSWORD = "correct horse battery"
 INVITE_URL = re.compile(r'value="(http://localhost/invites/([A-Za-z0-9_-]+))"')
@@ -194,8 +201,9 @@ def test_non_member_gets_404(app):
 
 # --- who may open what ---------------------------------------------------------------------------------
 
-# A hash computed once: the access matrix needs many users, and each scrypt hash takes a while.
-_HASH = generate_password_hash(PASSWORD)
+# A hash computed once, and a cheap one (as tests/conftest.py makes every test's): the access matrix needs
+# many users and logins, and each scrypt hash or check takes a while.
+_HASH = generate_password_hash(PASSWORD, method=CHEAP_HASH)
 
 ROLES = ("anonymous", "other", "member")
 # (method, path, form data, expected status for anonymous / another user / a team member)
