@@ -23,11 +23,13 @@ PYTEST_WORKERS ?= auto
 # module-scoped world, such as the browser tests' server, is built once), which go to one worker together.
 PYTEST_DIST ?= loadgroup
 PYTEST_ARGS ?=
-COVERAGE_ARGS ?= --cov=app --cov=serving --cov-branch --cov-report=term:skip-covered
+# Branch coverage costs the run about half again its CPU, so `make test` (and CI) leaves it out and
+# `make coverage` measures it: the same suite with pytest-cov, its total in the README.
+COVERAGE_ARGS ?=
 export MYPY_CACHE_DIR ?= $(CACHE_HOME)/mypy-$(VENV_KEY)
 export RUFF_CACHE_DIR ?= $(CACHE_HOME)/ruff
 
-.PHONY: install install-dev venv-link system-deps run test lint bench benchmarks serve-benchmark scale-benchmark clean
+.PHONY: install install-dev venv-link system-deps run test coverage lint bench benchmarks serve-benchmark scale-benchmark clean
 
 # The stamps' names hold a digest of the files' contents, so they depend on nothing else: a fresh clone's
 # newer file times must not reinstall (a changed file makes a new stamp name, which reinstalls).
@@ -73,6 +75,9 @@ lint: install-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+
+coverage:
+	$(MAKE) --no-print-directory test COVERAGE_ARGS="--cov=app --cov=serving --cov-branch --cov-report=term:skip-covered"
 
 # The speed and scale benchmarks: scripts that print tables, never part of the test run.
 bench: install
