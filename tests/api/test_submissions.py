@@ -17,7 +17,7 @@ from tests.support.api_world import build_world, post_file, stored_submission
 pytestmark = pytest.mark.postgres(
     reason=(
         "quotas serialise on SQLite's BEGIN IMMEDIATE vs PostgreSQL's SELECT ... FOR UPDATE "
-        "(services/quotas.py); probe summaries use per-dialect upserts (services/integrity.py)"
+        "(services/intake/quotas.py); probe summaries use per-dialect upserts (services/blind_test/integrity.py)"
     )
 )
 

@@ -21,7 +21,7 @@ from tests.load.servers import TIMEOUT, running_server, send, upload_request, up
 pytestmark = pytest.mark.postgres(
     reason=(
         "the quota under concurrent uploads: BEGIN IMMEDIATE on SQLite, SELECT ... FOR UPDATE on the team row"
-        " on PostgreSQL (services/quotas.py)"
+        " on PostgreSQL (services/intake/quotas.py)"
     )
 )
 

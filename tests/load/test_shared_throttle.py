@@ -20,7 +20,7 @@ from tests.load.servers import TIMEOUT, Deployment, Gunicorn, prepare
 
 pytestmark = pytest.mark.postgres(
     reason=(
-        "the shared login throttle is an INSERT ... ON CONFLICT DO UPDATE per dialect (services/throttle.py),"
+        "the shared login throttle is an INSERT ... ON CONFLICT DO UPDATE per dialect (services/people/throttle.py),"
         " raced by two servers"
     )
 )

@@ -27,7 +27,7 @@ from tests.support.security_world import EMAILS
 from tests.support.users import PASSWORD, make_user
 
 pytestmark = pytest.mark.postgres(
-    reason=("the login throttle's per-dialect upsert (services/throttle.py) and session generations under timestamptz")
+    reason=("the login throttle's per-dialect upsert (services/people/throttle.py) and session generations under timestamptz")
 )
 
 

@@ -21,7 +21,7 @@ from tests.support.users import PASSWORD, make_user
 
 pytestmark = pytest.mark.postgres(
     reason=(
-        "the login throttle's per-dialect upsert (services/throttle.py), token hashes in unique VARCHAR "
+        "the login throttle's per-dialect upsert (services/people/throttle.py), token hashes in unique VARCHAR "
         "columns, upload limits under each dialect's transactions"
     )
 )

@@ -37,7 +37,7 @@ from tests.support.users import bearer, make_user
 
 pytestmark = pytest.mark.postgres(
     reason=(
-        "probe summaries and flags are written with per-dialect upserts (services/integrity.py); scores are "
+        "probe summaries and flags are written with per-dialect upserts (services/blind_test/integrity.py); scores are "
         "REAL vs double precision"
     )
 )

@@ -27,7 +27,7 @@ from tests.support.api_world import build_world, post_file, stored_submission
 
 pytestmark = pytest.mark.postgres(
     reason=(
-        "backup and restore read and write the database per dialect (services/backups.py: sequences, COPY-"
+        "backup and restore read and write the database per dialect (services/maintenance/backups.py: sequences, COPY-"
         "free inserts, PostgreSQL branches)"
     )
 )

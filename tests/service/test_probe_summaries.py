@@ -24,7 +24,7 @@ from app.services.maintenance import label_audits
 from tests.support.users import make_user
 
 pytestmark = pytest.mark.postgres(
-    reason="probe summaries are kept with per-dialect upserts and appends (services/integrity.py)"
+    reason="probe summaries are kept with per-dialect upserts and appends (services/blind_test/integrity.py)"
 )
 
 # (task, number of examples): 400 examples, 360 images, 300 questions; 1% is 4, 3.6 and 3 units.

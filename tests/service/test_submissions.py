@@ -22,7 +22,7 @@ from tests.support.submission_world import build_submission_world
 pytestmark = pytest.mark.postgres(
     reason=(
         "quotas by day and month compare timestamptz (naive strings on SQLite) and serialise with FOR UPDATE "
-        "vs BEGIN IMMEDIATE (services/quotas.py)"
+        "vs BEGIN IMMEDIATE (services/intake/quotas.py)"
     )
 )
 

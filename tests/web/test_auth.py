@@ -16,7 +16,7 @@ from tests.support.browser import csrf_token, login, logout, post_form, register
 
 pytestmark = pytest.mark.postgres(
     reason=(
-        "the login throttle's per-dialect upsert (services/throttle.py) and unique emails under each "
+        "the login throttle's per-dialect upsert (services/people/throttle.py) and unique emails under each "
         "dialect's constraints"
     )
 )

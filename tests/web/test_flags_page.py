@@ -14,7 +14,7 @@ from app.services.people import accounts, teams
 from tests.support.browser import login
 
 pytestmark = pytest.mark.postgres(
-    reason="probe flags written with per-dialect statements (services/integrity.py) and filtered by query"
+    reason="probe flags written with per-dialect statements (services/blind_test/integrity.py) and filtered by query"
 )
 
 PASSWORD = "password123"

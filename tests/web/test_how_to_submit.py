@@ -17,7 +17,7 @@ from tests.support.browser import csrf_token, login, post_form
 
 pytestmark = pytest.mark.postgres(
     reason=(
-        "the remaining quota is read under the dialect's locking (services/quotas.py) and day windows in timestamptz"
+        "the remaining quota is read under the dialect's locking (services/intake/quotas.py) and day windows in timestamptz"
     )
 )
 
