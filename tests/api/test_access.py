@@ -6,14 +6,6 @@ import pytest
 
 from tests.support.api_world import ROLES, build_world, post_file, stored_submission
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "every request's transaction differs by dialect (app/db.py: BEGIN IMMEDIATE on SQLite; autocommit "
-        "reads, FOR UPDATE and aborted-transaction rollback on PostgreSQL); token lookups and last_used_at "
-        "(timestamptz) writes"
-    )
-)
-
 # endpoint -> expected status for (anonymous, other, member, admin). The admin belongs to no team: it may
 # read any submission but cannot submit for, publish or unpublish a team's work.
 MATRIX = {

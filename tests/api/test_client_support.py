@@ -3,16 +3,8 @@ default board (GET /leaderboards/<benchmark>)."""
 
 from __future__ import annotations
 
-import pytest
-
 from app.services import catalog
 from tests.support.api_world import build_world, stored_submission
-
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "token lookup and the default board's snapshot (board_snapshots.py reads differently on SQLite) on each dialect"
-    )
-)
 
 
 def test_me_names_the_user_and_their_teams(app, client):

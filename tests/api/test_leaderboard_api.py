@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from app import synthetic
 from app.db import db
@@ -12,13 +11,6 @@ from app.models import Submission
 from app.services import catalog
 from app.services.intake import submissions
 from app.services.people import teams
-
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "board snapshots and ranks read through board_snapshots.py, which has a SQLite-only path; float "
-        "columns are REAL vs double precision"
-    )
-)
 
 TASK = get_task("nlvr2")
 

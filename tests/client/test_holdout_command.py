@@ -17,13 +17,6 @@ import pytest
 from app import synthetic
 from tests.load.servers import running_server
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "the client against gunicorn on each database: quotas (FOR UPDATE vs BEGIN IMMEDIATE) and timestamptz"
-        " in the listings"
-    )
-)
-
 PER_DAY = 2
 
 

@@ -20,7 +20,9 @@ assert len(set(KEYS)) == len(KEYS), "the walk must not make the same request twi
 pytestmark = pytest.mark.xdist_group("golden_walk")
 
 
-@pytest.fixture(scope="module")
+# Session scope: xdist may interleave other modules' tests with this one's on a worker, and a module-scoped
+# fixture would then be built again; the walk is made once per worker process.
+@pytest.fixture(scope="session")
 def current(tmp_path_factory) -> dict[str, walk.Answer]:
     return {answer.key: answer for answer in walk.walk(tmp_path_factory.mktemp("golden"))}
 

@@ -3,18 +3,9 @@ anonymous visitors are sent to log in, team members get 403 and change nothing, 
 
 from __future__ import annotations
 
-import pytest
-
 from tests.security import crawler
 from tests.support.browser import csrf_token
 from tests.support.security_world import build, table_counts
-
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "every request's transaction differs by dialect (app/db.py: BEGIN IMMEDIATE on SQLite; autocommit "
-        "reads, FOR UPDATE and aborted-transaction rollback on PostgreSQL)"
-    )
-)
 
 ROLES = ("anonymous", "other", "owner", "admin")
 

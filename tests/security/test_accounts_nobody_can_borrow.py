@@ -26,10 +26,6 @@ from tests.support.files import write
 from tests.support.security_world import EMAILS
 from tests.support.users import PASSWORD, make_user
 
-pytestmark = pytest.mark.postgres(
-    reason=("the login throttle's per-dialect upsert (services/people/throttle.py) and session generations under timestamptz")
-)
-
 
 @pytest.fixture
 def people(app):

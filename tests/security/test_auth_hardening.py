@@ -19,13 +19,6 @@ from tests.support.browser import csrf_token, login, post_form
 from tests.support.security_world import EMAILS, build, table_counts
 from tests.support.users import PASSWORD, make_user
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "the login throttle's per-dialect upsert (services/people/throttle.py), token hashes in unique VARCHAR "
-        "columns, upload limits under each dialect's transactions"
-    )
-)
-
 REDIRECTS = [
     "//evil.example",
     "https://evil.example/",

@@ -35,13 +35,6 @@ from app.services.blind_test import visibility
 from app.services.people import accounts, teams
 from tests.support.users import bearer, make_user
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "probe summaries and flags are written with per-dialect upserts (services/blind_test/integrity.py); scores are "
-        "REAL vs double precision"
-    )
-)
-
 N = 6970  # NLVR2 Test-U
 K = 300
 SEED = 2015

@@ -40,16 +40,9 @@ from tests.security.leaks import SealedFigureDetector
 from tests.support.security_world import EMAILS, World
 from tests.support.users import make_user
 
-pytestmark = [
-    # the attack (`attack`, module scope) is run once per backend on one worker.
-    pytest.mark.xdist_group("sealed_part"),
-    pytest.mark.postgres(
-        reason=(
-            "the sealed part's release is stored in float columns (REAL vs double precision) and read through "
-            "board_snapshots.py's per-dialect path"
-        )
-    ),
-]
+# The attack (`attack`, module scope) is run once on one worker. SQLite alone: an attack on the release rule,
+# whose stored floats and board reads are checked on PostgreSQL by test_policy_changes and test_crowded_boards.
+pytestmark = pytest.mark.xdist_group("sealed_part")
 
 N = 6970  # NLVR2 Test-U
 K = 150

@@ -18,13 +18,6 @@ from tests.security import crawler
 from tests.security.leaks import LeakDetector
 from tests.support.security_world import build
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "path-like inputs reach slug lookups where PostgreSQL's comparison, VARCHAR limits and NUL refusal "
-        "differ from SQLite's"
-    )
-)
-
 PAYLOADS = (
     "..",
     "../..",

@@ -16,10 +16,6 @@ from app.models import Team, User
 from app.security import bearer_token
 from app.services.people import accounts, teams
 
-pytestmark = pytest.mark.postgres(
-    reason=("unique email and team-name keys (VARCHAR, unique constraints) and their IntegrityErrors differ by dialect")
-)
-
 PASSWORD = "correct horse battery"
 
 

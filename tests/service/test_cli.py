@@ -7,7 +7,6 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 
 from app import synthetic
@@ -15,10 +14,6 @@ from app.db import db
 from app.models import Score, Split, Submission
 from tests.support.files import write
 from tests.support.splits import nlvr2_split
-
-pytestmark = pytest.mark.postgres(
-    reason="the commands' writes, IntegrityErrors and rollbacks on each dialect's transactions and constraints"
-)
 
 
 def test_benchmarks_add_and_list(runner):

@@ -20,13 +20,6 @@ from app.services.catalog import references
 from app.services.intake import submissions
 from app.services.people import teams
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "exports read board snapshots (board_snapshots.py has a SQLite-only path) and float scores (REAL vs "
-        "double precision)"
-    )
-)
-
 WHEN = datetime(2025, 3, 14, 9, 26, tzinfo=UTC)
 COLUMNS = [
     Column("all", "accuracy", "Accuracy"),

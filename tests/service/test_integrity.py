@@ -23,8 +23,8 @@ from tests.support.blind_test_world import N, binary_file, build_blind_test_worl
 
 pytestmark = pytest.mark.postgres(
     reason=(
-        "probe summaries are appended with a statement written per dialect (services/blind_test/integrity.py APPEND) and"
-        " read with a PostgreSQL branch"
+        "probe summaries are appended with a statement written per dialect (services/blind_test/integrity.py "
+        "APPEND) and read with a PostgreSQL branch"
     )
 )
 

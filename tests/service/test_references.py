@@ -14,10 +14,6 @@ from app.services.catalog import references
 from app.services.errors import InvalidInput, NotFound
 from tests.support.splits import nlvr2_split
 
-pytestmark = pytest.mark.postgres(
-    reason=("reference rows with float scores and unique constraints, and the board cache they invalidate, per dialect")
-)
-
 HUMAN = '{"all": {"accuracy": 96.1, "consistency": 88}, "balanced": {"accuracy": 95.0}}'
 
 

@@ -26,10 +26,6 @@ from tests.support.blind_test_world import build_blind_test_world, submit
 from tests.support.browser import login, post_form
 from tests.support.splits import nlvr2_split
 
-pytestmark = pytest.mark.postgres(
-    reason="the sealed part's seed and fraction (VARCHAR, float) and releases under every policy, per dialect"
-)
-
 TASK = get_task("nlvr2")
 POLICIES = ("full", "ladder", "none")
 

@@ -13,10 +13,6 @@ from app.services.errors import InvalidInput, NotFound
 from app.services.people import accounts
 from tests.support.browser import login, post_form
 
-pytestmark = pytest.mark.postgres(
-    reason="token hashes in unique VARCHAR columns and revocation timestamps (timestamptz) per dialect"
-)
-
 PASSWORD = "correct horse battery"
 TOKEN = re.compile(r"hd_[A-Za-z0-9_-]{43}")
 

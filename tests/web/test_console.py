@@ -23,14 +23,6 @@ from app.services.intake import submissions
 from app.services.people import accounts, teams
 from tests.support.browser import login, post_form
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "every request's transaction differs by dialect (app/db.py: BEGIN IMMEDIATE on SQLite; autocommit "
-        "reads, FOR UPDATE and aborted-transaction rollback on PostgreSQL); the console's writes must leave "
-        "nothing half-stored on either dialect"
-    )
-)
-
 PASSWORD = "password123"
 ROLES = {"anonymous": None, "user": "user@example.org", "member": "member@example.org", "admin": "admin@example.org"}
 

@@ -13,10 +13,6 @@ from app.services.intake.submissions import Upload
 from app.services.people import accounts, teams
 from tests.support.browser import login
 
-pytestmark = pytest.mark.postgres(
-    reason="probe flags written with per-dialect statements (services/blind_test/integrity.py) and filtered by query"
-)
-
 PASSWORD = "password123"
 
 

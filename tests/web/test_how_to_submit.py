@@ -15,12 +15,6 @@ from app.services import catalog
 from app.services.people import accounts, teams
 from tests.support.browser import csrf_token, login, post_form
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "the remaining quota is read under the dialect's locking (services/intake/quotas.py) and day windows in timestamptz"
-    )
-)
-
 
 @pytest.fixture
 def site(app):

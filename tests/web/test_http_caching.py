@@ -14,10 +14,6 @@ from tests.support.browser import login, post_form
 from tests.support.security_world import EMAILS, build
 from tests.support.users import PASSWORD
 
-pytestmark = pytest.mark.postgres(
-    reason="ETags follow the board version and snapshot (board_snapshots.py has a SQLite-only path)"
-)
-
 PUBLIC, PRIVATE, NO_STORE = "public", "private", "no-store"
 PUBLIC_CONTROL = "public, max-age=0, stale-while-revalidate=60"  # LEADERBOARD_PAGE_TTL is 0 in tests
 # Every GET endpoint and its class for a visitor without a session or token. A new route must be added here

@@ -20,10 +20,6 @@ from app.services.intake import submissions
 from app.services.people import accounts, teams
 from tests.support.browser import login, logout
 
-pytestmark = pytest.mark.postgres(
-    reason=("ordering, ties and pagination of float scores (REAL vs double precision) and the board cache per dialect")
-)
-
 ROW = re.compile(
     r'<tr class="(entry|reference)"(?: data-submission-id="(\d+)")?>\s*<td class="rank"[^>]*>([^<]*)'
     r'(?:<span class="ci"[^>]*>[^<]*</span>)?</td>'

@@ -10,10 +10,6 @@ from app.services.intake import submissions
 from app.services.people import teams
 from tests.support.splits import nlvr2_split
 
-pytestmark = pytest.mark.postgres(
-    reason="the benchmark list and board read through autocommit reads on PostgreSQL (app/db.py begin_reading)"
-)
-
 
 def test_healthz(client):
     response = client.get("/healthz")

@@ -13,14 +13,6 @@ from app.services import catalog
 from app.services.people import accounts, teams
 from tests.support.browser import csrf_token, login, post_form
 
-pytestmark = pytest.mark.postgres(
-    reason=(
-        "every request's transaction differs by dialect (app/db.py: BEGIN IMMEDIATE on SQLite; autocommit "
-        "reads, FOR UPDATE and aborted-transaction rollback on PostgreSQL); quotas and publication under each"
-        " dialect's locking"
-    )
-)
-
 
 @pytest.fixture
 def site(app, client):
