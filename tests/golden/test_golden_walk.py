@@ -8,6 +8,8 @@ Re-record with `python -m tests.golden.record` only for an intended change of be
 from __future__ import annotations
 
 import difflib
+import fcntl
+import os
 
 import pytest
 
@@ -20,11 +22,19 @@ assert len(set(KEYS)) == len(KEYS), "the walk must not make the same request twi
 pytestmark = pytest.mark.xdist_group("golden_walk")
 
 
-# Session scope: xdist may interleave other modules' tests with this one's on a worker, and a module-scoped
-# fixture would then be built again; the walk is made once per worker process.
 @pytest.fixture(scope="session")
 def current(tmp_path_factory) -> dict[str, walk.Answer]:
-    return {answer.key: answer for answer in walk.walk(tmp_path_factory.mktemp("golden"))}
+    """The walk, made once per test run: the first worker to ask makes it under a lock and leaves it in the
+    run's shared temporary folder for the others (pytest-xdist's recipe for a session fixture made once)."""
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's folder sits in the run's own (new each run); alone, the run's folder is it.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    made = shared / "golden-walk.jsonl.xz"
+    with open(shared / "golden-walk.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            walk.save(walk.walk(tmp_path_factory.mktemp("golden")), made)
+    return {answer.key: answer for answer in walk.load(made)}
 
 
 def test_the_walk_reaches_the_same_requests(current):

@@ -287,7 +287,10 @@ def walk(folder: Path) -> list[Answer]:
 def save(answers: list[Answer], path: Path = RECORDING) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(asdict(answer), ensure_ascii=False, sort_keys=True) + "\n" for answer in answers)
-    path.write_bytes(lzma.compress(lines.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
+    # Written aside and renamed, so a reader never sees half a file.
+    temporary = path.with_name(path.name + ".part")
+    temporary.write_bytes(lzma.compress(lines.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
+    temporary.replace(path)
 
 
 def load(path: Path = RECORDING) -> list[Answer]:
