@@ -19,9 +19,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Parallel test workers (pytest-xdist): one per core. `make test PYTEST_WORKERS=0` runs in one process.
 PYTEST_WORKERS ?= auto
-# loadgroup: tests are handed out one by one, except those of an `xdist_group` (a module whose expensive
-# module-scoped world, such as the browser tests' server, is built once), which go to one worker together.
-PYTEST_DIST ?= loadgroup
+# loadfile: each test module goes whole to one worker, so a module's expensive world (the golden walk, the
+# browser tests' server, the sealed-part attack, the backed-up deployments) is built once. (loadgroup's
+# xdist_group marks do not group under pytest 9: xdist renames the node ids, which pytest 9 no longer reads.)
+PYTEST_DIST ?= loadfile
 PYTEST_ARGS ?=
 # Branch coverage costs the run about half again its CPU, so `make test` (and CI) leaves it out and
 # `make coverage` measures it: the same suite with pytest-cov, its total in the README.

@@ -19,7 +19,7 @@ RECORDED = walk.load()
 KEYS = [answer.key for answer in RECORDED]
 assert len(set(KEYS)) == len(KEYS), "the walk must not make the same request twice as one role"
 
-pytestmark = pytest.mark.xdist_group("golden_walk")
+pytestmark = pytest.mark.xdist_group(name="golden_walk")
 
 
 @pytest.fixture(scope="session")
