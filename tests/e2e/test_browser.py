@@ -9,7 +9,6 @@ import io
 import re
 from pathlib import Path
 
-import pytest
 from sqlalchemy import select
 
 from app import synthetic
@@ -17,8 +16,8 @@ from app.db import db
 from app.models import Score
 from tests.e2e.conftest import ADMIN, screenshot
 
-# One gunicorn server and one Chromium for the module (`site`, `browser`): on one worker, started once.
-pytestmark = pytest.mark.xdist_group("browser")
+# One gunicorn server and one Chromium for the module (`site`, `browser`), started once: make test hands
+# a module whole to one worker (--dist loadfile).
 
 # Reports every change of the upload page's progress bar to the test, across the navigation that follows.
 WATCH_PROGRESS = """

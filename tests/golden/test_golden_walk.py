@@ -19,8 +19,6 @@ RECORDED = walk.load()
 KEYS = [answer.key for answer in RECORDED]
 assert len(set(KEYS)) == len(KEYS), "the walk must not make the same request twice as one role"
 
-pytestmark = pytest.mark.xdist_group(name="golden_walk")
-
 
 @pytest.fixture(scope="session")
 def current(tmp_path_factory) -> dict[str, walk.Answer]:

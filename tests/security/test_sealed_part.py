@@ -40,9 +40,9 @@ from tests.security.leaks import SealedFigureDetector
 from tests.support.security_world import EMAILS, World
 from tests.support.users import make_user
 
-# The attack (`attack`, module scope) is run once on one worker. SQLite alone: an attack on the release rule,
-# whose stored floats and board reads are checked on PostgreSQL by test_policy_changes and test_crowded_boards.
-pytestmark = pytest.mark.xdist_group("sealed_part")
+# SQLite alone: an attack on the release rule, whose stored floats and board reads are checked on PostgreSQL
+# by test_policy_changes and test_crowded_boards. Each attack (module scope) runs once: make test hands a
+# module whole to one worker (--dist loadfile).
 
 N = 6970  # NLVR2 Test-U
 K = 150

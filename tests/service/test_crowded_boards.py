@@ -25,8 +25,6 @@ from app.services.intake import submissions
 from app.services.people import accounts, teams
 
 pytestmark = [
-    # the crowded board (`module_app`) is built once per backend on one worker.
-    pytest.mark.xdist_group("crowded_boards"),
     pytest.mark.postgres(
         reason=(
             "ranks and board snapshots on a crowded board: board_snapshots.py and leaderboards.py queries (window"

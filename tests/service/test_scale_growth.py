@@ -26,8 +26,6 @@ from app.services.storage import checksums, upload_files
 from tests.conftest import make_config
 
 pytestmark = [
-    # The module's tests share the backed-up deployments (`backed_up`): one worker builds them once.
-    pytest.mark.xdist_group("scale_growth"),
     pytest.mark.postgres(
         reason=(
             "streaming many rows: server-side cursors on PostgreSQL vs SQLite's, and the backup's PostgreSQL branch"
