@@ -17,6 +17,7 @@ from app.api import openapi
 from app.db import db
 from app.evaluation import Problem
 from app.models import Split, Submission, User
+from app.request_limits import accepts_upload
 from app.security import bearer_token, check_form_parts, csrf
 from app.services.blind_test import visibility
 from app.services.boards import exports, listings, page_versions
@@ -265,6 +266,7 @@ def models(benchmark: str):
 
 
 @bp.post("/submissions")
+@accepts_upload
 def create_submission():
     user = _caller()
     check_form_parts()  # reading the form is where werkzeug answers 413 for an oversized body

@@ -12,8 +12,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
+from app import request_limits
 from app.db import db
-from app.security import login_manager, too_many_parts
+from app.security import login_manager
 from app.services.errors import QuotaExceeded, ServiceError, Throttled
 from app.services.intake.quotas import retry_after_seconds
 
@@ -101,10 +102,9 @@ def _http_error(exc: HTTPException):
     if isinstance(exc, CSRFError):
         message = CSRF_MESSAGE
     if status == 413:
-        if request.content_length is not None and request.content_length <= current_app.config["MAX_CONTENT_LENGTH"]:
-            # Werkzeug's part limit, not the body's size: say so, naming the form (422).
-            return _service_error(too_many_parts())
-        message = f"The upload is larger than this server accepts ({current_app.config['MAX_UPLOAD_MB']} MB)."
+        message = request_limits.refusal(current_app.config["MAX_UPLOAD_MB"])
+    elif isinstance(exc, request_limits.JsonTooDeep):
+        message = exc.description
     headers = {}
     valid_methods = getattr(exc, "valid_methods", None)  # MethodNotAllowed's
     if status == 405 and valid_methods:

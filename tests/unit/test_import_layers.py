@@ -27,6 +27,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "app.observability": (1, "metric counters the services record into"),
     "app.lru": (1, "the in-memory memo the services' caches (gold sets, snapshots) and the page caches use"),
     "app.services": (2, "use cases; each owns its transaction"),
+    "app.request_limits": (3, "how large and deep a request body may be, set per route before anything reads it"),
     "app.security": (3, "sessions, bearer tokens, CSRF and request checks: HTTP plumbing the pages and API share"),
     "app.http_caching": (3, "Cache-Control and ETags of the pages and the read API alike"),
     "app.page_cache": (3, "rendered pages and ETags kept in memory, for the pages and http_caching alike"),
