@@ -35,8 +35,10 @@ def create_app(config: dict | None = None) -> Flask:
     app.url_map.converters["int"] = BoundedIntConverter
 
     from app.services.catalog.label_files import secure_labels_dir
+    from app.services.storage.upload_files import secure_uploads_dir
 
     secure_labels_dir(Path(app.config["HIDDEN_LABELS_DIR"]))
+    secure_uploads_dir(Path(app.config["SUBMISSIONS_DIR"]))
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 

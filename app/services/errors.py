@@ -36,6 +36,12 @@ class TooLarge(ServiceError):
     status = 413
 
 
+class StorageFailed(ServiceError):
+    """The server could not write what it was asked to keep (a full or failing disk): nothing was stored."""
+
+    status = 507
+
+
 class InvalidInput(ServiceError):
     status = 422
 

@@ -12,7 +12,8 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
-from app import request_limits
+from app import observability, request_limits
+from app.database_errors import disk_full
 from app.db import db
 from app.security import login_manager
 from app.services.errors import QuotaExceeded, ServiceError, Throttled
@@ -31,6 +32,10 @@ MESSAGES = {
     503: "The service is briefly unavailable; please retry in a moment.",
 }
 DATABASE_RETRY_AFTER = 5  # seconds: a database restart or failover usually takes a few
+DATABASE_FULL_MESSAGE = (
+    "The server's database is full, so nothing was stored. Retrying will not help until the maintainers free "
+    "space; reading boards still works."
+)
 CSRF_MESSAGE = "The form has expired or did not come from this site. Go back, reload the page and send it again."
 # Statuses with a page of their own in templates/errors/; the rest use errors/error.html.
 PAGES = (403, 404, 413, 429, 500)
@@ -118,10 +123,23 @@ def _unexpected(exc: Exception):
     return _render(500, MESSAGES[500])
 
 
+def _database_full(exc: Exception):
+    """The database's disk is full: nothing was stored, and no retry helps until a maintainer frees space,
+    so the 503 carries no Retry-After (a client would retry forever); /healthz says why."""
+    _rollback()
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    observability.storage_failure("database", reason[0] if reason else "disk full")
+    current_app.logger.error("database full on %s %s: %s", request.method, request.path, reason[:1])
+    g._login_user = login_manager.anonymous_user()
+    return _render(503, DATABASE_FULL_MESSAGE)
+
+
 def _database_error(exc: Exception):
     """The database is unreachable, restarting or locked: 503 with Retry-After, not a traceback.
     The pool (pre-ping on PostgreSQL) reconnects by itself once it is back. Other database errors
     are bugs: 500 and logged."""
+    if disk_full(exc):
+        return _database_full(exc)
     unavailable = isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)) or getattr(
         exc, "connection_invalidated", False
     )
