@@ -216,6 +216,8 @@ class Submission(Model):
         # without reading or sorting every row of a split that holds hundreds of thousands.
         Index("ix_submissions_split_id_id", "split_id", "id"),
         Index("ix_submissions_split_published", "split_id", "published_at"),
+        # A client's retry of an upload it never heard back from finds the first one (NULLs never clash).
+        UniqueConstraint("user_id", "idempotency_key"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -244,6 +246,8 @@ class Submission(Model):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_reason: Mapped[str | None] = mapped_column(Text)
+    # The Idempotency-Key the upload was sent with: a repeat from the same account gets this one's answer.
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
 
     split: Mapped[Split] = relationship()
     team: Mapped[Team] = relationship()

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 
 from app.database_errors import disk_full
 
-UPLOAD_OUTCOMES = ("scored", "rejected", "over_quota")
+UPLOAD_OUTCOMES = ("scored", "rejected", "over_quota", "replayed")
 CONTENT_TYPE = CONTENT_TYPE_LATEST  # what /metrics answers with (the Prometheus text format)
 
 REQUESTS = Counter(
@@ -40,7 +40,9 @@ REQUEST_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
 UPLOADS = Counter(
-    "holdout_uploads", "Prediction files received, by outcome (scored, rejected, over_quota)", ["outcome"]
+    "holdout_uploads",
+    "Prediction files received, by outcome (scored, rejected, over_quota, replayed: a repeated Idempotency-Key)",
+    ["outcome"],
 )
 PARSE_SCORE_SECONDS = Histogram(
     "holdout_upload_parse_score_seconds",
@@ -79,7 +81,8 @@ _last_failures: dict[str, tuple[float, str]] = {}
 
 
 def upload(outcome: str) -> None:
-    """Count a received prediction file as scored, rejected (stored with its problems) or over_quota."""
+    """Count a received prediction file as scored, rejected (stored with its problems), over_quota or replayed
+    (answered as the earlier upload sent with the same Idempotency-Key)."""
     UPLOADS.labels(outcome).inc()
 
 

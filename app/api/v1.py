@@ -281,7 +281,12 @@ def create_submission():
         anonymous=_flag("anonymous", form.get("anonymous")),
     )
     result = submissions.submit(
-        user, form.get("team") or None, form["benchmark"].strip(), form["split"].strip(), upload
+        user,
+        form.get("team") or None,
+        form["benchmark"].strip(),
+        form["split"].strip(),
+        upload,
+        idempotency_key=request.headers.get("Idempotency-Key"),
     )
     body = {
         "id": result.id,
@@ -295,8 +300,10 @@ def create_submission():
         "scores": _scores(result.scores),
         "quota": result.quota.as_dict(),
     }
-    location = url_for("api_v1.get_submission", submission_id=result.id)
-    return body, 201, {"Location": location}
+    headers = {"Location": url_for("api_v1.get_submission", submission_id=result.id)}
+    if result.replayed:
+        headers["Idempotent-Replayed"] = "true"  # the first upload's answer; nothing new was stored
+    return body, 201, headers
 
 
 @bp.get("/submissions")
