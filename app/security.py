@@ -6,6 +6,7 @@ from __future__ import annotations
 from flask import Flask, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.exceptions import UnsupportedMediaType
 
 from app.db import db
 from app.models import User
@@ -137,6 +138,9 @@ def _check_text_input():
         raise NotFound("there is nothing at an address with a NUL byte")
     fields = [(f"query parameter {name!r}", v) for name, values in request.args.lists() for v in [name, *values]]
     has_body = request.method in BODY_METHODS  # a body sent with a GET is never read
+    if has_body and request.is_json and not request.path.startswith("/api/"):
+        # Flask-WTF would read a JSON body as the form, and a list or a number there is a 500.
+        raise UnsupportedMediaType("This address takes a form (urlencoded or multipart), not JSON; the API takes JSON.")
     if has_body and (not request.path.startswith("/api/") or request.mimetype == "application/x-www-form-urlencoded"):
         for name, values in request.form.lists():
             if name is None:

@@ -26,6 +26,7 @@ MESSAGES = {
     405: "That method is not allowed here.",
     409: "That conflicts with the current state.",
     413: "The upload is larger than this server accepts.",
+    415: "This address takes a form (urlencoded or multipart), not JSON; the API takes JSON.",
     422: "The input is not valid.",
     429: "Too many requests; please wait before trying again.",
     500: "Something went wrong on our side. It has been logged.",
