@@ -218,21 +218,33 @@ def test_team_names_that_look_alike_are_refused(ctx):
 
 def test_stored_keys_are_recomputed_when_the_rule_changes(ctx):
     """Keys stored by an older rule let a new team look like an old one; recompute_name_keys (for a migration)
-    keys every team again, and of two teams that now look alike the later one's key is made distinct."""
+    keys every team again, makes the later key of two teams that now look alike distinct, and names the teams
+    a maintainer should look at."""
     teams.create_team("Lab")
-    db.session.add_all([Team(name="L\ua4eeb", name_key="l\ua4eeb"), Team(name="Rivals", name_key="rivals")])
+    stored = {"L\ua4eeb": "l\ua4eeb", "Rivals": "rivals", "\u13aanonymous": "\u13aanonymous", "Ops\u17b4": "ops\u17b4"}
+    db.session.add_all([Team(name=name, name_key=key) for name, key in stored.items()])
     db.session.execute(Team.__table__.update().where(Team.name == "Lab").values(name_key="lab"))
     db.session.commit()
     assert teams.check_team_name("RIVAIS") == ("RIVAIS", name_key("Rivals"))  # the old key lets it through
-    clashes = teams.recompute_name_keys(db.session.connection())
+    ids = dict(db.session.execute(select(Team.name, Team.id)).all())
+    expected = [
+        (ids["L\ua4eeb"], "L\ua4eeb", "looks like the earlier team 'Lab'"),
+        (ids["\u13aanonymous"], "\u13aanonymous", 'looks like "Anonymous"'),
+        (
+            ids["Ops\u17b4"],
+            "Ops\u17b4",
+            "contains U+17B4 KHMER VOWEL INHERENT AQ, an invisible control character; remove it",
+        ),
+    ]
+    assert teams.recompute_name_keys(db.session.connection()) == expected
     db.session.commit()
-    later = db.session.scalar(select(Team).where(Team.name == "L\ua4eeb"))
-    assert clashes == [(later.id, "L\ua4eeb")]
     keys = dict(db.session.execute(select(Team.name, Team.name_key)).all())
-    assert keys == {"Lab": name_key("Lab"), "L\ua4eeb": f"{name_key('Lab')}#{later.id}", "Rivals": name_key("Rivals")}
+    lisu = ids["L\ua4eeb"]
+    assert keys["Lab"] == name_key("Lab") and keys["L\ua4eeb"] == f"{name_key('Lab')}#{lisu}"
+    assert keys["Rivals"] == name_key("Rivals") and keys["Ops\u17b4"] == name_key("Ops")
     with pytest.raises(Conflict, match="looks like the existing team 'Rivals'"):
         teams.create_team("RIVAIS")
-    assert teams.recompute_name_keys(db.session.connection()) == [(later.id, "L\ua4eeb")]  # and again: the same
+    assert teams.recompute_name_keys(db.session.connection()) == expected  # and again: the same
 
 
 def test_team_name_refusals_on_the_page_and_the_command_line(app, people, runner):

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Integer, String, cast, column, literal, selec
 
 from app.db import db
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
-from app.names import display_name, mixed_scripts, name_key, reserved_keys
+from app.names import display_name, invisible, mixed_scripts, name_key, reserved_keys
 from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 from app.services.people.accounts import token_digest
 
@@ -60,26 +60,32 @@ def check_team_name(name: str) -> tuple[str, str]:
     return shown, key
 
 
-def recompute_name_keys(connection: Connection) -> list[tuple[int, str]]:
+def recompute_name_keys(connection: Connection) -> list[tuple[int, str, str]]:
     """Every team's key again, by the rule of app/names.py as it is now, for a migration after the rule changed
     (stored keys made by an older rule would let a new team look like an old one). Teams are taken in id order;
     where two existing teams now look alike, the later one's key is made distinct with "#<id>", as migration
-    0006 did: both keep their names. Returns (id, name) of those teams. Core SQL on the migration's connection,
-    not the models: it runs at whatever revision calls it."""
+    0006 did: both keep their names. Returns (id, name, why) of the teams a maintainer should look at: those,
+    and names the rule would now refuse (like "Anonymous", with an invisible character, mixing scripts). Core
+    SQL on the migration's connection, not the models: it runs at whatever revision calls it."""
     teams = table("teams", column("id", Integer), column("name", String), column("name_key", String))
     rows = connection.execute(select(teams.c.id, teams.c.name).order_by(teams.c.id)).all()
     # Every key is first set to a placeholder, so that no new key meets another team's old one half way.
     connection.execute(update(teams).values(name_key=literal("#") + cast(teams.c.id, String)))
-    seen: set[str] = set()
-    clashes = []
+    seen: dict[str, str] = {}
+    found = []
     for team_id, name in rows:
         key = name_key(name)[:240] or f"#{team_id}"
+        why = invisible(name) or mixed_scripts(name)
+        if key in reserved_keys():
+            why = 'looks like "Anonymous"'
         if key in seen:
+            why = f"looks like the earlier team {seen[key]!r}"
             key = f"{key}#{team_id}"
-            clashes.append((team_id, name))
-        seen.add(key)
+        seen.setdefault(key, name)
+        if why:
+            found.append((team_id, name, why))
         connection.execute(update(teams).where(teams.c.id == team_id).values(name_key=key))
-    return clashes
+    return found
 
 
 def create_team(name: str, creator: User | None = None, *, members: Iterable[User] = ()) -> Team:
