@@ -4,8 +4,8 @@ Everything a team or a maintainer writes for others to read (team and model name
 code links, emails and token names, benchmark and split titles, reasons and notes) passes `invisible`: a
 default-ignorable code point (drawn as nothing: zero-width spaces and joiners, soft hyphens, variation
 selectors, Hangul fillers, Khmer inherent vowels, tags) or a bidi control (it reorders the text around it:
-U+202E shows "model.exe" as "model" followed by "exe" backwards) is refused, naming the character. Nothing is
-removed silently: what is stored is what was typed, and what is shown is what was stored.
+"photo" U+202E "gpj.exe" reads "photoexe.jpg") is refused, naming the character. Nothing is removed silently:
+what is stored is what was typed, and what is shown is what was stored.
 
 Names are compared by `name_key`, equal for names a reader would take for one another: compatibility forms
 are folded (NFKC: full-width letters, ligatures, no-break spaces), then letters drawn alike, by the confusable
@@ -108,7 +108,7 @@ def invisible(text: str) -> str | None:
 
 # --- look-alike names -------------------------------------------------------------------------------------
 
-_KEY_ROUNDS = 8  # a key is folded again until it no longer changes (two rounds at most for any character)
+_KEY_ROUNDS = 8  # a key is folded again until it no longer changes (two rounds for every character alone)
 _SPACES = re.compile(r"[\s\u2800]+")  # white space, and the blank Braille pattern drawn like one
 
 
@@ -165,7 +165,9 @@ def skeleton(text: str) -> str:
 def _fold(text: str) -> str:
     """One round of the key: NFKC, without invisible characters, skeleton, upper case, skeleton, case folded,
     skeleton, spaces collapsed. Upper case first, then folded: a capital drawn like another small letter ("I"
-    like "l") keys like its own small letter too, so names differ in more than case and look-alike letters."""
+    like "l") keys like its own small letter too, so Latin names differ in more than case and look-alike
+    letters. Looks come first: a letter whose capital and small forms are drawn like two different letters
+    (Greek "Η" like "H", "η" like "n") keys by its looks, so there case alone can make names differ."""
     text = unicodedata.normalize("NFKC", text)
     if first_ignorable(text) is not None:  # only in names stored before they were refused
         text = "".join(char for char in text if not is_default_ignorable(char))
