@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Model
-from app.team_names import name_key as team_name_key
+from app.names import name_key as team_name_key
 
 FEEDBACK_POLICIES = ("full", "ladder", "none")
 SUBMISSION_STATUSES = ("scored", "rejected")
@@ -102,7 +102,7 @@ class Team(Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(80), unique=True)
-    # The name as a reader would confuse it (app/team_names.py); unique, so no two teams look alike.
+    # The name as a reader would confuse it (app/names.py); unique, so no two teams look alike.
     name_key: Mapped[str] = mapped_column(
         String(255), unique=True, default=lambda context: team_name_key(context.get_current_parameters()["name"])
     )

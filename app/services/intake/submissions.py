@@ -23,10 +23,11 @@ from app import observability, settings
 from app.db import db, release_write_lock, write_transaction
 from app.evaluation import Problem, Scores, TaskType, ValidationError
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
+from app.names import invisible
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
-from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge
+from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge, check_visible
 from app.services.intake import quotas
 from app.services.storage import checksums, upload_files
 
@@ -44,6 +45,13 @@ FIELD_WORDS = {
 
 def field_error(field: str, text: str) -> InvalidInput:
     return InvalidInput(f"{FIELD_WORDS[field]} ({field}) {text}", field=field)
+
+
+def _check_visible(field: str, value: str) -> None:
+    """InvalidInput naming the field and its first invisible character (app/names.py), if it has one."""
+    problem = invisible(value)
+    if problem:
+        raise field_error(field, problem)
 
 
 URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
@@ -224,6 +232,7 @@ def _clean_url(field: str, value: str | None) -> str | None:
         return None
     if len(value) > MAX_URL or not URL.match(value) or "\x00" in value:
         raise field_error(field, f"must be an http:// or https:// address of at most {MAX_URL:,} characters")
+    _check_visible(field, value)
     return value
 
 
@@ -233,6 +242,7 @@ def _clean_description(value: str | None) -> str:
         raise field_error("description", f"must have at most {MAX_DESCRIPTION:,} characters")
     if "\x00" in description:  # PostgreSQL text cannot hold one; no description needs one
         raise field_error("description", "must not contain NUL bytes")
+    _check_visible("description", description)  # line breaks and tabs are visible: they stay
     return description
 
 
@@ -244,6 +254,7 @@ def _clean_upload(upload: Upload) -> Upload:
         raise field_error("model_name", f"must have at most {MAX_MODEL_NAME} characters")
     if "\x00" in name:
         raise field_error("model_name", "must not contain NUL bytes")
+    _check_visible("model_name", name)
     description = _clean_description(upload.description)
     return Upload(
         data=upload.data,
@@ -587,6 +598,7 @@ def hide(admin: User, submission_id: int, reason: str) -> Submission:
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput("say why the entry is hidden (reason)")
+    check_visible("the reason", reason, field="reason")
     submission = get_for(admin, submission_id)
     submission.hidden_at = utcnow()
     submission.hidden_reason = reason[:2000]
