@@ -62,12 +62,13 @@ def _render(
     details: list[dict] | None = None,
     headers: dict | None = None,
     retry_after: int | None = None,
+    own_page: bool = True,
 ):
     headers = headers or {}
     if _wants_json():
         return {"error": message, "details": details or []}, status, headers
     templates: list[str | Template] = (
-        [f"errors/{status}.html", "errors/error.html"] if status in PAGES else ["errors/error.html"]
+        [f"errors/{status}.html", "errors/error.html"] if status in PAGES and own_page else ["errors/error.html"]
     )
     try:
         page = render_template(
@@ -107,15 +108,17 @@ def _http_error(exc: HTTPException):
     message = MESSAGES.get(status, exc.description or "Error")
     if isinstance(exc, CSRFError):
         message = CSRF_MESSAGE
+    own_page = True
     if status == 413:
         message = request_limits.refusal(current_app.config["MAX_UPLOAD_MB"])
+        own_page = request_limits.is_upload_route()  # errors/413.html is about prediction files
     elif isinstance(exc, request_limits.JsonTooDeep):
         message = exc.description
     headers = {}
     valid_methods = getattr(exc, "valid_methods", None)  # MethodNotAllowed's
     if status == 405 and valid_methods:
         headers["Allow"] = ", ".join(valid_methods)
-    return _render(status, message, headers=headers)
+    return _render(status, message, headers=headers, own_page=own_page)
 
 
 def _unexpected(exc: Exception):
