@@ -836,3 +836,94 @@ def view_rank_intervals(
         high = ranks[:, int(np.ceil((n - 1) * ((100.0 - tail) / 100.0)))]
         result.append((low.astype(np.int64), high.astype(np.int64)))
     return result
+
+
+# --- ranks from counts alone (a blind test before its reveal) ----------------------------------------------
+
+_COUNT_BLOCK = 256  # distinct counts whose tests are held at once: (block, distinct counts) p-values
+
+
+def unpaired_p(higher: np.ndarray, lower: np.ndarray, units: int) -> np.ndarray:
+    """One-sided p-values that an entry with `higher` of `units` right is better than one with `lower`, from
+    the two counts alone: the pooled two-proportion z-test with continuity correction (one unit), as for two
+    independent Binomial(units, p). 1 where the counts are equal."""
+    from scipy.special import ndtr  # see one_sided_p
+
+    higher = np.asarray(higher, dtype=np.float64)
+    lower = np.asarray(lower, dtype=np.float64)
+    total = higher + lower
+    # Var(higher - lower) under p = total / (2 units) for both: 2 units p (1 - p).
+    variance = total * (2.0 * units - total) / (2.0 * units)
+    z = (higher - lower - 1.0) / np.sqrt(np.where(variance > 0, variance, 1.0))
+    p = np.asarray(ndtr(-z), dtype=np.float64)
+    p[(higher <= lower) | (variance <= 0)] = 1.0
+    return p
+
+
+def count_ranks(
+    values: np.ndarray, units: int, views: Sequence[np.ndarray | None], alpha: float = ALPHA
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(ranks, rank lows, rank highs) of a table (a view None) and of sub-tables (ascending positions, as in
+    view_ranks) from each entry's count alone: what a blind test's board shows before its reveal.
+
+    values: (k,) primary percentages in table order (descending), each 100 c / units of a count c of `units`
+    judgements (a released value identifies its count: ladder.count_decimals).
+
+    One procedure for the rank and its interval (Al Mohamad, Goeman and van Zwet 2022, as the board's after the
+    reveal): each entry is tested one-sided against every other entry of its view in the direction of their
+    counts (unpaired_p), Holm-corrected over those comparisons at alpha; B = entries significantly better, W =
+    significantly worse; rank = 1 + B, interval [1 + B, K - W]. Why unpaired: a paired test (McNemar's) reads
+    how two entries' right judgements overlap, which the counts a blind test releases do not tell; the board
+    would then show more than its figures (two entries with one released value ranked apart). Both entries
+    are judged on the same units, so the independent-binomial variance overstates that of the difference
+    whenever their correctness is not negatively correlated (models' errors share hard examples): the test
+    separates fewer entries than the paired one, never an order the counts alone do not support. Everything
+    depends on the counts and `units` alone: entries with equal counts get equal ranks and intervals.
+
+    Holm's step-down can, rarely, count an entry lower down fewer entries significantly better than one above
+    it; ranks and interval ends are then carried down the table (running maxima) so that neither improves
+    down it. The rank stays inside its interval: 1 + B_j <= K - W_j for every entry j, so the largest rank
+    above an entry is at most the largest interval end above it."""
+    counts = np.rint(np.asarray(values, dtype=np.float64) * units / 100.0).astype(np.int64)
+    result = []
+    for view in views:
+        members = np.arange(counts.size) if view is None else np.asarray(view, dtype=np.int64)
+        shown = counts[members]
+        better, worse = _count_tests(shown, units, alpha)
+        ranks = np.maximum.accumulate(1 + better) if shown.size else np.zeros(0, dtype=np.int64)
+        highs = np.maximum.accumulate(shown.size - worse) if shown.size else np.zeros(0, dtype=np.int64)
+        result.append((ranks, ranks.copy(), highs))
+    return result
+
+
+def _count_tests(counts: np.ndarray, units: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """(B, W) of each entry: how many entries have counts significantly above its own, how many below, after
+    Holm's correction over its K - 1 comparisons. Worked out once per distinct count (a count's tests are those
+    of every entry holding it), the other entries by distinct count with their multiplicities."""
+    k = counts.size
+    if k < 2:
+        return np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
+    distinct, inverse, weight = np.unique(counts, return_inverse=True, return_counts=True)
+    comparisons = k - 1
+    better = np.zeros(distinct.size, dtype=np.int64)
+    worse = np.zeros(distinct.size, dtype=np.int64)
+    for start in range(0, distinct.size, _COUNT_BLOCK):
+        rows = np.arange(start, min(distinct.size, start + _COUNT_BLOCK))
+        mine, theirs = distinct[rows, None], distinct[None, :]
+        p = unpaired_p(np.maximum(mine, theirs), np.minimum(mine, theirs), units)  # (rows, distinct)
+        others = np.broadcast_to(weight, p.shape).copy()
+        others[np.arange(rows.size), rows] -= 1  # an entry is not compared with itself (p = 1 with its ties)
+        order = np.argsort(p, axis=1, kind="stable")
+        sorted_p = np.take_along_axis(p, order, axis=1)
+        sorted_w = np.take_along_axis(others, order, axis=1)
+        before = np.cumsum(sorted_w, axis=1) - sorted_w  # comparisons with smaller p-values
+        # Holm: the j-th smallest p is rejected if it and every smaller one is under alpha / (m - j + 1). Equal
+        # p-values of one distinct count pass or fail together (the first of them faces the strictest threshold).
+        passes = (sorted_p <= alpha / np.maximum(comparisons - before, 1)) | (sorted_w == 0)
+        failed = np.concatenate([~passes, np.ones((rows.size, 1), dtype=bool)], axis=1)
+        rejected = np.arange(distinct.size)[None, :] < np.argmax(failed, axis=1)[:, None]
+        counted = np.zeros(p.shape, dtype=np.int64)
+        np.put_along_axis(counted, order, np.where(rejected, sorted_w, 0), axis=1)
+        better[rows] = (counted * (theirs > mine)).sum(axis=1)
+        worse[rows] = (counted * (theirs < mine)).sum(axis=1)
+    return better[inverse], worse[inverse]

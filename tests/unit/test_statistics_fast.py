@@ -315,3 +315,63 @@ def test_two_ratios_in_one_product_equal_each_alone(nlvr2_small, monkeypatch):
     for name, interval in packed.items():
         for field in ("values", "low", "high", "keys"):
             np.testing.assert_array_equal(getattr(interval, field), getattr(alone[name], field))
+
+
+def _plain_count_ranks(counts: np.ndarray, units: int, alpha: float = statistics.ALPHA):
+    """count_ranks as its docstring states it, entry by entry: every comparison's p-value from the formula,
+    Holm over the entry's K - 1 comparisons, then the running maxima down the table."""
+    import math
+
+    k = counts.size
+    better, worse = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
+    for i in range(k):
+        tests = []
+        for j in range(k):
+            if j == i:
+                continue
+            high, low = max(counts[i], counts[j]), min(counts[i], counts[j])
+            variance = (high + low) * (2 * units - high - low) / (2 * units)
+            z = (high - low - 1) / math.sqrt(variance) if variance > 0 else 0.0
+            p = 1.0 if high == low or variance <= 0 else 0.5 * math.erfc(z / 2**0.5)
+            tests.append((p, int(np.sign(counts[j] - counts[i]))))
+        tests.sort(key=lambda test: test[0])
+        for step, (p, side) in enumerate(tests):
+            if p > alpha / (k - 1 - step):
+                break
+            better[i] += side > 0
+            worse[i] += side < 0
+    return np.maximum.accumulate(1 + better), np.maximum.accumulate(k - worse)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_count_ranks_equal_the_plain_computation(seed):
+    rng = np.random.default_rng(seed)
+    units = int(rng.choice([40, 400, 2000, 6967]))
+    k = int(rng.integers(1, 60))
+    counts = np.sort(rng.integers(int(units * 0.5), units + 1, size=k))[::-1]
+    counts[rng.random(k) < 0.3] = counts[0]  # ties, also with the best
+    counts = np.sort(counts)[::-1]
+    values = 100.0 * counts / units
+    best = np.flatnonzero(np.r_[True, counts[1:] != counts[:-1]])  # a sub-table: the first of each count
+    (ranks, lows, highs), (view_ranks, view_lows, view_highs) = statistics.count_ranks(values, units, [None, best])
+    expected_ranks, expected_highs = _plain_count_ranks(counts, units)
+    np.testing.assert_array_equal(ranks, expected_ranks)
+    np.testing.assert_array_equal(highs, expected_highs)
+    np.testing.assert_array_equal(lows, ranks)
+    view_expected = _plain_count_ranks(counts[best], units)
+    np.testing.assert_array_equal(view_ranks, view_expected[0])
+    np.testing.assert_array_equal(view_highs, view_expected[1])
+    # One procedure: every rank inside its interval; equal counts, equal ranks and intervals.
+    assert (lows <= ranks).all() and (ranks <= highs).all() and (highs <= k).all()
+    for count in np.unique(counts):
+        same = counts == count
+        assert len(set(ranks[same])) == len(set(highs[same])) == 1
+
+
+def test_count_ranks_separate_counts_far_apart_and_never_close_ones():
+    units = 6967
+    counts = np.array([6000, 5990, 5400, 5400, 3500])
+    ranks, lows, highs = statistics.count_ranks(100.0 * counts / units, units, [None])[0]
+    assert ranks.tolist() == [1, 1, 3, 3, 5]
+    assert highs.tolist() == [2, 2, 4, 4, 5]
+    assert statistics.unpaired_p(np.array([5000]), np.array([5000]), units)[0] == 1.0
