@@ -120,9 +120,18 @@ def percentage_of_count(k: int, n: int) -> float:
     return round(100.0 * k / n, count_decimals(n))
 
 
-def round_percentage(value: float, n: int) -> float:
-    """A percentage computed over n units, snapped to its count k = round(value*n/100) and rounded."""
-    return percentage_of_count(int(round(value * n / 100.0)), n)
+def round_percentage(value: float, n: int, decimals: int | None = None) -> float:
+    """A percentage computed over n units, snapped to its count k = round(value*n/100) and rounded to
+    `decimals` (default count_decimals(n)): the one rounding of every figure a blind test releases."""
+    k = int(round(value * n / 100.0))
+    return percentage_of_count(k, n) if decimals is None else round(100.0 * k / n, decimals)
+
+
+def widen_to(low: float, high: float, decimals: int) -> tuple[float, float]:
+    """An interval written to `decimals`, rounded outward (it never covers less than the one computed)."""
+    scale = 10**decimals
+    # Snapped to 9 decimals first: float noise (71.2300000001) must not push a bound out a whole step.
+    return math.floor(round(low * scale, 9)) / scale, math.ceil(round(high * scale, 9)) / scale
 
 
 def released_accuracy(ladder: Ladder, n: int) -> float | None:

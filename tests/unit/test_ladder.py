@@ -169,6 +169,20 @@ def test_round_percentage_snaps_float_noise_to_the_count():
     assert ladder.round_percentage(100 * 3493 / 6967 + 1e-9, 6967) == round(100 * 3493 / 6967, 2) == 50.14
 
 
+def test_round_percentage_to_the_whole_splits_decimals():
+    """A subset's figure on a blind test: its own count, written to the whole split's resolution (2 decimals on
+    6,967 examples), not its own (1 on 725), whose number of decimals would tell its size's magnitude."""
+    assert ladder.round_percentage(100 * 581 / 725, 725) == 80.1
+    assert ladder.round_percentage(100 * 581 / 725 + 1e-9, 725, ladder.count_decimals(6967)) == 80.14
+
+
+def test_widen_to_rounds_an_interval_outward():
+    assert ladder.widen_to(71.234, 73.021, 2) == (71.23, 73.03)
+    assert ladder.widen_to(71.23, 73.02, 2) == (71.23, 73.02)  # already written to 2 decimals: unchanged
+    assert ladder.widen_to(71.2300000001, 73.0199999999, 2) == (71.23, 73.02)  # float noise is not a step
+    assert ladder.widen_to(0.04, 99.96, 0) == (0.0, 100.0)
+
+
 # --- properties ----------------------------------------------------------------------------------------
 
 SEQUENCES = st.integers(2, 40).flatmap(
