@@ -1,8 +1,9 @@
 """Blind-test integrity: how a release is made, and flags for probing.
 
 - Release (which one applies is decided in services/blind_test/visibility.py): `full_release` rounds every score to
-  its count resolution (100*k/n to the fewest decimals that still tell every count k apart: the value
-  identifies k and carries nothing more); `ladder_release` runs a team's Ladder (app/evaluation/ladder.py).
+  the split's count resolution (100*k/n to the fewest decimals that still tell every count k of the whole split
+  apart: the value identifies k and carries nothing more; `release_percentage`, the one rounding of every figure a
+  blind test shows before its reveal); `ladder_release` runs a team's Ladder (app/evaluation/ladder.py).
 - Probing: a submission on a hidden split that differs from one of the same team's earlier submissions
   there on fewer than PROBE_DISTANCE of the examples (flipping a few predictions to read their labels off
   the score) is flagged for the maintainers; so is one that close to another team's submission (shared
@@ -61,8 +62,34 @@ def _units(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], subset
     return examples * (gold.n_images if metric == "accuracy" else 1)
 
 
+def resolution(
+    task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], subset: str, metric: str
+) -> tuple[int, int] | None:
+    """(units, decimals) of a released percentage on (subset, metric): the units its count is of, and the
+    decimals of the whole split's count resolution for the metric (ladder.count_decimals), on a subset too.
+    A subset's own resolution would tell its size's order of magnitude by its number of decimals, and the size
+    of a bias subset depends on the labels; the whole split's size is public (teams predict on its examples)
+    and its resolution, finer than any subset's, still tells every count of a subset apart. None: a count
+    this code does not know (withheld, see full_release)."""
+    units = _units(task, gold, subsets, subset, metric)
+    whole = _units(task, gold, subsets, "all", metric)
+    if not units or not whole:
+        return None
+    return units, ladder_rule.count_decimals(whole)
+
+
+def release_percentage(value: float | None, found: tuple[int, int] | None) -> float | None:
+    """A released percentage: snapped to its count and written to the split's count resolution (see
+    resolution); None where it is withheld (no known count, no finite value). The one rounding of every
+    figure a blind test shows before its reveal: a team's `full` release, its board, exports and API."""
+    if found is None or value is None or not math.isfinite(value):
+        return None
+    units, decimals = found
+    return ladder_rule.round_percentage(value, units, decimals)
+
+
 def full_release(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], scores: Scores) -> Scores:
-    """Every score, rounded to the resolution of its count (see ladder.count_decimals).
+    """Every score, snapped to its count and rounded to the split's count resolution (release_percentage).
 
     A score whose count is unknown (a metric or subset this code does not know) is withheld rather than
     released with digits nobody checked.
@@ -70,10 +97,9 @@ def full_release(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], 
     released: Scores = {}
     for subset, metrics in scores.items():
         for metric, value in metrics.items():
-            units = _units(task, gold, subsets, subset, metric)
-            if units is None or units == 0 or value is None or not math.isfinite(value):
-                continue
-            released.setdefault(subset, {})[metric] = ladder_rule.round_percentage(value, units)
+            shown = release_percentage(value, resolution(task, gold, subsets, subset, metric))
+            if shown is not None:
+                released.setdefault(subset, {})[metric] = shown
     return released
 
 

@@ -11,6 +11,11 @@ On a hidden split before its reveal:
 - per-category, per-field and id subsets ("breakdowns") are for maintainers only: small subsets of a blind
   test tell too much about its labels; the derived bias subsets are shown;
 - every interval (scores and ranks) comes from counts alone, never from which examples are right;
+- counts only means counts only: to anyone but maintainers every figure is a function of the released counts
+  and the split's public size (its examples, or its queried part's): every value the `full` release's (to the
+  whole split's count resolution, integrity.release_percentage, on boards, exports and the API too), no subset's
+  size (a bias subset is derived from the labels), no interval on a subset (its width gives the size away), ranks
+  and rank intervals from the counts alone (board_snapshots: statistics.count_ranks);
 - a split with a sealed part (app/evaluation/sealed.py) shows teams and the public its queried part alone:
   every release, a team's own page and the public board are computed on the queried part (the "all" figures
   are the queried part's), and the parts themselves ("queried", "sealed") are for maintainers only. After the
@@ -25,12 +30,14 @@ that one figure under `full`.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import ColumnElement, or_, true
 
 from app.evaluation import GoldSet, Scores, get_task
+from app.evaluation import ladder as ladder_rule
 from app.evaluation import sealed as sealing
 from app.lru import LRU
 from app.models import Split, Submission, User
@@ -53,6 +60,52 @@ def counts_only(split) -> bool:
     """A blind test before its reveal: intervals (scores and ranks) come from each entry's count alone, so
     that neither its board nor a team's own page tells more than the released counts."""
     return split.hidden and split.revealed_at is None
+
+
+def sizes_shown(split) -> bool:
+    """Whether anyone but maintainers is told how many examples a subset holds (the whole split's, or its
+    queried part's, is always public): not on a blind test before its reveal, whose bias subsets are derived
+    from its labels."""
+    return not counts_only(split)
+
+
+def interval_shown(split, subset: str) -> bool:
+    """Whether a score's interval is shown beside it to anyone but maintainers: not a subset's on a blind test
+    before its reveal (a count interval's width tells its size); the whole split's depends on the count and the
+    public size alone."""
+    return not counts_only(split) or subset == "all"
+
+
+def released_column(
+    split: Split,
+    task,
+    gold: GoldSet,
+    subsets: dict[str, np.ndarray],
+    key: tuple[str, str],
+    values: list[float],
+    lows: list[float],
+    highs: list[float],
+) -> tuple[list[float], list[float], list[float]]:
+    """A column of figures (values and interval bounds, one per entry; NaN where there is none) as anyone but
+    maintainers may read it: on a blind test before its reveal each value the `full` release's
+    (integrity.release_percentage, the team's own figure), the whole split's interval rounded outward to the
+    same decimals, a subset's interval left out (interval_shown); elsewhere the column as computed. Boards,
+    their exports, the API, the models view and submission pages all read their figures through here."""
+    if not counts_only(split):
+        return values, lows, highs
+    subset, metric = key
+    found = integrity.resolution(task, gold, subsets, subset, metric)
+    nan = float("nan")
+    shown = [integrity.release_percentage(value, found) for value in values]
+    released = [nan if value is None else value for value in shown]
+    if found is None or not interval_shown(split, subset):
+        return released, [nan] * len(values), [nan] * len(values)
+    decimals = found[1]
+    bounds = [
+        ladder_rule.widen_to(low, high, decimals) if math.isfinite(low) and math.isfinite(high) else (nan, nan)
+        for low, high in zip(lows, highs, strict=True)
+    ]
+    return released, [low for low, _ in bounds], [high for _, high in bounds]
 
 
 def is_breakdown(split, subset_source: str) -> bool:
@@ -306,19 +359,6 @@ def submission_view(user: User | None, submission: Submission) -> SubmissionView
             for name, values in scores.items()
             if name == "all" or not is_breakdown(split, kinds.get(name, "ids"))
         }
-        if (
-            counts_only(split)
-            and split.feedback == "full"
-            and submission.release_policy in ("full", None)
-            and not queried_only(split)
-        ):
-            # A `full` release rounds to count resolution; the page writes the stored value (itself
-            # 100 * count / n) once, like the board, so the two never differ by a double rounding.
-            stored = scores_of(submission)
-            scores = {
-                subset: {metric: stored.get(subset, {}).get(metric, value) for metric, value in metrics.items()}
-                for subset, metrics in scores.items()
-            }
     # Intervals go with the scores the board shows: never beside a release that is not the file's own count.
     intervals = bool(scores) and (
         is_admin or (scores_are_public(split) and shown_on_board(split, submission.release_policy))

@@ -34,15 +34,16 @@ from app.evaluation import get_task, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
 from app.names import name_key
-from app.services.blind_test import visibility
+from app.services.blind_test import integrity, visibility
 from app.services.catalog import label_files
 
 log = logging.getLogger(__name__)
 
 GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sealed, primary metric)
-# Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names):
-# older rows are then recomputed.
-PAYLOAD_FORMAT = 4
+# Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names; 5: a
+# blind test's figures before its reveal are the released ones, rounded, without subset intervals, ranked from
+# counts alone): older rows are then recomputed.
+PAYLOAD_FORMAT = 5
 
 
 @dataclass
@@ -150,9 +151,24 @@ def _compute(split: Split, version: int) -> Snapshot:
         del stacked  # not needed again (70 MB on a 10,000-entry board)
         ranked, team_ranked = by_view[0], by_view[-1]
         by_position = {position: index for index, position in enumerate(best)}
-        # Python floats once per column (indexing numpy arrays entry by entry costs more than the rest here).
+        # Python floats once per column (indexing numpy arrays entry by entry costs more than the rest here), as
+        # anyone may read them (on a blind test before its reveal: the released figures, visibility.released_column).
+        subsets = {name: indices for name, (indices, _) in wanted.items() if indices is not None}
         columns = [
-            (subset, metric, interval.values.tolist(), interval.low.tolist(), interval.high.tolist())
+            (
+                subset,
+                metric,
+                *visibility.released_column(
+                    split,
+                    task,
+                    gold,
+                    subsets,
+                    (subset, metric),
+                    interval.values.tolist(),
+                    interval.low.tolist(),
+                    interval.high.tolist(),
+                ),
+            )
             for (subset, metric), interval in table.items()
         ]
         for position, i in enumerate(order.tolist()):
@@ -274,6 +290,8 @@ def _statistics(
     cores' time to about one's."""
     primary_key = ("all", task.primary_metric)
     handover = _Handover(rows, moments, primary_key, ("all", task.tie_break_metric) if task.tie_break_metric else None)
+    if visibility.counts_only(split):
+        return _count_statistics(task, gold, stacked, wanted, handover)
     # One BLAS thread for the bootstrap's products while the ranks take the other core (two would contend).
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(1, "board-ranks") as pool:
         ranking = pool.submit(_rank, task, gold, stacked, handover)
@@ -297,6 +315,24 @@ def _statistics(
         intervals = statistics.view_rank_intervals(kept[order], views)
         ranks = ranking.result()
     by_view = [(r.ranks.tolist(), low.tolist(), high.tolist()) for r, (low, high) in zip(ranks, intervals, strict=True)]
+    return table, order, handover.placed["team_keys"], handover.placed["best"], by_view
+
+
+def _count_statistics(task, gold, stacked: np.ndarray, wanted: dict, handover: _Handover) -> tuple:
+    """_statistics on a blind test before its reveal: intervals from each entry's count alone, and ranks and rank
+    intervals from the primary column's counts alone (statistics.count_ranks: an unpaired test, where the board
+    after the reveal pairs the entries' judgements), so that the board shows nothing the released counts do not
+    tell. No second thread: no paired test to run."""
+    table = dict(statistics.each_interval(task, gold, stacked, wanted, counts_only=True, on_values=handover.place))
+    order, views = handover.placed["order"], handover.placed["views"]
+    found = integrity.resolution(task, gold, {}, "all", task.primary_metric)
+    assert found is not None  # the whole split's primary metric always has a count
+    units, _ = found
+    primary = handover.values[handover.primary_key][order]
+    by_view = [
+        (ranks.tolist(), low.tolist(), high.tolist())
+        for ranks, low, high in statistics.count_ranks(primary, units, views)
+    ]
     return table, order, handover.placed["team_keys"], handover.placed["best"], by_view
 
 
@@ -527,12 +563,13 @@ def leaderboard(split: Split) -> list[Entry]:
 
 
 def submission_intervals(
-    submission: Submission, subset_names: list[str], part: np.ndarray | None = None
+    submission: Submission, subset_names: list[str], part: np.ndarray | None = None, *, public: bool = True
 ) -> dict[str, dict[str, tuple]]:
     """(ci_low, ci_high) of one scored submission on the named subsets, computed as on its leaderboard (the
     same resamples, or on a blind test before its reveal the count alone), so the two agree; with `part`
-    (a sealed split's queried examples), on that part alone, as its board is. The caller decides which
-    subsets the viewer may see."""
+    (a sealed split's queried examples), on that part alone, as its board is; `public` (anyone but a
+    maintainer): as the board shows them (visibility.released_column: on a blind test before its reveal, the
+    whole split's rounded outward, none on a subset). The caller decides which subsets the viewer may see."""
     if submission.status != "scored" or submission.predictions is None:
         return {}
     split = submission.split
@@ -550,7 +587,7 @@ def submission_intervals(
     )
     if not wanted:
         return {}
-    key = (str(db.engine.url), submission.id, split.board_version, tuple(sorted(wanted)), part is not None)
+    key = (str(db.engine.url), submission.id, split.board_version, tuple(sorted(wanted)), part is not None, public)
     hit = _submission_memo.get(key)
     if hit is not None:
         return hit
@@ -566,9 +603,15 @@ def submission_intervals(
         }
         predictions = predictions[part]
     table = statistics.intervals(task, gold, predictions[None], wanted, counts_only=visibility.counts_only(split))
+    subsets = {name: indices for name, (indices, _) in wanted.items() if indices is not None}
     result: dict[str, dict[str, tuple]] = {}
     for (subset, metric), interval in table.items():
-        result.setdefault(subset, {})[metric] = (_finite(interval.low[0]), _finite(interval.high[0]))
+        low, high = interval.low.tolist(), interval.high.tolist()
+        if public:
+            _, low, high = visibility.released_column(
+                split, task, gold, subsets, (subset, metric), interval.values.tolist(), low, high
+            )
+        result.setdefault(subset, {})[metric] = (_finite(low[0]), _finite(high[0]))
     return _submission_memo.put(key, result)
 
 

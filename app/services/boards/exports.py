@@ -125,12 +125,31 @@ def _rank_text(rank: int | None, missing: str = "–") -> str:
     return missing if rank is None else str(rank)
 
 
+def _counts_only(board) -> list[bool]:
+    """For each split the table's figures come from (a board's one; a models table's public splits), whether
+    it is a blind test before its reveal, whose figures come from counts alone."""
+    if isinstance(board, Board):
+        return [] if board.split is None else [visibility.counts_only(board.split)]
+    return [visibility.counts_only(split) for split in getattr(board, "splits", [])]
+
+
 def _interval_words(board) -> str:
     """How the table's intervals were made: from counts alone on a blind test before its reveal."""
-    # A models table shows public boards' entries alone; a board of a blind test before its reveal, counts.
-    if isinstance(board, Board) and board.split is not None and visibility.counts_only(board.split):
-        return "Wilson intervals from each entry's count"
+    kinds = _counts_only(board)
+    if kinds and all(kinds):
+        return "Wilson intervals from each entry's count (whole split only)"
+    if any(kinds):
+        return "cluster-bootstrap intervals (on a blind test not yet revealed, Wilson intervals from the counts)"
     return "cluster-bootstrap intervals"
+
+
+def _rank_test_words(board) -> str:
+    """The test behind the ranks: before a blind test's reveal, one on the released counts alone (a models
+    table's ranks are its ranking split's)."""
+    split = board.split if isinstance(board, Board) else getattr(board, "ranking_split", None)
+    if split is not None and visibility.counts_only(split):
+        return "one-sided two-proportion z-test on the counts, Holm"
+    return "one-sided exact McNemar, Holm"
 
 
 def _is_web(url: str | None) -> bool:
@@ -466,7 +485,7 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         "\\bottomrule",
         "\\end{tabularx}",
         f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
-        f"rank = 1 + entries significantly better (one-sided exact McNemar, Holm){_latex_gap_words(board)}.}}",
+        f"rank = 1 + entries significantly better ({_rank_test_words(board)}){_latex_gap_words(board)}.}}",
         f"\\label{{{label}}}",
         "\\end{table}",
     ]

@@ -138,7 +138,7 @@ def available_columns(split: Split) -> list[Column]:
         result.append(Column(GAP, task.primary_metric, f"Gap (queried − sealed {_metric_word(task.primary_metric)})"))
     for subset in sorted((s for s in visible if s.source != "sealed"), key=lambda s: (s.source != "derived", s.name)):
         # A blind test's bias subsets are derived from its labels: their sizes are not shown before the reveal.
-        size = None if visibility.counts_only(split) else subset.size
+        size = subset.size if visibility.sizes_shown(split) else None
         for metric in task.subset_metrics:
             result.append(Column(subset.name, metric, _subset_label(subset.name, metric), size))
     return result

@@ -28,7 +28,7 @@ class SubmissionPage:
     public_view: bool = False  # a visitor outside the team: a published entry, as the leaderboard shows it
     breakdowns_held: bool = False  # per-category/per-field scores of a hidden split kept from this viewer
     rank: int | None = None  # its significance-aware rank while it is on the public leaderboard
-    sizes: dict[str, int] | None = None  # examples each subset shown counts over ("all": the split)
+    sizes: dict[str, int] | None = None  # examples each subset shown counts over, where this viewer may know them
     shown_when_published: bool = True  # publishing puts it on the public board now (else at the reveal)
     queried_only: bool = False  # the figures are a sealed blind test's queried part's (the page says so)
 
@@ -41,7 +41,9 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     view = visibility.submission_view(user, submission)
     split = submission.split
     intervals = (
-        board_snapshots.submission_intervals(submission, list(view.scores or ()), view.queried_part)
+        board_snapshots.submission_intervals(
+            submission, list(view.scores or ()), view.queried_part, public=not view.is_admin
+        )
         if view.intervals_shown
         else {}
     )
@@ -53,6 +55,8 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     sizes = {"all": split.example_count, **{subset.name: subset.size for subset in split.subsets}}
     if view.queried_part is not None:
         sizes = {"all": int(view.queried_part.size)}  # the figures shown are the queried part's
+    elif not (view.is_admin or visibility.sizes_shown(split)):
+        sizes = {"all": split.example_count}  # a blind test's subsets: sizes for maintainers only until the reveal
     shown = visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy)
     return SubmissionPage(
         submission,
