@@ -220,11 +220,14 @@ SCHEMAS = {
                 "description": "1 + the number of entries significantly better on the primary metric: a one-sided "
                 "exact McNemar test against each entry above, Holm-corrected over that entry's own "
                 "comparisons (alpha 0.05); equal primary scores share a rank. Never decreases down "
-                "the table.",
+                "the table. On a blind test before its reveal, from the counts alone: a one-sided "
+                "two-proportion z-test against every other entry, Holm-corrected.",
             },
             "rank_low": _nullable(
                 "integer",
-                description="Lower end of the 95% rank interval (the entry's rank in the bootstrap resamples).",
+                description="Lower end of the 95% rank interval (the entry's rank in the bootstrap resamples; on a "
+                "blind test before its reveal, the rank itself, and the upper end is the number of entries less "
+                "those significantly worse).",
             ),
             "rank_high": _nullable("integer", description="Upper end of the 95% rank interval."),
             "submission_id": {"type": "integer", "description": "Its public page is /submissions/{id}."},
