@@ -110,9 +110,8 @@ def test_full_feedback_releases_the_queried_parts_figures_alone(world):
     part = _parts()["queried"]
     balanced = np.intersect1d(next(s.indices for s in split.subsets if s.name == "balanced"), part)
     expected = 100.0 * (~np.isin(balanced, list(wrong))).mean()
-    # To the queried part's count resolution, as every figure of the split (a subset's own would tell its size).
-    decimals = ladder_rule.count_decimals(n)
-    assert answer.scores["balanced"]["accuracy"] == ladder_rule.round_percentage(expected, balanced.size, decimals)
+    # In whole percents, as every subset's figure before the reveal (finer ones would tell the subset's size).
+    assert answer.scores["balanced"]["accuracy"] == ladder_rule.round_percentage(expected, balanced.size, 0)
     # Its page says so and shows the queried part's size; its intervals are the queried count's.
     page = submission_pages.page_for(world["member"], answer.submission.id)
     assert page.queried_only and page.sizes == {"all": n}

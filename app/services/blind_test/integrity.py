@@ -62,20 +62,24 @@ def _units(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], subset
     return examples * (gold.n_images if metric == "accuracy" else 1)
 
 
+SUBSET_DECIMALS = 0  # a subset's released figures before the reveal: whole percents (see resolution)
+
+
 def resolution(
     task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], subset: str, metric: str
 ) -> tuple[int, int] | None:
-    """(units, decimals) of a released percentage on (subset, metric): the units its count is of, and the
-    decimals of the whole split's count resolution for the metric (ladder.count_decimals), on a subset too.
-    A subset's own resolution would tell its size's order of magnitude by its number of decimals, and the size
-    of a bias subset depends on the labels; the whole split's size is public (teams predict on its examples)
-    and its resolution, finer than any subset's, still tells every count of a subset apart. None: a count
-    this code does not know (withheld, see full_release)."""
+    """(units, decimals) of a released percentage on (subset, metric): the units its count is of, and its
+    decimals. The whole split: its count resolution (ladder.count_decimals); its size is public (teams predict
+    on its examples). A subset: whole percents. The size of a bias subset depends on the labels, and at any
+    finer resolution a board's values on one subset all lie near the multiples of 100/n, so a handful of them
+    give n away (at the whole split's resolution six did); whole percents are reached by every count of every
+    n from 100 up, so they tell nothing of n. None: a count this code does not know (withheld, see
+    full_release)."""
     units = _units(task, gold, subsets, subset, metric)
     whole = _units(task, gold, subsets, "all", metric)
     if not units or not whole:
         return None
-    return units, ladder_rule.count_decimals(whole)
+    return units, ladder_rule.count_decimals(whole) if subset == "all" else SUBSET_DECIMALS
 
 
 def release_percentage(value: float | None, found: tuple[int, int] | None) -> float | None:
