@@ -33,6 +33,13 @@ timeout = 60
 graceful_timeout = 30
 keepalive = 5
 
+# The request line and headers, refused by gunicorn itself (400) before the app sees them: a request line of
+# 4 KB (the longest address with its query), 100 header fields of 8 KB each. Bodies are bounded by the app,
+# per route, while they are read (app/request_limits.py), and by the proxy in front (serving/nginx.conf).
+limit_request_line = 4094
+limit_request_fields = 100
+limit_request_field_size = 8190
+
 # Replace each worker after a while, so slow growth of a process's memory cannot accumulate.
 max_requests = 2000
 max_requests_jitter = 200

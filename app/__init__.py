@@ -35,18 +35,21 @@ def create_app(config: dict | None = None) -> Flask:
     app.url_map.converters["int"] = BoundedIntConverter
 
     from app.services.catalog.label_files import secure_labels_dir
+    from app.services.storage.upload_files import secure_uploads_dir
 
     secure_labels_dir(Path(app.config["HIDDEN_LABELS_DIR"]))
+    secure_uploads_dir(Path(app.config["SUBMISSIONS_DIR"]))
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 
     # Imported here: blueprints and the CLI import services, which need the models defined first.
-    from app import cli, http_caching, security
+    from app import cli, http_caching, request_limits, security
     from app.api import v1 as api_v1
     from app.web import account, auth, console, errors, metrics, public, teams, templating
     from app.web import submissions as submission_pages
 
     metrics.init_app(app)  # first, so its clock starts before any other hook runs
+    request_limits.init_app(app)  # before anything reads a body
     security.init_app(app)
     http_caching.init_app(app)  # Cache-Control and ETag of every response
     templating.init_app(app)  # links, the score filter, the visibility predicates

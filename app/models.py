@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Model
-from app.team_names import name_key as team_name_key
+from app.names import name_key as team_name_key
 
 FEEDBACK_POLICIES = ("full", "ladder", "none")
 SUBMISSION_STATUSES = ("scored", "rejected")
@@ -102,12 +102,12 @@ class Team(Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(80), unique=True)
-    # The name as a reader would confuse it (app/team_names.py); unique, so no two teams look alike.
+    # The name as a reader would confuse it (app/names.py); unique, so no two teams look alike.
     name_key: Mapped[str] = mapped_column(
         String(255), unique=True, default=lambda context: team_name_key(context.get_current_parameters()["name"])
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # The account that made it on the Teams page (None: a maintainer's, or made before migration 0011): an
+    # The account that made it on the Teams page (None: a maintainer's, or made before migration 0013): an
     # account creates at most MAX_TEAMS_CREATED_PER_DAY teams in any 24 hours.
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
 
@@ -221,6 +221,8 @@ class Submission(Model):
         # without reading or sorting every row of a split that holds hundreds of thousands.
         Index("ix_submissions_split_id_id", "split_id", "id"),
         Index("ix_submissions_split_published", "split_id", "published_at"),
+        # A client's retry of an upload it never heard back from finds the first one (NULLs never clash).
+        UniqueConstraint("user_id", "idempotency_key"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -249,6 +251,8 @@ class Submission(Model):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_reason: Mapped[str | None] = mapped_column(Text)
+    # The Idempotency-Key the upload was sent with: a repeat from the same account gets this one's answer.
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
 
     split: Mapped[Split] = relationship()
     team: Mapped[Team] = relationship()

@@ -25,7 +25,9 @@ from prometheus_client import (
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-UPLOAD_OUTCOMES = ("scored", "rejected", "over_quota")
+from app.database_errors import disk_full
+
+UPLOAD_OUTCOMES = ("scored", "rejected", "over_quota", "replayed")
 CONTENT_TYPE = CONTENT_TYPE_LATEST  # what /metrics answers with (the Prometheus text format)
 
 REQUESTS = Counter(
@@ -38,7 +40,9 @@ REQUEST_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
 UPLOADS = Counter(
-    "holdout_uploads", "Prediction files received, by outcome (scored, rejected, over_quota)", ["outcome"]
+    "holdout_uploads",
+    "Prediction files received, by outcome (scored, rejected, over_quota, replayed: a repeated Idempotency-Key)",
+    ["outcome"],
 )
 PARSE_SCORE_SECONDS = Histogram(
     "holdout_upload_parse_score_seconds",
@@ -56,18 +60,40 @@ DATABASE_ERRORS = Counter(
     ["kind"],
 )
 
+STORAGE_FAILURES = Counter(
+    "holdout_storage_failures",
+    "Writes refused by a full or failing store, by store (uploads: the upload folder; database: its disk)",
+    ["store"],
+)
+STORES = ("uploads", "database")
+
+for store in STORES:
+    STORAGE_FAILURES.labels(store)
 for outcome in UPLOAD_OUTCOMES:  # present at 0 from the start, so a rate() has a series to work on
     UPLOADS.labels(outcome)
-for kind in ("unavailable", "other"):
+for kind in ("unavailable", "full", "other"):
     DATABASE_ERRORS.labels(kind)
+# This process's last storage failure of each store: (time.time(), what the system said), for /healthz.
+_last_failures: dict[str, tuple[float, str]] = {}
 
 
 # --- hooks for the services --------------------------------------------------------------------------------
 
 
 def upload(outcome: str) -> None:
-    """Count a received prediction file as scored, rejected (stored with its problems) or over_quota."""
+    """Count a received prediction file as scored, rejected (stored with its problems), over_quota or replayed
+    (answered as the earlier upload sent with the same Idempotency-Key)."""
     UPLOADS.labels(outcome).inc()
+
+
+def storage_failure(store: str, reason: str) -> None:
+    """Count a write a full or failing store refused, and remember it for the health check."""
+    STORAGE_FAILURES.labels(store).inc()
+    _last_failures[store] = (time.time(), reason)
+
+
+def last_storage_failures() -> dict[str, tuple[float, str]]:
+    return dict(_last_failures)
 
 
 @contextmanager
@@ -90,7 +116,8 @@ def _database_error(context) -> None:
     # Unavailable: no connection could be made (no statement yet), or the one in use was lost. Anything
     # else (a constraint, a lock timeout, a bad statement) is "other".
     unavailable = context.is_disconnect or context.connection is None
-    DATABASE_ERRORS.labels("unavailable" if unavailable else "other").inc()
+    full = disk_full(context.original_exception)
+    DATABASE_ERRORS.labels("full" if full else "unavailable" if unavailable else "other").inc()
 
 
 # --- for the web layer -------------------------------------------------------------------------------------

@@ -4,11 +4,13 @@ for the API, CSRF, the trusted Host names."""
 from __future__ import annotations
 
 from flask import Flask, redirect, request, session, url_for
-from flask_login import LoginManager, login_user
+from flask_login import LoginManager, current_user, login_user
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.exceptions import UnsupportedMediaType
 
 from app.db import db
 from app.models import User
+from app.request_limits import is_upload_route
 from app.services.errors import InvalidInput, NotFound
 
 login_manager = LoginManager()
@@ -101,16 +103,12 @@ def _json_texts(value):
 
 
 MAX_FORM_PARTS = 20  # fields and files of one form; the upload form has 10
-# Werkzeug stops parsing past this many parts (with a 413, answered as too many parts by the error pages),
-# so a body of tiny parts cannot fill a worker's memory. Fields themselves are bounded by the body limit,
-# so that a field over its own limit is answered naming it (422), not as a body too large.
-PARSER_PART_LIMIT = 1000
+BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 REPLACEMENT = "\ufffd"  # what werkzeug decodes invalid UTF-8 in a form field to
 
 
-def too_many_parts(count: int | None = None) -> InvalidInput:
-    said = str(count) if count is not None else f"more than {PARSER_PART_LIMIT}"
-    return InvalidInput(f"the form has {said} parts; a form may have at most {MAX_FORM_PARTS}")
+def too_many_parts(count: int) -> InvalidInput:
+    return InvalidInput(f"the form has {count} parts; a form may have at most {MAX_FORM_PARTS}")
 
 
 def check_form_parts() -> None:
@@ -133,24 +131,37 @@ def _check_text_input():
     with one is a 404; one in the query string, a form or a JSON body is a 422 naming the field. A form part
     without a name (its key is None, which Flask-WTF's CSRF check cannot handle) is a 422 too. Every form the
     CSRF check will read is read here first; multipart bodies of the API (exempt from CSRF) are left to the
-    API, so an unauthenticated upload is never parsed before its token is checked.
+    API, so an unauthenticated upload is never parsed before its token is checked. Every read is bounded by
+    app/request_limits.py, whose hook runs before this one.
     """
     if "\x00" in request.path:
         raise NotFound("there is nothing at an address with a NUL byte")
     fields = [(f"query parameter {name!r}", v) for name, values in request.args.lists() for v in [name, *values]]
-    reads_form = request.method in ("POST", "PUT", "PATCH", "DELETE") and not request.path.startswith("/api/")
-    if reads_form or "form" in request.__dict__ or request.mimetype == "application/x-www-form-urlencoded":
+    has_body = request.method in BODY_METHODS  # a body sent with a GET is never read
+    if has_body and request.is_json and not request.path.startswith("/api/"):
+        # Flask-WTF would read a JSON body as the form, and a list or a number there is a 500.
+        raise UnsupportedMediaType("This address takes a form (urlencoded or multipart), not JSON; the API takes JSON.")
+    if has_body and (not request.path.startswith("/api/") or request.mimetype == "application/x-www-form-urlencoded"):
         for name, values in request.form.lists():
             if name is None:
                 raise InvalidInput("a part of the form has no name")
             fields += [(f"form field {name!r}", v) for v in [name, *values]]
         if request.mimetype in ("multipart/form-data", "application/x-www-form-urlencoded"):
             check_form_parts()
-    if request.is_json:
+    if has_body and request.is_json:
         fields += [("the JSON body", v) for v in _json_texts(request.get_json(silent=True))]
     for where, value in fields:
         if "\x00" in value:
             raise InvalidInput(f"{where[:80]} contains a NUL byte, which no field accepts")
+
+
+def _uploads_need_a_login():
+    """A page's upload from a visitor who is not logged in is sent to log in before its body is read (the
+    CSRF check would otherwise parse the whole file first). The API checks its token before reading."""
+    page_upload = request.method == "POST" and is_upload_route() and not request.path.startswith("/api/")
+    if page_upload and not current_user.is_authenticated:
+        return login_manager.unauthorized()
+    return None
 
 
 def trusted_hosts(config) -> list[str] | None:
@@ -168,9 +179,8 @@ def trusted_hosts(config) -> list[str] | None:
 
 def init_app(app: Flask) -> None:
     app.config["TRUSTED_HOSTS"] = trusted_hosts(app.config)
-    app.config["MAX_FORM_MEMORY_SIZE"] = None
-    app.config["MAX_FORM_PARTS"] = PARSER_PART_LIMIT
-    app.before_request(_check_text_input)  # first: the CSRF check reads the form it vets
+    app.before_request(_uploads_need_a_login)
+    app.before_request(_check_text_input)  # before the CSRF check, which reads the form it vets
     login_manager.init_app(app)
     csrf.init_app(app)
     app.after_request(_security_headers)

@@ -172,10 +172,10 @@ def build(state: dict, submissions: int, entries: int, seed: int = 1) -> dict:
     from app.db import db
     from app.evaluation import probes
     from app.models import ProbeSummary, Score, Split, Submission, Team
+    from app.names import name_key
     from app.services import catalog
     from app.services.blind_test import integrity
     from app.services.storage import checksums, upload_files
-    from app.team_names import name_key
 
     task = get_task("nlvr2")
     rng = np.random.default_rng(seed)

@@ -41,12 +41,13 @@ ERROR_RESPONSES = {
     "403": ("Forbidden", "The caller is not a member of the team (or not allowed to do this)."),
     "404": ("NotFound", "Unknown benchmark, split or submission (others' submissions are reported as missing)."),
     "409": ("Conflict", "The split is closed to submissions, or the submission cannot be published."),
-    "413": ("TooLarge", "The upload is over the size limit (MAX_UPLOAD_MB)."),
+    "413": ("TooLarge", "The body is over its limit: an upload over MAX_UPLOAD_MB, a form field over 128 KB."),
     "422": (
         "Invalid",
         "Invalid input: missing or malformed fields, or an invalid prediction file; details name each problem by line.",
     ),
     "429": ("TooManyRequests", "Over the split's submission quota (or the daily cap on invalid files)."),
+    "507": ("InsufficientStorage", "The server's upload storage is full or failing: nothing was stored."),
 }
 
 SCHEMAS = {
@@ -456,8 +457,20 @@ PATHS = {
             "summary": "Upload a prediction file; it is validated, scored and stored",
             "description": (
                 "Every attempt is stored. A file with problems is kept as `rejected` (422, each problem "
-                "named by line) and does not use the quota; a valid one is `scored` (201)."
+                "named by line) and does not use the quota; a valid one is `scored` (201). Send an "
+                "`Idempotency-Key` (a random UUID per upload) to retry safely: a repeat of a key this account "
+                "has sent is answered as the first upload was (201 with `Idempotent-Replayed: true`, or its "
+                "422) and stores nothing; the same key with another upload is a 422."
             ),
+            "parameters": [
+                {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": False,
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"},
+                    "description": "One key per upload; a retry of the same upload sends the same key.",
+                }
+            ],
             "requestBody": {
                 "required": True,
                 "content": {
@@ -510,6 +523,7 @@ PATHS = {
                     "413",
                     "422",
                     "429",
+                    "507",
                 ),
             },
         },

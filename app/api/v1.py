@@ -17,6 +17,7 @@ from app.api import openapi
 from app.db import db
 from app.evaluation import Problem
 from app.models import Split, Submission, User
+from app.request_limits import accepts_upload
 from app.security import bearer_token, check_form_parts, csrf
 from app.services.blind_test import visibility
 from app.services.boards import exports, listings, page_versions
@@ -265,6 +266,7 @@ def models(benchmark: str):
 
 
 @bp.post("/submissions")
+@accepts_upload
 def create_submission():
     user = _caller()
     check_form_parts()  # reading the form is where werkzeug answers 413 for an oversized body
@@ -279,7 +281,12 @@ def create_submission():
         anonymous=_flag("anonymous", form.get("anonymous")),
     )
     result = submissions.submit(
-        user, form.get("team") or None, form["benchmark"].strip(), form["split"].strip(), upload
+        user,
+        form.get("team") or None,
+        form["benchmark"].strip(),
+        form["split"].strip(),
+        upload,
+        idempotency_key=request.headers.get("Idempotency-Key"),
     )
     body = {
         "id": result.id,
@@ -293,8 +300,10 @@ def create_submission():
         "scores": _scores(result.scores),
         "quota": result.quota.as_dict(),
     }
-    location = url_for("api_v1.get_submission", submission_id=result.id)
-    return body, 201, {"Location": location}
+    headers = {"Location": url_for("api_v1.get_submission", submission_id=result.id)}
+    if result.replayed:
+        headers["Idempotent-Replayed"] = "true"  # the first upload's answer; nothing new was stored
+    return body, 201, headers
 
 
 @bp.get("/submissions")

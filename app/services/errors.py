@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.evaluation import Problem
+from app.names import invisible
 
 
 class ServiceError(Exception):
@@ -36,6 +37,12 @@ class TooLarge(ServiceError):
     status = 413
 
 
+class StorageFailed(ServiceError):
+    """The server could not write what it was asked to keep (a full or failing disk): nothing was stored."""
+
+    status = 507
+
+
 class InvalidInput(ServiceError):
     status = 422
 
@@ -58,3 +65,13 @@ class Throttled(ServiceError):
     def __init__(self, message: str, retry_after: int):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+def check_visible(what: str, text: str | None, *, field: str | None = None) -> str | None:
+    """The text, if it has no invisible character (app/names.py: default-ignorable code points and bidi
+    controls); InvalidInput naming the first one otherwise ("team name contains U+202E RIGHT-TO-LEFT
+    OVERRIDE, an invisible control character; remove it"). Every name and text shown to others passes here."""
+    problem = invisible(text or "")
+    if problem:
+        raise InvalidInput(f"{what} {problem}", field=field)
+    return text

@@ -12,8 +12,10 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
+from app import observability, request_limits
+from app.database_errors import disk_full
 from app.db import db
-from app.security import login_manager, too_many_parts
+from app.security import login_manager
 from app.services.errors import QuotaExceeded, ServiceError, Throttled
 from app.services.intake.quotas import retry_after_seconds
 
@@ -24,12 +26,17 @@ MESSAGES = {
     405: "That method is not allowed here.",
     409: "That conflicts with the current state.",
     413: "The upload is larger than this server accepts.",
+    415: "This address takes a form (urlencoded or multipart), not JSON; the API takes JSON.",
     422: "The input is not valid.",
     429: "Too many requests; please wait before trying again.",
     500: "Something went wrong on our side. It has been logged.",
     503: "The service is briefly unavailable; please retry in a moment.",
 }
 DATABASE_RETRY_AFTER = 5  # seconds: a database restart or failover usually takes a few
+DATABASE_FULL_MESSAGE = (
+    "The server's database is full, so nothing was stored. Retrying will not help until the maintainers free "
+    "space; reading boards still works."
+)
 CSRF_MESSAGE = "The form has expired or did not come from this site. Go back, reload the page and send it again."
 # Statuses with a page of their own in templates/errors/; the rest use errors/error.html.
 PAGES = (403, 404, 413, 429, 500)
@@ -55,12 +62,13 @@ def _render(
     details: list[dict] | None = None,
     headers: dict | None = None,
     retry_after: int | None = None,
+    own_page: bool = True,
 ):
     headers = headers or {}
     if _wants_json():
         return {"error": message, "details": details or []}, status, headers
     templates: list[str | Template] = (
-        [f"errors/{status}.html", "errors/error.html"] if status in PAGES else ["errors/error.html"]
+        [f"errors/{status}.html", "errors/error.html"] if status in PAGES and own_page else ["errors/error.html"]
     )
     try:
         page = render_template(
@@ -100,16 +108,17 @@ def _http_error(exc: HTTPException):
     message = MESSAGES.get(status, exc.description or "Error")
     if isinstance(exc, CSRFError):
         message = CSRF_MESSAGE
+    own_page = True
     if status == 413:
-        if request.content_length is not None and request.content_length <= current_app.config["MAX_CONTENT_LENGTH"]:
-            # Werkzeug's part limit, not the body's size: say so, naming the form (422).
-            return _service_error(too_many_parts())
-        message = f"The upload is larger than this server accepts ({current_app.config['MAX_UPLOAD_MB']} MB)."
+        message = request_limits.refusal(current_app.config["MAX_UPLOAD_MB"])
+        own_page = request_limits.is_upload_route()  # errors/413.html is about prediction files
+    elif isinstance(exc, request_limits.JsonTooDeep):
+        message = exc.description
     headers = {}
     valid_methods = getattr(exc, "valid_methods", None)  # MethodNotAllowed's
     if status == 405 and valid_methods:
         headers["Allow"] = ", ".join(valid_methods)
-    return _render(status, message, headers=headers)
+    return _render(status, message, headers=headers, own_page=own_page)
 
 
 def _unexpected(exc: Exception):
@@ -118,10 +127,23 @@ def _unexpected(exc: Exception):
     return _render(500, MESSAGES[500])
 
 
+def _database_full(exc: Exception):
+    """The database's disk is full: nothing was stored, and no retry helps until a maintainer frees space,
+    so the 503 carries no Retry-After (a client would retry forever); /healthz says why."""
+    _rollback()
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    observability.storage_failure("database", reason[0] if reason else "disk full")
+    current_app.logger.error("database full on %s %s: %s", request.method, request.path, reason[:1])
+    g._login_user = login_manager.anonymous_user()
+    return _render(503, DATABASE_FULL_MESSAGE)
+
+
 def _database_error(exc: Exception):
     """The database is unreachable, restarting or locked: 503 with Retry-After, not a traceback.
     The pool (pre-ping on PostgreSQL) reconnects by itself once it is back. Other database errors
     are bugs: 500 and logged."""
+    if disk_full(exc):
+        return _database_full(exc)
     unavailable = isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)) or getattr(
         exc, "connection_invalidated", False
     )

@@ -9,6 +9,7 @@ from app import page_cache
 from app.evaluation import get_task
 from app.services import catalog
 from app.services.boards import exports, leaderboards, models_view, page_versions
+from app.services.storage import capacity
 from app.web import progress_chart
 
 bp = Blueprint("public", __name__)
@@ -26,7 +27,10 @@ def index():
 
 @bp.get("/healthz")
 def healthz():
-    return {"status": "ok"}
+    """200 while the server answers. A full or failing store is reported ("degraded", with the reasons) but
+    does not take the server out of a load balancer: boards and pages are still read."""
+    problems = capacity.problems()
+    return {"status": "degraded", "problems": problems} if problems else {"status": "ok"}
 
 
 @bp.get("/leaderboards/<benchmark>")

@@ -7,6 +7,7 @@ from flask_login import current_user, login_required
 
 from app import http_caching as caching
 from app.evaluation import get_task
+from app.request_limits import accepts_upload
 from app.security import login_manager
 from app.services.boards import leaderboards, page_versions, submission_pages
 from app.services.errors import InvalidInput, NotFound, ServiceError
@@ -38,6 +39,7 @@ def _wants_json() -> bool:
 
 
 @bp.route("/submit", methods=["GET", "POST"])
+@accepts_upload
 @login_required
 def new():
     form, choices = _upload_form()

@@ -10,7 +10,7 @@ Create Date: 2026-11-23 05:30:00
 import sqlalchemy as sa
 from alembic import op
 
-from app.team_names import name_key
+from app.names import name_key
 
 # revision identifiers, used by Alembic.
 revision = "0006"

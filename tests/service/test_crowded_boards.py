@@ -289,7 +289,8 @@ def test_models_view_latest_published_per_split(app, client, small):
         old_dev = _store("dev", "Lab", small, 0.6, 1, model_name="ViLT")
         new_dev = _store("dev", "Lab", small, 0.7, 2, model_name=" vilt ")  # same model: trimmed, folded
         _store("dev", "Lab", small, 0.9, 3, model_name="ViLT", publish=False)  # unpublished: not shown
-        test_p = _store("test-p", "Lab", small, 0.68, 4, model_name="ViLT")
+        # The same model too: look-alike letters (a Roman numeral Ⅼ, a Cyrillic Т) key as the letters they imitate.
+        test_p = _store("test-p", "Lab", small, 0.68, 4, model_name="Vi\u217c\u0422")
         test_u = _store("test-u", "Lab", small, 0.69, 5, model_name="VILT")
         other = _store("test-u", "Other", small, 0.8, 6, model_name="ViLT")  # another team: another model
         anonymous = [_store("dev", "Other", small, 0.5, seed, model_name="X", anonymous=True) for seed in (7, 8)]

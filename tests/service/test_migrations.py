@@ -155,8 +155,8 @@ def test_0010_reads_stored_submissions_of_hidden_splits_the_old_way(empty_app):
         db.session.rollback()
 
 
-def test_0011_starts_each_accounts_ladder_from_its_best_among_the_teams(empty_app):
-    """Migration 0011 adds the account's Ladder: an account's state starts from the best of the teams' Ladders
+def test_0013_starts_each_accounts_ladder_from_its_best_among_the_teams(empty_app):
+    """Migration 0013 adds the account's Ladder: an account's state starts from the best of the teams' Ladders
     that one of its own submissions set, so an attack under way through several teams gains nothing from the
     upgrade; teams made before it have no creator."""
     with empty_app.app_context():
@@ -175,7 +175,7 @@ def test_0011_starts_each_accounts_ladder_from_its_best_among_the_teams(empty_ap
         states = "SELECT user_id, best_submission_id FROM account_ladder_states"
         assert db.session.execute(text(states)).all() == [(ada.id, ids[1])]
         db.session.rollback()
-        downgrade(revision="0010")
+        downgrade(revision="0012")
         upgrade()
         assert db.session.execute(text(states)).all() == [(1, ids[1])]
         assert db.session.execute(text("SELECT COUNT(*) FROM teams WHERE created_by_id IS NULL")).scalar_one() == 2

@@ -194,3 +194,10 @@ def test_every_page_has_a_specific_title(app, client):
     ):
         title = _title(client.get(path))
         assert title.endswith(" · Holdout") and len(title) > len(" · Holdout") + 2, (path, title)
+
+
+def test_a_body_too_large_for_a_form_gets_the_general_page_not_the_upload_hint(client):
+    response = client.post("/login", data=b"email=" + b"a" * 200_000, content_type="application/x-www-form-urlencoded")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 413
+    assert "larger than this address accepts (128 KB)" in page and "prediction file" not in page

@@ -33,13 +33,16 @@ from app.db import db, may_hold_write_lock
 from app.evaluation import get_task, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
+from app.names import name_key
 from app.services.blind_test import visibility
 from app.services.catalog import label_files
 
 log = logging.getLogger(__name__)
 
 GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sealed, primary metric)
-PAYLOAD_FORMAT = 3  # bump when the stored payload's shape changes: older rows are then recomputed
+# Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names):
+# older rows are then recomputed.
+PAYLOAD_FORMAT = 4
 
 
 @dataclass
@@ -360,10 +363,11 @@ def _first_of_each(keys: list[str]) -> list[int]:
 
 
 def model_key(team_key: str, model_name: str) -> str:
-    """A model is a team plus its model name, trimmed and case-folded; each anonymous entry is its own."""
+    """A model is a team plus its model name, as names are compared (app/names.py: names differing in case,
+    spaces, compatibility forms or look-alike letters are one model); each anonymous entry is its own."""
     if team_key.startswith("anonymous:"):
         return team_key
-    return f"{team_key}/{' '.join(model_name.split()).casefold()}"
+    return f"{team_key}/{name_key(model_name)}"
 
 
 def changelog(split: Split) -> list[ChangelogLine]:

@@ -15,7 +15,7 @@ from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_t
 from app.evaluation.subsets import category_subsets, ids_subset
 from app.models import FEEDBACK_POLICIES, Benchmark, Split, Submission, Subset, utcnow
 from app.services.catalog import label_files, rescoring
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 RESERVED_SPLIT_SLUGS = ("models",)  # taken by the models view's address
@@ -90,6 +90,8 @@ def add_benchmark(
         raise InvalidInput("a benchmark needs a name")
     if paper_url and not re.match(r"^https?://", paper_url):
         raise InvalidInput("paper URL must start with http:// or https://")
+    for what, text in (("benchmark name", name), ("benchmark description", description), ("paper URL", paper_url)):
+        check_visible(what, text)
     if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == slug)) is not None:
         raise Conflict(f"benchmark {slug!r} already exists")
     benchmark = Benchmark(
@@ -130,7 +132,10 @@ def add_split(
     """Import a gold file: copy it into the hidden-labels folder and derive the split's subsets."""
     benchmark = get_benchmark(benchmark_slug)
     _check_new_split_slug(benchmark, split_slug)
+    check_visible("split name", name)
     gold, subsets = _read_split_files(get_task(benchmark.task_type), labels, annotations, subset_field)
+    for subset_name in subsets:  # '<field>:<value>' names come from the gold file's values
+        check_visible("subset name", subset_name)
 
     relative, digest = label_files.write_gold(benchmark.slug, split_slug, labels)
     try:

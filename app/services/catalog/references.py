@@ -13,7 +13,7 @@ from app.evaluation import get_task
 from app.models import Reference, Split, User
 from app.services import catalog
 from app.services.audit import audit_log
-from app.services.errors import InvalidInput, NotFound
+from app.services.errors import InvalidInput, NotFound, check_visible
 
 URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
 Scores = dict[str, dict[str, float]]
@@ -67,9 +67,11 @@ def add_reference(
         raise InvalidInput('name is required, e.g. "Human" or "Majority class"')
     if len(name) > 200:
         raise InvalidInput("name must have at most 200 characters")
+    check_visible("the name", name)
     source_url = (source_url or "").strip() or None
     if source_url is not None and (len(source_url) > 500 or not URL.match(source_url)):
         raise InvalidInput("source must be an http:// or https:// address of at most 500 characters")
+    check_visible("the source", source_url)
     reference = Reference(
         split=split, name=name, scores=json.dumps(parse_scores(split, scores_json)), source_url=source_url
     )

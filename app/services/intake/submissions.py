@@ -16,16 +16,18 @@ from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
 
 from app import observability, settings
 from app.db import db, release_write_lock, write_transaction
 from app.evaluation import Problem, Scores, TaskType, ValidationError
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
+from app.names import invisible
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
-from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge
+from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge, check_visible
 from app.services.intake import quotas
 from app.services.storage import checksums, upload_files
 
@@ -43,6 +45,13 @@ FIELD_WORDS = {
 
 def field_error(field: str, text: str) -> InvalidInput:
     return InvalidInput(f"{FIELD_WORDS[field]} ({field}) {text}", field=field)
+
+
+def _check_visible(field: str, value: str) -> None:
+    """InvalidInput naming the field and its first invisible character (app/names.py), if it has one."""
+    problem = invisible(value)
+    if problem:
+        raise field_error(field, problem)
 
 
 URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
@@ -214,6 +223,7 @@ class SubmitResult:
     created_at: datetime
     scores: Scores | None  # what the split's feedback policy releases to the team now
     quota: quotas.QuotaStatus  # the team's, with the submitting account's beside it
+    replayed: bool = False  # the answer to an earlier upload sent with the same Idempotency-Key
 
 
 def _clean_url(field: str, value: str | None) -> str | None:
@@ -222,6 +232,7 @@ def _clean_url(field: str, value: str | None) -> str | None:
         return None
     if len(value) > MAX_URL or not URL.match(value) or "\x00" in value:
         raise field_error(field, f"must be an http:// or https:// address of at most {MAX_URL:,} characters")
+    _check_visible(field, value)
     return value
 
 
@@ -231,6 +242,7 @@ def _clean_description(value: str | None) -> str:
         raise field_error("description", f"must have at most {MAX_DESCRIPTION:,} characters")
     if "\x00" in description:  # PostgreSQL text cannot hold one; no description needs one
         raise field_error("description", "must not contain NUL bytes")
+    _check_visible("description", description)  # line breaks and tabs are visible: they stay
     return description
 
 
@@ -242,6 +254,7 @@ def _clean_upload(upload: Upload) -> Upload:
         raise field_error("model_name", f"must have at most {MAX_MODEL_NAME} characters")
     if "\x00" in name:
         raise field_error("model_name", "must not contain NUL bytes")
+    _check_visible("model_name", name)
     description = _clean_description(upload.description)
     return Upload(
         data=upload.data,
@@ -276,8 +289,12 @@ def submit(
     split_slug: str,
     upload: Upload,
     now: datetime | None = None,
+    idempotency_key: str | None = None,
 ) -> SubmitResult:
     """Validate, score and store an upload for a team, consuming its quota in the same transaction.
+
+    With an idempotency key this account has sent before, nothing is stored: the first upload's answer is
+    given again (its result, or its refusal), or InvalidInput if the key came with another upload.
 
     Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed), TooLarge,
     QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then stored as rejected).
@@ -288,8 +305,29 @@ def submit(
         raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
     upload = _clean_upload(upload)
     check_size(upload.data)
+    key = check_idempotency_key(idempotency_key)
     inputs = catalog.scoring_inputs(split)
     attempt = _Attempt(split.id, team.id, user.id, split.benchmark.slug, team.name, upload, inputs)
+    attempt.digest = checksums.sha256(upload.data)
+    attempt.idempotency_key = key
+    if key is None:
+        return _score_and_store(split, attempt, now)
+    previous = _sent_before(attempt)
+    if previous is not None:  # a retry of an upload whose answer was lost: no parsing, no quota
+        return _replay(previous, attempt)
+    try:
+        return _score_and_store(split, attempt, now)
+    except IntegrityError:
+        # A twin with the same key, for another team (so under another row lock), was stored first.
+        db.session.rollback()
+        previous = _sent_before(attempt)
+        if previous is None:
+            raise
+        return _replay(previous, attempt)
+
+
+def _score_and_store(split: Split, attempt: _Attempt, now: datetime | None) -> SubmitResult:
+    upload = attempt.upload
     # Cheap refusals first: a team (or an account, through all its teams) over its quota or its rejected-file
     # cap pays for sending the body and nothing more (counts, no row lock; checked again under the lock).
     moment = now or utcnow()
@@ -301,10 +339,9 @@ def submit(
     release_write_lock()
     try:
         with observability.parse_and_score():
-            attempt.task, attempt.predictions, attempt.scores = _score_upload(inputs, upload.data)
+            attempt.task, attempt.predictions, attempt.scores = _score_upload(attempt.inputs, upload.data)
     except InvalidInput as exc:
         attempt.problems = exc
-    attempt.digest = checksums.sha256(upload.data)
     # A scored upload keeps its original: written beside the transaction under a temporary name, waited
     # for before the commit, moved into place after it, removed if nothing is stored.
     kept = upload_files.keep(upload.data, attempt.digest) if attempt.problems is None else None
@@ -317,6 +354,62 @@ def submit(
     if kept is not None:  # a rejected file raised above: only a scored one gets here, with its original
         kept.finish()
     return result
+
+
+# --- idempotent retries --------------------------------------------------------------------------------
+
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+
+
+def check_idempotency_key(value: str | None) -> str | None:
+    """The key as sent (opaque: compared byte for byte), None when none was sent."""
+    if value is None or value == "":
+        return None
+    if not IDEMPOTENCY_KEY.fullmatch(value):
+        raise InvalidInput(
+            "the Idempotency-Key header must be 1 to 255 visible ASCII characters (a random UUID will do)",
+            field="Idempotency-Key",
+        )
+    return value
+
+
+def _sent_before(attempt: _Attempt) -> Submission | None:
+    return db.session.scalar(
+        select(Submission).where(
+            Submission.user_id == attempt.user_id, Submission.idempotency_key == attempt.idempotency_key
+        )
+    )
+
+
+def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
+    """The first answer to this key again: its result as the team may see it now, or its refusal."""
+    upload = attempt.upload
+    sent = [attempt.split_id, attempt.team_id, attempt.digest, upload.model_name, upload.description]
+    stored = [previous.split_id, previous.team_id, previous.file_sha256, previous.model_name, previous.description]
+    sent_links = (upload.paper_url, upload.code_url, upload.anonymous)
+    if sent != stored or sent_links != (previous.paper_url, previous.code_url, previous.anonymous):
+        raise InvalidInput(
+            f"the Idempotency-Key {attempt.idempotency_key!r} was sent before with another upload "
+            f"(submission {previous.id}); send each new upload with a new key",
+            field="Idempotency-Key",
+        )
+    observability.upload("replayed")
+    if previous.status != "scored":
+        problems = [Problem(item["line"], item["message"]) for item in json.loads(previous.errors or "[]")]
+        raise InvalidInput(_problem_summary(problems) if problems else "the file could not be scored", problems)
+    split = previous.split
+    return SubmitResult(
+        previous,
+        previous.id,
+        split.benchmark.slug,
+        split.slug,
+        previous.team.name,
+        previous.model_name,
+        previous.created_at,
+        visibility.released_scores(previous),
+        quotas.quota_status(split, previous.team_id, user=attempt.user_id),
+        replayed=True,
+    )
 
 
 @dataclass
@@ -335,6 +428,7 @@ class _Attempt:
     predictions: np.ndarray | None = None
     scores: Scores | None = None
     problems: InvalidInput | None = None
+    idempotency_key: str | None = None
 
 
 def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: datetime | None) -> SubmitResult:
@@ -342,6 +436,10 @@ def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: da
     rejected or scored row."""
     with write_transaction(continue_open=True):
         split = quotas.split_under_locks(attempt.split_id, attempt.team_id, attempt.user_id)
+        # A twin sent with the same key (by the same account) waited for this lock: it was stored meanwhile.
+        previous = _sent_before(attempt) if attempt.idempotency_key is not None else None
+        if previous is not None:
+            return _replay(previous, attempt)
         now = now or utcnow()
         status = quotas.quota_status(split, attempt.team_id, now, user=attempt.user_id)
         submission = _scored_submission(
@@ -354,6 +452,7 @@ def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: da
             attempt.task,
             attempt.predictions,
         )
+        submission.idempotency_key = attempt.idempotency_key
         if attempt.problems is not None or attempt.scores is None or attempt.predictions is None:
             quotas.check_rejected_cap(status, now)
             problems = attempt.problems or InvalidInput("the file could not be scored")
@@ -497,6 +596,7 @@ def hide(admin: User, submission_id: int, reason: str) -> Submission:
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput("say why the entry is hidden (reason)")
+    check_visible("the reason", reason, field="reason")
     submission = get_for(admin, submission_id)
     submission.hidden_at = utcnow()
     submission.hidden_reason = reason[:2000]

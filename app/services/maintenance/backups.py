@@ -345,7 +345,7 @@ def restore(path: Path) -> Summary:
         _migrate_to(revision, known)
         summary = Summary(path=path, revision=revision)
         for source, target, digest, secret in _placed_files(manifest, staging, labels_dir, uploads_dir):
-            _place(source, target, digest, secret)
+            _place(source, target, digest)
             if secret:
                 summary.gold_files += 1
             else:
@@ -505,13 +505,14 @@ def _placed_files(manifest: dict, staging: _Staging, labels_dir: Path, uploads_d
         yield _inside(staging.checked, name, "a listed file"), target, digest, secret
 
 
-def _place(source: str, target: str, digest: str, secret: bool) -> None:
+def _place(source: str, target: str, digest: str) -> None:
     if os.path.lexists(target):
         return  # identical (checked above)
     folder, name = os.path.split(target)
-    os.makedirs(folder, exist_ok=True)
-    if secret:
-        os.chmod(folder, 0o700)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    # Gold files and uploads alike are private: their folder and its parent (the labels or uploads root).
+    for path in (folder, os.path.dirname(folder)):
+        os.chmod(path, 0o700)
     tmp = os.path.join(folder, f".{name}.restore")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out, open(source, "rb") as fh:

@@ -27,7 +27,7 @@ from app.services.audit import audit_log
 from app.services.blind_test import integrity
 from app.services.boards import board_snapshots
 from app.services.catalog import label_files, rescoring
-from app.services.errors import Conflict, InvalidInput
+from app.services.errors import Conflict, InvalidInput, check_visible
 
 DEFAULT_TOP = 40
 MAX_TOP = 1000
@@ -205,12 +205,13 @@ def correct_labels(
 
 
 def _checked_note(note: str) -> str:
-    """The note, trimmed; InvalidInput when it is empty or too long."""
+    """The note, trimmed; InvalidInput when it is empty, too long or has an invisible character."""
     note = (note or "").strip()
     if not note:
         raise InvalidInput("a note saying what was corrected and why is required")
     if len(note) > MAX_NOTE:
         raise InvalidInput(f"the note can have at most {MAX_NOTE} characters")
+    check_visible("the note", note)  # kept with the gold version and shown in the audit log
     return note
 
 

@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.db import db, write_transaction
 from app.models import ApiToken, Membership, User, as_utc, utcnow
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD = 8
@@ -37,6 +37,7 @@ def create_user(email: str, password: str, *, admin: bool = False) -> User:
     email = normalise_email(email)
     if len(email) > 254 or not EMAIL.match(email):
         raise InvalidInput("enter a valid email address")
+    check_visible("the email address", email)  # shown to teammates and maintainers
     _check_new_password(password)
     if get_user_by_email(email) is not None:
         raise Conflict("an account with this email already exists")
@@ -105,6 +106,7 @@ def create_token(user: User, name: str) -> tuple[ApiToken, str]:
     name = (name or "").strip()
     if not name or len(name) > 80:
         raise InvalidInput("a token name must have 1 to 80 characters")
+    check_visible("the token name", name)
     plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(user=user, name=name, token_hash=token_digest(plaintext), prefix=plaintext[:TOKEN_PREFIX_LENGTH])
     db.session.add(token)

@@ -16,14 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, Integer, String, cast, column, literal, select, table, update
 
 from app import settings
 from app.db import db, serialise_on
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
-from app.services.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, ServiceError
+from app.names import display_name, invisible, mixed_scripts, name_key, reserved_keys
+from app.services.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, ServiceError, check_visible
 from app.services.people.accounts import token_digest
-from app.team_names import RESERVED_KEYS, display_name, name_key
 
 INVITE_LIFETIME = timedelta(days=7)
 CREATION_WINDOW = timedelta(days=1)
@@ -50,21 +50,54 @@ def get_team_for(team_id: int, user: User) -> Team:
 
 
 def check_team_name(name: str) -> tuple[str, str]:
-    """(name as stored, its key) for a new team, or why it cannot have that name: a name must differ from
-    every other team's, and from "Anonymous", in more than case, invisible characters and look-alike letters."""
+    """(name as stored, its key) for a new team, or why it cannot have that name: a name has no invisible
+    characters, and must differ from every other team's, and from "Anonymous", in more than case, runs of
+    spaces, compatibility forms and look-alike letters (app/names.py); no word of it mixes scripts."""
+    check_visible("team name", name)
     shown = display_name(name)
     key = name_key(shown)
     if not key or len(shown) > 80:
         raise InvalidInput("a team name must have 1 to 80 visible characters")
     if len(key) > 255:
         raise InvalidInput("this team name is too long once its characters are normalised; choose a shorter one")
-    if key in RESERVED_KEYS:
+    if key in reserved_keys():
         raise InvalidInput(f'team name {shown!r} is reserved: boards show anonymous entries as "Anonymous"')
     existing = db.session.scalar(select(Team).where(Team.name_key == key))
     if existing is not None:
         same = "already exists" if existing.name == shown else f"looks like the existing team {existing.name!r}"
         raise Conflict(f"team name {shown!r} {same}; choose another name")
+    mixed = mixed_scripts(shown)
+    if mixed:
+        raise InvalidInput(f"team name {shown!r} {mixed}")
     return shown, key
+
+
+def recompute_name_keys(connection: Connection) -> list[tuple[int, str, str]]:
+    """Every team's key again, by the rule of app/names.py as it is now, for a migration after the rule changed
+    (stored keys made by an older rule would let a new team look like an old one). Teams are taken in id order;
+    where two existing teams now look alike, the later one's key is made distinct with "#<id>", as migration
+    0006 did: both keep their names. Returns (id, name, why) of the teams a maintainer should look at: those,
+    and names the rule would now refuse (like "Anonymous", with an invisible character, mixing scripts). Core
+    SQL on the migration's connection, not the models: it runs at whatever revision calls it."""
+    teams = table("teams", column("id", Integer), column("name", String), column("name_key", String))
+    rows = connection.execute(select(teams.c.id, teams.c.name).order_by(teams.c.id)).all()
+    # Every key is first set to a placeholder, so that no new key meets another team's old one half way.
+    connection.execute(update(teams).values(name_key=literal("#") + cast(teams.c.id, String)))
+    seen: dict[str, str] = {}
+    found = []
+    for team_id, name in rows:
+        key = name_key(name)[:240] or f"#{team_id}"
+        why = invisible(name) or mixed_scripts(name)
+        if key in reserved_keys():
+            why = 'looks like "Anonymous"'
+        if key in seen:
+            why = f"looks like the earlier team {seen[key]!r}"
+            key = f"{key}#{team_id}"
+        seen.setdefault(key, name)
+        if why:
+            found.append((team_id, name, why))
+        connection.execute(update(teams).where(teams.c.id == team_id).values(name_key=key))
+    return found
 
 
 class TeamCapReached(Conflict):

@@ -3,23 +3,32 @@
 An original is kept only for a submission that is stored: it is written under a temporary name beside
 the transaction and moved into place only once the row is committed (``Pending``), removed otherwise.
 ``check`` finds what a killed worker can still leave behind: files without a row, rows without a file.
+A write the disk refuses (full, failing) is a StorageFailed (507): the upload is then not stored at all.
+Originals are private to the server's account: files 0600 in folders 0700.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
+import logging
 import os
 import secrets
 import time
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app import settings
+from app import observability, settings
+from app.services.errors import StorageFailed
 
+log = logging.getLogger(__name__)
 TEMP_SUFFIX = ".tmp"
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
 # A temporary file younger than this may belong to an upload in flight (workers time out after 60 s).
 IN_FLIGHT_SECONDS = 600
 
@@ -46,22 +55,35 @@ class Pending:
         self.temp = _temp_for(self.target)
         self._future: Future | None = _writer().submit(_write, self.temp, data) if background else None
         if not background:
-            _write(self.temp, data)
+            try:
+                _write(self.temp, data)
+            except OSError as exc:
+                raise storage_failed(exc) from exc
 
     def wait(self) -> None:
+        """Raises StorageFailed if the disk refused the write."""
         if self._future is not None:
-            self._future.result()
+            try:
+                self._future.result()
+            except OSError as exc:
+                raise storage_failed(exc) from exc
 
     def finish(self) -> None:
+        """After the commit: the row is stored, so a failure here is logged, not answered; the complete
+        temporary file stays, and `flask uploads check --repair` moves it into place."""
         self.wait()
-        if self.target.exists():  # the same content is already kept for another submission
-            self.temp.unlink(missing_ok=True)
-        else:
-            os.replace(self.temp, self.target)
+        try:
+            if self.target.exists():  # the same content is already kept for another submission
+                self.temp.unlink(missing_ok=True)
+            else:
+                os.replace(self.temp, self.target)
+        except OSError as exc:
+            observability.storage_failure("uploads", os.strerror(exc.errno or 0))
+            log.error("could not move %s into place (%s); `flask uploads check --repair` will", self.temp, exc)
 
     def discard(self) -> None:
-        with contextlib.suppress(Exception):  # a failed write leaves nothing to keep either way
-            self.wait()
+        if self._future is not None:
+            futures.wait([self._future])  # a failed write leaves nothing to keep (and was answered already)
         self.temp.unlink(missing_ok=True)
 
 
@@ -82,11 +104,45 @@ def _writer() -> ThreadPoolExecutor:
     return _pool
 
 
+def storage_failed(exc: OSError) -> StorageFailed:
+    """The answer to a write the upload folder refused; counted in /metrics and remembered for /healthz."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    observability.storage_failure("uploads", reason)
+    log.error("upload storage refused a write: %s", exc)
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    what = "is full" if full else f"failed ({reason})"
+    return StorageFailed(
+        f"the server's upload storage {what}: your file was not stored and your quota is unchanged; "
+        "try again later, and tell the maintainers if it persists"
+    )
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create the folder (and missing parents) 0700, and tighten it if it exists."""
+    folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    if folder.stat().st_mode & 0o777 != FOLDER_MODE:
+        folder.chmod(FOLDER_MODE)
+
+
+def secure_uploads_dir(root: Path) -> None:
+    """At start-up: the upload folder and its subfolders 0700 (earlier versions made them 0755), so no other
+    account on the machine reads a team's file, whatever mode an old file has. Files are not walked (there
+    may be a million); each is 0600 from the moment it is written."""
+    if not root.is_dir():
+        return
+    for path in [root, *(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())]:
+        with contextlib.suppress(PermissionError):  # owned by someone else: left to its owner
+            path.chmod(FOLDER_MODE)
+
+
 def _write(temp: Path, data: bytes) -> None:
-    temp.parent.mkdir(parents=True, exist_ok=True)
+    make_private_folder(temp.parent.parent)
+    make_private_folder(temp.parent)
     try:
+        # O_EXCL: a fresh file, never one planted in its place; 0600 from its first byte.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         # Level 1: a prediction CSV shrinks ~4.4x instead of ~6x, in a third of the time (inside the upload).
-        with open(temp, "xb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
+        with open(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
             fh.write(data)
     except BaseException:
         temp.unlink(missing_ok=True)

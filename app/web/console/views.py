@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
+from app.request_limits import accepts_upload
 from app.services import catalog
 from app.services.errors import ServiceError
 from app.services.maintenance import label_audits, maintainer_actions
@@ -169,6 +170,7 @@ def _split_button(benchmark: str, split: str, action, done: str):
 
 
 @bp.post("/splits/<benchmark>/<split>/subsets")
+@accepts_upload
 @admin_required
 def add_subset(benchmark: str, split: str):
     form = SubsetForm()
@@ -196,6 +198,7 @@ def _split_form() -> SplitForm:
 
 
 @bp.route("/splits/new", methods=["GET", "POST"])
+@accepts_upload
 @admin_required
 def new_split():
     form = _split_form()

@@ -6,9 +6,11 @@ import http.client
 import json
 import secrets
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -17,6 +19,8 @@ from holdout_client import __version__
 TIMEOUT = 300  # seconds: a 50 MB upload over a slow link, then scoring
 CHUNK = 64 * 1024
 PROGRESS_FROM = 1024 * 1024  # files at least this large get a progress bar (on a terminal)
+RETRIES = 2  # an upload whose answer was lost is sent again this many times, with the same Idempotency-Key
+RETRY_PAUSE = 1.0  # seconds before the first retry; the pause grows with each
 
 
 class ApiError(Exception):
@@ -41,6 +45,10 @@ class Progress:
         if enabled is None:
             enabled = total >= PROGRESS_FROM and getattr(self.stream, "isatty", lambda: False)()
         self.enabled = enabled
+
+    def restart(self) -> None:
+        """From zero again, for a retry of the same upload."""
+        self.done = 0
 
     def advance(self, count: int) -> None:
         self.done = min(self.total, self.done + count)
@@ -121,10 +129,36 @@ class Client:
             )
         )
 
-    def upload(self, fields: dict[str, str], file_name: str, file_data: bytes, progress: Progress | None = None) -> Any:
-        """POST /submissions, streamed in chunks (for the progress bar). http.client rather than urllib: a
-        server that refuses the body part way (413, over its size limit) answers and closes, and its answer
-        can still be read after the write fails."""
+    def upload(
+        self,
+        fields: dict[str, str],
+        file_name: str,
+        file_data: bytes,
+        progress: Progress | None = None,
+        idempotency_key: str | None = None,
+        attempts: int = RETRIES + 1,
+    ) -> Any:
+        """POST /submissions with an Idempotency-Key (a new random one unless given). When the connection
+        breaks before the answer arrives, the upload may have been stored: it is sent again with the same
+        key, up to `attempts` times in all, and the server answers a repeat as it answered the first."""
+        key = idempotency_key or str(uuid.uuid4())
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._upload_once(fields, file_name, file_data, progress, key)
+            except _ConnectionLost as lost:
+                if attempt == attempts or not lost.retry:
+                    raise ApiError(None, lost.message) from None
+                if progress is not None:
+                    progress.restart()
+                time.sleep(RETRY_PAUSE * attempt)  # a server restarting needs a moment
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _upload_once(
+        self, fields: dict[str, str], file_name: str, file_data: bytes, progress: Progress | None, key: str
+    ) -> Any:
+        """One POST, streamed in chunks (for the progress bar). http.client rather than urllib: a server that
+        refuses the body part way (413, over its size limit) answers and closes, and its answer can still be
+        read after the write fails."""
         parts, content_type = multipart(fields, file_name, file_data)
         length = sum(len(part) for part in parts)
         progress = progress or Progress(f"uploading {file_name}", length)
@@ -140,12 +174,13 @@ class Client:
                     ("Content-Length", str(length)),
                     ("Accept", "application/json"),
                     ("User-Agent", f"holdout-client/{__version__}"),
+                    ("Idempotency-Key", key),
                     *((("Authorization", f"Bearer {self.token}"),) if self.token else ()),
                 ):
                     connection.putheader(name, value)
                 connection.endheaders()
             except OSError as exc:
-                raise ApiError(None, f"cannot reach {self.url}: {exc}") from None
+                raise _ConnectionLost(f"cannot reach {self.url}: {exc}", retry=True) from None
             stopped = None
             try:
                 for chunk in _chunks(parts, progress):
@@ -156,11 +191,16 @@ class Client:
                 response = connection.getresponse()
                 status, payload = response.status, response.read()
             except OSError as exc:
-                reason = stopped or exc
-                raise ApiError(
-                    None,
-                    f"the connection to {self.url} broke during the upload ({reason}); "
-                    "the file may be over the server's size limit",
+                if stopped is not None:  # refused while sending: most likely over the size limit
+                    raise _ConnectionLost(
+                        f"the connection to {self.url} broke during the upload ({stopped}); "
+                        "the file may be over the server's size limit",
+                        retry=False,
+                    ) from None
+                raise _ConnectionLost(
+                    f"the connection to {self.url} broke before its answer ({exc}); "
+                    f"sent with Idempotency-Key {key}, so it is stored at most once however often it is sent",
+                    retry=True,
                 ) from None
         finally:
             connection.close()
@@ -170,6 +210,13 @@ class Client:
             return json.loads(payload)
         except ValueError:
             raise ApiError(None, f"{self.url} did not answer with JSON; is it a Holdout server?") from None
+
+
+class _ConnectionLost(Exception):
+    def __init__(self, message: str, retry: bool):
+        super().__init__(message)
+        self.message = message
+        self.retry = retry
 
 
 def _error(status: int, payload: bytes) -> ApiError:

@@ -108,7 +108,9 @@ def cmd_submit(args) -> int:
     ):
         if value is not None:
             fields[name] = value
-    created = client.upload(fields, file_name, data, Progress(f"uploading {file_name}", len(data)))
+    created = client.upload(
+        fields, file_name, data, Progress(f"uploading {file_name}", len(data)), idempotency_key=args.idempotency_key
+    )
     _out(
         f"submission {created['id']} scored: {created['benchmark']} {created['split']}, team {created['team']}, "
         f"model {created['model_name']}"
@@ -259,6 +261,11 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--description")
     submit.add_argument("--paper-url")
     submit.add_argument("--code-url")
+    submit.add_argument(
+        "--idempotency-key",
+        help="a key of your own for this upload (default: a new random one); running the command again with "
+        "the same key stores nothing new and shows the first upload's result",
+    )
     submit.add_argument(
         "--publish", action="store_true", help="publish it at once (needs a description or a paper URL)"
     )

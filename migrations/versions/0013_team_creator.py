@@ -1,16 +1,16 @@
 """people, not teams: who created a team, an account's Ladder across its teams, the quota count per account
 
-Revision ID: 0011
-Revises: 0010
-Create Date: 2026-11-25 12:00:00
+Revision ID: 0013
+Revises: 0012
+Create Date: 2026-11-25 16:00:00
 
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
