@@ -20,7 +20,7 @@ from app.services.catalog import references
 from app.services.errors import ServiceError
 from app.services.intake import submissions
 from app.services.maintenance import backups, demo, label_audits, maintainer_actions
-from app.services.people import accounts
+from app.services.people import accounts, teams
 from app.services.storage import upload_files
 
 
@@ -294,11 +294,22 @@ def users_sign_out(email):
 @teams_cli.command("create")
 @click.argument("name")
 @click.option("--member", "emails", multiple=True, help="Email of an existing user to add; repeatable.")
-def teams_create(name, emails):
-    """Create team NAME with the given members."""
+@click.option(
+    "--allow-over-cap",
+    is_flag=True,
+    help="Add members already in MAX_TEAMS_PER_ACCOUNT teams anyway (recorded in the audit log).",
+)
+def teams_create(name, emails, allow_over_cap):
+    """Create team NAME with the given members.
+
+    The team has no creator (it counts against nobody's teams created a day); a member already in
+    MAX_TEAMS_PER_ACCOUNT teams is refused unless --allow-over-cap is given."""
     users = [_user(email) for email in emails]  # all checked before anything is created
     with _refusals():
-        team = maintainer_actions.create_team(None, name, users, via="cli")
+        try:
+            team = maintainer_actions.create_team(None, name, users, via="cli", over_cap=allow_over_cap)
+        except teams.TeamCapReached as exc:
+            raise CliError(f"{exc.message}; --allow-over-cap adds them anyway") from exc
     click.echo(f"created team {team.name} with {len(users)} member{'' if len(users) == 1 else 's'}")
 
 

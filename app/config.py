@@ -24,6 +24,13 @@ def _int(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
 
 
+def _at_least_one(name: str, default: int) -> int:
+    value = _int(name, default)
+    if value < 1:
+        raise ConfigError(f"{name} must be a whole number of at least 1, got {os.environ.get(name)!r}")
+    return value
+
+
 def _number(name: str, default: float, low: float, high: float, what: str) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -72,6 +79,10 @@ def from_environment(instance_path: str) -> dict:
         # A submission on a hidden split closer than this share of examples to an earlier one of its team
         # is flagged as possible probing.
         "PROBE_DISTANCE": _share("PROBE_DISTANCE", 0.01),
+        # People, not teams, are what a blind test protects: an account belongs to at most this many teams
+        # (creating or joining one), and creates at most this many in any 24 hours.
+        "MAX_TEAMS_PER_ACCOUNT": _at_least_one("MAX_TEAMS_PER_ACCOUNT", 3),
+        "MAX_TEAMS_CREATED_PER_DAY": _at_least_one("MAX_TEAMS_CREATED_PER_DAY", 2),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": os.environ.get("SESSION_COOKIE_SECURE", "").lower() in {"1", "true", "yes"},

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import MetaData, event
+from sqlalchemy import MetaData, event, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Session
 
@@ -84,6 +85,31 @@ def write_transaction(continue_open: bool = False):
     finally:
         _immediate.reset(token)
     yield
+
+
+def serialise_on(entity, ids: Iterable[int]) -> None:
+    """Serialise the session's transaction with every other that serialises on one of these rows (by id),
+    until it ends, so that what it counts next stays true until its commit.
+
+    PostgreSQL: SELECT ... FOR UPDATE on the rows, in id order (two transactions locking several never wait
+    for each other in a cycle). SQLite: the database's write lock, taken now: a request that began as a writer
+    holds it already; a transaction with changes takes it by flushing them; any other is ended and begun again
+    as a writer (BEGIN IMMEDIATE waits for the lock; a read transaction could not upgrade once another writer
+    has committed)."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return
+    if not _on_sqlite():
+        db.session.execute(select(entity.id).where(entity.id.in_(wanted)).order_by(entity.id).with_for_update())
+        return
+    session = db.session()
+    if _immediate.get():
+        return
+    if session.new or session.dirty or session.deleted or session.info.get("flushed"):
+        session.flush()
+        return
+    with write_transaction():
+        pass
 
 
 def may_hold_write_lock() -> bool:

@@ -107,6 +107,9 @@ class Team(Model):
         String(255), unique=True, default=lambda context: team_name_key(context.get_current_parameters()["name"])
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The account that made it on the Teams page (None: a maintainer's, or made before migration 0013): an
+    # account creates at most MAX_TEAMS_CREATED_PER_DAY teams in any 24 hours.
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
 
     memberships: Mapped[list[Membership]] = relationship(back_populates="team", cascade="all, delete-orphan")
 
@@ -212,6 +215,8 @@ class Submission(Model):
         CheckConstraint(f"status IN {SUBMISSION_STATUSES}", name="status"),
         # The quota count: one team's attempts on one split in a time window.
         Index("ix_submissions_team_split_created", "team_id", "split_id", "created_at"),
+        # The same count per account, through all its teams.
+        Index("ix_submissions_user_split_created", "user_id", "split_id", "created_at"),
         # A split's submissions in id order (rescoring streams them) and its published entries (its board),
         # without reading or sorting every row of a split that holds hundreds of thousands.
         Index("ix_submissions_split_id_id", "split_id", "id"),
@@ -330,6 +335,23 @@ class LadderState(Model):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     # Set to a submission not yet inserted, the state is written after it, in the same flush.
+    best_submission: Mapped[Submission | None] = relationship(foreign_keys=[best_submission_id])
+
+
+class AccountLadderState(Model):
+    """An account's Ladder on a hidden split, over its submissions through every team: the best released
+    loss and the submission that set it. A new score must beat the stricter of this and its team's."""
+
+    __tablename__ = "account_ladder_states"
+    __table_args__ = (UniqueConstraint("user_id", "split_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
+    best_loss: Mapped[float | None] = mapped_column(Float)  # R; None until the first submission (+inf)
+    best_submission_id: Mapped[int | None] = mapped_column(ForeignKey("submissions.id", ondelete="SET NULL"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
     best_submission: Mapped[Submission | None] = relationship(foreign_keys=[best_submission_id])
 
 

@@ -1,7 +1,7 @@
 """The settings the services need, as one typed object: services ask `current()` for it instead of reading
 the Flask config mapping themselves, so a use case names what it depends on and can be handed other values.
 
-Built from the running application's configuration on each call (cheap: four lookups), so a setting changed
+Built from the running application's configuration on each call (cheap: a few lookups), so a setting changed
 on a live app (as tests do) is seen at once.
 """
 
@@ -13,6 +13,8 @@ from pathlib import Path
 from flask import current_app
 
 DEFAULT_PROBE_DISTANCE = 0.01
+DEFAULT_MAX_TEAMS_PER_ACCOUNT = 3
+DEFAULT_MAX_TEAMS_CREATED_PER_DAY = 2
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,9 @@ class Settings:
     max_upload_mb: int  # the largest prediction file accepted, in MiB
     # A submission on a hidden split closer than this share of examples to an earlier one is flagged.
     probe_distance: float = DEFAULT_PROBE_DISTANCE
+    # Teams an account may belong to (create or join), and create in any 24 hours.
+    max_teams_per_account: int = DEFAULT_MAX_TEAMS_PER_ACCOUNT
+    max_teams_created_per_day: int = DEFAULT_MAX_TEAMS_CREATED_PER_DAY
 
     @property
     def max_upload_bytes(self) -> int:
@@ -34,6 +39,8 @@ class Settings:
             submissions_dir=Path(config["SUBMISSIONS_DIR"]),
             max_upload_mb=int(config["MAX_UPLOAD_MB"]),
             probe_distance=float(config.get("PROBE_DISTANCE", DEFAULT_PROBE_DISTANCE)),
+            max_teams_per_account=int(config.get("MAX_TEAMS_PER_ACCOUNT", DEFAULT_MAX_TEAMS_PER_ACCOUNT)),
+            max_teams_created_per_day=int(config.get("MAX_TEAMS_CREATED_PER_DAY", DEFAULT_MAX_TEAMS_CREATED_PER_DAY)),
         )
 
 

@@ -3,8 +3,9 @@
 Reference: Avrim Blum and Moritz Hardt, "The Ladder: A Reliable Leaderboard for Machine Learning
 Competitions", ICML 2015 (arXiv:1502.04585), Algorithm 2 ("parameter-free Ladder").
 
-Per team and split the Ladder keeps the best released loss R (start +inf) and the per-example 0/1 loss
-vector of the submission that set it. For a new submission with loss vector l of mean L over n examples:
+Per team (and per account, below) and split the Ladder keeps the best released loss R (start +inf) and the
+per-example 0/1 loss vector of the submission that set it. For a new submission with loss vector l of mean L
+over n examples:
 
     s = sample standard deviation (ddof=1) of l            (first submission)
         sample standard deviation (ddof=1) of l - best     (afterwards)
@@ -15,13 +16,17 @@ A new score is released only when it beats the team's best by more than the nois
 comparison, so a team learns next to nothing from submissions that do not really improve. That is what
 defeats adaptive attacks such as submitting many random vectors and keeping the lucky ones.
 
+People, not teams: one person with several teams would otherwise hold a fresh Ladder per team, whose first
+submission always releases its own score. The services keep a Ladder per account too (its submissions through
+every team) and step the stricter of the two (`step_shared`): a new score must beat the best either holds.
+
 Pure functions over numpy arrays; the services keep the state in the database.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +88,20 @@ def step(ladder: Ladder, losses: np.ndarray) -> Step:
         released = round(mean * n) / n
         return Step(Ladder(released, losses.copy()), True, mean, threshold)
     return Step(ladder, False, mean, threshold)
+
+
+def stricter(ladders: Sequence[Ladder]) -> Ladder:
+    """The Ladder a new score must beat when several hold (a team's, its submitting account's): the one with
+    the lowest released loss, the first of equals; a fresh Ladder when there is none."""
+    return min(ladders, key=lambda ladder: ladder.best_loss, default=Ladder())
+
+
+def step_shared(ladders: Sequence[Ladder], losses: np.ndarray) -> tuple[Step, list[Ladder]]:
+    """One submission counted by several Ladders at once: step the stricter of them; a new best becomes every
+    one's best, and otherwise each keeps its own. Returns the step and the Ladders after it, in order (each
+    releases its own best: what a team has been told is its own)."""
+    result = step(stricter(ladders), losses)
+    return result, [result.ladder if result.improved else ladder for ladder in ladders]
 
 
 def run(loss_vectors: Iterable[np.ndarray]) -> list[Step]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
-from app.services.errors import ServiceError
+from app.services.errors import QuotaExceeded, ServiceError
+from app.services.intake.quotas import retry_after_seconds
 from app.services.people import teams
 from app.web.forms import ConfirmForm, TeamForm
 
@@ -21,18 +22,22 @@ def _me():
 def index():
     form = TeamForm()
     status = 200
+    headers = {}
     if form.validate_on_submit():
         try:
             team = teams.create_team(form.name.data, _me())
         except ServiceError as exc:
             form.form_errors.append(exc.message)
             status = exc.status
+            if isinstance(exc, QuotaExceeded) and exc.retry_at is not None:
+                headers["Retry-After"] = str(retry_after_seconds(exc))
         else:
             flash(f"Created team {team.name}.")
             return redirect(url_for("teams.detail", team_id=team.id))
     elif form.is_submitted():
         status = 400
-    return render_template("teams/index.html", form=form, teams=_me().teams), status
+    me = _me()
+    return render_template("teams/index.html", form=form, teams=me.teams, room=teams.room(me)), status, headers
 
 
 def _team_page(team, invite_url: str | None = None):
@@ -90,6 +95,7 @@ def invite(token: str):
             token=token,
             team=found.team,
             already_member=_me().is_member(found.team_id),
+            room=teams.room(_me()),
             confirm=ConfirmForm(),
         )
     )

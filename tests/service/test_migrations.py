@@ -153,3 +153,30 @@ def test_0010_reads_stored_submissions_of_hidden_splits_the_old_way(empty_app):
         }
         assert db.session.execute(text("SELECT COUNT(*) FROM probe_summaries")).scalar_one() == 0
         db.session.rollback()
+
+
+def test_0013_starts_each_accounts_ladder_from_its_best_among_the_teams(empty_app):
+    """Migration 0013 adds the account's Ladder: an account's state starts from the best of the teams' Ladders
+    that one of its own submissions set, so an attack under way through several teams gains nothing from the
+    upgrade; teams made before it have no creator."""
+    with empty_app.app_context():
+        upgrade()
+        gold = synthetic.nlvr2_gold(400, split="test", seed=3)
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+        catalog.add_split("nlvr2", "test-u", gold, hidden=True, name="Test-U")
+        catalog.set_policy("nlvr2", "test-u", feedback="ladder", per_day=10)
+        ada = accounts.create_user("ada@example.org", "a long password")
+        teams.create_team("Lab", ada)
+        teams.create_team("Side", ada)
+        ids = []
+        for team, accuracy in (("Lab", 0.7), ("Side", 0.9), ("Lab", 0.6)):
+            data = synthetic.predictions("nlvr2", gold, accuracy, seed=len(ids), split="test")
+            ids.append(submissions.submit(ada, team, "nlvr2", "test-u", submissions.Upload(data, team)).id)
+        states = "SELECT user_id, best_submission_id FROM account_ladder_states"
+        assert db.session.execute(text(states)).all() == [(ada.id, ids[1])]
+        db.session.rollback()
+        downgrade(revision="0012")
+        upgrade()
+        assert db.session.execute(text(states)).all() == [(1, ids[1])]
+        assert db.session.execute(text("SELECT COUNT(*) FROM teams WHERE created_by_id IS NULL")).scalar_one() == 2
+        db.session.rollback()

@@ -54,6 +54,20 @@ def test_equal_and_slightly_better_submissions_release_nothing_new():
     assert [s.loss for s in steps] == [0.25, 0.0, 0.25]
 
 
+def test_shared_ladders_step_the_stricter_and_share_a_new_best():
+    """A team's Ladder and its account's (people, not teams): the step compares with the stricter; a new best
+    becomes both's; otherwise each keeps (and releases) its own."""
+    team, account = Ladder(), ladder.step(Ladder(), vector(16, [0, 1])).ladder  # the account's best: 2 wrong
+    assert ladder.stricter([team, account]) is account and ladder.stricter([]) == Ladder()
+    # 8 wrong through a fresh team: not better than the account's best, so the fresh team learns nothing.
+    result, (team, account) = ladder.step_shared([team, account], vector(16, range(8)))
+    assert not result.improved and not team.started and account.best_loss == 0.125
+    # Wrong nowhere: better than the account's best by more than the margin; both Ladders take it.
+    result, (team, account) = ladder.step_shared([team, account], vector(16, []))
+    assert result.improved and team.best_loss == account.best_loss == 0.0
+    assert team.best_losses is account.best_losses
+
+
 def test_worse_submissions_never_lower_the_released_score():
     steps = ladder.run([vector(10, [0, 1]), vector(10, range(6)), vector(10, range(10))])
     assert [s.released_loss for s in steps] == [0.2, 0.2, 0.2]

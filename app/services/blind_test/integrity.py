@@ -1,9 +1,10 @@
 """Blind-test integrity: how a release is made, and flags for probing.
 
 - Release (which one applies is decided in services/blind_test/visibility.py): `full_release` rounds every score to
-  the split's count resolution (100*k/n to the fewest decimals that still tell every count k of the whole split
-  apart: the value identifies k and carries nothing more; `release_percentage`, the one rounding of every figure a
-  blind test shows before its reveal); `ladder_release` runs a team's Ladder (app/evaluation/ladder.py).
+  the split's count resolution, a subset's in whole percents (`release_percentage`, the one rounding of every
+  figure a blind test shows before its reveal: the value identifies the count and carries nothing more);
+  `ladder_release` runs a team's Ladder and its submitting account's (app/evaluation/ladder.py): a new score
+  must beat the stricter, so one person gains nothing from many teams.
 - Probing: a submission on a hidden split that differs from one of the same team's earlier submissions
   there on fewer than PROBE_DISTANCE of the examples (flipping a few predictions to read their labels off
   the score) is flagged for the maintainers; so is one that close to another team's submission (shared
@@ -29,7 +30,18 @@ from app import settings
 from app.db import db
 from app.evaluation import GoldSet, Scores, TaskType, probes, sealed
 from app.evaluation import ladder as ladder_rule
-from app.models import Benchmark, LadderState, ProbeFlag, ProbeSummary, Score, Split, Submission, Team, utcnow
+from app.models import (
+    AccountLadderState,
+    Benchmark,
+    LadderState,
+    ProbeFlag,
+    ProbeSummary,
+    Score,
+    Split,
+    Submission,
+    Team,
+    utcnow,
+)
 from app.services import catalog
 from app.services.errors import InvalidInput, NotFound
 
@@ -111,30 +123,60 @@ def ladder_release(
     submission: Submission, task: TaskType, gold: GoldSet, predictions: np.ndarray, part: np.ndarray | None = None
 ) -> Scores | None:
     """Run one Ladder step for a new submission (inserted or not) and return the release; with `part` (a
-    sealed split's queried examples) the Ladder sees those examples alone."""
-    state = db.session.scalar(
-        select(LadderState).where(
-            LadderState.team_id == submission.team_id, LadderState.split_id == submission.split_id
+    sealed split's queried examples) the Ladder sees those examples alone.
+
+    The step counts the team's Ladder and the submitting account's (its submissions through every team; none
+    for a maintainer's import): the score must beat the stricter of the two, and a new best becomes both's.
+    The team is released its own best (None if it has none: a first submission no better than what the
+    account was already released through another team tells that team nothing)."""
+    states: list[LadderState | AccountLadderState] = [
+        _ladder_state(LadderState, LadderState.team_id, submission.team_id, submission.split_id)
+    ]
+    if submission.user_id is not None:
+        states.append(
+            _ladder_state(AccountLadderState, AccountLadderState.user_id, submission.user_id, submission.split_id)
         )
-    )
-    if state is None:
-        state = LadderState(team_id=submission.team_id, split_id=submission.split_id, best_loss=None)
-        db.session.add(state)
-    best_losses = None
-    if state.best_submission_id is not None:
-        best = db.session.get(Submission, state.best_submission_id)
-        if best is not None and best.predictions is not None:
-            best_predictions = task.decode(best.predictions, gold.n)
-            best_losses = ladder_rule.zero_one_losses(task, *_on_part(gold, best_predictions, part))
-    current = ladder_rule.Ladder(math.inf if state.best_loss is None else state.best_loss, best_losses)
     losses = ladder_rule.zero_one_losses(task, *_on_part(gold, predictions, part))
-    result = ladder_rule.step(current, losses)
-    if result.improved:
-        state.best_loss = result.ladder.best_loss
-        state.best_submission = submission
-    state.updated_at = utcnow()
-    value = ladder_rule.released_accuracy(result.ladder, losses.size)
+    # Only the stricter Ladder's best vector is read: the step compares with it alone.
+    ladders = [ladder_rule.Ladder(_best_loss(state)) for state in states]
+    strictest = ladders.index(ladder_rule.stricter(ladders))
+    ladders[strictest] = ladder_rule.Ladder(
+        ladders[strictest].best_loss, _best_losses(states[strictest], task, gold, part)
+    )
+    result, after = ladder_rule.step_shared(ladders, losses)
+    for state in states:
+        if result.improved:
+            state.best_loss = result.ladder.best_loss
+            state.best_submission = submission
+        state.updated_at = utcnow()
+    value = ladder_rule.released_accuracy(after[0], losses.size)
     return None if value is None else {"all": {task.primary_metric: value}}
+
+
+def _ladder_state(model, owner_column, owner_id: int, split_id: int):
+    """The stored Ladder of a team or an account on a split (added, fresh, when there is none yet)."""
+    state = db.session.scalar(select(model).where(owner_column == owner_id, model.split_id == split_id))
+    if state is None:
+        state = model(split_id=split_id, best_loss=None)
+        setattr(state, owner_column.key, owner_id)
+        db.session.add(state)
+    return state
+
+
+def _best_loss(state: LadderState | AccountLadderState) -> float:
+    return math.inf if state.best_loss is None else state.best_loss
+
+
+def _best_losses(
+    state: LadderState | AccountLadderState, task: TaskType, gold: GoldSet, part: np.ndarray | None
+) -> np.ndarray | None:
+    """The 0/1 losses of the submission that set the state's best (None: none yet, or it was deleted)."""
+    if state.best_submission_id is None:
+        return None
+    best = db.session.get(Submission, state.best_submission_id)
+    if best is None or best.predictions is None:
+        return None
+    return ladder_rule.zero_one_losses(task, *_on_part(gold, task.decode(best.predictions, gold.n), part))
 
 
 def _on_part(gold: GoldSet, predictions: np.ndarray, part: np.ndarray | None) -> tuple[GoldSet, np.ndarray]:

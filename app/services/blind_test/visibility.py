@@ -337,6 +337,20 @@ class SubmissionView:
         return not (self.is_admin or self.is_member)
 
 
+HELD = "Scores on this hidden split are held until the maintainers reveal it."
+NO_LADDER_FIGURE = (
+    "The Ladder released no figure for this file: it did not clearly beat the best already released to the "
+    "account that sent it, through another of its teams, and this team had no figure of its own yet."
+)
+
+
+def _withheld_reason(submission: Submission, split: Split) -> str:
+    """Why a scored submission shows no score: held, or (under the Ladder) nothing new to release to its team."""
+    if submission.release_policy == "ladder" and submission.released is None and split.feedback != "none":
+        return NO_LADDER_FIGURE
+    return HELD
+
+
 def submission_view(user: User | None, submission: Submission) -> SubmissionView:
     """Everything to maintainers; the release to the team's members; to anyone else a published, visible
     entry of a split whose board is public, as the board shows it (else NotFound)."""
@@ -347,9 +361,7 @@ def submission_view(user: User | None, submission: Submission) -> SubmissionView
     scored = submission.status == "scored"
     released = released_scores(submission)
     scores = scores_of(submission) if is_admin and scored else released
-    withheld = (
-        "Scores on this hidden split are held until the maintainers reveal it." if scored and released is None else None
-    )
+    withheld = _withheld_reason(submission, split) if scored and released is None else None
     held = False
     if scores and not is_admin:
         kinds = {subset.name: subset.source for subset in split.subsets}

@@ -47,7 +47,8 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         if view.intervals_shown
         else {}
     )
-    quota = quotas.quota_status(split, submission.team) if view.is_member else None
+    # A member sees what is left to them: the stricter of the team's quota and their own through all teams.
+    quota = quotas.quota_status(split, submission.team, user=user) if view.is_member and user else None
     problems = submissions.problems_of(submission) if not view.public_view else []
     rank = None
     if submission.published_at is not None and submission.hidden_at is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -222,7 +222,7 @@ class SubmitResult:
     model_name: str
     created_at: datetime
     scores: Scores | None  # what the split's feedback policy releases to the team now
-    quota: quotas.QuotaStatus
+    quota: quotas.QuotaStatus  # the team's, with the submitting account's beside it
     replayed: bool = False  # the answer to an earlier upload sent with the same Idempotency-Key
 
 
@@ -328,10 +328,10 @@ def submit(
 
 def _score_and_store(split: Split, attempt: _Attempt, now: datetime | None) -> SubmitResult:
     upload = attempt.upload
-    # Cheap refusals first: a team over its quota or its rejected-file cap pays for sending the body and
-    # nothing more (a count, no row lock; checked again under the lock before the insert).
+    # Cheap refusals first: a team (or an account, through all its teams) over its quota or its rejected-file
+    # cap pays for sending the body and nothing more (counts, no row lock; checked again under the lock).
     moment = now or utcnow()
-    early = quotas.quota_status(split, attempt.team_id, moment)
+    early = quotas.quota_status(split, attempt.team_id, moment, user=attempt.user_id)
     quotas.check_rejected_cap(early, moment)
     quotas.check_quota(early, moment)
     # Parse and score outside the write lock: it is the slow part and touches no shared state, and on
@@ -407,7 +407,7 @@ def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
         previous.model_name,
         previous.created_at,
         visibility.released_scores(previous),
-        quotas.quota_status(split, previous.team_id),
+        quotas.quota_status(split, previous.team_id, user=attempt.user_id),
         replayed=True,
     )
 
@@ -432,15 +432,16 @@ class _Attempt:
 
 
 def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: datetime | None) -> SubmitResult:
-    """The write transaction of ``submit``: quotas under the lock, then the rejected or scored row."""
+    """The write transaction of ``submit``: quotas (the team's and the account's) under the lock, then the
+    rejected or scored row."""
     with write_transaction(continue_open=True):
-        split = quotas.split_under_team_lock(attempt.split_id, attempt.team_id)
-        # A twin sent with the same key for the same team waited for this lock: it was stored meanwhile.
+        split = quotas.split_under_locks(attempt.split_id, attempt.team_id, attempt.user_id)
+        # A twin sent with the same key (by the same account) waited for this lock: it was stored meanwhile.
         previous = _sent_before(attempt) if attempt.idempotency_key is not None else None
         if previous is not None:
             return _replay(previous, attempt)
         now = now or utcnow()
-        status = quotas.quota_status(split, attempt.team_id, now)
+        status = quotas.quota_status(split, attempt.team_id, now, user=attempt.user_id)
         submission = _scored_submission(
             attempt.split_id,
             attempt.team_id,
@@ -465,10 +466,7 @@ def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: da
         shown = visibility.team_scores(
             split, attempt.scores, submission.released, submission.release_policy, attempt.inputs
         )
-        # The counts read under the lock, plus this submission.
-        quota = replace(
-            status, used_today=status.used_today + 1, used_month=status.used_month + 1, used_total=status.used_total + 1
-        )
+        quota = status.with_one_more()  # the counts read under the lock, plus this submission
         result = SubmitResult(
             submission,
             submission.id,

@@ -196,15 +196,22 @@ def create_user(actor: User | None, email: str, password: str, *, admin: bool = 
     )
 
 
-def create_team(actor: User | None, name: str, members: Iterable[User] = (), *, via: str = "cli") -> Team:
+def create_team(
+    actor: User | None, name: str, members: Iterable[User] = (), *, via: str = "cli", over_cap: bool = False
+) -> Team:
+    """A team made by a maintainer for its members: it has no creator (it counts against nobody's daily
+    creations); each member must be under MAX_TEAMS_PER_ACCOUNT unless `over_cap` (recorded in the log)."""
     members = list(members)
+    details: dict = {"members": [user.email for user in members]}
+    if over_cap:
+        details["over_cap"] = True
     return _audited(
         actor,
         "team.create",
         f"team {(name or '').strip()}",
-        {"members": [user.email for user in members]},
+        details,
         via,
-        lambda: teams.create_team(name, members=members),
+        lambda: teams.create_team(name, members=members, over_cap=over_cap),
     )
 
 

@@ -1,20 +1,32 @@
-"""Teams, their members and one-time invite links."""
+"""Teams, their members and one-time invite links.
+
+People, not teams, are what a blind test protects: an account belongs to at most MAX_TEAMS_PER_ACCOUNT teams
+(creating, joining by invite, or added by a maintainer) and creates at most MAX_TEAMS_CREATED_PER_DAY in any 24
+hours. Both are counted inside the transaction that adds the membership, serialised on the account's row
+(db.serialise_on), so parallel requests cannot pass a cap together. A maintainer (the command line) may add a
+member over the cap on purpose (`over_cap`); teams a maintainer creates have no creator and count against
+nobody's daily creations.
+"""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
-from datetime import timedelta
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, Integer, String, cast, column, literal, select, table, update
 
-from app.db import db
+from app import settings
+from app.db import db, serialise_on
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
 from app.names import display_name, invisible, mixed_scripts, name_key, reserved_keys
-from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
+from app.services.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, ServiceError, check_visible
 from app.services.people.accounts import token_digest
 
 INVITE_LIFETIME = timedelta(days=7)
+CREATION_WINDOW = timedelta(days=1)
 INVITE_INVALID = "This invite link is unknown, has already been used or has expired. Ask a team member for a new one."
 
 
@@ -88,23 +100,136 @@ def recompute_name_keys(connection: Connection) -> list[tuple[int, str, str]]:
     return found
 
 
-def create_team(name: str, creator: User | None = None, *, members: Iterable[User] = ()) -> Team:
-    """A new team; the creator and any given members join it in the same transaction."""
-    name, key = check_team_name(name)
-    team = Team(name=name, name_key=key)
-    db.session.add(team)
-    joined: set[int] = set()
+class TeamCapReached(Conflict):
+    """Adding this member would put an account in more teams than MAX_TEAMS_PER_ACCOUNT."""
+
+
+@dataclass(frozen=True)
+class TeamRoom:
+    """Where an account stands against the caps on teams: what the Teams and invite pages say."""
+
+    teams: list[str]  # names of the teams it belongs to, by name
+    cap: int  # MAX_TEAMS_PER_ACCOUNT
+    created_today: int  # teams it created in the last 24 hours
+    per_day: int  # MAX_TEAMS_CREATED_PER_DAY
+
+    @property
+    def full(self) -> bool:
+        return len(self.teams) >= self.cap
+
+
+def _teams_of(user_id: int) -> list[str]:
+    return list(
+        db.session.scalars(
+            select(Team.name)
+            .join(Membership, Membership.team_id == Team.id)
+            .where(Membership.user_id == user_id)
+            .order_by(Team.name)
+        )
+    )
+
+
+def _created_since(user_id: int, since: datetime) -> list[tuple[str, datetime]]:
+    """(name, created at) of the teams the account created since then, oldest first."""
+    rows = db.session.execute(
+        select(Team.name, Team.created_at)
+        .where(Team.created_by_id == user_id, Team.created_at > since)
+        .order_by(Team.created_at, Team.id)
+    )
+    return [(name, as_utc(created_at)) for name, created_at in rows]
+
+
+def room(user: User) -> TeamRoom:
+    """The account's teams and creations against the caps (a read, without the lock: for pages)."""
+    limits = settings.current()
+    return TeamRoom(
+        _teams_of(user.id),
+        limits.max_teams_per_account,
+        len(_created_since(user.id, utcnow() - CREATION_WINDOW)),
+        limits.max_teams_created_per_day,
+    )
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _check_membership_cap(user: User, *, by_self: bool) -> None:
+    """Refuse a new membership for an account already in MAX_TEAMS_PER_ACCOUNT teams (inside the caller's
+    transaction, after serialise_on its row), naming the cap and its teams."""
+    cap = settings.current().max_teams_per_account
+    names = _teams_of(user.id)
+    if len(names) < cap:
+        return
+    who = "you belong" if by_self else f"{user.email} belongs"
+    message = f"an account may belong to at most {_plural(cap, 'team')}; {who} to {len(names)} ({', '.join(names)})"
+    if by_self:
+        message += "; leave one of them first"
+    raise TeamCapReached(message)
+
+
+def _check_creations(user: User, now: datetime) -> None:
+    """Refuse a team created by an account that created MAX_TEAMS_CREATED_PER_DAY in the last 24 hours."""
+    per_day = settings.current().max_teams_created_per_day
+    recent = _created_since(user.id, now - CREATION_WINDOW)
+    if len(recent) < per_day:
+        return
+    retry = recent[-per_day][1] + CREATION_WINDOW  # when the oldest creation that counts leaves the window
+    names = ", ".join(name for name, _ in recent)
+    raise QuotaExceeded(
+        f"an account may create at most {_plural(per_day, 'team')} a day; you created {len(recent)} in the last "
+        f"24 hours ({names}); the next one can be created after {retry:%Y-%m-%d %H:%M} UTC",
+        retry,
+    )
+
+
+@contextmanager
+def _refused_rolls_back():
+    """A refusal ends the transaction: it may hold the account's lock (on SQLite, the database's)."""
+    try:
+        yield
+    except ServiceError:
+        db.session.rollback()
+        raise
+
+
+def create_team(
+    name: str, creator: User | None = None, *, members: Iterable[User] = (), over_cap: bool = False
+) -> Team:
+    """A new team; the creator and any given members join it in the same transaction.
+
+    The creator is an account making a team for itself (the Teams page): it must be under both caps. Members
+    are added by a maintainer: each must be under MAX_TEAMS_PER_ACCOUNT unless `over_cap`."""
+    joining: dict[int, User] = {}
     for user in ([creator] if creator else []) + list(members):
-        if user.id not in joined:
-            joined.add(user.id)
-            db.session.add(Membership(user=user, team=team))
+        joining.setdefault(user.id, user)
+    serialise_on(User, joining)  # before anything is read: the counts below hold until the commit
+    now = utcnow()
+    with _refused_rolls_back():
+        name, key = check_team_name(name)
+        if creator is not None:
+            _check_membership_cap(creator, by_self=True)
+            _check_creations(creator, now)
+        if not over_cap:
+            for user in joining.values():
+                if creator is None or user.id != creator.id:
+                    _check_membership_cap(user, by_self=False)
+    team = Team(name=name, name_key=key, created_at=now, created_by_id=creator.id if creator else None)
+    db.session.add(team)
+    for user in joining.values():
+        db.session.add(Membership(user=user, team=team))
     db.session.commit()
     return team
 
 
-def add_member(team: Team, user: User) -> None:
-    """Add a user to a team; nothing happens if they already belong to it."""
+def add_member(team: Team, user: User, *, over_cap: bool = False) -> None:
+    """Add a user to a team (a maintainer's way; under the cap unless `over_cap`); nothing happens if they
+    already belong to it."""
+    serialise_on(User, [user.id])
     if not _is_member(team, user):
+        if not over_cap:
+            with _refused_rolls_back():
+                _check_membership_cap(user, by_self=False)
         db.session.add(Membership(user=user, team=team))
         db.session.commit()
 
@@ -156,8 +281,15 @@ def find_invite(token: str) -> Invite:
 
 
 def accept_invite(token: str, user: User) -> Team:
-    """Join the invite's team and use the invite up (also when the user already is a member)."""
-    invite = find_invite(token)
+    """Join the invite's team and use the invite up (also when the user already is a member). An account
+    already in MAX_TEAMS_PER_ACCOUNT teams is refused, and the invite stays usable."""
+    serialise_on(User, [user.id])
+    with _refused_rolls_back():
+        invite = find_invite(token)
+        team = invite.team
+        joining = not _is_member(team, user)
+        if joining:
+            _check_membership_cap(user, by_self=True)
     now = utcnow()
     # A conditional update claims the invite atomically, so two simultaneous uses cannot both succeed.
     claimed = db.session.execute(
@@ -170,8 +302,7 @@ def accept_invite(token: str, user: User) -> Team:
     if claimed is None:
         db.session.rollback()
         raise NotFound(INVITE_INVALID)
-    team = invite.team
-    if not _is_member(team, user):
+    if joining:
         db.session.add(Membership(user=user, team=team))
     db.session.commit()
     return team
