@@ -23,7 +23,8 @@ import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -245,8 +246,8 @@ class _Layout:
         breaks = np.flatnonzero(starts[1:] != stops[:-1]) + 1
         spans = _Spans(self.data, starts[np.r_[0, breaks]], stops[np.r_[breaks - 1, rows.size - 1]])
         try:
-            frame = pd.read_csv(
-                spans,
+            frame: pd.DataFrame | None = pd.read_csv(
+                cast(Any, spans),  # a binary file object: pandas reads it a few hundred kB at a time
                 engine="c",
                 sep=",",
                 header=None,
@@ -280,7 +281,7 @@ def _strip(cell: str) -> str:
     return cell.strip(_CELL_PADDING)
 
 
-def _objects(values: list) -> np.ndarray:
+def _objects(values: list[str]) -> np.ndarray:
     """An object array of ``values`` (str).
 
     The general paths clean cells with plain str methods rather than pandas' ``.str`` accessor: a Series
@@ -697,7 +698,7 @@ def _vcr_cells_with_problems(
         frame = layout.read(chunk, n_fields, usecols=score_columns)
         assert frame is not None  # dtype=str always reads
         scores.append(
-            _vcr_scores_with_problems(frame, lambda r, start=start: ids[start + r], score_columns, chunk + 1, problems)
+            _vcr_scores_with_problems(frame, partial(_shifted, ids, start), score_columns, chunk + 1, problems)
         )
         del frame
         if problems.count > MAX_PROBLEMS and start + _VCR_CHUNK < rows.size:
@@ -706,6 +707,10 @@ def _vcr_cells_with_problems(
             )
             problems.raise_if_any()
     return np.concatenate(scores) if scores else np.zeros((0, len(score_columns)), dtype=np.float64)
+
+
+def _shifted(ids: _Column, start: int, row: int) -> str:
+    return ids[start + row]
 
 
 def _vcr_scores_with_problems(
