@@ -86,6 +86,7 @@ bench: install
 	$(BIN)/python benchmarks/leaderboard.py
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/hostile_uploads.py
+	$(BIN)/python benchmarks/worker_memory.py
 
 benchmarks: install
 	$(BIN)/python benchmarks/scoring.py

@@ -40,7 +40,8 @@ limit_request_line = 4094
 limit_request_fields = 100
 limit_request_field_size = 8190
 
-# Replace each worker after a while, so slow growth of a process's memory cannot accumulate.
+# Replace each worker after a while, so slow growth of a process's memory cannot accumulate (a backstop:
+# what a request allocates is freed and given back when it ends, see post_fork and post_request).
 max_requests = 2000
 max_requests_jitter = 200
 
@@ -89,6 +90,22 @@ def on_starting(server):
     for name in os.listdir(folder):
         if name.endswith(".db"):
             os.unlink(os.path.join(folder, name))
+
+
+def post_fork(server, worker):
+    # glibc's allocator set for a worker that handles 50 MB uploads now and then (serving/memory.py): large
+    # blocks unmapped when freed, 2 arenas at most. (MALLOC_ARENA_MAX in the environment would come too late:
+    # glibc reads it when a process starts, and workers are forked from the master.)
+    from serving import memory
+
+    memory.configure()
+
+
+def post_request(worker, req, environ, resp):
+    # After an upload, the free pages of the heaps go back to the system (serving/memory.py).
+    from serving import memory
+
+    memory.after_request(environ)
 
 
 def child_exit(server, worker):

@@ -7,9 +7,10 @@ file), and well-formed files take a column-wise fast path for the checks.
 
 from __future__ import annotations
 
+import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeGuard
@@ -118,17 +119,31 @@ def byte_hashes(cells: np.ndarray) -> np.ndarray:
     return hashes
 
 
+def _numbered_lines(data: bytes) -> Iterator[tuple[int, str]]:
+    """(physical line number, text) of each non-blank line, one at a time: neither the file's text nor a
+    list of its lines is ever held (together they would cost twice the file; a VCR-size gold file is 25 MB).
+    UTF-8 never has a newline byte inside a character, so the lines are those of the decoded text."""
+    for number, raw in enumerate(io.BytesIO(data), 1):
+        line = raw.decode("utf-8")
+        if line.strip():
+            yield number, line
+
+
 def json_lines(data: bytes) -> tuple[list[Any], np.ndarray]:
     """Records of a JSON-lines file and their physical line numbers; blank lines are skipped."""
-    text = read_text(data).decode("utf-8")
-    numbered = [(number, line) for number, line in enumerate(text.split("\n"), 1) if line.strip()]
-    lines = np.array([number for number, _ in numbered], dtype=np.int64)
+    data = read_text(data)
+    numbers: list[int] = []
+    records: list[Any] = []
     try:
-        return [_scalars(json.loads(line)) for _, line in numbered], lines
+        for number, line in _numbered_lines(data):
+            records.append(_scalars(json.loads(line)))
+            numbers.append(number)
+        return records, np.array(numbers, dtype=np.int64)
     except (ValueError, RecursionError):
         pass  # find and name every bad line
+    del records
     problems = ProblemList()
-    for number, line in numbered:
+    for number, line in _numbered_lines(data):
         try:
             json.loads(line)
         except json.JSONDecodeError as exc:

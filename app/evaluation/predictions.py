@@ -1,15 +1,19 @@
 """Parse an uploaded prediction file into an array aligned to the gold order, or raise ValidationError.
 
 Every parse runs the same stages:
-1. ``text_files.read_text``: size limit, binary content, UTF-8, byte-order mark, emptiness.
+1. ``text_files.check_text``: size limit, binary content, UTF-8, byte-order mark, emptiness.
 2. ``_Layout``: one numpy pass over the bytes finds every physical line, its number of fields and
    the blank lines, so each row keeps its real line number whatever pandas would count.
-3. The cells of the lines that have the right number of fields: for identifier,true|false files a
-   fixed-width numpy bytes view of each column (cells spelled exactly as expected settle there), for the
-   others one ``pandas.read_csv`` (C engine) call.
+3. The cells of the lines that have the right number of fields: identifiers (and true|false words) as
+   byte spans, settled through a fixed-width numpy bytes view where spelled exactly as expected; VCR
+   scores through ``pandas.read_csv`` (C engine), a few MB of lines at a time.
 4. Task-specific checks on the cells, then ``_align``: unknown, duplicate and missing identifiers,
    joined on identifiers through ``pandas.Index.get_indexer`` (never on row order).
 Python-level loops only format problems (at most a few dozen) or handle rare layouts.
+
+Memory: the upload is never copied (no slice of it, no decoded text of it). Whatever is made in proportion
+to it is made a chunk at a time: a few MB of bytes looked at, a few thousand cells decoded into Python
+strings, a few MB of lines handed to pandas; what outlives a chunk is a few numbers per line.
 """
 
 from __future__ import annotations
@@ -19,14 +23,15 @@ import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .errors import MAX_PROBLEMS, Problem, ProblemList, ValidationError, at
 from .gold import GoldSet
-from .text_files import read_text, show
+from .text_files import check_text, show
 
 LABELS = ("true", "false")
 IMAGES_PER_NLVR_EXAMPLE = 6
@@ -36,8 +41,13 @@ _CELL_PADDING = ' \t\r\x0b\x0c"'
 # 'dev-', 'test-', 'hidden-' in front of an NLVR identifier; bounded, as it is spelled onto every gold key.
 _SPLIT_PREFIX = r"^[A-Za-z][A-Za-z0-9]{0,15}-"
 _IMAGE_EXTENSION = r"\.[A-Za-z]{2,5}$"  # '.png' (or any other image extension) after an image name
+_SPLIT_PREFIX_RE = re.compile(_SPLIT_PREFIX)
+_IMAGE_EXTENSION_RE = re.compile(_IMAGE_EXTENSION)
 _MISSING_SHOWN = 10
 _FIELD_CHUNK = 1 << 22  # bytes a field-counting step looks at: bounds its temporary arrays
+_FIND_CHUNK = 1 << 20  # bytes looked at a time for a byte's offsets (8 bytes an offset found)
+_READ_CHUNK = 1 << 22  # bytes of lines handed to pandas at a time: bounds its tokenizer's buffers
+_CELLS_AT_ONCE = 8192  # cells decoded into Python strings at a time on the general paths
 _NOT_SPACE = np.ones(256, dtype=bool)
 _NOT_SPACE[list(b" \t\r\n\x0b\x0c")] = False  # what bytes.strip() removes
 
@@ -61,19 +71,20 @@ def max_line_bytes(n_fields: int) -> int:
 
 def _count_per_line(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, table: np.ndarray) -> np.ndarray:
     """For each line [start, end) of a file's consecutive lines (``starts``/``ends`` of every line), how
-    many of its bytes ``table`` marks; temporary arrays stay
-    within _FIELD_CHUNK bytes whatever the file's size or shape."""
+    many of its bytes ``table`` marks; temporary arrays stay within a few times _FIND_CHUNK bytes whatever
+    the file's size or shape."""
     counts = np.zeros(starts.size, dtype=np.int64)
     i = 0
     while i < starts.size:
         # Lines from i whose bytes fit in one chunk (at least one line).
-        j = max(int(np.searchsorted(ends, starts[i] + _FIELD_CHUNK, side="right")), i + 1)
+        j = max(int(np.searchsorted(ends, starts[i] + _FIND_CHUNK, side="right")), i + 1)
         lo, hi = int(starts[i]), int(ends[j - 1])
         if hi > lo:
             marked = table[arr[lo:hi]].view(np.uint8)
             spans = starts[i:j] - lo
             nonempty = ends[i:j] > starts[i:j]
-            sums = np.add.reduceat(marked, np.minimum(spans, marked.size - 1), dtype=np.int64)
+            # reduceat sums in a copy of the chunk cast to its dtype: 4 bytes a byte (a line has < 2 GB)
+            sums = np.add.reduceat(marked, np.minimum(spans, marked.size - 1), dtype=np.int32)
             counts[i:j] = np.where(nonempty, sums, 0)
         i = j
     return counts
@@ -85,6 +96,49 @@ def _positions(arr: np.ndarray, byte: int) -> np.ndarray:
         np.flatnonzero(arr[start : start + _FIELD_CHUNK] == byte) + start for start in range(0, arr.size, _FIELD_CHUNK)
     ]
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+def _nth(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, byte: int, k: int) -> np.ndarray:
+    """For each line [start, end) (in file order, each holding more than ``k`` of ``byte``), the offset of
+    its k-th (0-based) ``byte``. Lines are taken a chunk at a time, so only that chunk's offsets are ever
+    held, whatever the lines between them hold."""
+    found = np.empty(starts.size, dtype=np.int64)
+    i = 0
+    while i < starts.size:
+        j = max(int(np.searchsorted(ends, starts[i] + _FIND_CHUNK, side="right")), i + 1)
+        lo, hi = int(starts[i]), int(ends[j - 1])
+        offsets = np.flatnonzero(arr[lo:hi] == byte)
+        found[i:j] = offsets[np.searchsorted(offsets, starts[i:j] - lo) + k] + lo
+        i = j
+    return found
+
+
+class _Spans(io.RawIOBase):
+    """Byte spans of a buffer, one after the other, as a binary file: what pandas reads lines from
+    without a copy of them being made."""
+
+    def __init__(self, data: bytes, starts: np.ndarray, stops: np.ndarray):
+        super().__init__()
+        self._view = memoryview(data)
+        self._spans = list(zip(starts.tolist(), stops.tolist(), strict=True))[::-1]  # popped from the end
+        self._at = self._stop = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        out = memoryview(buffer).cast("B")
+        filled = 0
+        while filled < len(out):
+            if self._at >= self._stop:
+                if not self._spans:
+                    break
+                self._at, self._stop = self._spans.pop()
+            n = min(len(out) - filled, self._stop - self._at)
+            out[filled : filled + n] = self._view[self._at : self._at + n]
+            filled += n
+            self._at += n
+        return filled
 
 
 _IS_COMMA = np.zeros(256, dtype=bool)
@@ -106,12 +160,13 @@ class _Layout:
     content: np.ndarray  # 0-based indices of the non-blank lines
 
     @classmethod
-    def scan(cls, data: bytes, max_fields: int | None = None) -> _Layout:
-        """The lines of ``data``; with ``max_fields``, the first line longer than a valid line of that
-        many columns can be is refused, naming it, before any cell is read."""
+    def scan(cls, data: bytes, max_fields: int | None = None, start: int = 0) -> _Layout:
+        """The lines of ``data`` from offset ``start`` (past a byte-order mark); with ``max_fields``, the
+        first line longer than a valid line of that many columns can be is refused, naming it, before any
+        cell is read."""
         arr = np.frombuffer(data, dtype=np.uint8)
-        newlines = _positions(arr, 0x0A)  # bounded: read_text has checked the line count
-        starts = np.concatenate(([0], newlines + 1))
+        newlines = _positions(arr, 0x0A)  # bounded: check_text has checked the line count
+        starts = np.concatenate(([start], newlines + 1))
         ends = np.concatenate((newlines, [len(data)]))
         if starts[-1] == len(data):  # a final newline does not open another line
             starts, ends = starts[:-1], ends[:-1]
@@ -159,34 +214,45 @@ class _Layout:
         kept: np.ndarray = rows[~bad]
         return kept
 
-    def strings(self, rows: np.ndarray, n_fields: int) -> pd.DataFrame:
-        """The cells of ``rows`` as strings, which ``read`` always manages."""
-        frame = self.read(rows, n_fields)
-        assert frame is not None
-        return frame
-
-    def read(self, rows: np.ndarray, n_fields: int, dtype: Any = str) -> pd.DataFrame | None:
-        """The cells of ``rows`` (all with ``n_fields`` fields) as a DataFrame with columns 0..n_fields-1.
+    def read(
+        self, rows: np.ndarray, n_fields: int, dtype: Any = str, usecols: list[int] | None = None
+    ) -> pd.DataFrame | None:
+        """The cells of ``rows`` (all with ``n_fields`` fields) as a DataFrame with columns 0..n_fields-1
+        (``usecols``: only those). The lines go to pandas a block of about _READ_CHUNK bytes at a time,
+        straight from the upload (``_Spans``), and a block that fails stops the reading.
 
         Returns None when pandas cannot convert a cell to ``dtype``; with dtype=str it always succeeds.
         """
+        columns = list(range(n_fields)) if usecols is None else list(usecols)
         if rows.size == 0:
-            return pd.DataFrame({c: pd.Series([], dtype=object) for c in range(n_fields)})
-        first, last = int(rows[0]), int(rows[-1])
-        if last - first + 1 == rows.size:  # contiguous (the usual case): one slice
-            chunk = self.data[self.starts[first] : self.ends[last]]
-        else:  # skip blank or malformed lines with a byte mask
-            spans = np.diff(np.append(self.starts, len(self.data)))  # each line's bytes and its newline
-            keep = np.zeros(len(self.starts), dtype=bool)
-            keep[rows] = True
-            chunk = np.frombuffer(self.data, dtype=np.uint8)[np.repeat(keep, spans)].tobytes()
+            return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+        frames = []
+        ends = self.ends[rows]
+        i = 0
+        while i < rows.size:
+            j = max(int(np.searchsorted(ends, self.starts[rows[i]] + _READ_CHUNK, side="right")), i + 1)
+            frame = self._read_block(rows[i:j], n_fields, dtype, usecols)
+            if frame is None:
+                return None
+            frames.append(frame)
+            i = j
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    def _read_block(
+        self, rows: np.ndarray, n_fields: int, dtype: Any, usecols: list[int] | None
+    ) -> pd.DataFrame | None:
+        # Each line with its newline; runs of consecutive lines are one span (the whole block, usually).
+        starts, stops = self.starts[rows], np.minimum(self.ends[rows] + 1, len(self.data))
+        breaks = np.flatnonzero(starts[1:] != stops[:-1]) + 1
+        spans = _Spans(self.data, starts[np.r_[0, breaks]], stops[np.r_[breaks - 1, rows.size - 1]])
         try:
-            frame = pd.read_csv(
-                io.BytesIO(chunk),
+            frame: pd.DataFrame | None = pd.read_csv(
+                cast(Any, spans),  # a binary file object: pandas reads it a few hundred kB at a time
                 engine="c",
                 sep=",",
                 header=None,
                 names=list(range(n_fields)),
+                usecols=usecols,
                 index_col=False,
                 dtype=dtype,
                 na_filter=False,
@@ -207,15 +273,28 @@ class _Layout:
             self.data[s:e].decode("utf-8")
             for s, e in zip(self.starts[rows].tolist(), self.ends[rows].tolist(), strict=True)
         ]
-        return pd.DataFrame([line.split(",") for line in lines], columns=list(range(n_fields)), dtype=object)
+        frame = pd.DataFrame([line.split(",") for line in lines], columns=list(range(n_fields)), dtype=object)
+        return frame if usecols is None else frame[list(usecols)]
 
 
 def _strip(cell: str) -> str:
     return cell.strip(_CELL_PADDING)
 
 
+def _objects(values: list[str]) -> np.ndarray:
+    """An object array of ``values`` (str).
+
+    The general paths clean cells with plain str methods rather than pandas' ``.str`` accessor: a Series
+    and its cached accessor refer to each other, so the strings of every chunk would wait for the garbage
+    collector instead of going when the chunk is done (pandas loops over object cells in Python either way).
+    """
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
 def _strip_all(cells: np.ndarray) -> np.ndarray:
-    return pd.Series(cells, dtype=object).str.strip(_CELL_PADDING).to_numpy(dtype=object)
+    return _objects([cell.strip(_CELL_PADDING) for cell in cells.tolist()])
 
 
 def _lookup(index: pd.Index, cells: np.ndarray, general: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -247,7 +326,7 @@ def _affixed(keys: pd.Index, first: str, prefix: bool, suffix: bool) -> pd.Index
 
 def _without_prefix(index: pd.Index, ids: np.ndarray) -> np.ndarray:
     """Positions of ids written with a split prefix ('dev-1572-0' for '1572-0'); -1 where that fails."""
-    stripped = pd.Series(ids, dtype=object).str.replace(_SPLIT_PREFIX, "", n=1, regex=True).to_numpy(dtype=object)
+    stripped = _objects([_SPLIT_PREFIX_RE.sub("", identifier, count=1) for identifier in ids.tolist()])
     return np.where(stripped != ids, index.get_indexer(pd.Index(stripped)), -1)
 
 
@@ -269,7 +348,7 @@ def _read_labels(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = _LABEL_SPELLINGS.get_indexer(pd.Index(words))
     misses = np.flatnonzero(codes < 0)
     if misses.size:
-        lowered = pd.Series(_strip_all(words[misses]), dtype=object).str.lower().to_numpy(dtype=object)
+        lowered = _objects([_strip(word).lower() for word in words[misses].tolist()])
         codes[misses] = np.where(lowered == "true", 0, np.where(lowered == "false", 1, -1))
     return (codes >= 0) & (codes % 2 == 0), codes >= 0
 
@@ -315,11 +394,19 @@ def _looks_like_header(cells: list[str]) -> bool:
     return len(cells) == 2 and cells[1].lower() not in LABELS and not any(ch.isdigit() for ch in cells[0])
 
 
+def _checked_text(data: bytes, max_bytes: int | None, max_lines: int) -> tuple[bytes, int]:
+    """(the file's bytes, where its text starts) once ``check_text`` has passed it; never a copy of bytes."""
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    return data, check_text(data, max_bytes, max_lines)
+
+
 def _two_column_rows(
     data: bytes, max_bytes: int | None, problems: ProblemList, expected_rows: int
 ) -> tuple[_Layout, np.ndarray]:
     """The layout of an 'identifier,prediction' file and its rows with exactly two fields (header skipped)."""
-    layout = _Layout.scan(read_text(data, max_bytes, max_lines_for(expected_rows)), max_fields=2)
+    data, start = _checked_text(data, max_bytes, max_lines_for(expected_rows))
+    layout = _Layout.scan(data, max_fields=2, start=start)
     rows = layout.content
     if _looks_like_header(layout.cells(int(rows[0]))):
         rows = rows[1:]
@@ -329,19 +416,10 @@ def _two_column_rows(
     return layout, layout.keep_well_formed(rows, 2, problems)
 
 
-def _two_columns(
-    data: bytes, max_bytes: int | None, problems: ProblemList, expected_rows: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(names, words, physical lines) of an 'identifier,prediction' file with an optional header."""
-    layout, rows = _two_column_rows(data, max_bytes, problems, expected_rows)
-    frame = layout.strings(rows, 2)
-    return frame[0].to_numpy(dtype=object), frame[1].to_numpy(dtype=object), rows + 1
-
-
 @dataclass
 class _Column:
-    """One column of a two-column file as byte spans, one per row. Cells are decoded only where the
-    byte-level fast path does not settle them, or for a message."""
+    """One column of a file as byte spans, one per row. Cells are decoded only where the byte-level fast
+    path does not settle them (a chunk of them at a time), or for a message."""
 
     data: bytes
     starts: np.ndarray
@@ -355,11 +433,22 @@ class _Column:
     def pair(cls, layout: _Layout, rows: np.ndarray) -> tuple[_Column, _Column]:
         """(first, second) column of rows that hold exactly one comma; the second without a final '\r'."""
         arr = np.frombuffer(layout.data, dtype=np.uint8)
-        commas = _positions(arr, 0x2C)
         starts, ends = layout.starts[rows], layout.ends[rows]
-        comma = commas[np.searchsorted(commas, starts)]
+        comma = _nth(arr, starts, ends, 0x2C, 0)
         ends = ends - (arr[np.maximum(ends - 1, 0)] == 0x0D)  # CRLF: the '\r' is padding either way
         return cls(layout.data, starts, comma), cls(layout.data, comma + 1, ends)
+
+    @classmethod
+    def of(cls, layout: _Layout, rows: np.ndarray, column: int, n_fields: int) -> _Column:
+        """Column ``column`` of rows that hold exactly ``n_fields`` fields; the last without a final '\r'."""
+        arr = np.frombuffer(layout.data, dtype=np.uint8)
+        starts, ends = layout.starts[rows], layout.ends[rows]
+        first = starts if column == 0 else _nth(arr, starts, ends, 0x2C, column - 1) + 1
+        if column == n_fields - 1:
+            last = ends - (arr[np.maximum(ends - 1, 0)] == 0x0D)
+        else:
+            last = _nth(arr, starts, ends, 0x2C, column)
+        return cls(layout.data, first, last)
 
     @property
     def size(self) -> int:
@@ -375,26 +464,47 @@ class _Column:
 
     def fixed(self) -> np.ndarray:
         """Every cell's bytes as a numpy bytes array ('S<width>'); cells over the width limit become b''
-        (which matches no identifier or label, so they take the general path)."""
+        (which matches no identifier or label, so they take the general path). Made a block of rows at a
+        time, so its index matrix stays a few MB."""
         lengths = self.ends - self.starts
         width = int(min(lengths.max(initial=1), self.FIXED_WIDTH_LIMIT)) or 1
         arr = np.frombuffer(self.data, dtype=np.uint8)
         offsets = np.arange(width)
-        index = np.minimum(self.starts[:, None] + offsets, arr.size - 1)
-        matrix = arr[index]
-        matrix[offsets >= lengths[:, None]] = 0
-        matrix[lengths > width] = 0
-        return np.ascontiguousarray(matrix).view(f"S{width}").ravel()
+        cells = np.zeros(self.size, dtype=f"S{width}")
+        step = max(_FIELD_CHUNK // (8 * width), 1)
+        for lo in range(0, self.size, step):
+            starts, sizes = self.starts[lo : lo + step], lengths[lo : lo + step]
+            matrix = arr[np.minimum(starts[:, None] + offsets, arr.size - 1)]
+            matrix[offsets >= sizes[:, None]] = 0
+            matrix[sizes > width] = 0
+            cells[lo : lo + step] = np.ascontiguousarray(matrix).view(f"S{width}").ravel()
+        return cells
 
 
-def _check_labels(words: np.ndarray, names: np.ndarray, lines: np.ndarray, problems: ProblemList) -> np.ndarray:
+def _settle(out: np.ndarray, rows: np.ndarray, work: Callable[[np.ndarray], np.ndarray]) -> None:
+    """``out[rows] = work(rows)``, _CELLS_AT_ONCE rows at a time: the general paths decode cells into Python
+    strings (and clean copies of them), and a file of long junk cells must not have all of them at once."""
+    for k in range(0, rows.size, _CELLS_AT_ONCE):
+        chunk = rows[k : k + _CELLS_AT_ONCE]
+        out[chunk] = work(chunk)
+
+
+def _labels(words: _Column) -> tuple[np.ndarray, np.ndarray]:
+    """(is_true, valid) of a column of true/false words: spelled exactly in bytes, else cell by cell."""
+    fixed_words = words.fixed()
+    is_true = (fixed_words == b"true") | (fixed_words == b"True") | (fixed_words == b"TRUE")
+    valid = is_true | (fixed_words == b"false") | (fixed_words == b"False") | (fixed_words == b"FALSE")
+    del fixed_words
+    unsettled = np.flatnonzero(~valid)
+    codes = np.zeros(unsettled.size, dtype=np.int8)  # 0: false, 1: true, -1: neither
+    _settle(codes, np.arange(unsettled.size), lambda k: _label_codes(words.take(unsettled[k])))
+    is_true[unsettled], valid[unsettled] = codes == 1, codes >= 0
+    return is_true, valid
+
+
+def _label_codes(words: np.ndarray) -> np.ndarray:
     is_true, valid = _read_labels(words)
-    problems.add_lines(
-        lines,
-        np.flatnonzero(~valid),
-        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(names[r]))}; expected true or false",
-    )
-    return is_true
+    return np.where(valid, is_true.astype(np.int8), -1)
 
 
 def parse_binary(data: bytes, gold: GoldSet, *, max_bytes: int | None = None, split_prefix: bool = False) -> np.ndarray:
@@ -408,12 +518,7 @@ def parse_binary(data: bytes, gold: GoldSet, *, max_bytes: int | None = None, sp
     ids, words = _Column.pair(layout, rows)
     # Fast path in bytes: labels spelled exactly, identifiers exactly as in the gold file. Whatever it
     # leaves (padding, quotes, split prefixes, typos) takes the general path, cell by cell.
-    fixed_words = words.fixed()
-    is_true = (fixed_words == b"true") | (fixed_words == b"True") | (fixed_words == b"TRUE")
-    valid = is_true | (fixed_words == b"false") | (fixed_words == b"False") | (fixed_words == b"FALSE")
-    unsettled = np.flatnonzero(~valid)
-    if unsettled.size:
-        is_true[unsettled], valid[unsettled] = _read_labels(words.take(unsettled))
+    is_true, valid = _labels(words)
     problems.add_lines(
         lines,
         np.flatnonzero(~valid),
@@ -422,11 +527,13 @@ def parse_binary(data: bytes, gold: GoldSet, *, max_bytes: int | None = None, sp
     positions = gold.positions_of_bytes(ids.fixed())
     misses = np.flatnonzero(positions < 0)
     if misses.size:
-        cells = ids.take(misses)
-        index = _affixed(gold.id_index, cells[0], prefix=split_prefix, suffix=False)
-        positions[misses] = _lookup(
-            index, cells, lambda rows: _identifier_positions(gold.id_index, cells[rows], split_prefix)
-        )
+        index = _affixed(gold.id_index, ids[int(misses[0])], prefix=split_prefix, suffix=False)
+
+        def general(rows: np.ndarray) -> np.ndarray:
+            cells = ids.take(rows)
+            return _lookup(index, cells, lambda r: _identifier_positions(gold.id_index, cells[r], split_prefix))
+
+        _settle(positions, misses, general)
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
     predictions = np.zeros(gold.n, dtype=bool)
@@ -441,23 +548,36 @@ def parse_images(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) ->
     and k in 0..5.
     """
     problems = ProblemList()
-    names, words, lines = _two_columns(data, max_bytes, problems, gold.n * gold.n_images)
-    is_true = _check_labels(words, names, lines, problems)
+    layout, rows = _two_column_rows(data, max_bytes, problems, gold.n * gold.n_images)
+    lines = rows + 1
+    names, words = _Column.pair(layout, rows)
+    is_true, valid = _labels(words)
+    problems.add_lines(
+        lines,
+        np.flatnonzero(~valid),
+        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(names[r]))}; expected true or false",
+    )
     n_images = gold.n_images
     well_named = np.ones(names.size, dtype=bool)  # for hints: 'n-m-k' with k in range
 
-    def general(rows: np.ndarray) -> np.ndarray:
+    def general(rows: np.ndarray, cells: np.ndarray) -> np.ndarray:
         # 'dev-1572-0-3.png' -> example 'dev-1572-0' and image '3' (slicing beats a regex split)
-        bare = pd.Series(_strip_all(names[rows]), dtype=object).str.replace(_IMAGE_EXTENSION, "", n=1, regex=True)
-        image = pd.Index([str(k) for k in range(n_images)]).get_indexer(pd.Index(bare.str[-1].to_numpy(dtype=object)))
-        named = (bare.str[-2] == "-").to_numpy() & (image >= 0)
+        bare = [_IMAGE_EXTENSION_RE.sub("", _strip(cell), count=1) for cell in cells.tolist()]
+        image = pd.Index([str(k) for k in range(n_images)]).get_indexer(pd.Index(_objects([b[-1:] for b in bare])))
+        named = np.array([b[-2:-1] == "-" for b in bare], dtype=bool) & (image >= 0)
         well_named[rows] = named
-        examples = _identifier_positions(gold.id_index, bare.str[:-2].to_numpy(dtype=object), split_prefix=True)
+        examples = _identifier_positions(gold.id_index, _objects([b[:-2] for b in bare]), split_prefix=True)
         return np.where(named & (examples >= 0), examples * n_images + image, -1)
 
     keys = gold.image_index
     index = _affixed(keys, names[0], prefix=True, suffix=True) if names.size else keys
-    positions = _lookup(index, names, general)
+
+    def lookup(rows: np.ndarray) -> np.ndarray:
+        cells = names.take(rows)
+        return _lookup(index, cells, lambda r: general(rows[r], cells[r]))
+
+    positions = np.full(names.size, -1, dtype=np.int64)
+    _settle(positions, np.arange(names.size), lookup)
     _align(
         positions,
         gold.n * n_images,
@@ -480,8 +600,8 @@ def parse_vcr(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) -> np
     Columns of the result: argmax over answer_0..3, then for a = 0..3 the argmax over
     rationale_conditioned_on_a{a}_0..3 (all four kept, so a corrected gold answer can be rescored).
     """
-    data = read_text(data, max_bytes, max_lines_for(gold.n))
-    layout = _Layout.scan(data, max_fields=len(VCR_COLUMNS))
+    data, start = _checked_text(data, max_bytes, max_lines_for(gold.n))
+    layout = _Layout.scan(data, max_fields=len(VCR_COLUMNS), start=start)
     problems = ProblemList()
     header_row = int(layout.content[0])
     header = [name.lower() for name in layout.cells(header_row)]
@@ -495,16 +615,24 @@ def parse_vcr(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) -> np
     lines = rows + 1
     id_column = header.index("annot_id")
     score_columns = [header.index(name) for name in VCR_SCORE_COLUMNS]
+    ids = _Column.of(layout, rows, id_column, n_fields)
 
-    # Fast path: pandas parses the scores as floats in C. Any cell it cannot parse, or that is not
-    # finite, sends us to the string path, which finds and names every bad cell.
-    dtypes = dict.fromkeys(score_columns, np.float64) | {id_column: str}
-    frame = layout.read(rows, n_fields, dtype=dtypes)
-    if frame is not None and np.isfinite(scores := frame[score_columns].to_numpy(dtype=np.float64)).all():
-        ids = frame[id_column].to_numpy(dtype=object)
-    else:
-        ids, scores = _vcr_cells_with_problems(layout, rows, n_fields, id_column, score_columns, problems)
-    positions = _lookup(gold.id_index, ids, lambda rows: gold.id_index.get_indexer(pd.Index(_strip_all(ids[rows]))))
+    # Fast path: pandas parses the scores as floats in C (the identifiers stay byte spans). Any cell it
+    # cannot parse, or that is not finite, sends us to the string path, which finds and names every bad cell.
+    frame = layout.read(rows, n_fields, dtype=dict.fromkeys(score_columns, np.float64), usecols=score_columns)
+    scores = frame[score_columns].to_numpy(dtype=np.float64) if frame is not None else None
+    del frame
+    if scores is None or not np.isfinite(scores).all():
+        scores = _vcr_cells_with_problems(layout, rows, n_fields, ids, score_columns, problems)
+    positions = gold.positions_of_bytes(ids.fixed())
+    misses = np.flatnonzero(positions < 0)
+    if misses.size:
+
+        def general(rows: np.ndarray) -> np.ndarray:
+            cells = ids.take(rows)
+            return _lookup(gold.id_index, cells, lambda r: gold.id_index.get_indexer(pd.Index(_strip_all(cells[r]))))
+
+        _settle(positions, misses, general)
     _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
     problems.raise_if_any()
 
@@ -557,32 +685,42 @@ def _vcr_cells_with_problems(
     layout: _Layout,
     rows: np.ndarray,
     n_fields: int,
-    id_column: int,
+    ids: _Column,
     score_columns: list[int],
     problems: ProblemList,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, scores) from string cells, a chunk of rows at a time; once a chunk has brought the problems
-    past what is shown, the rest of the file is not read (a file of junk costs no more than its first
-    chunks), and the answer says where checking stopped."""
-    ids, scores = [], []
+) -> np.ndarray:
+    """Scores from string cells, a chunk of rows at a time; once a chunk has brought the problems past what
+    is shown, the rest of the file is not read (a file of junk costs no more than its first chunks), and
+    the answer says where checking stopped."""
+    scores = []
     for start in range(0, rows.size, _VCR_CHUNK):
         chunk = rows[start : start + _VCR_CHUNK]
-        frame = layout.strings(chunk, n_fields)
-        ids.append(frame[id_column].to_numpy(dtype=object))
-        scores.append(_vcr_scores_with_problems(frame, id_column, score_columns, chunk + 1, problems))
+        frame = layout.read(chunk, n_fields, usecols=score_columns)
+        assert frame is not None  # dtype=str always reads
+        scores.append(
+            _vcr_scores_with_problems(frame, partial(_shifted, ids, start), score_columns, chunk + 1, problems)
+        )
+        del frame
         if problems.count > MAX_PROBLEMS and start + _VCR_CHUNK < rows.size:
             problems.add(
                 Problem(None, f"checking stopped after line {int(chunk[-1]) + 1}: fix the problems above first")
             )
             problems.raise_if_any()
-    return np.concatenate(ids), np.concatenate(scores)
+    return np.concatenate(scores) if scores else np.zeros((0, len(score_columns)), dtype=np.float64)
+
+
+def _shifted(ids: _Column, start: int, row: int) -> str:
+    return ids[start + row]
 
 
 def _vcr_scores_with_problems(
-    frame: pd.DataFrame, id_column: int, score_columns: list[int], lines: np.ndarray, problems: ProblemList
+    frame: pd.DataFrame,
+    id_of: Callable[[int], str],
+    score_columns: list[int],
+    lines: np.ndarray,
+    problems: ProblemList,
 ) -> np.ndarray:
     """Scores from string cells; a problem for each cell that is not a finite number."""
-    ids = frame[id_column].to_numpy(dtype=object)
     scores = np.empty((len(frame), len(score_columns)), dtype=np.float64)
     for j, (column, name) in enumerate(zip(score_columns, VCR_SCORE_COLUMNS, strict=True)):
         cells = _strip_all(frame[column].to_numpy(dtype=object))
@@ -591,7 +729,8 @@ def _vcr_scores_with_problems(
 
         def invalid(r: int, cells: np.ndarray = cells, name: str = name) -> str:
             return (
-                f"invalid score {show(cells[r])} in column {name} for {show(_strip(ids[r]))}; expected a finite number"
+                f"invalid score {show(cells[r])} in column {name} for {show(_strip(id_of(r)))}; "
+                "expected a finite number"
             )
 
         problems.add_lines(lines, np.flatnonzero(~np.isfinite(values)), invalid)

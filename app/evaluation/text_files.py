@@ -50,19 +50,24 @@ def _check_utf8(data: bytes) -> None:
             ) from None
 
 
-def read_text(data: bytes, max_bytes: int | None = None, max_lines: int | None = None) -> bytes:
-    """The checks every uploaded text file passes first; returns the bytes without a byte-order mark.
+def _blank(data: bytes, start: int) -> bool:
+    """Whether ``data[start:]`` is only whitespace, looked at a chunk at a time (``strip`` would copy the file)."""
+    return all(data[offset : offset + _UTF8_CHUNK].isspace() for offset in range(start, len(data), _UTF8_CHUNK))
 
-    Each is one C-level scan that allocates nothing in proportion to the file, so a hostile file is
-    refused for the price of reading it. ``max_lines``: more physical lines than this cannot be valid.
+
+def check_text(data: bytes, max_bytes: int | None = None, max_lines: int | None = None) -> int:
+    """The checks every uploaded text file passes first; returns the offset its text starts at: after a
+    byte-order mark, else 0 (the BOM is not a line, so line numbers are unchanged).
+
+    Each is one C-level scan that allocates nothing in proportion to the file (the file is never copied),
+    so a hostile file is refused for the price of reading it. ``max_lines``: more physical lines than this
+    cannot be valid.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
+    if not isinstance(data, bytes):
         raise ValidationError(f"expected the file's bytes, got {type(data).__name__}")
-    data = bytes(data)
     if max_bytes is not None and len(data) > max_bytes:
         raise ValidationError(f"file is too large: {_megabytes(len(data))}; the limit is {_megabytes(max_bytes)}")
-    if data.startswith(BOM):
-        data = data[len(BOM) :]  # the BOM is not a line, so line numbers are unchanged
+    start = len(BOM) if data.startswith(BOM) else 0
     nul = data.find(b"\x00")
     if nul >= 0:
         raise ValidationError(
@@ -82,6 +87,14 @@ def read_text(data: bytes, max_bytes: int | None = None, max_lines: int | None =
                 )
             )
     _check_utf8(data)
-    if not data.strip():
+    if _blank(data, start):
         raise ValidationError("file is empty")
-    return data
+    return start
+
+
+def read_text(data: bytes, max_bytes: int | None = None, max_lines: int | None = None) -> bytes:
+    """``check_text``, then the bytes without a byte-order mark (a copy only when there is one)."""
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    start = check_text(data, max_bytes, max_lines)
+    return data[start:] if start else data

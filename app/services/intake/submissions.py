@@ -83,6 +83,16 @@ def _score_upload(inputs: catalog.ScoringInputs, data: bytes):
     return task, predictions, task.score(gold, predictions, subsets)
 
 
+def _refusal(exc: InvalidInput) -> InvalidInput:
+    """A refused file's answer as a new exception, with no traceback and no cause.
+
+    Raised or kept, an exception holds the frames it went through, and they hold the upload and the
+    parser's arrays. One kept in a local (or in ``_Attempt``) of a frame it then goes through is a
+    reference cycle, which only the garbage collector frees, some requests later: so the refusal is kept
+    and raised as a copy that no frame refers to, and the upload goes when the request ends."""
+    return InvalidInput(exc.message, exc.problems, field=exc.field)
+
+
 def _parse_and_score(split: Split, data: bytes):
     return _score_upload(catalog.scoring_inputs(split), data)
 
@@ -341,7 +351,7 @@ def _score_and_store(split: Split, attempt: _Attempt, now: datetime | None) -> S
         with observability.parse_and_score():
             attempt.task, attempt.predictions, attempt.scores = _score_upload(attempt.inputs, upload.data)
     except InvalidInput as exc:
-        attempt.problems = exc
+        attempt.problems = _refusal(exc)
     # A scored upload keeps its original: written beside the transaction under a temporary name, waited
     # for before the commit, moved into place after it, removed if nothing is stored.
     kept = upload_files.keep(upload.data, attempt.digest) if attempt.problems is None else None
@@ -460,7 +470,7 @@ def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: da
             db.session.add(submission)
             db.session.commit()
             observability.upload("rejected")
-            raise problems
+            raise _refusal(problems)
         quotas.check_quota(status, now)
         _record(submission, split, attempt.inputs, attempt.predictions, attempt.scores)
         shown = visibility.team_scores(
