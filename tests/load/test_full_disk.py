@@ -22,7 +22,7 @@ from tests.load.servers import Deployment, Gunicorn, prepare, send, upload_reque
 
 
 @contextmanager
-def small_disk(folder: Path, size: str = "4m") -> Iterator[Path]:
+def small_disk(folder: Path, size: str = "8m") -> Iterator[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(folder)], capture_output=True, text=True
@@ -70,41 +70,37 @@ def _rows(database_url: str) -> int:
     return count
 
 
-@pytest.mark.parametrize("store", ["uploads", "database"])
-def test_a_full_disk_refuses_the_upload_cleanly_and_recovers(tmp_path, store):
-    disk = tmp_path / "disk"
-    with small_disk(disk):
-        database_folder = disk if store == "database" else tmp_path
-        deployment = Deployment(f"sqlite:///{database_folder / 'holdout.sqlite3'}", tmp_path)
+def test_a_full_disk_refuses_the_upload_cleanly_and_recovers(tmp_path):
+    """The upload folder and the database each on a disk of its own; each filled in turn, then freed."""
+    with small_disk(tmp_path / "uploads-disk") as uploads_disk, small_disk(tmp_path / "database-disk") as db_disk:
+        deployment = Deployment(f"sqlite:///{db_disk / 'holdout.sqlite3'}", tmp_path)
         prepare(deployment, teams=1, per_day=None)
-        env = deployment.env
-        if store == "uploads":
-            env["SUBMISSIONS_DIR"] = str(disk / "submissions")
+        env = deployment.env | {"SUBMISSIONS_DIR": str(uploads_disk / "submissions")}
         server = Gunicorn(env, tmp_path / "gunicorn.log", workers=1)
         try:
             server.wait_until_up()
             token = deployment.tokens["team-0"]
             data = synthetic.predictions("nlvr2", deployment.gold, 0.7, seed=3)
             assert send(upload_request(server.base, token, "before", data))[0] == 201
-            filler = fill(disk)
-            before_rows = _rows(deployment.database_url)
-            status, body, headers = send(upload_request(server.base, token, "while-full", data))
-            if store == "uploads":
-                assert status == 507, body
-                assert "upload storage is full" in body["error"]
-            else:
-                assert status == 503, body
-                assert "database is full" in body["error"] and "Retry-After" not in headers
-            assert _rows(deployment.database_url) == before_rows
-            uploads = disk / "submissions" if store == "uploads" else tmp_path / "submissions"
-            assert not [p for p in uploads.rglob("*") if p.name.endswith(".tmp")]
-            health = _get_json(f"{server.base}/healthz")
-            assert health["status"] == "degraded"
-            assert any(p.startswith(f"{store}: ") for p in health["problems"]), health
-            assert _metric(server.base, "holdout_storage_failures_total", store=store) >= 1
-            filler.unlink()
-            status, body, _ = send(upload_request(server.base, token, "after", data))
-            assert status == 201, body
+            for store, disk in (("uploads", uploads_disk), ("database", db_disk)):
+                filler = fill(disk)
+                before_rows = _rows(deployment.database_url)
+                status, body, headers = send(upload_request(server.base, token, f"while-{store}-full", data))
+                if store == "uploads":
+                    assert status == 507, body
+                    assert "upload storage is full" in body["error"]
+                else:
+                    assert status == 503, body
+                    assert "database is full" in body["error"] and "Retry-After" not in headers
+                assert _rows(deployment.database_url) == before_rows
+                assert not [p for p in (uploads_disk / "submissions").rglob("*") if p.name.endswith(".tmp")]
+                health = _get_json(f"{server.base}/healthz")
+                assert health["status"] == "degraded"
+                assert any(p.startswith(f"{store}: ") for p in health["problems"]), health
+                assert _metric(server.base, "holdout_storage_failures_total", store=store) >= 1
+                filler.unlink()
+                status, body, _ = send(upload_request(server.base, token, f"after-{store}", data))
+                assert status == 201, body
         finally:
             server.stop()
         log = server.log.read_text()
