@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -185,13 +186,27 @@ def pytest_generate_tests(metafunc):
 
 def pytest_collection_modifyitems(config, items):
     """A `postgres` marker must say why the test depends on the dialect (a test marked `one_backend` in a
-    module marked `postgres` stays on SQLite: its docstring says why)."""
+    module marked `postgres` stays on SQLite: its docstring says why). Then the modules longest first."""
     wrong = []
     for item in items:
         if _postgres_reason(item) == "":
             wrong.append(f"{item.nodeid}: @pytest.mark.postgres needs reason='why it depends on the dialect'")
     if wrong:
         raise pytest.UsageError("bad database markers:\n" + "\n".join(sorted(set(wrong))))
+    _longest_modules_first(items)
+
+
+# Seconds each test module took in a CI run (tests/module_seconds.json; remake it from a run's JUnit XML
+# with `python -m tests.module_seconds JUNIT.xml`). With `--dist loadfile` the workers take whole modules in
+# collection order, so the longest go first and the run ends on short ones spread over both workers, instead
+# of one worker finishing a long module while the other waits (longest-processing-time-first scheduling).
+MODULE_SECONDS: dict[str, float] = json.loads((Path(__file__).parent / "module_seconds.json").read_text())
+NEW_MODULE_SECONDS = 10.0  # a module not measured yet
+
+
+def _longest_modules_first(items) -> None:
+    # A stable sort: tests keep their order within a module.
+    items.sort(key=lambda item: -MODULE_SECONDS.get(item.nodeid.split("::")[0], NEW_MODULE_SECONDS))
 
 
 def make_config(tmp_path: Path, database: Path | str) -> dict:
