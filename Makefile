@@ -22,6 +22,8 @@ PYTEST_WORKERS ?= auto
 # loadfile: each test module goes whole to one worker, so a module's expensive world (the golden walk, the
 # browser tests' server, the sealed-part attack, the backed-up deployments) is built once. (loadgroup's
 # xdist_group marks do not group under pytest 9: xdist renames the node ids, which pytest 9 no longer reads.)
+# --no-loadscope-reorder: modules go out in collection order, which tests/conftest.py makes longest first by
+# tests/module_seconds.json (xdist's own order, most tests first, left the long single-test modules to the end).
 PYTEST_DIST ?= loadfile
 PYTEST_ARGS ?=
 # Branch coverage costs the run about half again its CPU, so `make test` (and CI) leaves it out and
@@ -68,7 +70,7 @@ system-deps:
 # clone's git-ignored __pycache__ folders) even where PYTHONDONTWRITEBYTECODE is set: the master compiles and
 # assertion-rewrites the tests once, and the workers and servers load them instead of compiling them again.
 test: install-dev system-deps
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) $(COVERAGE_ARGS) $(PYTEST_ARGS) || { status=$$?; \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --no-loadscope-reorder $(COVERAGE_ARGS) $(PYTEST_ARGS) || { status=$$?; \
 	  [ $$status -ne 5 ] || echo "make test: pytest collected no tests (exit 5)" >&2; exit $$status; }
 
 lint: install-dev
