@@ -131,11 +131,17 @@ def _database_full(exc: Exception):
     """The database's disk is full: nothing was stored, and no retry helps until a maintainer frees space,
     so the 503 carries no Retry-After (a client would retry forever); /healthz says why."""
     _rollback()
-    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-    observability.storage_failure("database", reason[0] if reason else "disk full")
-    current_app.logger.error("database full on %s %s: %s", request.method, request.path, reason[:1])
-    g._login_user = login_manager.anonymous_user()
+    reason = _first_line(exc) or "disk full"
+    observability.storage_failure("database", reason)
+    current_app.logger.error("database full on %s %s: %s", request.method, request.path, reason)
+    g._login_user = login_manager.anonymous_user()  # the layout must not ask the database who is logged in
     return _render(503, DATABASE_FULL_MESSAGE)
+
+
+def _first_line(exc: Exception) -> str:
+    """The driver's own message (its first line), for the log and the metrics."""
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _database_error(exc: Exception):
@@ -150,12 +156,8 @@ def _database_error(exc: Exception):
     if not unavailable:
         return _unexpected(exc)
     _rollback()
-    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
     current_app.logger.warning(
-        "database unavailable on %s %s: %s",
-        request.method,
-        request.path,
-        reason[0] if reason else type(exc).__name__,
+        "database unavailable on %s %s: %s", request.method, request.path, _first_line(exc) or type(exc).__name__
     )
     # The layout asks who is logged in, which needs the database: render the page for a visitor.
     g._login_user = login_manager.anonymous_user()

@@ -20,30 +20,24 @@ reports the same kind of figure: the vote's loss averaged over repeated attacks.
 from __future__ import annotations
 
 import io
-import json
 
 import numpy as np
 import pytest
 from sqlalchemy import select
 
-from app import synthetic
 from app.db import db
 from app.evaluation import ladder as ladder_rule
 from app.models import Submission
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.people import accounts, teams
+from tests.support.boosting import attack_gold, ladder_keeps, majority_vote, prediction_file
 from tests.support.users import bearer, make_user
 
 N = 6970  # NLVR2 Test-U
 K = 300
 SEED = 2015
 CHANCE = 50.0
-
-
-def _csv(identifiers: list[str], predictions: np.ndarray) -> bytes:
-    words = np.where(predictions, "True", "False")
-    return ("\n".join(f"{i},{w}" for i, w in zip(identifiers, words, strict=True)) + "\n").encode()
 
 
 def _submit(client, token: str, split: str, data: bytes, name: str) -> dict:
@@ -57,17 +51,9 @@ def _submit(client, token: str, split: str, data: bytes, name: str) -> dict:
     return response.json
 
 
-def _vote(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    share = rows.mean(axis=0)
-    return np.where(share == 0.5, rng.random(rows.shape[1]) < 0.5, share > 0.5)
-
-
 @pytest.mark.slow
 def test_boosting_attack_full_feedback_versus_the_ladder(app):
-    gold = synthetic.nlvr2_gold(N, split="test", seed=SEED)
-    rows = [json.loads(line) for line in gold.decode().splitlines()]
-    identifiers = [row["identifier"] for row in rows]
-    labels = np.array([row["label"].lower() == "true" for row in rows])
+    gold, identifiers, labels = attack_gold(N, SEED)
     with app.app_context():
         catalog.add_benchmark("attack", "nlvr2", "Attack")
         for split, feedback in (("full", "full"), ("ladder", "ladder")):
@@ -83,7 +69,7 @@ def test_boosting_attack_full_feedback_versus_the_ladder(app):
     kept = {"full": [], "ladder": []}
     previous = None
     for i, vector in enumerate(vectors):
-        data = _csv(identifiers, vector)
+        data = prediction_file(identifiers, vector)
         released = _submit(client, token, "full", data, f"random {i}")["scores"]["all"]["accuracy"]
         if released > CHANCE:
             kept["full"].append(i)
@@ -96,8 +82,8 @@ def test_boosting_attack_full_feedback_versus_the_ladder(app):
 
     figures = {}
     for split in ("full", "ladder"):
-        vote = _vote(vectors[kept[split]], rng)
-        answer = _submit(client, token, split, _csv(identifiers, vote), "majority vote")
+        vote = majority_vote(vectors[kept[split]], rng)
+        answer = _submit(client, token, split, prediction_file(identifiers, vote), "majority vote")
         true_accuracy = 100.0 * float((vote == labels).mean())
         with app.app_context():  # the server's own (unreleased) score of the vote agrees
             stored = visibility.scores_of(db.session.get(Submission, answer["id"]))["all"]["accuracy"]
@@ -107,7 +93,7 @@ def test_boosting_attack_full_feedback_versus_the_ladder(app):
         assert db.session.scalar(select(db.func.count(Submission.id))) == 2 * K + 2
 
     # The server's Ladder is the pure one: it kept exactly the vectors the pure Ladder keeps.
-    assert kept["ladder"] == _ladder_keeps(vectors, labels)
+    assert kept["ladder"] == ladder_keeps(vectors, labels)
     full, ladder = figures["full"][0] - CHANCE, figures["ladder"][0] - CHANCE
     print(f"\none boosting attack through the API, n = {N}, k = {K} random vectors per policy, chance {CHANCE:.0f}%:")
     for label, policy, gain in (("full feedback", "full", full), ("Ladder", "ladder", ladder)):
@@ -117,17 +103,11 @@ def test_boosting_attack_full_feedback_versus_the_ladder(app):
     assert ladder <= full - 2.0, "the Ladder should hold the attack far below what exact scores allow"
 
 
-def _ladder_keeps(vectors: np.ndarray, labels: np.ndarray) -> list[int]:
-    steps = ladder_rule.run((vectors != labels).astype(float))
-    return [i for i, step in enumerate(steps) if i == 0 or step.released_loss < steps[i - 1].released_loss]
-
-
 @pytest.mark.slow
 def test_the_ladder_keeps_the_attack_within_a_point_of_chance_on_average():
     """100 attacks of k = 300 random vectors on the labels above, through the same Ladder and rounding code
     the server runs (the API test checks the server keeps what this keeps)."""
-    gold = synthetic.nlvr2_gold(N, split="test", seed=SEED)
-    labels = np.array([json.loads(line)["label"].lower() == "true" for line in gold.decode().splitlines()])
+    _, _, labels = attack_gold(N, SEED)
     gains: dict[str, list[float]] = {"full": [], "ladder": []}
     for attack in range(100):
         rng = np.random.default_rng(SEED + 1 + attack)
@@ -135,10 +115,10 @@ def test_the_ladder_keeps_the_attack_within_a_point_of_chance_on_average():
         released = [ladder_rule.round_percentage(a, N) for a in 100.0 * (vectors == labels).mean(axis=1)]
         keeps = {
             "full": [i for i, value in enumerate(released) if value > CHANCE],
-            "ladder": _ladder_keeps(vectors, labels),
+            "ladder": ladder_keeps(vectors, labels),
         }
         for policy, kept in keeps.items():
-            vote = _vote(vectors[kept], rng)
+            vote = majority_vote(vectors[kept], rng)
             gains[policy].append(100.0 * float((vote == labels).mean()) - CHANCE)
     full, ladder = np.array(gains["full"]), np.array(gains["ladder"])
     bounds = {}

@@ -34,6 +34,7 @@ from app.services import catalog
 from app.services.errors import Conflict, QuotaExceeded
 from app.services.intake import submissions
 from app.services.people import accounts, teams
+from tests.support.boosting import attack_gold, ladder_keeps, majority_vote, prediction_file
 from tests.support.browser import login, post_form
 from tests.support.users import PASSWORD, bearer, make_user
 
@@ -70,11 +71,6 @@ def _age_teams(app, email: str, hours: float) -> None:
 def _team_names(app, email: str) -> list[str]:
     with app.app_context():
         return [team.name for team in accounts.get_user_by_email(email).teams]
-
-
-def _csv(identifiers: list[str], predictions: np.ndarray) -> bytes:
-    words = np.where(predictions, "True", "False")
-    return ("\n".join(f"{i},{w}" for i, w in zip(identifiers, words, strict=True)) + "\n").encode()
 
 
 def _api_submit(client, token: str, team: str, split: str, data: bytes, name: str, benchmark: str = "attack"):
@@ -385,17 +381,6 @@ def test_the_ladder_of_an_account_spans_its_teams(app):
 # --- the Ladder attack by one person through its teams -------------------------------------------------
 
 
-def _vote(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    share = rows.mean(axis=0)
-    return np.where(share == 0.5, rng.random(rows.shape[1]) < 0.5, share > 0.5)
-
-
-def _ladder_keeps(vectors: np.ndarray, labels: np.ndarray) -> list[int]:
-    """What one Ladder over the whole sequence releases a new record for: one person's, however many teams."""
-    steps = ladder_rule.run((vectors != labels).astype(float))
-    return [i for i, step in enumerate(steps) if i == 0 or step.released_loss < steps[i - 1].released_loss]
-
-
 def _fresh_team_keeps(vectors: np.ndarray, labels: np.ndarray) -> list[int]:
     """The red team's attack: each vector the first of a fresh team, whose Ladder releases its own count;
     keep those above chance."""
@@ -405,10 +390,7 @@ def _fresh_team_keeps(vectors: np.ndarray, labels: np.ndarray) -> list[int]:
 
 @pytest.mark.slow
 def test_the_ladder_attack_by_one_account_through_its_teams(app):
-    gold = synthetic.nlvr2_gold(N, split="test", seed=SEED)
-    rows = [json.loads(line) for line in gold.decode().splitlines()]
-    identifiers = [row["identifier"] for row in rows]
-    labels = np.array([row["label"].lower() == "true" for row in rows])
+    gold, identifiers, labels = attack_gold(N, SEED)
     with app.app_context():
         catalog.add_benchmark("attack", "nlvr2", "Attack")
         catalog.add_split("attack", "ladder", gold, hidden=True)
@@ -432,7 +414,9 @@ def test_the_ladder_attack_by_one_account_through_its_teams(app):
     client = app.test_client()
     kept, best = [], None
     for i, vector in enumerate(vectors[:SENT]):
-        answer = _api_submit(client, token, created[i % len(created)], "ladder", _csv(identifiers, vector), f"r{i}")
+        answer = _api_submit(
+            client, token, created[i % len(created)], "ladder", prediction_file(identifiers, vector), f"r{i}"
+        )
         assert answer.status_code == 201, answer.get_data(as_text=True)
         scores = answer.json["scores"]
         released = None if scores is None else scores["all"]["accuracy"]
@@ -440,12 +424,12 @@ def test_the_ladder_attack_by_one_account_through_its_teams(app):
             kept.append(i)
             best = released
     # What the server released is what one Ladder over the person's whole sequence releases.
-    assert kept == _ladder_keeps(vectors[:SENT], labels)
-    kept = _ladder_keeps(vectors, labels)
-    vote = _vote(vectors[kept], rng)
+    assert kept == ladder_keeps(vectors[:SENT], labels)
+    kept = ladder_keeps(vectors, labels)
+    vote = majority_vote(vectors[kept], rng)
     gain = 100.0 * float((vote == labels).mean()) - CHANCE
     fresh = _fresh_team_keeps(vectors, labels)
-    fresh_gain = 100.0 * float((_vote(vectors[fresh], np.random.default_rng(SEED)) == labels).mean()) - CHANCE
+    fresh_gain = 100.0 * float((majority_vote(vectors[fresh], np.random.default_rng(SEED)) == labels).mean()) - CHANCE
     print(
         f"\none account, {len(created)} teams, k = {K}: kept {len(kept)}, majority vote {gain:+.2f} points over chance;"
         f" a fresh team per vector (the red team's 300) would keep {len(fresh)}: {fresh_gain:+.2f} points;"
@@ -461,8 +445,7 @@ def test_the_ladder_attack_through_capped_teams_stays_within_a_point_on_average(
     server runs (ladder.step_shared over the team's and the account's Ladders); beside it the same vectors sent
     each through a fresh team (no account Ladder), as the red team did. The mean gain of the majority vote over
     chance, with its 95% confidence bound."""
-    gold = synthetic.nlvr2_gold(N, split="test", seed=SEED)
-    labels = np.array([json.loads(line)["label"].lower() == "true" for line in gold.decode().splitlines()])
+    _, _, labels = attack_gold(N, SEED)
     gains: dict[str, list[float]] = {"account": [], "fresh teams": []}
     overstated = []
     for attack in range(100):
@@ -482,9 +465,9 @@ def test_the_ladder_attack_through_capped_teams_stays_within_a_point_on_average(
                 best = released
         assert best is not None
         overstated.append(best - CHANCE)
-        gains["account"].append(100.0 * float((_vote(vectors[kept], rng) == labels).mean()) - CHANCE)
+        gains["account"].append(100.0 * float((majority_vote(vectors[kept], rng) == labels).mean()) - CHANCE)
         fresh = _fresh_team_keeps(vectors, labels)
-        gains["fresh teams"].append(100.0 * float((_vote(vectors[fresh], rng) == labels).mean()) - CHANCE)
+        gains["fresh teams"].append(100.0 * float((majority_vote(vectors[fresh], rng) == labels).mean()) - CHANCE)
     bounds = {}
     print(f"\nLadder attack by one account, gain of the vote over chance in points (100 attacks, n = {N}, k = {K}):")
     for label, values in gains.items():
