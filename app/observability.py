@@ -96,6 +96,11 @@ def last_storage_failures() -> dict[str, tuple[float, str]]:
     return dict(_last_failures)
 
 
+def forget_storage_failures() -> None:
+    """Start afresh (the tests, between one test and the next: each gets its own process state)."""
+    _last_failures.clear()
+
+
 @contextmanager
 def parse_and_score() -> Iterator[None]:
     with PARSE_SCORE_SECONDS.time():

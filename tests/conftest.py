@@ -32,7 +32,7 @@ import jinja2.bccache
 import pytest
 from flask_migrate import upgrade
 
-from app import create_app, synthetic
+from app import create_app, observability, synthetic
 from app.db import db
 from app.evaluation.tasks import nlvr_synthetic
 from app.lru import LRU
@@ -240,6 +240,9 @@ def clear_process_caches() -> None:
         ]
     for cache in _caches:
         cache.clear()
+    # The storage failures this process saw (what /healthz reports for 5 minutes) belong to the test that
+    # caused them, not to the next one.
+    observability.forget_storage_failures()
 
 
 @pytest.fixture(autouse=True)
