@@ -245,6 +245,41 @@ def clear_process_caches() -> None:
     observability.forget_storage_failures()
 
 
+# Set by pytest itself, and by a library on its first import (OpenMP, through numpy's or torch's loader).
+_ENVIRONMENT_NOT_WATCHED = {"PYTEST_CURRENT_TEST", "KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK"}
+
+
+_environment_before: dict[str, str] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _environment_before.clear()
+    _environment_before.update(os.environ)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that leaves os.environ changed once its fixtures are torn down (e.g. by running gunicorn.conf.py
+    in-process, which sets PROMETHEUS_MULTIPROC_DIR) fails its teardown here; otherwise some later test on its
+    worker fails instead (/metrics read that folder). The environment is put back either way."""
+    outcome = yield
+    if call.when != "teardown":
+        return
+    before = _environment_before
+    changed = sorted(
+        name
+        for name in before.keys() | os.environ.keys()
+        if before.get(name) != os.environ.get(name) and name not in _ENVIRONMENT_NOT_WATCHED
+    )
+    if changed:
+        os.environ.clear()
+        os.environ.update(before)
+        report = outcome.get_result()
+        report.outcome = "failed"
+        report.longrepr = f"the test left os.environ changed: {', '.join(changed)}"
+
+
 @pytest.fixture(autouse=True)
 def cheap_password_hashes(request, monkeypatch):
     if request.node.get_closest_marker("real_password_hash"):

@@ -28,7 +28,7 @@ TRUTH = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0":
 class LeakDetector:
     def __init__(self, world: World):
         self.labels = {identifier: label for split in world.labels.values() for identifier, label in split.items()}
-        names = "|".join(re.escape(i) for i in sorted(self.labels, key=len, reverse=True))
+        names = alternatives(self.labels)
         self.pattern = re.compile(rf"(?<![\w-])({names})(?![\w-]){_BETWEEN}{_LABEL}", re.IGNORECASE)
         self.gold_lines = [line for split in world.labels for line in world.gold[split].decode().splitlines()[:5]]
 
@@ -58,6 +58,27 @@ class LeakDetector:
         return [f"a gold file line: {line[:80]!r}" for line in self.gold_lines if line in text]
 
 
+def alternatives(words) -> str:
+    """A regular expression matching any of `words`, the longest first where several match at one place, as
+    one alternative per word would; but as a tree of shared prefixes, so a search costs about the same for
+    10,000 words as for 10 (one alternative per word tried each at every position: ~15 s a module)."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: dict) -> str:
+        paths = [re.escape(char) + branch(child) for char, child in sorted(node.items()) if char]
+        if not paths:
+            return ""
+        either = paths[0] if len(paths) == 1 else "(?:" + "|".join(paths) + ")"
+        return f"(?:{either})?" if "" in node else either
+
+    return branch(tree)
+
+
 class SealedFigureDetector:
     """Figures of a blind test's sealed part in a response body or a log line: each stored submission's
     sealed-part scores and its whole-split scores (which, with the queried part's, give the sealed ones),
@@ -75,10 +96,7 @@ class SealedFigureDetector:
                 text = fmt(float(value))
                 if text not in shown:
                     self.figures.setdefault(text, what)
-        numbers = sorted(self.figures, key=len, reverse=True)
-        self.pattern = (
-            re.compile(r"(?<![\d.])(" + "|".join(re.escape(n) for n in numbers) + r")(?!\d)") if numbers else None
-        )
+        self.pattern = re.compile(r"(?<![\d.])(" + alternatives(self.figures) + r")(?!\d)") if self.figures else None
         self.secrets = [secret for secret in secrets if secret]
 
     def leaks(self, text: str) -> list[str]:

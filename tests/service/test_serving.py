@@ -29,8 +29,10 @@ def test_postgres_connections_are_pinged_and_time_out(monkeypatch):
     assert engine_options("sqlite:///x.sqlite3") == {}
 
 
-def test_gunicorn_conf_defaults(monkeypatch):
+def test_gunicorn_conf_defaults(monkeypatch, tmp_path):
     monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
+    # Given, so the file does not set it in this process (a later test's /metrics would read that folder).
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     settings = runpy.run_path(str(REPO / "gunicorn.conf.py"))
     cores = len(os.sched_getaffinity(0))
     assert settings["workers"] == min(2 * cores + 1, 12)

@@ -8,8 +8,9 @@ data. Pure: standard library and numpy only; deterministic for a given ``seed``.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -536,8 +537,11 @@ def nlvr_group(identifier: str) -> str:
     return identifier.split("-")[0]
 
 
-def _binary_gold(gold: bytes, group_of: Callable[[str], str]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Identifiers, boolean labels and integer group codes of a binary gold file."""
+@functools.lru_cache(maxsize=2)
+def _binary_gold(gold: bytes, group_of: Callable[[str], str]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """Identifiers, boolean labels and integer group codes of a binary gold file (read-only). Kept for the last
+    two files: the demo draws some ten prediction files per gold file, and parsing it was most of the demo's
+    time."""
     ids: list[str] = []
     labels: list[bool] = []
     for row in files.json_lines(gold):
@@ -545,10 +549,12 @@ def _binary_gold(gold: bytes, group_of: Callable[[str], str]) -> tuple[list[str]
         labels.append(str(row["label"]).strip().lower() == "true")
     keys = [group_of(ident) for ident in ids]
     _, groups = np.unique(np.array(keys, dtype=object), return_inverse=True) if keys else (None, np.zeros(0, int))
-    return ids, np.array(labels, dtype=bool), np.asarray(groups, dtype=np.int64)
+    label_array, group_array = np.array(labels, dtype=bool), np.array(groups, dtype=np.int64)
+    label_array.flags.writeable = group_array.flags.writeable = False
+    return tuple(ids), label_array, group_array
 
 
-def _image_keys(ids: list[str], examples: np.ndarray, images: np.ndarray, split: str) -> list[str]:
+def _image_keys(ids: Sequence[str], examples: np.ndarray, images: np.ndarray, split: str) -> list[str]:
     """Image names {split}-n-m-k.png of the given (example, image) positions."""
     prefix = f"{split}-" if split else ""
     return [f"{prefix}{ids[e]}-{k}.png" for e, k in zip(examples.tolist(), images.tolist(), strict=True)]
@@ -577,7 +583,7 @@ def predictions(
         ex = np.repeat(np.arange(n), n_images)
         correct = files.correct_mask(rng, accuracy, groups[ex], group_correlation)
         pred = np.where(correct, labels[ex], ~labels[ex])
-        keys = _image_keys(ids, ex, k, split)
+        keys: Sequence[str] = _image_keys(ids, ex, k, split)
     else:
         correct = files.correct_mask(rng, accuracy, groups, group_correlation)
         pred = np.where(correct, labels, ~labels)
@@ -604,7 +610,9 @@ def constant(
     ids, _, _ = _binary_gold(gold, group_of)
     if n_images > 1:
         n = len(ids)
-        keys = _image_keys(ids, np.repeat(np.arange(n), n_images), np.tile(np.arange(n_images), n), split)
+        keys: Sequence[str] = _image_keys(
+            ids, np.repeat(np.arange(n), n_images), np.tile(np.arange(n_images), n), split
+        )
     else:
         keys = ids
     if shuffle:
