@@ -1,4 +1,5 @@
-"""Uncertainty for leaderboards: cluster-bootstrap intervals, significance-aware ranks, rank intervals.
+"""Uncertainty for leaderboards: cluster-bootstrap intervals of scores; ranks and rank intervals from one
+procedure, pairwise one-sided tests with Holm's correction (view_ranks; count_ranks before a reveal).
 
 Pure (numpy and the standard library). Every metric of a task is a ratio of per-group sums:
 accuracy on a subset is (correct judgements of the subset's examples in each group) over (how many
@@ -500,8 +501,39 @@ def one_sided_p(better: np.ndarray, worse: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Ranks:
-    ranks: np.ndarray  # (k,) 1 + entries significantly better, in table order
-    better: np.ndarray  # (k,) how many entries above are significantly better (after Holm), before monotonicity
+    """A table's (or view's) ranks and rank intervals, in table order, from one procedure (view_ranks)."""
+
+    ranks: np.ndarray  # (k,) the rank shown: 1 + entries significantly better (see view_ranks for ties)
+    lows: np.ndarray  # (k,) the interval's best end: the rank itself
+    highs: np.ndarray  # (k,) the interval's worst end: k - entries significantly worse
+    better: np.ndarray  # (k,) B: entries significantly better (after Holm), before the table's adjustments
+    worse: np.ndarray  # (k,) W: entries significantly worse (after Holm), before the table's adjustments
+
+
+def shown_ranks(
+    better: np.ndarray, worse: np.ndarray, primary: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ranks, lows, highs) shown for a table in order from B and W (Al Mohamad, Goeman and van Zwet 2022):
+    rank = 1 + B, interval [1 + B, K - W]; 1 + B_j <= K - W_j always, the two sets being disjoint.
+
+    Two adjustments, both keeping every rank inside its own interval. Holm's step-down can, rarely, count an
+    entry lower down fewer entries significantly better than one above it (its comparisons pair differently):
+    ranks and interval ends are carried down the table (running maxima), so that neither improves down it.
+    Entries with the same primary score are a tie, never ordered: they share the first one's rank and the
+    widest end of the group's intervals."""
+    k = better.size
+    if k == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy()
+    ranks = np.maximum.accumulate(1 + np.asarray(better, dtype=np.int64))
+    highs = np.maximum.accumulate(k - np.asarray(worse, dtype=np.int64))
+    primary = np.asarray(primary, dtype=np.float64)
+    starts = np.r_[True, primary[1:] != primary[:-1]]
+    ends = np.r_[primary[1:] != primary[:-1], True]
+    first = np.maximum.accumulate(np.where(starts, np.arange(k), 0))
+    last = np.minimum.accumulate(np.where(ends, np.arange(k), k)[::-1])[::-1]
+    ranks, highs = ranks[first], highs[last]
+    return ranks, ranks.copy(), highs
 
 
 @dataclass(frozen=True)
@@ -535,13 +567,12 @@ _SURE_MARGIN = 0.99  # a pair is settled without its test only this far under th
 
 
 def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = ALPHA) -> Ranks:
-    """Significance-aware ranks for k entries already in table order.
+    """Ranks and rank intervals of k entries already in table order, from one procedure.
 
-    An entry's rank is 1 + the number of entries above it that are significantly better on the primary
-    metric: a one-sided exact McNemar test against each of them, Holm-corrected over that entry's own
-    comparisons (as many as there are entries above it), alpha 0.05. Entries with identical primary scores
-    never separate (p = 1). An entry is never ranked better than one above it (a running maximum), so ranks
-    never decrease down the table.
+    Each entry is tested against every other entry, one-sided in the direction of their primary scores (an
+    exact McNemar test on the judgements only one of the two got right), Holm-corrected over its own k - 1
+    comparisons at alpha 0.05: B = the entries significantly better, W = those significantly worse; rank
+    1 + B, interval [1 + B, k - W] (shown_ranks). Entries with identical primary scores never separate (p = 1).
 
     correct: (k, units) bool, per-judgement correctness on the primary metric; primary: (k,) scores, the
     share of `correct` right (table order is primary descending).
@@ -559,18 +590,19 @@ def view_ranks(
 ) -> list[Ranks]:
     """significance_ranks of the table (a view None) and of sub-tables of it (a view: the ascending positions
     of its entries, as view=teams keeps each team's best), on the same pair counts: a sub-table's entry is
-    compared with fewer entries, so it settles at least as many by their marginal counts alone and the pairs it
-    still needs are among the table's.
+    compared with its view's entries alone, Holm over those comparisons.
 
     The discordant counts come from the bit-packed correctness rows (popcounts of ANDed words), in blocks of
-    entries, for the pairs whose test can matter: entries so far above that no pairing of their judgements
-    could make the difference insignificant are counted without it (see _sure_counts); the rest are tested,
-    their p-values computed once per distinct pair of counts (_PTable). With `order`, the table's rows are
-    correct[order] (primary is in table order): the rows are reordered once packed, 64 times smaller. `correct`
-    may come packed already (PackedJudgements), so that a caller need not hold the bool matrix meanwhile.
+    entries, for the pairs whose test can matter: entries so far above (below) that no pairing of their
+    judgements could make the difference insignificant at Holm's strictest threshold are counted as better
+    (worse) without a test (see _sure_counts; a p-value that low is rejected whatever the others are); the
+    rest are tested, their p-values computed once per distinct pair of counts (_PTable). With `order`, the
+    table's rows are correct[order] (primary is in table order): the rows are reordered once packed, 64 times
+    smaller. `correct` may come packed already (PackedJudgements), so that a caller need not hold the bool
+    matrix meanwhile.
 
     Long because it is one hot loop over blocks of entries that updates every view's counts in place (the
-    windows, indices and running maxima it shares are its state)."""
+    windows and indices it shares are its state)."""
     judgements = correct if isinstance(correct, PackedJudgements) else PackedJudgements.of(correct)
     del correct
     primary = np.asarray(primary, dtype=np.float64)
@@ -579,59 +611,73 @@ def view_ranks(
     k = right.size
     members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
     better = [np.zeros(m.size, dtype=np.int64) for m in members]
-    if k == 0:
-        return [Ranks(np.zeros(0, dtype=np.int64), b) for b in better]
-    if order is not None:
+    worse = [np.zeros(m.size, dtype=np.int64) for m in members]
+    if order is not None and k:
         packed, right = packed[order], right[order]
     table = _PTable(units)
-    # Per view: each table position's index in the view (-1: not in it), and where each member's window starts
-    # (the table position of its first member that is not surely better).
-    index = []
-    window = []
-    for m in members:
+    # Per view: each table position's index in the view (-1: not in it), and each member's window of
+    # comparisons to test, [first, last) in view indices; members outside it are surely better or worse.
+    index, first, last = [], [], []
+    for m, b, w in zip(members, better, worse, strict=True):
         at = np.full(k, -1, dtype=np.int64)
         at[m] = np.arange(m.size)
         index.append(at)
-        window.append(np.r_[m, k][_sure_counts(right[m], units, alpha, table)])
+        level = alpha / max(m.size - 1, 1) * _SURE_MARGIN  # Holm's strictest threshold for m.size - 1 tests
+        above = _sure_counts(right[m], units, level, table)
+        # Surely worse: the same bound with the table upside down and right and wrong swapped.
+        below = _sure_counts((units - right[m])[::-1], units, level, table)[::-1]
+        b += above
+        w += below
+        first.append(above)
+        last.append(m.size - below)
     for start in range(0, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
-        rows = [at[start:stop] for at in index]  # view indices of the block's rows
-        starts = [w[r[r >= 0]] for w, r in zip(window, rows, strict=True)]
-        if not any(s.size for s in starts):
+        rows = [at[start:stop] for at in index]  # view indices of the block's rows (-1: not in the view)
+        spans = [
+            (m[f[r[r >= 0]]], m[np.maximum(e[r[r >= 0]], 1) - 1] + 1)
+            for m, f, e, r in zip(members, first, last, rows, strict=True)
+            if (r >= 0).any()
+        ]
+        if not spans:
             continue
-        lo = int(min(s.min() for s in starts if s.size))
-        both = _both_right(packed[start:stop], packed[lo:stop])  # (b, stop - lo): right on both
-        p = _decisive_p(right[None, lo:stop] - both, right[start:stop, None] - both, table)
-        tied = primary[None, lo:stop] == primary[start:stop, None]
-        # Sub-tables first (they take copies), so that the last view, usually the whole table, can use p itself.
-        for v in reversed(range(len(members))):
-            m, at, row, out = members[v], index[v], rows[v], better[v]
+        lo = int(min(f.min() for f, _ in spans))
+        hi = int(max(e.max() for _, e in spans))
+        lo, hi = min(lo, start), max(hi, stop)
+        both = _both_right(packed[start:stop], packed[lo:hi])  # (b, hi - lo): right on both
+        columns_right, rows_right = right[None, lo:hi], right[start:stop, None]
+        # One-sided in the direction of the table: a column above a row is tested as better, one below as worse.
+        is_above = np.arange(lo, hi)[None, :] < np.arange(start, stop)[:, None]
+        p = np.where(
+            is_above,
+            _decisive_p(columns_right - both, rows_right - both, table),
+            _decisive_p(rows_right - both, columns_right - both, table),
+        )
+        p[primary[None, lo:hi] == primary[start:stop, None]] = 1.0  # equal scores never separate
+        for v, m in enumerate(members):
+            at, row = index[v], rows[v]
             inside = np.flatnonzero(row >= 0)
             if inside.size == 0:
                 continue
-            columns = np.flatnonzero(at[lo:stop] >= 0)
-            whole = inside.size == stop - start and columns.size == stop - lo
-            view_p = (p if v == 0 else p.copy()) if whole else p[np.ix_(inside, columns)]
-            js = row[inside][:, None]  # each row's comparisons: the members above it
-            column_js = at[lo:stop][columns][None, :]
-            above = column_js < js
-            view_p[~above] = np.inf  # only members strictly above count; they sort last and are never rejected
-            view_p[above & (tied if whole else tied[np.ix_(inside, columns)])] = 1.0  # equal scores never separate
-            view_p.sort(axis=1)
-            first = int(np.searchsorted(m, lo))  # members before the window: surely better, Holm's first steps
-            steps = first + np.arange(columns.size)[None, :]
-            thresholds = alpha / np.maximum(js - steps, 1)
-            fails = np.concatenate([(view_p > thresholds) | (steps >= js), np.ones((inside.size, 1), bool)], axis=1)
-            out[row[inside]] = first + np.argmax(fails, axis=1)  # Holm's first failure
+            columns = np.flatnonzero(at[lo:hi] >= 0)
+            js = row[inside][:, None]  # each row's view index
+            column_js = at[lo:hi][columns][None, :]
+            view_p = p[np.ix_(inside, columns)]
+            # Only the row's own window is tested: itself and the sure ones (already counted) are left out.
+            tested = (column_js >= first[v][js]) & (column_js < last[v][js]) & (column_js != js)
+            view_p[~tested] = np.inf  # sorts last, never rejected
+            sorted_at = np.argsort(view_p, axis=1, kind="stable")
+            sorted_p = np.take_along_axis(view_p, sorted_at, axis=1)
+            steps = (first[v][js] + (m.size - last[v][js])) + np.arange(columns.size)[None, :]
+            thresholds = alpha / np.maximum(m.size - 1 - steps, 1)
+            fails = np.concatenate([sorted_p > thresholds, np.ones((inside.size, 1), bool)], axis=1)
+            rejected = np.arange(columns.size)[None, :] < np.argmax(fails, axis=1)[:, None]  # Holm's first failure
+            side_above = np.take_along_axis(np.broadcast_to(column_js < js, view_p.shape), sorted_at, axis=1)
+            better[v][row[inside]] += (rejected & side_above).sum(axis=1)
+            worse[v][row[inside]] += (rejected & ~side_above).sum(axis=1)
     result = []
-    for m, b in zip(members, better, strict=True):
-        ranks = np.maximum.accumulate(1 + b)
-        # Entries with identical primary scores share the rank of the first of them (the table puts them
-        # together; the tie-break by consistency orders them but never separates them).
-        scores = primary[m]
-        first_of_tie = np.r_[True, scores[1:] != scores[:-1]]
-        ranks = ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(m.size), 0))]
-        result.append(Ranks(ranks, b))
+    for m, b, w in zip(members, better, worse, strict=True):
+        ranks, lows, highs = shown_ranks(b, w, primary[m])
+        result.append(Ranks(ranks, lows, highs, b, w))
     return result
 
 
@@ -679,26 +725,25 @@ def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable |
     return p
 
 
-def _sure_counts(right: np.ndarray, units: int, alpha: float, table: _PTable | None = None) -> np.ndarray:
+def _sure_counts(right: np.ndarray, units: int, level: float, table: _PTable | None = None) -> np.ndarray:
     """For each entry of a table (right: its judgements right, table order), how many of the first entries
     above it are significantly better than it whatever their judgements, so that their tests need not be run.
 
     With counts r_a > r_b, the discordant judgements n are at most min(r_a + r_b, 2 units - r_a - r_b) and the
     one-sided McNemar p for a difference r_a - r_b is largest at the largest n (_largest_p); it only falls as
     r_a grows, so the sure entries are found by bisection on the fewest right among the first t. Where that
-    largest p is under Holm's strictest threshold for the entry (alpha over its comparisons), the exact test
-    cannot come out otherwise (in any order, a p that low is rejected)."""
+    largest p is under `level` (Holm's strictest threshold for the entry, alpha over its comparisons, with a
+    margin), the exact test cannot come out otherwise (in any order, a p that low is rejected)."""
     k = right.size
     table = table if table is not None else _PTable(units)
     lowest = np.minimum.accumulate(right)  # the fewest right among the first t entries
-    level = alpha / np.maximum(np.arange(k), 1) * _SURE_MARGIN
     lo, hi = np.zeros(k, dtype=np.int64), np.arange(k)  # the answer lies in [lo, hi]; 0 always holds
     while True:
         active = np.flatnonzero(lo < hi)
         if active.size == 0:
             return lo
         mid = (lo[active] + hi[active] + 1) // 2
-        sure = _largest_p(lowest[mid - 1], right[active], units, table) <= level[active]
+        sure = _largest_p(lowest[mid - 1], right[active], units, table) <= level
         lo[active] = np.where(sure, mid, lo[active])
         hi[active] = np.where(sure, hi[active], mid - 1)
 
@@ -740,102 +785,6 @@ def _both_right(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
                 three += counts
         total += three
     return total.astype(np.float64)
-
-
-def _ranks_in_columns(samples: np.ndarray, block: int = 100) -> np.ndarray:
-    """(k, resamples): each entry's rank in each resample, 1 + the entries with a strictly higher value."""
-    return _view_ranks_in_columns(samples, [np.arange(samples.shape[0])], block)[0]
-
-
-def _view_ranks_in_columns(samples: np.ndarray, members: Sequence[np.ndarray], block: int = 100) -> list[np.ndarray]:
-    """Each view's (members, resamples) ranks: 1 + the view's entries with a strictly higher value.
-
-    `block` resamples at a time (bounds the temporaries: ~40 MB for 10,000 entries): sort each (a row of the
-    transposed block), find for each sorted place the last place holding the same value (ties share a rank;
-    NaNs count as equal to each other and highest, as a sorted search counts them), count the view's entries up
-    to each place, and scatter the ranks back to the entries. One sort serves every view."""
-    k, resamples = samples.shape
-    ranks = [np.empty((m.size, resamples), dtype=np.int32) for m in members]  # ranks <= k; half of int64
-    places = np.arange(k)
-    masks = [None if m.size == k else np.isin(places, m) for m in members]
-    for at in range(0, resamples, block):
-        by_resample = np.ascontiguousarray(samples[:, at : at + block].T)  # (b, k)
-        order = np.argsort(by_resample, axis=1, kind="stable")
-        ordered = np.take_along_axis(by_resample, order, axis=1)
-        blank = np.isnan(ordered)
-        differs = (ordered[:, 1:] != ordered[:, :-1]) & ~(blank[:, 1:] & blank[:, :-1])
-        last = np.concatenate([differs, np.ones((ordered.shape[0], 1), dtype=bool)], axis=1)
-        # For each place, the first place at or after it that ends a run of equal values.
-        ends = np.minimum.accumulate(np.where(last, places, k)[:, ::-1], axis=1)[:, ::-1]
-        found = np.empty(by_resample.shape, dtype=np.int64)
-        for m, mask, out in zip(members, masks, ranks, strict=True):
-            if mask is None:
-                np.put_along_axis(found, order, k - ends, axis=1)  # 1 + (k - 1 - end) entries above the run
-            else:
-                # The view's entries at or before each place of the sorted resample; those after its run are above.
-                counted = np.cumsum(mask[order], axis=1)
-                np.put_along_axis(found, order, 1 + m.size - np.take_along_axis(counted, ends, axis=1), axis=1)
-            out[:, at : at + block] = found[:, m].T
-    return ranks
-
-
-def _view_ranks_by_counting(keys: np.ndarray, members: Sequence[np.ndarray], block: int = 100) -> list[np.ndarray]:
-    """_view_ranks_in_columns for non-negative integer values (no NaNs): each resample's values are counted
-    (np.bincount) instead of sorted, 1 + the view's entries above a value being the view's size less those at
-    or below it (a cumulative count)."""
-    k, resamples = keys.shape
-    ranks = [np.empty((m.size, resamples), dtype=np.int32) for m in members]
-    top = int(keys.max()) + 1 if keys.size else 1
-    for at in range(0, resamples, block):
-        by_resample = np.ascontiguousarray(keys[:, at : at + block].T).astype(np.int64)  # (b, k)
-        b = by_resample.shape[0]
-        shifted = by_resample + (np.arange(b) * top)[:, None]  # each resample's values in a range of its own
-        for m, out in zip(members, ranks, strict=True):
-            whole = m.size == k
-            counts = np.bincount((shifted if whole else shifted[:, m]).ravel(), minlength=b * top).reshape(b, top)
-            at_or_below = np.cumsum(counts, axis=1)
-            values = by_resample if whole else by_resample[:, m]
-            out[:, at : at + b] = (1 + m.size - np.take_along_axis(at_or_below, values, axis=1)).T
-    return ranks
-
-
-def rank_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) 95% rank intervals from bootstrap resamples of the primary metric, (k, resamples):
-    an entry's rank in each resample is 1 + the entries with a higher resampled score."""
-    return view_rank_intervals(samples, [None], confidence)[0]
-
-
-def view_rank_intervals(
-    samples: np.ndarray, views: Sequence[np.ndarray | None], confidence: float = CONFIDENCE
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """rank_intervals of the table (a view None) and of sub-tables (ascending positions, as in view_ranks), each
-    entry ranked among its view's entries, from one pass over the resamples.
-
-    samples: (k, resamples) resampled scores, or non-negative integers that order and tie the entries of each
-    resample as the scores do (Interval.keys: the resampled numerators, a resample's scores sharing one
-    denominator), which are ranked by counting rather than sorting."""
-    samples = np.asarray(samples)
-    k = samples.shape[0]
-    members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
-    if k == 0 or samples.shape[1] == 0:
-        return [(np.ones(m.size, dtype=np.int64), np.full(m.size, m.size, dtype=np.int64)) for m in members]
-    if np.issubdtype(samples.dtype, np.integer) and samples.min() >= 0:
-        ranked = _view_ranks_by_counting(samples, members)
-    else:
-        ranked = _view_ranks_in_columns(np.asarray(samples, dtype=np.float64), members)
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    result = []
-    for ranks in ranked:
-        if ranks.shape[0] == 0:
-            result.append((np.ones(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
-            continue
-        ranks.sort(axis=1)
-        # np.percentile's "lower" and "higher" of sorted rows: the values at these places.
-        n = ranks.shape[1]
-        low = ranks[:, int(np.floor((n - 1) * (tail / 100.0)))]
-        high = ranks[:, int(np.ceil((n - 1) * ((100.0 - tail) / 100.0)))]
-        result.append((low.astype(np.int64), high.astype(np.int64)))
-    return result
 
 
 # --- ranks from counts alone (a blind test before its reveal) ----------------------------------------------
@@ -880,19 +829,14 @@ def count_ranks(
     separates fewer entries than the paired one, never an order the counts alone do not support. Everything
     depends on the counts and `units` alone: entries with equal counts get equal ranks and intervals.
 
-    Holm's step-down can, rarely, count an entry lower down fewer entries significantly better than one above
-    it; ranks and interval ends are then carried down the table (running maxima) so that neither improves
-    down it. The rank stays inside its interval: 1 + B_j <= K - W_j for every entry j, so the largest rank
-    above an entry is at most the largest interval end above it."""
+    Shown as every board's ranks are (shown_ranks: running maxima down the table, ties sharing a rank)."""
     counts = np.rint(np.asarray(values, dtype=np.float64) * units / 100.0).astype(np.int64)
     result = []
     for view in views:
         members = np.arange(counts.size) if view is None else np.asarray(view, dtype=np.int64)
         shown = counts[members]
         better, worse = _count_tests(shown, units, alpha)
-        ranks = np.maximum.accumulate(1 + better) if shown.size else np.zeros(0, dtype=np.int64)
-        highs = np.maximum.accumulate(shown.size - worse) if shown.size else np.zeros(0, dtype=np.int64)
-        result.append((ranks, ranks.copy(), highs))
+        result.append(shown_ranks(better, worse, shown))
     return result
 
 

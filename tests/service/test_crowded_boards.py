@@ -122,6 +122,42 @@ def test_the_api_carries_rank_and_rank_interval(module_app, crowded):
     assert all({"rank_low", "rank_high"} <= set(e) for e in exported["entries"])
 
 
+def test_every_rank_lies_inside_its_own_interval_in_every_view_and_export(module_app, crowded):
+    """Issue 24: rank and rank interval come from one procedure, so on the crowded board (the close copies,
+    100 entries a third of a point apart) every rank printed lies inside the interval printed beside it: the
+    board, view=teams, the models view, the API, the CSV and JSON exports; and entries whose intervals
+    coincide share a rank."""
+    client = module_app.test_client()
+    tables = {}
+    for view in ("", "?view=teams"):
+        tables[f"api{view}"] = [
+            (e["rank"], e["rank_low"], e["rank_high"])
+            for e in client.get(f"/api/v1/leaderboards/nlvr2/test-p{view}").get_json()["entries"]
+        ]
+    tables["json"] = [
+        (e["rank"], e["rank_low"], e["rank_high"])
+        for e in json.loads(client.get("/leaderboards/nlvr2/test-p/export.json").data)["entries"]
+    ]
+    for name, url in (
+        ("csv", "/leaderboards/nlvr2/test-p/export.csv"),
+        ("models csv", "/leaderboards/nlvr2/models/export.csv"),
+    ):
+        rows = list(csv.DictReader(io.StringIO(client.get(url).get_data(as_text=True))))
+        tables[name] = [(int(r["rank"]), int(r["rank_low"]), int(r["rank_high"])) for r in rows if r["type"] == "entry"]
+    with module_app.app_context():
+        board = leaderboards.board("nlvr2", "test-p", paginate=False)
+        tables["board"] = [(e.rank, e.rank_low, e.rank_high) for e in board.entries]
+    for name, table in tables.items():
+        assert len(table) >= 100, name
+        outside = [row for row in table if not row[1] <= row[0] <= row[2]]
+        assert not outside, (name, outside[:5])
+        by_interval: dict[tuple[int, int], set[int]] = {}
+        for rank, low, high in table:
+            by_interval.setdefault((low, high), set()).add(rank)
+        assert all(len(ranks) == 1 for ranks in by_interval.values()), name
+    assert tables["api"] == tables["json"] == tables["csv"] == tables["board"]
+
+
 @pytest.fixture
 def small(app):
     with app.app_context():

@@ -178,8 +178,9 @@ def test_identical_scores_share_a_rank_even_with_different_predictions():
 
 
 def test_holm_is_over_each_entrys_own_comparisons():
-    """One-sided p of about 0.018 (20 vs 8) is significant alone; for an entry with two entries above it,
-    Holm asks the smaller p to be under 0.025 and the larger under 0.05."""
+    """One-sided p of about 0.018 (20 vs 8) is significant alone; for an entry of a three-entry table (two
+    comparisons, one each way or both one way), Holm asks the smaller p to be under 0.025 and the larger
+    under 0.05."""
     assert 0.0125 < _one_sided(20, 8) < 0.025
     rng = np.random.default_rng(10)
     top = rng.random(2000) < 0.7
@@ -219,11 +220,21 @@ def test_a_crowded_board_separates_entries_far_apart():
                 assert ranks[i] != ranks[j]
 
 
-def test_rank_intervals_from_resamples():
-    samples = np.array([[90.0, 91.0, 89.0, 90.0], [80.0, 92.0, 79.0, 81.0], [10.0, 11.0, 12.0, 9.0]])
-    low, high = statistics.rank_intervals(samples)
-    assert low.tolist() == [1, 1, 3] and high.tolist() == [2, 2, 3]
-    assert (low <= high).all()
+def test_rank_intervals_come_from_the_same_tests_as_the_ranks():
+    """[1 + B, k - W]: three entries each significantly apart are pinned to their places; two close ones
+    above a far one share rank 1 and the interval 1-2; the far one is 3 of 3."""
+    rng = np.random.default_rng(10)
+    top = rng.random(2000) < 0.7
+    second = _flip(top, right_to_wrong=20, wrong_to_right=8, seed=1)
+    third = _flip(second, right_to_wrong=20, wrong_to_right=8, seed=2)
+    rows = np.stack([top, second, third])
+    apart = statistics.significance_ranks(rows, rows.mean(axis=1) * 100)
+    assert (apart.ranks.tolist(), apart.lows.tolist(), apart.highs.tolist()) == ([1, 2, 3], [1, 2, 3], [1, 2, 3])
+    close = _flip(top, right_to_wrong=3, wrong_to_right=1, seed=3)
+    far = _flip(top, right_to_wrong=400, wrong_to_right=0, seed=4)
+    correct = np.stack([top, close, far])
+    shown = statistics.significance_ranks(correct, correct.mean(axis=1) * 100)
+    assert (shown.ranks.tolist(), shown.lows.tolist(), shown.highs.tolist()) == ([1, 1, 3], [1, 1, 3], [2, 2, 3])
 
 
 def test_primary_correctness_counts_each_image_of_nlvr_images():
@@ -252,8 +263,8 @@ def test_skipping_surely_significant_pairs_changes_no_rank(monkeypatch):
     assert statistics._sure_counts(correct.sum(axis=1), n, 0.05)[200] > 0  # the shortcut is taken
     monkeypatch.setattr(statistics, "_sure_counts", lambda right, *args: np.zeros(right.size, dtype=np.int64))
     full = statistics.significance_ranks(correct, primary)
-    np.testing.assert_array_equal(fast.ranks, full.ranks)
-    np.testing.assert_array_equal(fast.better, full.better)
+    for name in ("ranks", "lows", "highs", "better", "worse"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(full, name), err_msg=name)
 
 
 def test_decisive_p_agrees_with_the_exact_test_on_every_decision():

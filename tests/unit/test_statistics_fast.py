@@ -36,20 +36,37 @@ def _board(rng: np.random.Generator, k: int, units: int, spread: tuple[float, fl
 
 
 def _exact_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = statistics.ALPHA):
-    """Every p-value computed exactly, Holm over each entry's own comparisons, as the README states it."""
+    """Every p-value computed exactly, Holm over each entry's own k - 1 comparisons (one-sided in the
+    direction of the table), as the README states it: (ranks, lows, highs, B, W)."""
     k = correct.shape[0]
     right = correct.sum(axis=1)
     better = np.zeros(k, dtype=np.int64)
-    for i in range(1, k):
-        both = (correct[:i] & correct[i]).sum(axis=1)
-        p = statistics.one_sided_p(right[:i] - both, right[i] - both)
-        p[primary[:i] == primary[i]] = 1.0
-        p.sort()
-        rejected = p <= alpha / (i - np.arange(i))
-        better[i] = i if rejected.all() else int(np.argmin(rejected))
+    worse = np.zeros(k, dtype=np.int64)
+    for i in range(k):
+        others = np.flatnonzero(np.arange(k) != i)
+        both = (correct[others] & correct[i]).sum(axis=1)
+        above = others < i
+        p = np.where(
+            above,
+            statistics.one_sided_p(right[others] - both, right[i] - both),
+            statistics.one_sided_p(right[i] - both, right[others] - both),
+        )
+        p[primary[others] == primary[i]] = 1.0
+        by_p = np.argsort(p, kind="stable")
+        rejected = p[by_p] <= alpha / (k - 1 - np.arange(k - 1))
+        count = k - 1 if rejected.all() else int(np.argmin(rejected))
+        better[i] = above[by_p[:count]].sum()
+        worse[i] = count - better[i]
     ranks = np.maximum.accumulate(1 + better)
-    first_of_tie = np.r_[True, primary[1:] != primary[:-1]]
-    return ranks[np.maximum.accumulate(np.where(first_of_tie, np.arange(k), 0))], better
+    highs = np.maximum.accumulate(k - worse)
+    first = np.maximum.accumulate(np.where(np.r_[True, primary[1:] != primary[:-1]], np.arange(k), 0))
+    last = np.minimum.accumulate(np.where(np.r_[primary[1:] != primary[:-1], True], np.arange(k), k)[::-1])[::-1]
+    return ranks[first], ranks[first], highs[last], better, worse
+
+
+def _assert_ranks_equal(found: statistics.Ranks, expected) -> None:
+    for name, want in zip(("ranks", "lows", "highs", "better", "worse"), expected, strict=True):
+        np.testing.assert_array_equal(getattr(found, name), want, err_msg=name)
 
 
 @pytest.mark.parametrize(
@@ -63,10 +80,7 @@ def _exact_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = statis
 )
 def test_significance_ranks_equal_the_exact_computation(seed, k, units, spread):
     correct, primary = _board(np.random.default_rng(seed), k, units, spread)
-    fast = statistics.significance_ranks(correct, primary)
-    ranks, better = _exact_ranks(correct, primary)
-    np.testing.assert_array_equal(fast.ranks, ranks)
-    np.testing.assert_array_equal(fast.better, better)
+    _assert_ranks_equal(statistics.significance_ranks(correct, primary), _exact_ranks(correct, primary))
 
 
 @pytest.mark.parametrize("units", [1, 64, 64 * 3 + 5, 64 * 5, 64 * 7 + 1, 6970])
@@ -99,17 +113,6 @@ def test_percentiles_of_sorted_rows_equal_numpys():
             np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("resamples", [1, 2, 39, 40, 41, 1000])
-def test_rank_intervals_are_numpys_lower_and_higher_percentiles(resamples):
-    rng = np.random.default_rng(resamples)
-    samples = rng.integers(0, 30, size=(60, resamples)) / 30 * 100
-    ranks = statistics._ranks_in_columns(samples)
-    tail = (1.0 - statistics.CONFIDENCE) / 2.0 * 100.0
-    low, high = statistics.rank_intervals(samples)
-    np.testing.assert_array_equal(low, np.percentile(ranks, tail, axis=1, method="lower"))
-    np.testing.assert_array_equal(high, np.percentile(ranks, 100.0 - tail, axis=1, method="higher"))
-
-
 def test_packed_judgements_rank_as_the_bool_matrix():
     correct, primary = _board(np.random.default_rng(8), 120, 64 * 4 + 9, (0.6, 0.9))
     best = np.sort(np.random.default_rng(9).choice(120, size=40, replace=False))
@@ -120,8 +123,7 @@ def test_packed_judgements_rank_as_the_bool_matrix():
     packed = statistics.PackedJudgements.of(submitted)
     on_packed = statistics.view_ranks(packed, primary, [None, best], order=order)
     for a, b in zip(on_bools, on_packed, strict=True):
-        np.testing.assert_array_equal(a.ranks, b.ranks)
-        np.testing.assert_array_equal(a.better, b.better)
+        _assert_ranks_equal(a, (b.ranks, b.lows, b.highs, b.better, b.worse))
 
 
 def test_decisive_p_computes_each_distinct_pair_once_with_the_same_values():
@@ -150,21 +152,6 @@ def test_group_sums_equal_a_per_group_count():
     np.testing.assert_array_equal(sums, np.stack([np.bincount(codes, weights=row)[groups] for row in counts]))
 
 
-def test_ranks_in_columns_equal_counting_the_higher_values():
-    rng = np.random.default_rng(8)
-    samples = np.round(rng.normal(70, 3, size=(300, 50)), 1)  # rounded: many ties
-    samples[5, 3] = samples[6, 3] = np.nan
-    samples[7, :] = np.nan
-    expected = np.empty(samples.shape, dtype=np.int64)
-    for column in range(samples.shape[1]):
-        values = samples[:, column]
-        for i, value in enumerate(values):
-            # A sorted search counts NaN as the highest value and equal to another NaN.
-            higher = np.isnan(values) if not np.isnan(value) else np.zeros(values.size, bool)
-            expected[i, column] = 1 + int(np.count_nonzero(values > value) + higher.sum())
-    np.testing.assert_array_equal(statistics._ranks_in_columns(samples), expected)
-
-
 @pytest.mark.parametrize("seed, k, units, spread", [(9, 300, 2000, (0.6, 0.9)), (10, 200, 6970, (0.5, 0.95))])
 def test_view_ranks_equal_the_exact_computation_on_each_sub_table(seed, k, units, spread):
     """A sub-table (view=teams: each team's best) ranked on the whole table's pair counts is ranked as it
@@ -173,32 +160,31 @@ def test_view_ranks_equal_the_exact_computation_on_each_sub_table(seed, k, units
     correct, primary = _board(rng, k, units, spread)
     best = np.sort(rng.choice(k, size=k // 2, replace=False))
     whole, teams = statistics.view_ranks(correct, primary, [None, best])
-    ranks, better = _exact_ranks(correct, primary)
-    np.testing.assert_array_equal(whole.ranks, ranks)
-    np.testing.assert_array_equal(whole.better, better)
-    ranks, better = _exact_ranks(correct[best], primary[best])
-    np.testing.assert_array_equal(teams.ranks, ranks)
-    np.testing.assert_array_equal(teams.better, better)
+    _assert_ranks_equal(whole, _exact_ranks(correct, primary))
+    _assert_ranks_equal(teams, _exact_ranks(correct[best], primary[best]))
     shuffled = rng.permutation(k)  # rows given in another order, and the table's order beside them
     order = np.argsort(shuffled)
     again = statistics.view_ranks(correct[shuffled], primary, [None, best], order=order)
     for found, want in zip(again, (whole, teams), strict=True):
-        np.testing.assert_array_equal(found.ranks, want.ranks)
-        np.testing.assert_array_equal(found.better, want.better)
+        _assert_ranks_equal(found, (want.ranks, want.lows, want.highs, want.better, want.worse))
 
 
 def test_sure_counts_settle_only_pairs_the_exact_test_rejects_first():
-    """Every entry counted as surely better has an exact p under Holm's strictest threshold for the entry below."""
+    """Every entry counted as surely better (worse) has an exact p under Holm's strictest threshold."""
     rng = np.random.default_rng(11)
     correct, primary = _board(rng, 400, 3000, (0.5, 0.95))
+    k, units = correct.shape
     right = correct.sum(axis=1)
-    sure = statistics._sure_counts(right, correct.shape[1], statistics.ALPHA)
-    assert sure[-1] > 100  # the shortcut is taken
-    for i in range(1, correct.shape[0]):
-        above = correct[: sure[i]]
-        both = (above & correct[i]).sum(axis=1)
-        p = statistics.one_sided_p(right[: sure[i]] - both, right[i] - both)
-        assert (p <= statistics.ALPHA / i).all()
+    level = statistics.ALPHA / (k - 1)
+    sure = statistics._sure_counts(right, units, level)
+    below = statistics._sure_counts((units - right)[::-1], units, level)[::-1]
+    assert sure[-1] > 100 and below[0] > 100  # the shortcut is taken both ways
+    for i in range(k):
+        both = (correct[: sure[i]] & correct[i]).sum(axis=1)
+        assert (statistics.one_sided_p(right[: sure[i]] - both, right[i] - both) <= level).all()
+        lower = slice(k - below[i], k)
+        both = (correct[lower] & correct[i]).sum(axis=1)
+        assert (statistics.one_sided_p(right[i] - both, right[lower] - both) <= level).all()
 
 
 def test_p_table_holds_the_exact_p_values():
@@ -211,41 +197,6 @@ def test_p_table_holds_the_exact_p_values():
     table = statistics._PTable(2000)
     np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))
     np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))  # from the table
-
-
-def test_rank_intervals_of_views_and_of_integer_keys_equal_those_of_each_table_alone():
-    """Ranks among a view's entries come from the whole table's sort; integer keys (resampled numerators) are
-    counted instead of sorted: the intervals are those of each sub-table's own samples."""
-    rng = np.random.default_rng(13)
-    keys = rng.integers(300, 360, size=(200, 120))  # many ties in each resample
-    samples = keys / 500 * 100
-    best = np.sort(rng.choice(200, size=70, replace=False))
-    expected = [statistics.rank_intervals(samples), statistics.rank_intervals(samples[best])]
-    for values in (samples, keys, keys.astype(np.int32)):
-        found = statistics.view_rank_intervals(values, [None, best])
-        for (low, high), (want_low, want_high) in zip(found, expected, strict=True):
-            np.testing.assert_array_equal(low, want_low)
-            np.testing.assert_array_equal(high, want_high)
-    members = [np.arange(200), best]
-    for counted, sorted_ in zip(
-        statistics._view_ranks_by_counting(keys, members),
-        statistics._view_ranks_in_columns(samples, members),
-        strict=True,
-    ):
-        np.testing.assert_array_equal(counted, sorted_)
-
-
-def test_bootstrap_keys_order_the_resamples_as_the_samples_do(nlvr2_small):
-    gold, _, stacked = nlvr2_small
-    key = ("all", "accuracy")
-    interval = statistics.intervals(NLVR2, gold, stacked, {"all": (None, ("accuracy",))}, keep=key)[key]
-    assert interval.keys is not None
-    _, n_groups = statistics.group_codes(gold)
-    weights = np.concatenate(list(statistics.resample_blocks(n_groups)))
-    totals = weights.astype(np.float64) @ np.bincount(statistics.group_codes(gold)[0]).astype(np.float64)
-    samples = interval.keys / totals * 100.0  # the resampled scores
-    counted = statistics._view_ranks_by_counting(interval.keys, [np.arange(len(stacked))])[0]
-    np.testing.assert_array_equal(statistics._ranks_in_columns(samples), counted)
 
 
 def _plain_interval(correct, codes, n_groups, indices, metric, keep):

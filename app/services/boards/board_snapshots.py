@@ -302,19 +302,16 @@ def _statistics(
                     gold,
                     stacked,
                     wanted,
-                    keep=primary_key,
                     counts_only=visibility.counts_only(split),
                     on_values=handover.place,
                 )
             )
         finally:
             handover.ordered.set()  # never leave the thread waiting (the with would wait for it in turn)
-        order, views = handover.placed["order"], handover.placed["views"]
-        kept = table[primary_key].keys  # the resampled numerators: they rank the entries as the scores do
-        assert kept is not None  # kept for the primary column (keep=primary_key)
-        intervals = statistics.view_rank_intervals(kept[order], views)
+        order = handover.placed["order"]
+        # Ranks and rank intervals both from the paired tests (statistics.view_ranks): one procedure.
         ranks = ranking.result()
-    by_view = [(r.ranks.tolist(), low.tolist(), high.tolist()) for r, (low, high) in zip(ranks, intervals, strict=True)]
+    by_view = [(r.ranks.tolist(), r.lows.tolist(), r.highs.tolist()) for r in ranks]
     return table, order, handover.placed["team_keys"], handover.placed["best"], by_view
 
 
@@ -367,7 +364,7 @@ class _Handover:
 
 
 def _rank(task, gold, stacked: np.ndarray, handover: _Handover) -> list[statistics.Ranks]:
-    """The significance ranks of the board and its teams view (the ranks' thread)."""
+    """The ranks and rank intervals of the board and its teams view (the ranks' thread)."""
     # Meanwhile, what needs no order: the judgements packed, the tests' library loaded.
     judgements = [statistics.PackedJudgements.of_predictions(task, gold, stacked)]
     statistics.load_tests()

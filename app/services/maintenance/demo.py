@@ -5,6 +5,7 @@ Idempotent: anything that already exists is left as it is.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -145,8 +146,9 @@ def load_demo(progress: Callable[[str], object] | None = None) -> dict[str, int]
             created["benchmarks"] += 1
         for number, split_spec in enumerate(spec.splits):
             split_seed = 100 * seed + number
-            split = _ensure_split(spec, split_spec, split_seed, created)
-            gold = _gold_bytes(spec, split_spec, split_seed)
+            # Made at most once a split, and only if something is missing (~0.5 s for a large one).
+            gold = functools.cache(functools.partial(_gold_bytes, spec, split_spec, split_seed))
+            split = _ensure_split(spec, split_spec, gold, split_seed, created)
             for run_number, run in enumerate(_runs(spec, now)):
                 seed_of_run = split_seed * 100 + run_number
                 created["submissions"] += _ensure_run(spec, split_spec, split, gold, by_name, seed_of_run, run)
@@ -209,7 +211,7 @@ def _ensure_run(
     spec: DemoBenchmark,
     split_spec: DemoSplit,
     split: Split,
-    gold: bytes,
+    gold: Callable[[], bytes],
     by_name: dict[str, Team],
     seed: int,
     run: Run,
@@ -219,7 +221,7 @@ def _ensure_run(
     if _has_submission(split, by_name[team_name], model):
         return 0
     task = get_task(spec.task)
-    data = task.synthetic_predictions(gold, accuracy, seed=seed, **task.demo_split_options(split_spec.slug))
+    data = task.synthetic_predictions(gold(), accuracy, seed=seed, **task.demo_split_options(split_spec.slug))
     submissions.store_scored(
         split,
         by_name[team_name],
@@ -246,18 +248,19 @@ def _ensure_references(spec: DemoBenchmark, split_spec: DemoSplit, split: Split)
     return added
 
 
-def _ensure_split(spec: DemoBenchmark, split_spec: DemoSplit, seed: int, created: dict) -> Split:
+def _ensure_split(
+    spec: DemoBenchmark, split_spec: DemoSplit, gold: Callable[[], bytes], seed: int, created: dict
+) -> Split:
     try:
         return catalog.get_split(spec.slug, split_spec.slug)
     except NotFound:
         pass
-    gold = _gold_bytes(spec, split_spec, seed)
-    annotations = synthetic.nlvr2_annotations(gold, 100, seed=seed) if split_spec.annotations else None
+    annotations = synthetic.nlvr2_annotations(gold(), 100, seed=seed) if split_spec.annotations else None
     created["splits"] += 1
     return catalog.add_split(
         spec.slug,
         split_spec.slug,
-        gold,
+        gold(),
         hidden=split_spec.hidden,
         name=split_spec.name,
         annotations=annotations,
