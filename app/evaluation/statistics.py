@@ -65,11 +65,6 @@ class Interval:
     values: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    samples: np.ndarray | None = None  # (k, resamples) resampled scores where asked for (count_intervals' keep)
-    # (k, resamples) where asked for (keep), for rank intervals: non-negative integers that order and tie the
-    # entries in each resample as the resampled scores do (the resampled numerators: a resample's scores share
-    # one denominator); counted, not sorted, and a quarter of the scores' memory.
-    keys: np.ndarray | None = None
 
 
 # --- from predictions to per-group counts ----------------------------------------------------------------
@@ -212,10 +207,8 @@ def bootstrap(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     confidence: float = CONFIDENCE,
-    keep: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], Interval]:
-    """Percentile intervals for every ratio of k entries, on shared group resamples (the resampled
-    numerators of `keep` come back too, as Interval.keys, for rank intervals).
+    """Percentile intervals for every ratio of k entries, on shared group resamples.
 
     The resamples are drawn once (7 MB of weights on NLVR2) and serve every ratio; two ratios at a time
     (_bootstrap_pair)."""
@@ -223,11 +216,11 @@ def bootstrap(
     items = list(ratios.items())
     result: dict[tuple[str, str], Interval] = {}
     for at in range(0, len(items), 2):
-        result.update(_bootstrap_pair(items[at : at + 2], n_groups, blocks, confidence, keep))
+        result.update(_bootstrap_pair(items[at : at + 2], n_groups, blocks, confidence))
     return result
 
 
-_ENTRY_BLOCK = 2048  # entries whose resampled values are held at once (16 MB a ratio), except the kept ratio's
+_ENTRY_BLOCK = 2048  # entries whose resampled values are held at once (16 MB a ratio)
 _EXACT = 2**24  # float32 holds every integer up to here exactly
 
 
@@ -236,18 +229,16 @@ def _bootstrap_pair(
     n_groups: int,
     blocks: Sequence[np.ndarray],
     confidence: float,
-    keep: tuple[str, str] | None,
     *,
     reuse: bool = False,
 ) -> dict[tuple[str, str], Interval]:
-    """The intervals of one or two ratios, entries a block at a time (only the kept ratio's resampled
-    numerators are held whole). Two ratios share one matrix product where that is exact: numerators a + M b
-    with M over any resampled value of a, every sum an integer float32 holds (see _packing). With `reuse` the
-    ratios are taken over (`items` is emptied): the product's matrix may be made in their numerators, and
-    once it is made they are dropped (70 MB each on a 10,000-entry board).
+    """The intervals of one or two ratios, entries a block at a time. Two ratios share one matrix product where that
+    is exact: numerators a + M b with M over any resampled value of a, every sum an integer float32 holds (see
+    _packing). With `reuse` the ratios are taken over (`items` is emptied): the product's matrix may be made in
+    their numerators, and once it is made they are dropped (70 MB each on a 10,000-entry board).
 
     Long because it is the bootstrap's hot loop: one pass over entry blocks and resample blocks that shares the
-    per-ratio state (masks, totals, kept keys) the blocks fill in place."""
+    per-ratio state (masks, totals) the blocks fill in place."""
     tail = (1.0 - confidence) / 2.0 * 100.0
     names = [key for key, _ in items]
     ratios = [ratio for _, ratio in items]
@@ -267,12 +258,6 @@ def _bootstrap_pair(
         together = [w if groups.size == n_groups else w[:, groups] for w in blocks]
         if reuse:
             ratios = []  # the product's matrix holds all that is needed of them
-    kept = [key == keep and n > 0 for key, n in zip(names, drawn, strict=True)]
-    # A resampled numerator is at most its denominator: 16 bits hold it on any split of a benchmark here.
-    key_type = (
-        np.uint16 if max((float(t.max()) for ts in totals for t in ts if t.size), default=0) < 2**16 else np.int32
-    )
-    keys = [np.empty((k, n), dtype=key_type) if keeping else None for keeping, n in zip(kept, drawn, strict=True)]
     lows = [np.full(k, np.nan) for _ in names]
     highs = [np.full(k, np.nan) for _ in names]
     for start in range(0, k, _ENTRY_BLOCK):
@@ -294,11 +279,6 @@ def _bootstrap_pair(
                 into = rows[i][:, filled[i] : filled[i] + total.size]
                 np.divide(values, total, out=into)
                 np.multiply(into, 100.0, out=into)
-                kept_keys = keys[i]
-                if kept_keys is not None:
-                    if kept_keys.dtype == np.uint16 and values.max(initial=0) >= 2**16:  # a numerator over its total
-                        keys[i] = kept_keys = kept_keys.astype(np.int32)
-                    kept_keys[start:stop, filled[i] : filled[i] + total.size] = values  # exact integers
                 filled[i] += total.size
         for i, block in enumerate(rows):
             if drawn[i] == 0:
@@ -306,10 +286,7 @@ def _bootstrap_pair(
             # Sorted in place (a SIMD sort beats np.percentile's selection), then the percentiles read off.
             block.sort(axis=1)
             lows[i][start:stop], highs[i][start:stop] = _percentiles_of_sorted(block, (tail, 100.0 - tail))
-    return {
-        key: Interval(value, low, high, keys=kept_keys)
-        for key, value, low, high, kept_keys in zip(names, scores, lows, highs, keys, strict=True)
-    }
+    return {key: Interval(value, low, high) for key, value, low, high in zip(names, scores, lows, highs, strict=True)}
 
 
 def _percentiles_of_sorted(rows: np.ndarray, percents: Sequence[float]) -> list[np.ndarray]:
@@ -400,7 +377,6 @@ def each_interval(
     *,
     resamples: int = RESAMPLES,
     seed: int = SEED,
-    keep: tuple[str, str] | None = None,
     counts_only: bool = False,
     on_values: Callable[[tuple[str, str], np.ndarray], None] | None = None,
 ) -> Iterator[tuple[tuple[str, str], Interval]]:
@@ -411,7 +387,7 @@ def each_interval(
         ratios = metric_ratios(task, gold, stacked, wanted)
         if on_values is not None:
             _tell_values(list(ratios.items()), on_values)
-        yield from count_intervals(ratios, resamples=resamples, seed=seed, keep=keep).items()
+        yield from count_intervals(ratios).items()
         return
     _, n_groups = group_codes(gold)
     blocks = list(resample_blocks(n_groups, resamples, seed))  # drawn once for every ratio
@@ -424,7 +400,7 @@ def each_interval(
         del first
         if on_values is not None:
             _tell_values(batch, on_values)  # a loop here would hold the last ratio (70 MB) through its bootstrap
-        yield from _bootstrap_pair(batch, n_groups, blocks, CONFIDENCE, keep, reuse=True).items()
+        yield from _bootstrap_pair(batch, n_groups, blocks, CONFIDENCE, reuse=True).items()
 
 
 def _tell_values(
@@ -435,19 +411,12 @@ def _tell_values(
 
 
 def count_intervals(
-    ratios: Mapping[tuple[str, str], Ratio],
-    *,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-    confidence: float = CONFIDENCE,
-    keep: tuple[str, str] | None = None,
+    ratios: Mapping[tuple[str, str], Ratio], *, confidence: float = CONFIDENCE
 ) -> dict[tuple[str, str], Interval]:
-    """Wilson score intervals from each entry's count k of n alone, and for `keep` binomial resamples
-    (Binomial(n, k/n) / n) for rank intervals. Nothing here depends on which judgements are right: a blind
-    test's board and a team's own page then tell no more than the released counts (a cluster bootstrap
-    would: two files with the same count get different intervals)."""
+    """Wilson score intervals from each entry's count k of n alone. Nothing here depends on which judgements
+    are right: a blind test's board and a team's own page then tell no more than the released counts (a
+    cluster bootstrap would: two files with the same count get different intervals)."""
     z = float(_normal_quantile(1.0 - (1.0 - confidence) / 2.0))
-    rng = np.random.default_rng(seed)
     result = {}
     for key, ratio in ratios.items():
         values = ratio.values
@@ -459,11 +428,7 @@ def count_intervals(
         share = values / 100.0
         centre = (share + z * z / (2 * n)) / (1 + z * z / n)
         half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        samples = keys = None
-        if key == keep:
-            keys = rng.binomial(int(round(n)), np.clip(share, 0.0, 1.0), size=(resamples, values.size)).T
-            samples = keys / n * 100
-        result[key] = Interval(values, (centre - half) * 100.0, (centre + half) * 100.0, samples, keys)
+        result[key] = Interval(values, (centre - half) * 100.0, (centre + half) * 100.0)
     return result
 
 

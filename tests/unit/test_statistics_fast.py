@@ -199,7 +199,7 @@ def test_p_table_holds_the_exact_p_values():
     np.testing.assert_array_equal(table.lookup(above, below), statistics.one_sided_p(above, below))  # from the table
 
 
-def _plain_interval(correct, codes, n_groups, indices, metric, keep):
+def _plain_interval(correct, codes, n_groups, indices, metric):
     """One (subset, metric) interval the plain way: per-group counts by bincount, every resample's weights,
     a float64 matrix product (exact: sums of small integers), percentiles."""
     chosen = np.arange(correct.shape[1]) if indices is None else indices
@@ -217,11 +217,11 @@ def _plain_interval(correct, codes, n_groups, indices, metric, keep):
     tail = (1.0 - statistics.CONFIDENCE) / 2.0 * 100.0  # as the module computes it (not exactly 2.5)
     low, high = np.percentile(samples, [tail, 100.0 - tail], axis=1)
     values = numerators.sum(axis=1) / denominators.sum() * 100.0
-    return values, low, high, (samples, drawn[:, present]) if keep else None
+    return values, low, high
 
 
 def test_bootstrap_equals_the_plain_computation(nlvr2_small, monkeypatch):
-    """Every ratio's values, bounds, kept samples and keys, bit for bit: subsets (one so small a resample can
+    """Every ratio's values and bounds, bit for bit: subsets (one so small a resample can
     miss it) and consistency on a subset of whole groups included."""
     gold, subsets, stacked = nlvr2_small
     codes, n_groups = statistics.group_codes(gold)
@@ -232,19 +232,14 @@ def test_bootstrap_equals_the_plain_computation(nlvr2_small, monkeypatch):
         "tiny": (np.array([5, 6, 7]), ("accuracy",)),
         "part": (whole_groups, ("accuracy", "consistency")),
     }
-    key = ("all", "accuracy")
     monkeypatch.setattr(statistics, "_ENTRY_BLOCK", 7)  # entries in several blocks
-    table = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    table = statistics.intervals(NLVR2, gold, stacked, wanted)
     correct = (stacked == gold.labels).astype(float)
     for (subset, metric), interval in table.items():
-        values, low, high, kept = _plain_interval(
-            correct, codes, n_groups, wanted[subset][0], metric, key == (subset, metric)
-        )
+        values, low, high = _plain_interval(correct, codes, n_groups, wanted[subset][0], metric)
         np.testing.assert_array_equal(interval.values, values)
         np.testing.assert_array_equal(interval.low, low)
         np.testing.assert_array_equal(interval.high, high)
-        if kept is not None:
-            np.testing.assert_array_equal(interval.keys, kept[1])
     assert table[("tiny", "accuracy")].low.shape == (len(stacked),)
 
 
@@ -258,13 +253,12 @@ def test_two_ratios_in_one_product_equal_each_alone(nlvr2_small, monkeypatch):
     pair = [ratios[("all", "accuracy")], ratios[("all", "consistency")]]
     totals = [[w.astype(np.float64) @ r.denominators for w in blocks] for r in pair]
     assert statistics._packing(pair, totals) is not None  # the packed path is taken
-    key = ("all", "accuracy")
-    packed = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    packed = statistics.intervals(NLVR2, gold, stacked, wanted)
     monkeypatch.setattr(statistics, "_EXACT", 100)  # nothing fits: every ratio its own product
     assert statistics._packing(pair, totals) is None
-    alone = statistics.intervals(NLVR2, gold, stacked, wanted, keep=key)
+    alone = statistics.intervals(NLVR2, gold, stacked, wanted)
     for name, interval in packed.items():
-        for field in ("values", "low", "high", "keys"):
+        for field in ("values", "low", "high"):
             np.testing.assert_array_equal(getattr(interval, field), getattr(alone[name], field))
 
 
