@@ -132,7 +132,9 @@ def test_the_problem_list_formats_and_keeps_only_what_it_shows():
     assert problems._bad_lines.nbytes <= 2 * 1_000_001
     with pytest.raises(ValidationError) as info:
         problems.raise_if_any()
-    assert [p.line for p in info.value.problems[:MAX_PROBLEMS]] == sorted([*range(1, 51), *range(1, 50, 2)])[:MAX_PROBLEMS]
+    assert [p.line for p in info.value.problems[:MAX_PROBLEMS]] == sorted([*range(1, 51), *range(1, 50, 2)])[
+        :MAX_PROBLEMS
+    ]
     assert info.value.lines == 1_000_000 and info.value.total == 1_500_000
 
 
