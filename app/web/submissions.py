@@ -79,7 +79,9 @@ def new():
 @bp.get("/submissions")
 @login_required
 def mine():
-    return render_template("submissions/list.html", submissions=submissions.list_for(current_user))
+    args = request.args
+    listing = listings.team_submissions(current_user, args.get("benchmark"), args.get("split"), args.get("page"))
+    return render_template("submissions/list.html", listing=listing, metric_labels=leaderboards.METRIC_LABELS)
 
 
 @bp.get("/submissions/<int:submission_id>")

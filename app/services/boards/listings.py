@@ -1,20 +1,25 @@
 """Listings: benchmarks and boards for the JSON API (loaded eagerly so formatting a response issues no further
-queries), and where a published entry sits on its board."""
+queries), a team's submissions a page at a time with what each shows its team, and where a published entry
+sits on its board."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+from sqlalchemy import func, select
+from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
-from app.models import Benchmark, Submission, User
+from app.evaluation import get_task
+from app.models import Benchmark, Split, Submission, User
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, leaderboards
 from app.services.errors import NotFound
 from app.services.intake import submissions
+
+SUBMISSIONS_PER_PAGE = 50
 
 
 def benchmarks() -> list[Benchmark]:
@@ -31,6 +36,110 @@ def leaderboard(benchmark_slug: str, split_slug: str | None, view: str | None = 
     if board.split is None:
         raise NotFound(f"benchmark {benchmark_slug!r} has no splits yet")
     return board
+
+
+# --- a team's submissions ------------------------------------------------------------------------------
+
+
+@dataclass
+class SubmissionRow:
+    submission: Submission
+    metric: str | None  # the split's primary metric
+    score: float | None  # its figure as the team may see it (None: held, rejected, or no figure yet)
+    held: bool  # scored, and the split's feedback policy withholds its figure
+    verdict: submissions.Verdict
+
+
+@dataclass
+class SubmissionList:
+    rows: list[SubmissionRow]
+    page: int
+    pages: int
+    total: int  # submissions matching the filter, on every page
+    benchmark: str | None  # the filter as applied (slugs)
+    split: str | None
+    benchmarks: list[Benchmark]  # what the filter offers
+
+    @property
+    def split_slugs(self) -> list[str]:
+        """Every split slug once ("dev" of every benchmark is one choice: without a benchmark, all of them)."""
+        return list(dict.fromkeys(split.slug for benchmark in self.benchmarks for split in benchmark.splits))
+
+
+def _page_number(raw: str | int | None) -> int:
+    if raw in (None, ""):
+        return 1
+    try:
+        number = int(raw)
+    except (TypeError, ValueError):
+        raise leaderboards.InvalidQuery(f"page must be a whole number of at least 1, got {raw!r}") from None
+    if number < 1:
+        raise leaderboards.InvalidQuery(f"page must be a whole number of at least 1, got {raw!r}")
+    return number
+
+
+def _filtered_splits(known: list[Benchmark], benchmark: str | None, split: str | None) -> list[int] | None:
+    """Ids of the splits the filter keeps (None: no filter); InvalidQuery (400) naming an unknown slug."""
+    if not benchmark and not split:
+        return None
+    chosen = known
+    if benchmark:
+        chosen = [b for b in known if b.slug == benchmark]
+        if not chosen:
+            raise leaderboards.InvalidQuery(f"benchmark: there is no benchmark {benchmark!r}")
+    ids = [s.id for b in chosen for s in b.splits if not split or s.slug == split]
+    if not ids:
+        where = f" of benchmark {benchmark!r}" if benchmark else ""
+        raise leaderboards.InvalidQuery(f"split: there is no split {split!r}{where}")
+    return ids
+
+
+def team_submissions(
+    user: User, benchmark: str | None = None, split: str | None = None, page: str | int | None = None
+) -> SubmissionList:
+    """The submissions of the user's teams, newest first, SUBMISSIONS_PER_PAGE a page, optionally on one
+    benchmark or split (InvalidQuery for an unknown slug or a bad page). One query counts them and one reads
+    the page (LIMIT, in the order of the (team_id, id) index), however many the teams have sent."""
+    number = _page_number(page)
+    known = benchmarks()
+    benchmark, split = (benchmark or "").strip() or None, (split or "").strip() or None
+    split_ids = _filtered_splits(known, benchmark, split)
+    team_ids = [membership.team_id for membership in user.memberships]
+    conditions = [Submission.team_id.in_(team_ids)]
+    if split_ids is not None:
+        conditions.append(Submission.split_id.in_(split_ids))
+    total = db.session.scalar(select(func.count()).select_from(Submission).where(*conditions)) if team_ids else 0
+    pages = max(1, math.ceil((total or 0) / SUBMISSIONS_PER_PAGE))
+    if number > pages:
+        raise leaderboards.InvalidQuery(f"page {number} is past the last page ({pages})")
+    found: list[Submission] = []
+    if team_ids:
+        found = list(
+            db.session.scalars(
+                select(Submission)
+                .where(*conditions)
+                .options(
+                    joinedload(Submission.split).joinedload(Split.benchmark),
+                    joinedload(Submission.team),
+                    selectinload(Submission.scores),
+                )
+                .order_by(Submission.id.desc())
+                .limit(SUBMISSIONS_PER_PAGE)
+                .offset((number - 1) * SUBMISSIONS_PER_PAGE)
+            )
+        )
+    return SubmissionList(
+        [_row(submission) for submission in found], number, pages, total or 0, benchmark, split, known
+    )
+
+
+def _row(submission: Submission) -> SubmissionRow:
+    """One line of the list: the figure the team may see now (visibility decides), the split's primary metric."""
+    primary = get_task(submission.split.benchmark.task_type).primary_metric
+    shown = visibility.released_scores(submission)
+    score = (shown or {}).get("all", {}).get(primary)
+    held = submission.status == "scored" and score is None
+    return SubmissionRow(submission, primary, score, held, submissions.verdict(submission, shown))
 
 
 # --- publishing, and where the entry then sits -----------------------------------------------------------
