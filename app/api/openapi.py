@@ -220,7 +220,7 @@ SCHEMAS = {
             "message": {
                 "type": "string",
                 "description": 'The confirmation in words: "Published: row 3 of 12 on the Test-U board.", or that '
-                "the entry is held until the reveal (a blind test whose board shows no scores yet) or hidden.",
+                "the entry is held until the reveal (a blind test's entry its board shows from then on) or hidden.",
             },
             "row": _nullable(
                 "integer", description="1-based row in the board's default order; null while it is not on it."

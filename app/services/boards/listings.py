@@ -164,7 +164,7 @@ class Placement:
         if self.hidden:
             return f"Published, but a maintainer has hidden this entry from {board}."
         if self.held:
-            return f"Published: held until the reveal; {board} shows no scores of this blind test before it."
+            return f"Published: held until the reveal; the entry appears on {board} once the maintainers reveal it."
         if self.row is None:
             return f"Published; it will appear on {board} shortly."
         return f"Published: row {self.row:,} of {self.rows:,} on {board}."
