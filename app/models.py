@@ -221,6 +221,8 @@ class Submission(Model):
         # without reading or sorting every row of a split that holds hundreds of thousands.
         Index("ix_submissions_split_id_id", "split_id", "id"),
         Index("ix_submissions_split_published", "split_id", "published_at"),
+        # A team's submissions newest first, a page at a time (its /submissions list), in index order.
+        Index("ix_submissions_team_id_id", "team_id", "id"),
         # A client's retry of an upload it never heard back from finds the first one (NULLs never clash).
         UniqueConstraint("user_id", "idempotency_key"),
     )
@@ -239,6 +241,9 @@ class Submission(Model):
     file_size: Mapped[int] = mapped_column(Integer)
     # Problems found in a rejected file, as JSON [{"line": n, "message": "..."}].
     errors: Mapped[str | None] = mapped_column(Text)
+    # The sentence it was refused with: the true count of lines with errors (the list stops at the first 50),
+    # what the split's identifiers look like.
+    refusal: Mapped[str | None] = mapped_column(Text)
     # Predictions aligned to the split's gold order, in the task type's compact encoding.
     predictions: Mapped[bytes | None] = mapped_column(LargeBinary)
     # What the split's feedback policy released to the team when it was scored, as JSON
@@ -247,6 +252,9 @@ class Submission(Model):
     # The feedback policy that release was made under (null: the split showed every score), so that a later
     # policy never shows more than it (services/blind_test/visibility.py).
     release_policy: Mapped[str | None] = mapped_column(String(8))
+    # The Ladder's answer when it made that release: True if the file set a new best (its own figure was
+    # released), False if the team's earlier best was released again; null for every other policy.
+    ladder_improved: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -44,10 +44,31 @@ ERROR_RESPONSES = {
     "413": ("TooLarge", "The body is over its limit: an upload over MAX_UPLOAD_MB, a form field over 128 KB."),
     "422": (
         "Invalid",
-        "Invalid input: missing or malformed fields, or an invalid prediction file; details name each problem by line.",
+        "Invalid input: missing or malformed fields, or an invalid prediction file; details name each problem by "
+        'line. For a file, error gives the true count however many there are ("invalid prediction file: 3,104 '
+        'lines have errors (identifiers look like dev-850-0-0); the first 50:") and details the first 50, by '
+        "line, then one counting the rest.",
     ),
     "429": ("TooManyRequests", "Over the split's submission quota (or the daily cap on invalid files)."),
     "507": ("InsufficientStorage", "The server's upload storage is full or failing: nothing was stored."),
+}
+
+# The verdict fields of a scored submission's answer (services/intake/submissions.Verdict).
+VERDICT_PROPERTIES = {
+    "improved": _nullable(
+        "boolean",
+        description="Only where the Ladder answered the file (a hidden split under the `ladder` feedback policy; "
+        "null under every other policy): true when it set a new best, so its own accuracy was released; false "
+        "when it did not beat the best already released, so that best is released again (or nothing, while the "
+        "team has no figure of its own). Its own score is never released then.",
+    ),
+    "released": {
+        "type": "string",
+        "enum": ["this", "best", "none"],
+        "description": "Which figure `scores` holds: `this` (this file's own scores, as the policy releases them), "
+        "`best` (the team's best released before this file, shown again: the Ladder's answer to a file that did "
+        "not beat it, until the split is revealed), `none` (nothing: held, rejected, or no figure yet).",
+    },
 }
 
 SCHEMAS = {
@@ -129,12 +150,13 @@ SCHEMAS = {
             _ref("SubmissionSummary"),
             {
                 "type": "object",
-                "required": ["scores", "quota"],
+                "required": ["scores", "improved", "released", "quota"],
                 "properties": {
                     "scores": {
                         "oneOf": [_ref("Scores"), {"type": "null"}],
                         "description": "Null when the split's feedback policy withholds scores.",
                     },
+                    **VERDICT_PROPERTIES,
                     "quota": _ref("Quota"),
                 },
             },
@@ -149,7 +171,10 @@ SCHEMAS = {
                     "sha256",
                     "size",
                     "scores",
+                    "improved",
+                    "released",
                     "errors",
+                    "refusal",
                     "description",
                     "paper_url",
                     "code_url",
@@ -163,11 +188,21 @@ SCHEMAS = {
                         "oneOf": [_ref("Scores"), {"type": "null"}],
                         "description": "Null for rejected files and where the feedback policy withholds scores.",
                     },
+                    **VERDICT_PROPERTIES,
                     "errors": {
                         "type": "array",
-                        "description": "Problems of a rejected file, by line.",
+                        "description": "Problems of a rejected file, by line: the first 50 (by line), then one "
+                        "counting the rest.",
                         "items": _ref("Problem"),
                     },
+                    "refusal": _nullable(
+                        "string",
+                        description="A rejected file's refusal, as its 422 said it: the true number of lines with "
+                        "errors, what the split's identifiers look like where some were unknown, and how many "
+                        '`errors` lists ("invalid prediction file: 3,104 lines have errors (identifiers look like '
+                        'dev-850-0-0); the first 50:"). Null for a scored file (and one rejected before this '
+                        "field).",
+                    ),
                     "description": {"type": "string"},
                     "paper_url": _nullable("string"),
                     "code_url": _nullable("string"),
@@ -175,6 +210,35 @@ SCHEMAS = {
                     "published_at": _nullable("string", format="date-time"),
                 },
             },
+        ],
+    },
+    "Placement": {
+        "type": "object",
+        "required": ["message", "row", "rows", "held_until_reveal", "hidden", "board_url", "api_url"],
+        "description": "Where a published entry is on its split's board.",
+        "properties": {
+            "message": {
+                "type": "string",
+                "description": 'The confirmation in words: "Published: row 3 of 12 on the Test-U board.", or that '
+                "the entry is held until the reveal (a blind test's entry its board shows from then on) or hidden.",
+            },
+            "row": _nullable(
+                "integer", description="1-based row in the board's default order; null while it is not on it."
+            ),
+            "rows": {"type": "integer", "description": "Entries on the board now."},
+            "held_until_reveal": {
+                "type": "boolean",
+                "description": "A blind test's entry: on the board once the maintainers reveal the split.",
+            },
+            "hidden": {"type": "boolean", "description": "A maintainer has hidden the entry."},
+            "board_url": {"type": "string", "description": "The board's page (the page that holds the row)."},
+            "api_url": {"type": "string", "description": "The board in this API."},
+        },
+    },
+    "PublishedSubmission": {
+        "allOf": [
+            _ref("Submission"),
+            {"type": "object", "required": ["placement"], "properties": {"placement": _ref("Placement")}},
         ],
     },
     "PublishRequest": {
@@ -565,7 +629,12 @@ PATHS = {
                 "content": {"application/json": {"schema": _ref("PublishRequest")}},
             },
             "responses": _responses(
-                ("200", "The published submission.", _ref("Submission")), "401", "403", "404", "409", "422"
+                ("200", "The published submission, and where it is on the board.", _ref("PublishedSubmission")),
+                "401",
+                "403",
+                "404",
+                "409",
+                "422",
             ),
         }
     },

@@ -150,12 +150,32 @@ def _summary(submission: Submission) -> dict:
     }
 
 
+def _verdict(verdict: submissions.Verdict) -> dict:
+    return {"improved": verdict.improved, "released": verdict.released}
+
+
+def _placement(placement: listings.Placement) -> dict:
+    return {
+        "message": placement.message,
+        "row": placement.row,
+        "rows": placement.rows,
+        "held_until_reveal": placement.held,
+        "hidden": placement.hidden,
+        "board_url": url_for("public.leaderboard", benchmark=placement.benchmark, split=placement.split)
+        + (f"?page={placement.page}" if placement.page > 1 else ""),
+        "api_url": url_for("api_v1.leaderboard", benchmark=placement.benchmark, split=placement.split),
+    }
+
+
 def _detail(submission: Submission) -> dict:
+    shown = visibility.released_scores(submission)
     return _summary(submission) | {
         "sha256": submission.file_sha256,
         "size": submission.file_size,
-        "scores": _scores(visibility.released_scores(submission)),
+        "scores": _scores(shown),
+        **_verdict(submissions.verdict(submission, shown)),
         "errors": submissions.problems_of(submission),
+        "refusal": submissions.refusal_of(submission),
         "description": submission.description,
         "paper_url": submission.paper_url,
         "code_url": submission.code_url,
@@ -298,6 +318,7 @@ def create_submission():
         "submitted_at": timestamp(result.created_at),
         "published": False,
         "scores": _scores(result.scores),
+        **_verdict(result.verdict),
         "quota": result.quota.as_dict(),
     }
     headers = {"Location": url_for("api_v1.get_submission", submission_id=result.id)}
@@ -322,7 +343,8 @@ def get_submission(submission_id: int):
 def publish_submission(submission_id: int):
     user = _caller()
     fields = _publish_body()
-    return _detail(submissions.publish(user, _submission_id(submission_id), **fields))
+    submission, placement = listings.publish(user, _submission_id(submission_id), **fields)
+    return _detail(submission) | {"placement": _placement(placement)}
 
 
 @bp.post("/submissions/<int:submission_id>/unpublish")

@@ -29,7 +29,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .errors import MAX_PROBLEMS, Problem, ProblemList, ValidationError, at
+from .errors import Problem, ProblemList, ValidationError, at
 from .gold import GoldSet
 from .text_files import check_text, show
 
@@ -362,10 +362,15 @@ def _align(
     name_of: Callable[[int], str],
     what: str = "identifier",
     hint: Callable[[int], str] = lambda row: "",
+    spelling: str = "",
 ) -> None:
-    """Unknown (position -1), duplicate and missing identifiers, each a problem naming lines and ids."""
+    """Unknown (position -1), duplicate and missing identifiers, each a problem naming lines and ids; unknown
+    ones also give the refusal a hint of the split's form, its first identifier ("identifiers look like
+    dev-850-0-0", then ``spelling``: other accepted spellings)."""
     unknown = np.flatnonzero(positions < 0)
     problems.add_lines(lines, unknown, lambda r: f"unknown {what} {show(_strip(cells[r]))}{hint(r)}")
+    if unknown.size and size:
+        problems.hint(f"{'image names' if what == 'image' else what + 's'} look like {name_of(0)}{spelling}")
     known = np.flatnonzero(positions >= 0)
     counts = np.bincount(positions[known], minlength=size)
     if counts.max(initial=0) > 1:  # some identifier is repeated: find each repeat and its first line
@@ -384,9 +389,11 @@ def _align(
     missing = np.flatnonzero(counts == 0)
     if missing.size:
         names = ", ".join(show(name_of(int(i))) for i in missing[:_MISSING_SHOWN])
-        more = f" and {missing.size - _MISSING_SHOWN} more" if missing.size > _MISSING_SHOWN else ""
+        more = f" and {missing.size - _MISSING_SHOWN:,} more" if missing.size > _MISSING_SHOWN else ""
         plural = "s" if missing.size != 1 else ""
-        problems.add(Problem(None, f"missing predictions for {missing.size} {what}{plural} of {size}: {names}{more}"))
+        problems.add(
+            Problem(None, f"missing predictions for {missing.size:,} {what}{plural} of {size:,}: {names}{more}")
+        )
 
 
 def _looks_like_header(cells: list[str]) -> bool:
@@ -534,7 +541,8 @@ def parse_binary(data: bytes, gold: GoldSet, *, max_bytes: int | None = None, sp
             return _lookup(index, cells, lambda r: _identifier_positions(gold.id_index, cells[r], split_prefix))
 
         _settle(positions, misses, general)
-    _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
+    spelling = ", with or without a split prefix such as dev-" if split_prefix else ""
+    _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i], spelling=spelling)
     problems.raise_if_any()
     predictions = np.zeros(gold.n, dtype=bool)
     predictions[positions] = is_true
@@ -587,6 +595,7 @@ def parse_images(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) ->
         lambda i: keys[i],
         what="image",
         hint=lambda r: "" if well_named[r] else f" (expected 'n-m-k' with image number k in 0-{n_images - 1})",
+        spelling=", with or without a split prefix such as dev- and an extension such as .png",
     )
     problems.raise_if_any()
     predictions = np.zeros(gold.n * n_images, dtype=bool)
@@ -689,9 +698,9 @@ def _vcr_cells_with_problems(
     score_columns: list[int],
     problems: ProblemList,
 ) -> np.ndarray:
-    """Scores from string cells, a chunk of rows at a time; once a chunk has brought the problems past what
-    is shown, the rest of the file is not read (a file of junk costs no more than its first chunks), and
-    the answer says where checking stopped."""
+    """Scores from string cells, a chunk of rows at a time, to the end of the file: the refusal gives the
+    true number of bad lines, and only a chunk's strings are ever held (ProblemList formats the first
+    MAX_PROBLEMS and counts the rest)."""
     scores = []
     for start in range(0, rows.size, _VCR_CHUNK):
         chunk = rows[start : start + _VCR_CHUNK]
@@ -701,11 +710,6 @@ def _vcr_cells_with_problems(
             _vcr_scores_with_problems(frame, partial(_shifted, ids, start), score_columns, chunk + 1, problems)
         )
         del frame
-        if problems.count > MAX_PROBLEMS and start + _VCR_CHUNK < rows.size:
-            problems.add(
-                Problem(None, f"checking stopped after line {int(chunk[-1]) + 1}: fix the problems above first")
-            )
-            problems.raise_if_any()
     return np.concatenate(scores) if scores else np.zeros((0, len(score_columns)), dtype=np.float64)
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
 from app import http_caching as caching
 from app.evaluation import get_task
 from app.request_limits import accepts_upload
 from app.security import login_manager
-from app.services.boards import leaderboards, page_versions, submission_pages
+from app.services.boards import leaderboards, listings, page_versions, submission_pages
 from app.services.errors import InvalidInput, NotFound, ServiceError
 from app.services.intake import quotas, submissions
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
@@ -79,7 +79,9 @@ def new():
 @bp.get("/submissions")
 @login_required
 def mine():
-    return render_template("submissions/list.html", submissions=submissions.list_for(current_user))
+    args = request.args
+    listing = listings.team_submissions(current_user, args.get("benchmark"), args.get("split"), args.get("page"))
+    return render_template("submissions/list.html", listing=listing, metric_labels=leaderboards.METRIC_LABELS)
 
 
 @bp.get("/submissions/<int:submission_id>")
@@ -129,11 +131,14 @@ def publish(submission_id: int):
             abort(400)
         return _show_page(submission_id, form, status=422)  # what was typed stays, errors by the fields
     try:
-        submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data)
+        _, placement = listings.publish(
+            current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data
+        )
     except InvalidInput as exc:
         if exc.field in form:
             form[exc.field].errors = [*form[exc.field].errors, exc.message]
         return _show_page(submission_id, form, exc, status=exc.status)
+    flash(placement.message)  # the page it leads to links the board (#placement)
     return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
 
 

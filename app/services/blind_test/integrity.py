@@ -144,6 +144,7 @@ def ladder_release(
         ladders[strictest].best_loss, _best_losses(states[strictest], task, gold, part)
     )
     result, after = ladder_rule.step_shared(ladders, losses)
+    submission.ladder_improved = result.improved  # the verdict its answer gives (services/intake/submissions.py)
     for state in states:
         if result.improved:
             state.best_loss = result.ladder.best_loss

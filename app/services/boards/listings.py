@@ -1,15 +1,25 @@
-"""Read-only listings for the JSON API, loaded eagerly so formatting a response issues no further queries."""
+"""Listings: benchmarks and boards for the JSON API (loaded eagerly so formatting a response issues no further
+queries), a team's submissions a page at a time with what each shows its team, and where a published entry
+sits on its board."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+import math
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
-from app.models import Benchmark
+from app.evaluation import get_task
+from app.models import Benchmark, Split, Submission, User
 from app.services import catalog
-from app.services.boards import leaderboards
+from app.services.blind_test import visibility
+from app.services.boards import board_snapshots, leaderboards
 from app.services.errors import NotFound
+from app.services.intake import submissions
+
+SUBMISSIONS_PER_PAGE = 50
 
 
 def benchmarks() -> list[Benchmark]:
@@ -26,3 +36,167 @@ def leaderboard(benchmark_slug: str, split_slug: str | None, view: str | None = 
     if board.split is None:
         raise NotFound(f"benchmark {benchmark_slug!r} has no splits yet")
     return board
+
+
+# --- a team's submissions ------------------------------------------------------------------------------
+
+
+@dataclass
+class SubmissionRow:
+    submission: Submission
+    metric: str | None  # the split's primary metric
+    score: float | None  # its figure as the team may see it (None: held, rejected, or no figure yet)
+    held: bool  # scored, and the split's feedback policy withholds its figure
+    verdict: submissions.Verdict
+
+
+@dataclass
+class SubmissionList:
+    rows: list[SubmissionRow]
+    page: int
+    pages: int
+    total: int  # submissions matching the filter, on every page
+    benchmark: str | None  # the filter as applied (slugs)
+    split: str | None
+    benchmarks: list[Benchmark]  # what the filter offers
+
+    @property
+    def split_slugs(self) -> list[str]:
+        """Every split slug once ("dev" of every benchmark is one choice: without a benchmark, all of them)."""
+        return list(dict.fromkeys(split.slug for benchmark in self.benchmarks for split in benchmark.splits))
+
+
+def _page_number(raw: str | int | None) -> int:
+    if raw in (None, ""):
+        return 1
+    try:
+        number = int(raw)
+    except (TypeError, ValueError):
+        raise leaderboards.InvalidQuery(f"page must be a whole number of at least 1, got {raw!r}") from None
+    if number < 1:
+        raise leaderboards.InvalidQuery(f"page must be a whole number of at least 1, got {raw!r}")
+    return number
+
+
+def _filtered_splits(known: list[Benchmark], benchmark: str | None, split: str | None) -> list[int] | None:
+    """Ids of the splits the filter keeps (None: no filter); InvalidQuery (400) naming an unknown slug."""
+    if not benchmark and not split:
+        return None
+    chosen = known
+    if benchmark:
+        chosen = [b for b in known if b.slug == benchmark]
+        if not chosen:
+            raise leaderboards.InvalidQuery(f"benchmark: there is no benchmark {benchmark!r}")
+    ids = [s.id for b in chosen for s in b.splits if not split or s.slug == split]
+    if not ids:
+        where = f" of benchmark {benchmark!r}" if benchmark else ""
+        raise leaderboards.InvalidQuery(f"split: there is no split {split!r}{where}")
+    return ids
+
+
+def team_submissions(
+    user: User, benchmark: str | None = None, split: str | None = None, page: str | int | None = None
+) -> SubmissionList:
+    """The submissions of the user's teams, newest first, SUBMISSIONS_PER_PAGE a page, optionally on one
+    benchmark or split (InvalidQuery for an unknown slug or a bad page). One query counts them and one reads
+    the page (LIMIT, in the order of the (team_id, id) index), however many the teams have sent."""
+    number = _page_number(page)
+    known = benchmarks()
+    benchmark, split = (benchmark or "").strip() or None, (split or "").strip() or None
+    split_ids = _filtered_splits(known, benchmark, split)
+    team_ids = [membership.team_id for membership in user.memberships]
+    conditions = [Submission.team_id.in_(team_ids)]
+    if split_ids is not None:
+        conditions.append(Submission.split_id.in_(split_ids))
+    total = db.session.scalar(select(func.count()).select_from(Submission).where(*conditions)) if team_ids else 0
+    pages = max(1, math.ceil((total or 0) / SUBMISSIONS_PER_PAGE))
+    if number > pages:
+        raise leaderboards.InvalidQuery(f"page {number} is past the last page ({pages})")
+    found: list[Submission] = []
+    if team_ids:
+        found = list(
+            db.session.scalars(
+                select(Submission)
+                .where(*conditions)
+                .options(
+                    joinedload(Submission.split).joinedload(Split.benchmark),
+                    joinedload(Submission.team),
+                    selectinload(Submission.scores),
+                )
+                .order_by(Submission.id.desc())
+                .limit(SUBMISSIONS_PER_PAGE)
+                .offset((number - 1) * SUBMISSIONS_PER_PAGE)
+            )
+        )
+    return SubmissionList(
+        [_row(submission) for submission in found], number, pages, total or 0, benchmark, split, known
+    )
+
+
+def _row(submission: Submission) -> SubmissionRow:
+    """One line of the list: the figure the team may see now (visibility decides), the split's primary metric."""
+    primary = get_task(submission.split.benchmark.task_type).primary_metric
+    shown = visibility.released_scores(submission)
+    score = (shown or {}).get("all", {}).get(primary)
+    held = submission.status == "scored" and score is None
+    return SubmissionRow(submission, primary, score, held, submissions.verdict(submission, shown))
+
+
+# --- publishing, and where the entry then sits -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a published entry is on its split's board: its row in the default order, or why it is not shown."""
+
+    benchmark: str  # slugs, for the board's address
+    split: str
+    split_name: str
+    row: int | None  # 1-based row in the board's default order; None while it is not on the board
+    rows: int  # entries on the board
+    page: int  # the board page that holds the row
+    held: bool  # a blind test's entry that waits for the reveal
+    hidden: bool  # hidden by a maintainer
+
+    @property
+    def message(self) -> str:
+        board = f"the {self.split_name} board"
+        if self.hidden:
+            return f"Published, but a maintainer has hidden this entry from {board}."
+        if self.held:
+            return f"Published: held until the reveal; the entry appears on {board} once the maintainers reveal it."
+        if self.row is None:
+            return f"Published; it will appear on {board} shortly."
+        return f"Published: row {self.row:,} of {self.rows:,} on {board}."
+
+
+def placement(submission: Submission) -> Placement:
+    """Where a published submission is on its board now (the board's snapshot, computed once per change)."""
+    split = submission.split
+    held = not (visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy))
+    entries = [] if held else board_snapshots.leaderboard(split)
+    entry = next((e for e in entries if e.submission_id == submission.id), None)
+    row = entry.position if entry is not None else None
+    page = 1 if row is None else (row - 1) // leaderboards.PER_PAGE + 1
+    return Placement(
+        split.benchmark.slug,
+        split.slug,
+        split.name,
+        row,
+        len(entries),
+        page,
+        held,
+        submission.hidden_at is not None,
+    )
+
+
+def publish(
+    user: User,
+    submission_id: int,
+    description: str | None = None,
+    paper_url: str | None = None,
+    code_url: str | None = None,
+) -> tuple[Submission, Placement]:
+    """Publish a submission (submissions.publish: its checks, its transaction), then say where it now is."""
+    submission = submissions.publish(user, submission_id, description, paper_url, code_url)
+    return submission, placement(submission)

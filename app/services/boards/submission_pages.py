@@ -9,7 +9,7 @@ from app.db import db
 from app.evaluation import Scores
 from app.models import Submission, User
 from app.services.blind_test import visibility
-from app.services.boards import board_snapshots
+from app.services.boards import board_snapshots, listings
 from app.services.errors import NotFound
 from app.services.intake import quotas, submissions
 
@@ -31,6 +31,10 @@ class SubmissionPage:
     sizes: dict[str, int] | None = None  # examples each subset shown counts over, where this viewer may know them
     shown_when_published: bool = True  # publishing puts it on the public board now (else at the reveal)
     queried_only: bool = False  # the figures are a sealed blind test's queried part's (the page says so)
+    # For the team and maintainers: which figure the team is shown (the Ladder: a new best, or its best again)
+    verdict: submissions.Verdict | None = None
+    placement: listings.Placement | None = None  # for the team and maintainers, once published
+    refusal: str | None = None  # a rejected file's sentence: how many lines have errors, how many are listed
 
 
 def page_for(user: User | None, submission_id: int) -> SubmissionPage:
@@ -59,6 +63,8 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     elif not (view.is_admin or visibility.sizes_shown(split)):
         sizes = {"all": split.example_count}  # a blind test's subsets: sizes for maintainers only until the reveal
     shown = visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy)
+    verdict = None if view.public_view else submissions.verdict(submission, visibility.released_scores(submission))
+    published = submission.published_at is not None and not view.public_view
     return SubmissionPage(
         submission,
         view.scores,
@@ -74,4 +80,7 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         sizes,
         shown,
         view.queried_part is not None,
+        verdict,
+        listings.placement(submission) if published else None,
+        submissions.refusal_of(submission) if problems else None,
     )

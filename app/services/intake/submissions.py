@@ -21,7 +21,7 @@ from sqlalchemy.orm import joinedload
 
 from app import observability, settings
 from app.db import db, release_write_lock, write_transaction
-from app.evaluation import Problem, Scores, TaskType, ValidationError
+from app.evaluation import Problem, Scores, TaskType, ValidationError, get_task
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
 from app.names import invisible
 from app.services import catalog
@@ -79,7 +79,7 @@ def _score_upload(inputs: catalog.ScoringInputs, data: bytes):
     try:
         predictions = task.parse(data, gold, max_bytes=max_upload_bytes())
     except ValidationError as exc:
-        raise InvalidInput(_problem_summary(exc.problems), exc.problems) from exc
+        raise InvalidInput(f"invalid prediction file: {exc.summary()}", exc.problems) from exc
     return task, predictions, task.score(gold, predictions, subsets)
 
 
@@ -95,11 +95,6 @@ def _refusal(exc: InvalidInput) -> InvalidInput:
 
 def _parse_and_score(split: Split, data: bytes):
     return _score_upload(catalog.scoring_inputs(split), data)
-
-
-def _problem_summary(problems: list[Problem]) -> str:
-    count = len(problems)
-    return f"invalid prediction file: {problems[0].message}" + (f" (and {count - 1} more)" if count > 1 else "")
 
 
 def evaluate(benchmark_slug: str, split_slug: str, data: bytes) -> Scores:
@@ -220,6 +215,36 @@ class Upload:
     anonymous: bool = False
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What a submission's answer says of the figure it shows its team (API fields `improved` and `released`).
+
+    improved: the Ladder's answer, when the Ladder made the release (None under any other policy): True when
+        the file set a new best, False when it did not beat the best. It tells the team nothing the figures do
+        not: a new best always changes the released figure, an answer that is not one repeats it.
+    released: "this" (the file's own scores), "best" (the team's earlier best, shown again: a Ladder answer that
+        was not a new best, until the reveal) or "none" (nothing shown: held, rejected, or no figure yet).
+    figure: the primary metric on the whole split as the team is shown it (with "best": the best shown again).
+    """
+
+    improved: bool | None
+    released: str
+    figure: float | None = None
+
+
+def verdict(submission: Submission, shown: Scores | None) -> Verdict:
+    """The verdict on a submission whose team is shown `shown` now (visibility.released_scores)."""
+    improved = submission.ladder_improved if submission.release_policy == "ladder" else None
+    if submission.status != "scored" or not shown:
+        return Verdict(improved, "none")
+    split = submission.split
+    figure = shown.get("all", {}).get(get_task(split.benchmark.task_type).primary_metric)
+    if improved is False and visibility.counts_only(split):
+        # Before the reveal the team sees the Ladder's release alone: the best it held when this file came.
+        return Verdict(False, "best", figure)
+    return Verdict(improved, "this", figure)
+
+
 @dataclass
 class SubmitResult:
     """The answer to an upload, read inside its transaction: the caller needs no query to report it."""
@@ -233,6 +258,7 @@ class SubmitResult:
     created_at: datetime
     scores: Scores | None  # what the split's feedback policy releases to the team now
     quota: quotas.QuotaStatus  # the team's, with the submitting account's beside it
+    verdict: Verdict  # which figure `scores` is: the file's own, the team's best again (the Ladder), or none
     replayed: bool = False  # the answer to an earlier upload sent with the same Idempotency-Key
 
 
@@ -405,9 +431,11 @@ def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
         )
     observability.upload("replayed")
     if previous.status != "scored":
-        problems = [Problem(item["line"], item["message"]) for item in json.loads(previous.errors or "[]")]
-        raise InvalidInput(_problem_summary(problems) if problems else "the file could not be scored", problems)
+        problems = [Problem(item["line"], item["message"]) for item in problems_of(previous)]
+        first = f"invalid prediction file: {problems[0].message}" if problems else "the file could not be scored"
+        raise InvalidInput(refusal_of(previous) or first, problems)
     split = previous.split
+    shown = visibility.released_scores(previous)
     return SubmitResult(
         previous,
         previous.id,
@@ -416,8 +444,9 @@ def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
         previous.team.name,
         previous.model_name,
         previous.created_at,
-        visibility.released_scores(previous),
+        shown,
         quotas.quota_status(split, previous.team_id, user=attempt.user_id),
+        verdict(previous, shown),
         replayed=True,
     )
 
@@ -467,6 +496,7 @@ def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: da
             quotas.check_rejected_cap(status, now)
             problems = attempt.problems or InvalidInput("the file could not be scored")
             submission.errors = json.dumps(problems.details())
+            submission.refusal = problems.message  # it alone has the true totals and the hints
             db.session.add(submission)
             db.session.commit()
             observability.upload("rejected")
@@ -487,6 +517,7 @@ def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: da
             now,
             shown,
             quota,
+            verdict(submission, shown),
         )
         if kept is not None:
             kept.wait()  # an acknowledged submission has its original on disk
@@ -523,6 +554,12 @@ def list_for(user: User) -> list[Submission]:
 
 def problems_of(submission: Submission) -> list[dict]:
     return json.loads(submission.errors) if submission.errors else []
+
+
+def refusal_of(submission: Submission) -> str | None:
+    """The sentence a rejected file was refused with ("invalid prediction file: 3,104 lines have errors; the
+    first 50: ..."); None for a scored one, or one stored before the sentence was kept."""
+    return submission.refusal
 
 
 # --- publication and moderation ------------------------------------------------------------------------
