@@ -56,6 +56,21 @@
     box.appendChild(note);
   }
 
+  // A problem's text, as a link to the field it is about when that field is on the page (ids are the names).
+  function linkTo(name, text) {
+    if (!name || !document.getElementById(name)) { return document.createTextNode(text); }
+    var link = document.createElement("a");
+    link.href = "#" + name;
+    link.textContent = text;
+    return link;
+  }
+
+  // The summary is announced (role="alert"), brought into view and focused, wherever the person had scrolled.
+  function reveal() {
+    errors.scrollIntoView({block: "start"});
+    errors.focus({preventScroll: true});
+  }
+
   function showErrors(message, details, field) {
     clearFieldErrors();
     if (field) { markField(field, message); }
@@ -63,7 +78,7 @@
     errors.textContent = "";
     var head = document.createElement("p");
     var strong = document.createElement("strong");
-    strong.textContent = message;
+    strong.appendChild(linkTo(field, message));
     head.appendChild(strong);
     errors.appendChild(head);
     if (details && details.length) {
@@ -71,13 +86,29 @@
       list.className = "problems";
       details.forEach(function (detail) {
         var item = document.createElement("li");
-        item.textContent = detail.message;
+        // A line of the file has no field of its own: it is about the field the whole refusal names.
+        item.appendChild(linkTo(detail.field || field, detail.message));
         list.appendChild(item);
       });
       errors.appendChild(list);
     }
     errors.hidden = false;
+    reveal();
   }
+
+  // A link of the summary moves the focus into its field, not only the view (a fragment alone does not).
+  errors.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest('a[href^="#"]');
+    var target = link && document.getElementById(link.getAttribute("href").slice(1));
+    if (!target) { return; }
+    event.preventDefault();
+    var box = target.closest(".field") || target;
+    box.scrollIntoView({block: "start"});
+    target.focus({preventScroll: true});
+  });
+
+  // The page the server sent back after a refused upload (without the script's own upload).
+  if (!errors.hidden) { reveal(); }
 
   form.addEventListener("submit", function (event) {
     if (!window.FormData || !window.XMLHttpRequest) { return; }
@@ -109,7 +140,8 @@
       button.disabled = false;
       bar.hidden = true;
       status.textContent = "";
-      if (body && body.error) { showErrors(body.error, body.details, body.field); }
+      // A body over the size limit is refused before the page's code runs: it names no field, but it is the file.
+      if (body && body.error) { showErrors(body.error, body.details, body.field || (request.status === 413 ? "file" : null)); }
       else { showErrors("The upload failed (HTTP " + request.status + ")."); }
     });
     request.addEventListener("error", function () {

@@ -365,6 +365,21 @@ SCHEMAS = {
                 "description": "`teams`: each team's best entry, ranked among those.",
             },
             "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
+            "held": {
+                "type": ["object", "null"],
+                "description": "While the scores are held (scores_public false): how many published entries, "
+                "from how many teams, wait for the reveal, and the feedback policy; counts only, nothing per "
+                "entry. Null once the scores are public.",
+                "required": ["entries", "teams", "feedback", "policy", "opens", "about_url"],
+                "properties": {
+                    "entries": {"type": "integer", "minimum": 0},
+                    "teams": {"type": "integer", "minimum": 0},
+                    "feedback": {"type": "string", "enum": ["ladder", "none"]},
+                    "policy": {"type": "string", "description": "The feedback policy in one sentence."},
+                    "opens": {"type": "string", "description": "When the scores open, in words."},
+                    "about_url": {"type": "string", "description": "How the blind test works (a page)."},
+                },
+            },
         },
     },
     "Models": {

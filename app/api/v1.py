@@ -20,7 +20,7 @@ from app.models import Split, Submission, User
 from app.request_limits import accepts_upload
 from app.security import bearer_token, check_form_parts, csrf
 from app.services.blind_test import visibility
-from app.services.boards import exports, listings, page_versions
+from app.services.boards import exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
 from app.services.intake import quotas, submissions
@@ -276,6 +276,21 @@ def leaderboard(benchmark: str, split: str | None = None):
         "scores_public": board.scores_public,
         "view": board.view,
         "entries": [_entry(entry) for entry in board.entries],
+        "held": _held(board.held),
+    }
+
+
+def _held(held: leaderboards.Held | None) -> dict | None:
+    """A held board's counts and policy, where its entries would be (None once its scores are public)."""
+    if held is None:
+        return None
+    return {
+        "entries": held.entries,
+        "teams": held.teams,
+        "feedback": held.feedback,
+        "policy": held.policy,
+        "opens": held.opens,
+        "about_url": url_for("public.blind_test", _anchor="feedback"),
     }
 
 

@@ -25,6 +25,12 @@ def index():
     return render_template("public/index.html", summaries=leaderboards.summaries())
 
 
+@bp.get("/about/blind-test")
+@caching.public()
+def blind_test():
+    return render_template("public/blind_test.html")
+
+
 @bp.get("/healthz")
 def healthz():
     """200 while the server answers. A full or failing store is reported ("degraded", with the reasons) but

@@ -10,7 +10,7 @@ from app.evaluation import get_task
 from app.request_limits import accepts_upload
 from app.security import login_manager
 from app.services.boards import leaderboards, listings, page_versions, submission_pages
-from app.services.errors import InvalidInput, NotFound, ServiceError
+from app.services.errors import Forbidden, InvalidInput, NotFound, ServiceError, StorageFailed, TooLarge
 from app.services.intake import quotas, submissions
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
@@ -31,6 +31,19 @@ def _upload_form() -> tuple[UploadForm, list]:
     if request.method == "GET" and request.args.get("split"):
         form.split.data = request.args["split"]
     return form, choices
+
+
+def _field_of(exc: ServiceError, form: UploadForm) -> str:
+    """The form field a refused upload is about, for its message beside it and the summary's link to it: the
+    one the service names, else the team for a team it may not send for, the file for what is wrong with the
+    file (its problems, its size, its storage), the split for the rest (closed, over its quota)."""
+    if exc.field and exc.field in form:
+        return exc.field
+    if isinstance(exc, Forbidden):
+        return "team"
+    if isinstance(exc, (InvalidInput, TooLarge, StorageFailed)) or exc.problems:
+        return "file"
+    return "split"
 
 
 def _wants_json() -> bool:
@@ -67,9 +80,13 @@ def new():
     try:
         result = submissions.submit(current_user, form.team.data, benchmark_slug, split_slug, upload)
     except ServiceError as exc:
+        field = _field_of(exc, form)
         if _wants_json():
-            return jsonify(error=exc.message, details=exc.details(), field=exc.field), exc.status
-        return render_template("submissions/new.html", form=form, choices=choices, error=exc), exc.status
+            return jsonify(error=exc.message, details=exc.details(), field=field), exc.status
+        form[field].errors = [*form[field].errors, exc.message]  # beside the field too, as the script shows it
+        return render_template(
+            "submissions/new.html", form=form, choices=choices, error=exc, error_field=field
+        ), exc.status
     target = url_for("submissions.show", submission_id=result.id)
     if _wants_json():
         return jsonify(redirect=target, id=result.id), 201

@@ -81,3 +81,52 @@ def test_held_scores_give_no_entries(app, client):
     _store(app, gold, labels, "perfect", split="test-u")
     body = client.get("/api/v1/leaderboards/nlvr2/test-u").json
     assert body["scores_public"] is False and body["entries"] == []
+
+
+def test_a_held_board_counts_the_entries_and_teams_waiting_and_names_its_policy(app, client):
+    """Counts only: published entries not hidden by a maintainer, and their teams (an anonymous entry's
+    team counted, never named); the page says the same; after the reveal, `held` is null."""
+    from app.services.people import accounts
+
+    with app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+        gold = synthetic.nlvr2_gold(200, split="test", seed=6)
+        catalog.add_split("nlvr2", "test-u", gold, hidden=True, name="Test-U")  # held: the Ladder by default
+        split = catalog.get_split("nlvr2", "test-u")
+        admin = accounts.create_user("admin@example.org", "password123", admin=True)
+        one, two, three = (teams.create_team(name) for name in ("One", "Two", "Three"))
+        stored = {}
+        for number, (team, published, anonymous) in enumerate(
+            [(one, True, False), (one, True, True), (two, True, True), (two, False, False), (three, True, False)]
+        ):
+            stored[number] = submissions.store_scored(
+                split,
+                team,
+                synthetic.predictions("nlvr2", gold, 0.7, seed=number, split="test"),
+                model_name=f"waiting-{number}",
+                description="d",
+                anonymous=anonymous,
+                publish=published,
+            ).id
+        submissions.hide(admin, stored[4], "a copy")  # team Three's only entry: neither it nor Three waits
+
+    body = client.get("/api/v1/leaderboards/nlvr2/test-u").json
+    assert body["entries"] == [] and body["scores_public"] is False
+    held = body["held"]
+    assert (held["entries"], held["teams"], held["feedback"]) == (3, 2, "ladder")
+    assert held["policy"].startswith("Feedback policy ladder:") and held["opens"] == "when the maintainers reveal them"
+    assert held["about_url"] == "/about/blind-test#feedback"
+    page = client.get("/leaderboards/nlvr2/test-u").get_data(as_text=True)
+    assert "<strong>3 entries from 2 teams are waiting</strong>; scores open when the maintainers reveal them." in page
+    assert "Feedback policy ladder:" in page and 'href="/about/blind-test#feedback"' in page
+    assert "waiting-" not in page
+    assert client.get("/about/blind-test").status_code == 200
+
+    with app.app_context():
+        catalog.set_policy("nlvr2", "test-u", feedback="none")
+    held = client.get("/api/v1/leaderboards/nlvr2/test-u").json["held"]
+    assert held["feedback"] == "none" and held["policy"].startswith("Feedback policy none:")
+    with app.app_context():
+        catalog.reveal_split("nlvr2", "test-u")
+    body = client.get("/api/v1/leaderboards/nlvr2/test-u").json
+    assert body["held"] is None and len(body["entries"]) == 3

@@ -25,6 +25,7 @@ CLASSES = {
     "public.sample_file": PUBLIC,
     "public.models": PUBLIC,
     "public.models_export": PUBLIC,
+    "public.blind_test": PUBLIC,
     "submissions.show": PUBLIC,
     "api_v1.benchmarks": PUBLIC,
     "api_v1.leaderboard": PUBLIC,

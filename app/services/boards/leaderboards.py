@@ -85,6 +85,7 @@ class Board:
     chosen: tuple[str, ...] | None = None  # the columns parameters as given (None: the default columns)
     changelog: list[ChangelogLine] = field(default_factory=list)
     snapshot: Snapshot | None = None  # every entry of the board, whatever the view (None while held)
+    held: Held | None = None  # what a held board tells instead of its entries (None: scores public)
 
     @property
     def primary(self) -> Column | None:
@@ -110,6 +111,49 @@ class Board:
         if self.sort == column:
             return "descending" if self.order == "desc" else "ascending"
         return None
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a board whose scores are held tells before the reveal: counts, never anything per entry."""
+
+    entries: int  # published entries the reveal will show
+    teams: int  # the teams they come from (an anonymous entry's team is counted, never named)
+    feedback: str
+    policy: str  # the feedback policy in one sentence
+    opens: str = "when the maintainers reveal them"  # no reveal date is kept: the maintainers decide
+
+    @property
+    def waiting(self) -> str:
+        """'16 entries from 5 teams are waiting'."""
+        if not self.entries:
+            return "No published entries are waiting yet"
+        entries = f"{self.entries:,} entr{'y' if self.entries == 1 else 'ies'}"
+        teams = f"{self.teams:,} team{'' if self.teams == 1 else 's'}"
+        return f"{entries} from {teams} {'is' if self.entries == 1 else 'are'} waiting"
+
+
+# The policies that hold a board (a hidden split under `full` shows its counts' scores), one sentence each.
+HELD_POLICIES = {
+    "ladder": "Feedback policy ladder: each team is told only its best accuracy so far, and a new figure only "
+    "when a file clearly beats it (the Ladder of Blum and Hardt, 2015); every other score stays with the "
+    "maintainers until the split is revealed.",
+    "none": "Feedback policy none: every file is scored when it arrives, but no score is shown to anyone but the "
+    "maintainers, not even to the team that sent it, until the split is revealed.",
+}
+
+
+def held_facts(split: SplitInfo | Split) -> Held:
+    """How many published entries, from how many teams, a held board's reveal will show (one query)."""
+    entries, teams = db.session.execute(
+        select(func.count(), func.count(Submission.team_id.distinct())).where(
+            Submission.split_id == split.id,
+            Submission.status == "scored",
+            Submission.published_at.is_not(None),
+            Submission.hidden_at.is_(None),
+        )
+    ).one()
+    return Held(entries, teams, split.feedback, HELD_POLICIES[split.feedback])
 
 
 # --- columns ------------------------------------------------------------------------------
@@ -456,6 +500,7 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         available=available,
         chosen=_given(asked.chosen),
         changelog=changelog(full),
+        held=held_facts(split),
     )
 
 
