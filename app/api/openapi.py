@@ -109,6 +109,12 @@ SCHEMAS = {
         "description": "Percentages by subset (`all` is the whole split) and metric.",
         "additionalProperties": {"type": "object", "additionalProperties": _nullable("number")},
     },
+    "ScoresText": {
+        "type": "object",
+        "description": "The same scores as the submission's page writes them: one decimal, or a blind test's "
+        "released figure to its count resolution (a subset's in whole percents, e.g. '51').",
+        "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
     "Quota": {
         "type": "object",
         "required": ["limits", "used", "left"],
@@ -150,12 +156,13 @@ SCHEMAS = {
             _ref("SubmissionSummary"),
             {
                 "type": "object",
-                "required": ["scores", "improved", "released", "quota"],
+                "required": ["scores", "scores_text", "improved", "released", "quota"],
                 "properties": {
                     "scores": {
                         "oneOf": [_ref("Scores"), {"type": "null"}],
                         "description": "Null when the split's feedback policy withholds scores.",
                     },
+                    "scores_text": {"oneOf": [_ref("ScoresText"), {"type": "null"}]},
                     **VERDICT_PROPERTIES,
                     "quota": _ref("Quota"),
                 },
@@ -171,6 +178,7 @@ SCHEMAS = {
                     "sha256",
                     "size",
                     "scores",
+                    "scores_text",
                     "improved",
                     "released",
                     "errors",
@@ -188,6 +196,7 @@ SCHEMAS = {
                         "oneOf": [_ref("Scores"), {"type": "null"}],
                         "description": "Null for rejected files and where the feedback policy withholds scores.",
                     },
+                    "scores_text": {"oneOf": [_ref("ScoresText"), {"type": "null"}]},
                     **VERDICT_PROPERTIES,
                     "errors": {
                         "type": "array",
@@ -304,17 +313,7 @@ SCHEMAS = {
                 "type": "object",
                 "additionalProperties": {
                     "type": "object",
-                    "additionalProperties": {
-                        "type": "object",
-                        "required": ["value", "ci_low", "ci_high"],
-                        "description": "A percentage and its 95% interval from a bootstrap over consistency "
-                        "groups (sentences; VCR questions), shared across entries.",
-                        "properties": {
-                            "value": _nullable("number"),
-                            "ci_low": _nullable("number"),
-                            "ci_high": _nullable("number"),
-                        },
-                    },
+                    "additionalProperties": _ref("Score"),
                 },
             },
             "gap": {
@@ -330,6 +329,21 @@ SCHEMAS = {
                     "larger_than_sampling": {"type": "boolean"},
                 },
             },
+        },
+    },
+    "Score": {
+        "type": "object",
+        "required": ["value", "ci_low", "ci_high", "text", "ci_low_text", "ci_high_text"],
+        "description": "A percentage and its 95% interval from a bootstrap over consistency groups (sentences; VCR "
+        "questions), shared across entries; and each as the board writes it (one decimal, or a blind test's "
+        "released figure to its count resolution, a subset's in whole percents).",
+        "properties": {
+            "value": _nullable("number"),
+            "ci_low": _nullable("number"),
+            "ci_high": _nullable("number"),
+            "text": _nullable("string"),
+            "ci_low_text": _nullable("string"),
+            "ci_high_text": _nullable("string"),
         },
     },
     "Me": {
@@ -351,7 +365,7 @@ SCHEMAS = {
     },
     "Leaderboard": {
         "type": "object",
-        "required": ["benchmark", "split", "scores_public", "entries"],
+        "required": ["benchmark", "split", "scores_public", "columns", "entries"],
         "properties": {
             "benchmark": {"type": "string"},
             "split": {"type": "string"},
@@ -363,6 +377,21 @@ SCHEMAS = {
                 "type": "string",
                 "enum": ["entries", "teams"],
                 "description": "`teams`: each team's best entry, ranked among those.",
+            },
+            "columns": {
+                "type": "array",
+                "description": "The board's default columns, in its order (every entry's scores hold more).",
+                "items": {
+                    "type": "object",
+                    "required": ["key", "subset", "metric", "label", "examples"],
+                    "properties": {
+                        "key": {"type": "string"},
+                        "subset": {"type": "string"},
+                        "metric": {"type": "string"},
+                        "label": {"type": "string"},
+                        "examples": _nullable("integer"),
+                    },
+                },
             },
             "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
             "held": {
@@ -421,7 +450,7 @@ SCHEMAS = {
                         "anonymous": {"type": "boolean"},
                         "cells": {
                             "type": "object",
-                            "description": "Column key -> the entry's submission_id, value, ci_low and ci_high.",
+                            "description": "Column key -> the entry's submission_id and its score (as in Score).",
                             "additionalProperties": {"type": "object"},
                         },
                     },

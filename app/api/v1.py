@@ -16,6 +16,7 @@ from app import http_caching as caching
 from app.api import openapi
 from app.db import db
 from app.evaluation import Problem
+from app.evaluation.display import score_text
 from app.models import Split, Submission, User
 from app.request_limits import accepts_upload
 from app.security import bearer_token, check_form_parts, csrf
@@ -137,6 +138,14 @@ def _scores(scores: dict[str, dict[str, float]] | None) -> dict | None:
     return {subset: {metric: _number(v) for metric, v in metrics.items()} for subset, metrics in scores.items()}
 
 
+def _scores_text(scores: dict[str, dict[str, float]] | None) -> dict | None:
+    """The same scores as the submission's page writes them (display.score_text: a released figure to its own
+    decimals), for clients that print them."""
+    if scores is None:
+        return None
+    return {subset: {metric: score_text(v) for metric, v in metrics.items()} for subset, metrics in scores.items()}
+
+
 def _summary(submission: Submission) -> dict:
     return {
         "id": submission.id,
@@ -173,6 +182,7 @@ def _detail(submission: Submission) -> dict:
         "sha256": submission.file_sha256,
         "size": submission.file_size,
         "scores": _scores(shown),
+        "scores_text": _scores_text(shown),
         **_verdict(submissions.verdict(submission, shown)),
         "errors": submissions.problems_of(submission),
         "refusal": submissions.refusal_of(submission),
@@ -197,11 +207,9 @@ def _split(split: Split) -> dict:
 
 def _score(value: float, bounds: tuple[float | None, float | None]) -> dict:
     low, high = bounds
-    return {
-        "value": _number(value),
-        "ci_low": None if low is None else _number(low),
-        "ci_high": None if high is None else _number(high),
-    }
+    return exports.score_document(
+        _number(value), None if low is None else _number(low), None if high is None else _number(high)
+    )
 
 
 def _entry(entry: Entry) -> dict:
@@ -275,6 +283,10 @@ def leaderboard(benchmark: str, split: str | None = None):
         "split": board.split.slug,
         "scores_public": board.scores_public,
         "view": board.view,
+        "columns": [
+            {"key": c.key, "subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size}
+            for c in board.columns
+        ],
         "entries": [_entry(entry) for entry in board.entries],
         "held": _held(board.held),
     }
@@ -333,6 +345,7 @@ def create_submission():
         "submitted_at": timestamp(result.created_at),
         "published": False,
         "scores": _scores(result.scores),
+        "scores_text": _scores_text(result.scores),
         **_verdict(result.verdict),
         "quota": result.quota.as_dict(),
     }

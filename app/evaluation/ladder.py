@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .display import Figure, figure
 from .gold import GoldSet
 from .tasks.base import TaskType
 
@@ -134,26 +135,28 @@ def count_decimals(n: int) -> int:
     return max(0, math.ceil(math.log10(n / 100) - 1e-12))
 
 
-def percentage_of_count(k: int, n: int) -> float:
-    """100*k/n rounded to count_decimals(n): the value identifies k and carries nothing more."""
-    return round(100.0 * k / n, count_decimals(n))
+def percentage_of_count(k: int, n: int) -> Figure:
+    """100*k/n rounded to count_decimals(n) (half up, as every score is written: display.figure): the value
+    identifies k and carries nothing more, and is written with those decimals wherever it is shown."""
+    return figure(100.0 * k / n, count_decimals(n))
 
 
-def round_percentage(value: float, n: int, decimals: int | None = None) -> float:
+def round_percentage(value: float, n: int, decimals: int | None = None) -> Figure:
     """A percentage computed over n units, snapped to its count k = round(value*n/100) and rounded to
     `decimals` (default count_decimals(n)): the one rounding of every figure a blind test releases."""
     k = int(round(value * n / 100.0))
-    return percentage_of_count(k, n) if decimals is None else round(100.0 * k / n, decimals)
+    return percentage_of_count(k, n) if decimals is None else figure(100.0 * k / n, decimals)
 
 
-def widen_to(low: float, high: float, decimals: int) -> tuple[float, float]:
+def widen_to(low: float, high: float, decimals: int) -> tuple[Figure, Figure]:
     """An interval written to `decimals`, rounded outward (it never covers less than the one computed)."""
     scale = 10**decimals
     # Snapped to 9 decimals first: float noise (71.2300000001) must not push a bound out a whole step.
-    return math.floor(round(low * scale, 9)) / scale, math.ceil(round(high * scale, 9)) / scale
+    low_step, high_step = math.floor(round(low * scale, 9)), math.ceil(round(high * scale, 9))
+    return figure(low_step / scale, decimals), figure(high_step / scale, decimals)
 
 
-def released_accuracy(ladder: Ladder, n: int) -> float | None:
+def released_accuracy(ladder: Ladder, n: int) -> Figure | None:
     """The percentage the Ladder releases: accuracy 1 - R, to the count resolution (None before any)."""
     if not ladder.started:
         return None

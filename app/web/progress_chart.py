@@ -239,7 +239,7 @@ def for_board(board) -> Markup:
         if metric in e.scores.get("all", {})
     ]
     lines = [
-        Line(r.scores["all"][metric], f"{r.name} {r.scores['all'][metric]:.1f}")
+        Line(r.scores["all"][metric], f"{r.name} {score_text(r.scores['all'][metric])}")
         for r in board.snapshot.references
         if metric in r.scores.get("all", {})
     ]

@@ -60,7 +60,7 @@ def test_every_score_has_an_interval_and_ranks_know_significance(app, client):
         assert set(entry["scores"]) == {"all", "balanced", "unbalanced"}
         for subset, metrics in entry["scores"].items():
             for metric, score in metrics.items():
-                assert set(score) == {"value", "ci_low", "ci_high"}, (subset, metric)
+                assert set(score) == {"value", "ci_low", "ci_high", "text", "ci_low_text", "ci_high_text"}
                 assert score["ci_low"] <= score["value"] <= score["ci_high"], (subset, metric)
                 assert score["ci_high"] - score["ci_low"] > 0.5  # a real interval, not a point
     # The values are the stored scores.

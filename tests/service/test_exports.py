@@ -169,7 +169,14 @@ def test_json_shape():
     first, second = body["entries"]
     assert first["rank"] == 1 and first["team"] == "Anonymous" and first["anonymous"] is True
     assert second["team"] == "Lab" and second["anonymous"] is False
-    assert first["scores"]["all"]["accuracy"] == {"value": 71.25, "ci_low": 70.0, "ci_high": 72.5}
+    assert first["scores"]["all"]["accuracy"] == {
+        "value": 71.25,
+        "ci_low": 70.0,
+        "ci_high": 72.5,
+        "text": "71.3",  # as the board writes it: rounded half up once
+        "ci_low_text": "70.0",
+        "ci_high_text": "72.5",
+    }
     assert first["code_url"] == "https://example.org/c" and first["paper_url"] is None
     assert datetime.fromisoformat(first["date"]) == WHEN
     assert body["references"] == [
@@ -177,7 +184,7 @@ def test_json_shape():
             "name": "Human",
             "source_url": "https://example.org/h",
             "date": WHEN.isoformat(),
-            "scores": {"all": {"accuracy": {"value": 96.1}}},
+            "scores": {"all": {"accuracy": {"value": 96.1, "text": "96.1"}}},
         }
     ]
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import ColumnElement, or_, true
 
-from app.evaluation import GoldSet, Scores, get_task
+from app.evaluation import GoldSet, Scores, display
 from app.evaluation import ladder as ladder_rule
 from app.evaluation import sealed as sealing
 from app.lru import LRU
@@ -238,6 +238,23 @@ def _stored(released: str | None) -> Scores | None:
     return json.loads(released) if released else None
 
 
+def _as_released(split: Split, inputs: catalog.ScoringInputs, scores: Scores) -> Scores:
+    """A stored release read back (its JSON keeps no decimals): each figure marked again with the decimals it
+    was released to (integrity.resolution, on the queried part where only it is shown), so that it is written
+    as it was released (display.Figure), on the team's page, in the API and in the client alike."""
+    gold, subsets = inputs.gold, inputs.subsets
+    part = queried_indices(split)
+    if part is not None:
+        gold, subsets = queried_view(split, gold, subsets, part)
+    result: Scores = {}
+    for subset, metrics in scores.items():
+        for metric, value in metrics.items():
+            found = integrity.resolution(inputs.task, gold, subsets, subset, metric)
+            shown = value if found is None or value is None else display.figure(value, found[1])
+            result.setdefault(subset, {})[metric] = shown
+    return result
+
+
 def team_scores(
     split: Split,
     scores: Scores,
@@ -255,20 +272,20 @@ def team_scores(
     policy_now = split.feedback
     if stored is None or policy_now == "none" or policy_then == "none":
         return None
+    inputs = inputs or catalog.scoring_inputs(split)
     if policy_now == "ladder":
-        primary = (inputs.task if inputs else get_task(split.benchmark.task_type)).primary_metric
+        primary = inputs.task.primary_metric
         value = stored.get("all", {}).get(primary)
-        return None if value is None else {"all": {primary: value}}
+        return None if value is None else _as_released(split, inputs, {"all": {primary: value}})
     # `full` now: a release made under `full` is made again from today's scores (a label correction or a new
     # bias subset shows); any other keeps what it released, less the breakdowns.
-    inputs = inputs or catalog.scoring_inputs(split)
     part = queried_indices(split)
     if policy_then in ("full", None) and part is None:
         return _full(split, inputs, scores) or None
     if policy_then in ("full", None) and predictions is not None:
         remade = _full_release(split, inputs, scores, predictions, part)
         return _without_breakdowns(split, inputs, remade) or None
-    return _without_breakdowns(split, inputs, stored) or None
+    return _as_released(split, inputs, _without_breakdowns(split, inputs, stored)) or None
 
 
 def released_scores(submission: Submission) -> Scores | None:

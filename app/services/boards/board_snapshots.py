@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 
 from app import observability
 from app.db import db, may_hold_write_lock
-from app.evaluation import get_task, sealed, statistics
+from app.evaluation import display, get_task, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
 from app.names import name_key
@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sealed, primary metric)
 # Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names; 5: a
 # blind test's figures before its reveal are the released ones, rounded, without subset intervals, ranked from
-# counts alone): older rows are then recomputed.
-PAYLOAD_FORMAT = 5
+# counts alone; 6: with the decimals each released figure is written to): older rows are then recomputed.
+PAYLOAD_FORMAT = 6
 
 
 @dataclass
@@ -137,6 +137,14 @@ class Snapshot:
 
 def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
+
+
+def _shown(value: float) -> float | None:
+    """A column's value or bound as the snapshot keeps it: a released figure stays one (it carries the decimals
+    it is written with, display.Figure), anything else a plain float; None where there is none."""
+    if isinstance(value, display.Figure):
+        return value if math.isfinite(value) else None
+    return _finite(value)
 
 
 def _compute(split: Split, version: int) -> Snapshot:
@@ -270,11 +278,11 @@ def _row_scores(columns: list, i: int) -> tuple[dict, dict]:
     scores: dict[str, dict[str, float]] = {}
     intervals: dict[str, dict[str, tuple[float | None, float | None]]] = {}
     for subset, metric, values, lows, highs in columns:
-        value = _finite(values[i])
+        value = _shown(values[i])
         if value is None:
             continue  # an empty subset has no score
         scores.setdefault(subset, {})[metric] = value
-        intervals.setdefault(subset, {})[metric] = (_finite(lows[i]), _finite(highs[i]))
+        intervals.setdefault(subset, {})[metric] = (_shown(lows[i]), _shown(highs[i]))
     return scores, intervals
 
 
@@ -452,6 +460,7 @@ def _encode(snapshot: Snapshot) -> bytes:
     body = {
         "format": PAYLOAD_FORMAT,
         "entries": [_encoded_entry(e) for e in snapshot.entries],
+        "decimals": _figure_decimals(snapshot.entries),
         "references": [[r.id, r.name, r.source_url, r.created_at.isoformat(), r.scores] for r in snapshot.references],
     }
     # Level 1: a third of level 6's time on a 10,000-entry board, for a tenth more bytes.
@@ -464,6 +473,31 @@ def _encoded_entry(entry: Entry) -> list:
     return values
 
 
+def _figure_decimals(entries: list[Entry]) -> dict[str, dict[str, int]]:
+    """{subset: {metric: decimals}} of the columns that hold released figures (JSON keeps only their values):
+    a column's figures all share its decimals (integrity.resolution depends on the column alone)."""
+    found: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        for subset, metrics in entry.scores.items():
+            for metric, value in metrics.items():
+                if isinstance(value, display.Figure):
+                    found.setdefault(subset, {})[metric] = value.decimals
+    return found
+
+
+def _as_figures(entry: Entry, decimals: dict[str, dict[str, int]]) -> None:
+    """The released figures of a decoded entry marked again with their decimals (see _figure_decimals)."""
+    for subset, metrics in decimals.items():
+        for metric, places in metrics.items():
+            value = entry.scores.get(subset, {}).get(metric)
+            if value is None:
+                continue
+            entry.scores[subset][metric] = display.figure(value, places)
+            low, high = entry.intervals.get(subset, {}).get(metric, (None, None))
+            if low is not None and high is not None:
+                entry.intervals[subset][metric] = (display.figure(low, places), display.figure(high, places))
+
+
 def _decode(version: int, payload: bytes) -> Snapshot | None:
     try:
         body = json.loads(zlib.decompress(payload))
@@ -472,6 +506,8 @@ def _decode(version: int, payload: bytes) -> Snapshot | None:
     if body.get("format") != PAYLOAD_FORMAT:
         return None
     entries = [_decoded_entry(values) for values in body["entries"]]
+    for entry in entries:
+        _as_figures(entry, body["decimals"])
     references = [
         ReferenceRow(rid, name, url, datetime.fromisoformat(moment), scores)
         for rid, name, url, moment, scores in body["references"]
@@ -608,7 +644,7 @@ def submission_intervals(
             _, low, high = visibility.released_column(
                 split, task, gold, subsets, (subset, metric), interval.values.tolist(), low, high
             )
-        result.setdefault(subset, {})[metric] = (_finite(low[0]), _finite(high[0]))
+        result.setdefault(subset, {})[metric] = (_shown(low[0]), _shown(high[0]))
     return _submission_memo.put(key, result)
 
 

@@ -4,7 +4,9 @@ Every row has the rank (and its 95% rank interval), model, team ("Anonymous" for
 each chosen column's value with its 95% interval (ci_low, ci_high) and the paper and code links; reference
 rows follow, unranked. The models view (one row per model across splits) exports through the same
 functions: its rows answer value(column) and interval(column) like a board's entries. Scores are written
-as text by app.evaluation.display.score_text, the one rounding every page uses.
+as text by app.evaluation.display.score_text, the one rounding every page uses; JSON (and the API) carry each
+score's value and, beside it, that text. A released figure of a blind test (display.Figure) is its own value:
+CSV writes it as the board does ("51", "81.25"), where other values get six decimals.
 Everything a team wrote is escaped for the format: CSV cells that a spreadsheet would run as a formula
 are defused, Markdown punctuation is backslash-escaped, and LaTeX special characters are replaced.
 """
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.evaluation.display import score_text
+from app.evaluation.display import Figure, score_text
 from app.services.blind_test import visibility
 from app.services.boards import leaderboards, models_view
 from app.services.boards.board_snapshots import GAP, Entry, ReferenceRow
@@ -173,8 +175,11 @@ def csv_cell(value) -> str | float | int:
 
 def _round(value: float | None) -> float | str:
     # Six decimals: enough that writing the value with one decimal (display.score_text) gives what the pages
-    # show; four could land on a .x5 the stored value is not on (44.44995 -> 44.45).
-    return "" if value is None else round(value, 6)
+    # show; four could land on a .x5 the stored value is not on (44.44995 -> 44.45). A released figure is
+    # written as every page writes it: it has no more digits to give.
+    if value is None:
+        return ""
+    return score_text(value) if isinstance(value, Figure) else round(value, 6)
 
 
 def to_csv(board: Board) -> str:
@@ -213,6 +218,23 @@ def to_csv(board: Board) -> str:
 # --- JSON ------------------------------------------------------------------------------------------------
 
 
+def score_document(value: float | None, low: float | None, high: float | None) -> dict:
+    """A score as JSON (exports and the API): its value and 95% interval, and each as the board writes it
+    (display.score_text; null where there is none), so that a script prints what the pages print."""
+
+    def text(number: float | None) -> str | None:
+        return None if number is None else score_text(number)
+
+    return {
+        "value": value,
+        "ci_low": low,
+        "ci_high": high,
+        "text": text(value),
+        "ci_low_text": text(low),
+        "ci_high_text": text(high),
+    }
+
+
 def _scores(row: Entry, columns: list[Column] | None = None) -> dict:
     """Scores of the chosen columns (every score when None) with their intervals."""
     keys = None if columns is None else {column.key for column in columns}
@@ -222,7 +244,7 @@ def _scores(row: Entry, columns: list[Column] | None = None) -> dict:
             if keys is not None and f"{subset}:{metric}" not in keys:
                 continue
             low, high = row.interval(Column(subset, metric, ""))
-            result.setdefault(subset, {})[metric] = {"value": value, "ci_low": low, "ci_high": high}
+            result.setdefault(subset, {})[metric] = score_document(value, low, high)
     return result
 
 
@@ -257,7 +279,9 @@ def to_json(board: Board) -> str:
                 "name": r.name,
                 "source_url": r.source_url,
                 "date": r.created_at.isoformat(),
-                "scores": {s: {m: {"value": v} for m, v in ms.items()} for s, ms in r.scores.items()},
+                "scores": {
+                    s: {m: {"value": v, "text": score_text(v)} for m, v in ms.items()} for s, ms in r.scores.items()
+                },
             }
             for r in board.references
         ],
@@ -308,12 +332,7 @@ def _models_body(table: models_view.ModelsTable) -> dict:
                 "team": _team(row),
                 "anonymous": row.team is None,
                 "cells": {
-                    column.key: {
-                        "submission_id": cell.submission_id,
-                        "value": cell.value,
-                        "ci_low": cell.low,
-                        "ci_high": cell.high,
-                    }
+                    column.key: {"submission_id": cell.submission_id, **score_document(cell.value, cell.low, cell.high)}
                     for column in table.columns
                     if (cell := row.cell(column)) is not None
                 },
