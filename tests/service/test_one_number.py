@@ -15,97 +15,30 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
-import numpy as np
 import pytest
 
-from app import synthetic
 from app.db import db
-from app.evaluation import get_task
 from app.evaluation import ladder as ladder_rule
-from app.models import Submission, Team
+from app.models import Submission
 from app.services import catalog
-from app.services.intake import submissions
-from app.services.intake.submissions import Upload
-from app.services.people import accounts
 from tests.conftest import clear_process_caches
 from tests.support.browser import login
-from tests.support.users import PASSWORD, bearer, make_user
+from tests.support.one_number import COLUMNS, QUERY, N, board_page, build, figure_and_interval
+from tests.support.users import PASSWORD, bearer
 
-N = 400
 ENTRIES = 40
-TASK = get_task("nlvr2")
-COLUMNS = ("all:accuracy", "all:consistency", "balanced:accuracy", "unbalanced:accuracy")
-QUERY = "&".join(f"columns={key}" for key in COLUMNS)
-TEAMS = ("Lab", "Rivals", "Third")
-
-
-def _file(rows: list[dict], wrong: set[int]) -> bytes:
-    lines = []
-    for i, row in enumerate(rows):
-        right = row["label"].lower() == "true"
-        lines.append(f"{row['identifier']},{(not right) if i in wrong else right}")
-    return ("\n".join(lines) + "\n").encode()
-
-
-def build(app, entries: int = ENTRIES) -> dict:
-    """The hidden `full` split with `entries` published entries; returns ids, models, tokens, subset sizes."""
-    data = synthetic.nlvr2_gold(N, split="test", seed=5)
-    rows = [json.loads(line) for line in data.decode().splitlines()]
-    rng = np.random.default_rng(24)
-    world: dict = {"ids": {}, "tokens": {}, "team_of": {}}
-    with app.app_context():
-        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
-        catalog.add_split("nlvr2", "test-u", data, hidden=True, name="Test-U")
-        catalog.set_policy("nlvr2", "test-u", feedback="full", per_day=None, per_month=None, total=None)
-        users = {}
-        for name in TEAMS:
-            team = Team(name=name)
-            db.session.add(team)
-            db.session.commit()
-            users[name] = make_user(f"{name.lower()}@example.org", team=team)
-            world["tokens"][name] = accounts.create_token(users[name], "one number")[1]
-        for i in range(entries):
-            team = TEAMS[i % len(TEAMS)]
-            wrong = set(rng.choice(N, size=int(rng.integers(40, 200)), replace=False).tolist())
-            upload = Upload(_file(rows, wrong), model_name=f"model-{i:02d}", anonymous=i % 7 == 3)
-            result = submissions.submit(users[team], None, "nlvr2", "test-u", upload)
-            submissions.publish(users[team], result.id, description=f"entry {i}")
-            world["ids"][f"model-{i:02d}"] = result.id
-            world["team_of"][result.id] = team
-    return world
 
 
 @pytest.fixture(scope="module")
 def world(module_app):
-    return build(module_app)
+    return build(module_app, ENTRIES)
 
 
 # --- reading every view ------------------------------------------------------------------------------------
-
-_TAGS = re.compile(r"<[^>]+>")
-
-
-def _figure_and_interval(cell: str) -> tuple[str, str | None]:
-    """'92.75 <span class="ci">91.52–93.81</span>' -> ('92.75', '91.52–93.81')."""
-    interval = re.search(r'<span class="ci">(.*?)</span>', cell)
-    head = cell.split("<span", 1)[0]
-    return _TAGS.sub("", head).strip(), interval.group(1) if interval else None
-
-
-def _board_page(client) -> dict:
-    page = client.get(f"/leaderboards/nlvr2/test-u?{QUERY}").get_data(as_text=True)
-    found = {}
-    for sid, row in re.findall(r'<tr class="entry" data-submission-id="(\d+)">(.*?)</tr>', page, re.S):
-        cells = re.findall(r'<td class="num[^"]*">(.*?)</td>', row, re.S)
-        assert len(cells) == len(COLUMNS), row
-        for key, cell in zip(COLUMNS, cells, strict=True):
-            found[(int(sid), key)] = _figure_and_interval(cell)
-    return found
 
 
 def _submission_page(client, sid: int) -> dict:
@@ -119,7 +52,7 @@ def _submission_page(client, sid: int) -> dict:
         cells = re.findall(r'<td class="num"[^>]*>(.*?)</td>', row, re.S)
         for metric, cell in zip(metrics, cells, strict=True):
             if f"{subset}:{metric}" in COLUMNS:
-                found[(sid, f"{subset}:{metric}")] = _figure_and_interval(cell)
+                found[(sid, f"{subset}:{metric}")] = figure_and_interval(cell)
     return found
 
 
@@ -132,7 +65,7 @@ def _models_page(client, keys: list[str]) -> dict:
         assert len(cells) == len(keys), row
         for key, cell in zip(keys, cells, strict=True):
             sid = int(re.search(r'href="/submissions/(\d+)"', cell).group(1))
-            found[(sid, key.split("/", 1)[1])] = _figure_and_interval(cell)
+            found[(sid, key.split("/", 1)[1])] = figure_and_interval(cell)
     return found
 
 
@@ -235,7 +168,7 @@ def read_every_view(app, world) -> dict[str, dict]:
     api_models, model_keys = _api_models(client)
     exported, api = _json_documents(client)
     views = {
-        "board page": _board_page(client),
+        "board page": board_page(client),
         "models page": _models_page(client, model_keys),
         "chart tooltip": _chart(client),
         "CSV export": _csv_export(client, sid_of),
@@ -349,7 +282,7 @@ def test_a_whole_percent_prints_without_decimals(module_app, world):
         page = client.get(f"/submissions/{sid}").get_data(as_text=True)
         for subset in ("balanced", "unbalanced"):
             row = re.search(rf'<th scope="row">{subset}</th>(.*?)</tr>', page, re.S).group(1)
-            figure = _figure_and_interval(re.findall(r'<td class="num"[^>]*>(.*?)</td>', row, re.S)[0])[0]
+            figure = figure_and_interval(re.findall(r'<td class="num"[^>]*>(.*?)</td>', row, re.S)[0])[0]
             assert re.fullmatch(r"\d{1,3}", figure), (sid, subset, figure)
     api = client.get("/api/v1/leaderboards/nlvr2/test-u").json
     for entry in api["entries"]:
@@ -358,7 +291,7 @@ def test_a_whole_percent_prints_without_decimals(module_app, world):
 
 
 def test_after_the_reveal_every_view_writes_the_stored_value_with_one_decimal(app):
-    world = build(app, entries=6)
+    world = build(app, 6)
     with app.app_context():
         catalog.set_policy("nlvr2", "test-u", feedback="none")
         catalog.reveal_split("nlvr2", "test-u")
@@ -370,7 +303,7 @@ def test_after_the_reveal_every_view_writes_the_stored_value_with_one_decimal(ap
     client = app.test_client()
     exported, api = _json_documents(client)
     views = {
-        "board page": _board_page(client),
+        "board page": board_page(client),
         "JSON export": exported,
         "API board": api,
         "submission page (visitor)": {},

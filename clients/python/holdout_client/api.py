@@ -1,4 +1,5 @@
-"""Talking to a Holdout server's JSON API v1 with the standard library (urllib)."""
+"""Talking to a Holdout server with the standard library (urllib): its JSON API v1, and the public exports of a
+board (Markdown, LaTeX), which the server writes as its pages do."""
 
 from __future__ import annotations
 
@@ -97,19 +98,24 @@ class Client:
         self.token = token
         self.timeout = timeout
 
-    def _send(self, request: urllib.request.Request) -> Any:
-        request.add_header("Accept", "application/json")
+    def _fetch(self, request: urllib.request.Request, authorized: bool = True) -> bytes:
+        """The body of the server's answer; ApiError for an error status or no answer. The token goes to the
+        API only (`authorized`), never to a public page."""
         request.add_header("User-Agent", f"holdout-client/{__version__}")
-        if self.token:
+        if self.token and authorized:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = response.read()
+                return response.read()
         except urllib.error.HTTPError as exc:
             raise _error(exc.code, exc.read()) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ApiError(None, f"cannot reach {self.url}: {reason}") from None
+
+    def _send(self, request: urllib.request.Request) -> Any:
+        request.add_header("Accept", "application/json")
+        payload = self._fetch(request)
         try:
             return json.loads(payload)
         except ValueError:
@@ -120,6 +126,15 @@ class Client:
         if query:
             url += "?" + urllib.parse.urlencode(query)
         return self._send(urllib.request.Request(url, method="GET"))
+
+    def get_text(self, path: str, query: dict[str, str] | None = None) -> str:
+        """A public page outside the API (a board's export), as UTF-8 text."""
+        url = f"{self.url}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        request = urllib.request.Request(url, method="GET")
+        request.add_header("Accept", "text/markdown, application/x-tex, text/plain")
+        return self._fetch(request, authorized=False).decode("utf-8")
 
     def post_json(self, path: str, body: dict | None = None) -> Any:
         data = json.dumps(body or {}).encode()

@@ -1,4 +1,5 @@
-"""The `holdout` command: log in, submit prediction files, follow and publish submissions, read leaderboards.
+"""The `holdout` command: log in, submit prediction files, follow, publish and unpublish submissions, read
+leaderboards (as a table, CSV or JSON, or the server's own Markdown and LaTeX exports of the board).
 
 Exit codes: 0 done; 1 the server refused the request (or could not be reached); 2 usage or file errors.
 Results go to stdout, messages about problems to stderr.
@@ -18,7 +19,7 @@ from pathlib import Path
 from holdout_client import __version__, config
 from holdout_client.api import ApiError, Client, Progress
 from holdout_client.config import UsageError
-from holdout_client.output import board_csv, board_table, scores_table, table
+from holdout_client.output import board_csv, board_table, held_board, held_scores, scores_table, table
 
 OK, REFUSED, USAGE = 0, 1, 2
 
@@ -116,9 +117,9 @@ def cmd_submit(args) -> int:
         f"model {created['model_name']}"
     )
     if created.get("scores"):
-        _out(scores_table(created["scores"]))
+        _out(scores_table(created["scores"], created.get("scores_text")))
     else:
-        _out("scores: withheld by the split's feedback policy")
+        _out(held_scores())
     left = (created.get("quota") or {}).get("left") or {}
     shown = [
         f"{n} {period}"
@@ -190,9 +191,9 @@ def _show(submission: dict) -> None:
         if value not in (None, ""):
             _out(f"{label + ':':13} {value}")
     if submission.get("scores"):
-        _out(scores_table(submission["scores"]))
+        _out(scores_table(submission["scores"], submission.get("scores_text")))
     elif submission.get("status") == "scored":
-        _out("scores: withheld by the split's feedback policy")
+        _out(held_scores())
     for problem in submission.get("errors") or []:
         _out(problem.get("message", ""))
 
@@ -221,17 +222,35 @@ def cmd_publish(args) -> int:
     return OK
 
 
+def cmd_unpublish(args) -> int:
+    submission = _client().post_json(f"/submissions/{args.id}/unpublish")
+    _out(f"submission {submission['id']} unpublished: no longer on {submission['benchmark']} {submission['split']}")
+    return OK
+
+
+EXPORTS = {"markdown": "md", "latex": "tex"}  # formats the server writes itself, as its board's export
+
+
 def cmd_leaderboard(args) -> int:
     path = f"/leaderboards/{urllib.parse.quote(args.benchmark, safe='')}"
     if args.split:
         path += f"/{urllib.parse.quote(args.split, safe='')}"
-    board = _client(need_token=False).get(path, {"view": args.view} if args.view else None)
+    query = {"view": args.view} if args.view else None
+    client = _client(need_token=False)
+    board = client.get(path, query)  # also names the landing split when none was given
     if args.format == "json":
         _out(json.dumps(board, indent=2))
+    elif args.format == "table":
+        _out(board_table(board))
     elif args.format == "csv":
         sys.stdout.write(board_csv(board))
     else:
-        _out(board_table(board))
+        # The board's own export: figures, intervals, escaping and caption exactly as the server writes them.
+        benchmark, split = (urllib.parse.quote(board[key], safe="") for key in ("benchmark", "split"))
+        sys.stdout.write(client.get_text(f"/leaderboards/{benchmark}/{split}/export.{EXPORTS[args.format]}", query))
+    held = held_board(board)
+    if held is not None and args.format != "table":  # the table says so itself
+        _err(held)
     return OK
 
 
@@ -287,11 +306,20 @@ def parser() -> argparse.ArgumentParser:
     publish.add_argument("--code-url")
     publish.set_defaults(run=cmd_publish)
 
-    board = sub.add_parser("leaderboard", help="a leaderboard (no login needed)")
+    unpublish = sub.add_parser("unpublish", help="take a published submission off the leaderboard")
+    unpublish.add_argument("id", type=int)
+    unpublish.set_defaults(run=cmd_unpublish)
+
+    board = sub.add_parser(
+        "leaderboard",
+        help="a leaderboard (no login needed)",
+        description="Scores are written as the board writes them (its columns and decimals). markdown and latex "
+        "print the server's own export of the board (a Markdown table; a LaTeX table float for a paper).",
+    )
     board.add_argument("benchmark")
-    board.add_argument("split", nargs="?", help="default: the benchmark's blind test")
+    board.add_argument("split", nargs="?", help="default: the benchmark's landing split, as on its page")
     board.add_argument("--view", choices=["teams"], help="teams: one row per team")
-    board.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    board.add_argument("--format", choices=["table", "csv", "json", "markdown", "latex"], default="table")
     board.set_defaults(run=cmd_leaderboard)
     return top
 

@@ -1,4 +1,10 @@
-"""Plain-text tables and CSV for the terminal (pure formatting, no I/O)."""
+"""Plain-text tables and CSV for the terminal (pure formatting, no I/O).
+
+Scores are printed as the server writes them on its pages (the `text` of each score, `scores_text` of a
+submission): the client never rounds, so a figure has the board's decimals ("51" for a blind test's whole
+percent, "81.25" at its count resolution, one decimal elsewhere). A score the server withholds prints as
+"held"; one the entry does not have, as the board's "–".
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,12 @@ import io
 
 # A spreadsheet runs a cell that starts with one of these as a formula; team-written names may.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+HELD = "held"  # withheld by the split's feedback policy (until the maintainers reveal the split)
+NONE = "–"  # no value (as the board writes it)
 
 
 def _text(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
+    return NONE if value is None else str(value)
 
 
 def table(headers: list[str], rows: list[list]) -> str:
@@ -25,9 +29,19 @@ def table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def scores_table(scores: dict) -> str:
-    """Scores by subset and metric (`all` first), as a submission's answer gives them."""
-    rows = [[subset, metric, value] for subset in _subsets(scores) for metric, value in scores[subset].items()]
+def held_scores() -> str:
+    return f"scores: {HELD} by the split's feedback policy until the maintainers reveal the split"
+
+
+def scores_table(scores: dict, texts: dict | None = None) -> str:
+    """A submission's scores by subset and metric (`all` first), written as its page writes them (`texts`,
+    the answer's scores_text; a server without it: each value as it was sent, never rounded again here)."""
+    texts = texts or {}
+    rows = []
+    for subset in _subsets(scores):
+        for metric, value in scores[subset].items():
+            text = (texts.get(subset) or {}).get(metric)
+            rows.append([subset, metric, text if text is not None else _text(value)])
     return table(["subset", "metric", "score"], rows)
 
 
@@ -35,39 +49,82 @@ def _subsets(scores: dict) -> list[str]:
     return sorted(scores, key=lambda name: (name != "all", name))
 
 
-def _columns(board: dict) -> list[tuple[str, str]]:
+def board_columns(board: dict) -> list[tuple[str, str, str]]:
+    """(subset, metric, label) of the board's columns, in its order (a server that does not list them: every
+    score the entries hold, `all` first, labelled by subset and metric)."""
+    listed = board.get("columns")
+    if listed:
+        return [(c["subset"], c["metric"], c.get("label") or f"{c['subset']} {c['metric']}") for c in listed]
     seen: dict[tuple[str, str], None] = {}
     for entry in board.get("entries", []):
         scores = entry.get("scores") or {}
         for subset in _subsets(scores):
             for metric in scores[subset]:
                 seen.setdefault((subset, metric), None)
-    return sorted(seen, key=lambda key: (key[0] != "all", key[0]))
+    ordered = sorted(seen, key=lambda key: (key[0] != "all", key[0]))
+    return [(subset, metric, f"{subset} {metric}") for subset, metric in ordered]
 
 
 def _score(entry: dict, subset: str, metric: str) -> dict:
     return ((entry.get("scores") or {}).get(subset) or {}).get(metric) or {}
 
 
+def score_text(score: dict) -> str:
+    """A board's score as the board writes it ('–' where the entry has none)."""
+    text = score.get("text")
+    if text is None:
+        text = None if score.get("value") is None else str(score["value"])
+    return NONE if text is None else text
+
+
+def _bound(score: dict, name: str):
+    """An interval bound as the board writes it (a server without the texts: as it was sent)."""
+    return score.get(f"{name}_text", score.get(name))
+
+
+def interval_text(score: dict) -> str | None:
+    low, high = _bound(score, "ci_low"), _bound(score, "ci_high")
+    if low is None or high is None:
+        return None
+    return f"{low}–{high}"
+
+
+def _rank(entry: dict) -> str:
+    """'3' or, with its 95% rank interval, '3 (2–5)', as the board writes it."""
+    rank, low, high = entry.get("rank"), entry.get("rank_low"), entry.get("rank_high")
+    if low is None or high is None:
+        return _text(rank)
+    return f"{rank} ({low})" if low == high else f"{rank} ({low}–{high})"
+
+
+def _team(entry: dict) -> str:
+    return entry.get("team") or "Anonymous"
+
+
+def held_board(board: dict) -> str | None:
+    """The line for a board whose scores are held (None when they are public)."""
+    if board.get("scores_public", True):
+        return None
+    return f"{board.get('benchmark')} {board.get('split')}: scores are {HELD} until the split is revealed"
+
+
 def board_table(board: dict) -> str:
     title = f"{board.get('benchmark')} {board.get('split')}"
-    if not board.get("scores_public", True):
-        return f"{title}: scores are held until the split is revealed"
+    held = held_board(board)
+    if held is not None:
+        return held
     entries = board.get("entries", [])
     if not entries:
         return f"{title}: no published entries yet"
-    columns = _columns(board)
-    headers = ["rank", "model", "team"] + [f"{subset} {metric}" for subset, metric in columns] + ["submitted"]
+    columns = board_columns(board)
+    headers = ["rank", "model", "team"] + [label for _, _, label in columns] + ["date"]
     rows = []
     for entry in entries:
-        row = [entry.get("rank"), entry.get("model_name"), entry.get("team") or "(anonymous)"]
-        for subset, metric in columns:
+        row = [_rank(entry), entry.get("model_name"), _team(entry)]
+        for subset, metric, _ in columns:
             score = _score(entry, subset, metric)
-            value = score.get("value")
-            if value is not None and subset == "all" and score.get("ci_low") is not None:
-                row.append(f"{value:.2f} [{score['ci_low']:.1f}, {score['ci_high']:.1f}]")
-            else:
-                row.append(value)
+            interval = interval_text(score)
+            row.append(score_text(score) + (f" [{interval}]" if interval else ""))
         row.append((entry.get("submitted_at") or "")[:10])
         rows.append(row)
     return f"{title}\n" + table(headers, rows)
@@ -81,21 +138,21 @@ def _cell(value) -> str:
 
 
 def board_csv(board: dict) -> str:
-    """Every entry with every score and its 95% interval, one column each."""
-    columns = _columns(board)
+    """Every entry with the board's columns, each score and its 95% interval as the board writes them."""
+    columns = board_columns(board)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    header = ["rank", "submission_id", "model_name", "team", "submitted_at", "paper_url", "code_url"]
-    for subset, metric in columns:
+    fields = ("rank", "submission_id", "model_name", "team", "submitted_at", "rank_low", "rank_high")
+    header = [*fields, "paper_url", "code_url"]
+    for subset, metric, _ in columns:
         header += [f"{subset}:{metric}", f"{subset}:{metric}:ci_low", f"{subset}:{metric}:ci_high"]
     writer.writerow(header)
     for entry in board.get("entries", []):
-        row = [
-            _cell(entry.get(key))
-            for key in ("rank", "submission_id", "model_name", "team", "submitted_at", "paper_url", "code_url")
-        ]
-        for subset, metric in columns:
+        row = [_cell(_team(entry) if key == "team" else entry.get(key)) for key in fields]
+        row += [_cell(entry.get("paper_url")), _cell(entry.get("code_url"))]
+        for subset, metric, _ in columns:
             score = _score(entry, subset, metric)
-            row += [_cell(score.get(key)) for key in ("value", "ci_low", "ci_high")]
+            value = "" if not score else score_text(score)
+            row += [value, _cell(_bound(score, "ci_low")), _cell(_bound(score, "ci_high"))]
         writer.writerow(row)
     return out.getvalue()
