@@ -102,12 +102,15 @@ def test_a_ladder_answer_holds_nothing_but_the_released_figure(app, client, worl
     interval of a hidden split."""
     _upload(client, world, 0.8, seed=1)
     worse = _upload(client, world, 0.55, seed=2)
-    assert set(worse) == SUMMARY_KEYS | {"scores", "improved", "released", "quota"}
+    assert set(worse) == SUMMARY_KEYS | {"scores", "scores_text", "improved", "released", "quota"}
     detail = _detail(client, world, worse["id"])
+    for answer in (worse, detail):  # the figure's text beside it, and nothing more
+        assert {s: set(m) for s, m in answer["scores_text"].items()} == {s: set(m) for s, m in answer["scores"].items()}
     assert set(detail) == SUMMARY_KEYS | {
         "sha256",
         "size",
         "scores",
+        "scores_text",
         "improved",
         "released",
         "errors",

@@ -18,9 +18,10 @@ import urllib.parse
 
 import pytest
 
+from app import synthetic
 from app.services import catalog
 from tests.client.conftest import CLIENT
-from tests.support.one_number import COLUMNS, board_page, build, figure_and_interval
+from tests.support.one_number import COLUMNS, N, board_page, build, figure_and_interval
 from tests.support.users import bearer
 
 sys.path.insert(0, str(CLIENT))
@@ -32,7 +33,8 @@ LABELS = ["Accuracy", "Consistency", "Balanced accuracy", "Unbalanced accuracy"]
 
 @pytest.fixture
 def served(app, monkeypatch, tmp_path):
-    """The client's requests answered by `app` in process; returns the (path, sent a token) of each."""
+    """The client's requests answered by `app` in process (uploads too: the multipart body the client builds);
+    returns the (path, sent a token) of each."""
     pages = app.test_client()
     sent: list[tuple[str, bool]] = []
 
@@ -49,7 +51,17 @@ def served(app, monkeypatch, tmp_path):
             raise api._error(response.status_code, response.get_data())
         return response.get_data()
 
+    def upload_once(self, fields, file_name, file_data, progress, key):
+        parts, content_type = api.multipart(fields, file_name, file_data)
+        headers = {"Content-Type": content_type, "Idempotency-Key": key, "Authorization": f"Bearer {self.token}"}
+        sent.append(("/api/v1/submissions", True))
+        response = pages.post("/api/v1/submissions", data=b"".join(parts), headers=headers)
+        if response.status_code >= 400:
+            raise api._error(response.status_code, response.get_data())
+        return response.json
+
     monkeypatch.setattr(api.Client, "_fetch", fetch)
+    monkeypatch.setattr(api.Client, "_upload_once", upload_once)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("HOLDOUT_URL", "http://localhost")
     monkeypatch.delenv("HOLDOUT_TOKEN", raising=False)
@@ -167,16 +179,36 @@ def test_withheld_scores_print_held(app, world, capsys, monkeypatch):
     assert code == 0 and re.search(r"^all\s+accuracy\s+\d+\.\d$", out, re.M), out
     assert "consistency" not in out and "balanced" not in out
     code, out, err = run(capsys, "leaderboard", "nlvr2", "test-u")
-    assert code == 0 and out.strip() == "nlvr2 test-u: scores are held until the split is revealed"
+    held = "nlvr2 test-u: scores are held until the split is revealed"
+    assert code == 0 and out.splitlines()[0] == held
+    assert f"{ENTRIES} published entries from 3 teams wait for the reveal" in out  # counts only
+    assert "Feedback policy ladder" in out
     for fmt in ("csv", "markdown", "latex"):
         code, out, err = run(capsys, "leaderboard", "nlvr2", "test-u", "--format", fmt)
-        assert code == 0 and err.strip() == "nlvr2 test-u: scores are held until the split is revealed", fmt
+        assert code == 0 and err.splitlines()[0] == held, fmt
     with app.app_context():
         catalog.set_policy("nlvr2", "test-u", feedback="none")
     code, out, _ = run(capsys, "show", str(sid))
     assert code == 0
     assert "scores: held by the split's feedback policy until the maintainers reveal the split" in out
     assert "accuracy" not in out
+
+
+def test_the_ladders_answer_says_which_figure_it_shows(app, world, capsys, monkeypatch, tmp_path):
+    """A file that does not clearly beat the team's best is shown the best again: the command says so, and
+    prints that figure as the page does."""
+    monkeypatch.setenv("HOLDOUT_TOKEN", world["tokens"]["Lab"])
+    with app.app_context():
+        catalog.set_policy("nlvr2", "test-u", feedback="ladder")
+    gold = synthetic.nlvr2_gold(N, split="test", seed=5)
+    for accuracy, seed in ((0.95, 1), (0.6, 2)):
+        (tmp_path / f"{seed}.csv").write_bytes(synthetic.predictions("nlvr2", gold, accuracy, seed=seed))
+    code, out, err = run(capsys, "submit", "nlvr2", "test-u", str(tmp_path / "1.csv"), "--model", "good")
+    assert code == 0 and "the Ladder: a new best" in out, err
+    best = re.search(r"^all\s+accuracy\s+(\S+)$", out, re.M).group(1)
+    code, out, _ = run(capsys, "submit", "nlvr2", "test-u", str(tmp_path / "2.csv"), "--model", "worse")
+    assert code == 0 and "did not clearly beat your team's best, so the best is shown again" in out
+    assert re.search(r"^all\s+accuracy\s+(\S+)$", out, re.M).group(1) == best
 
 
 def test_unpublish_takes_an_entry_off_the_board(app, world, capsys, monkeypatch):

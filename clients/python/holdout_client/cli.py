@@ -19,7 +19,15 @@ from pathlib import Path
 from holdout_client import __version__, config
 from holdout_client.api import ApiError, Client, Progress
 from holdout_client.config import UsageError
-from holdout_client.output import board_csv, board_table, held_board, held_scores, scores_table, table
+from holdout_client.output import (
+    board_csv,
+    board_table,
+    held_board,
+    held_scores,
+    scores_table,
+    table,
+    verdict_line,
+)
 
 OK, REFUSED, USAGE = 0, 1, 2
 
@@ -116,6 +124,8 @@ def cmd_submit(args) -> int:
         f"submission {created['id']} scored: {created['benchmark']} {created['split']}, team {created['team']}, "
         f"model {created['model_name']}"
     )
+    if verdict_line(created):
+        _out(verdict_line(created))
     if created.get("scores"):
         _out(scores_table(created["scores"], created.get("scores_text")))
     else:
@@ -190,6 +200,8 @@ def _show(submission: dict) -> None:
         value = submission.get(key)
         if value not in (None, ""):
             _out(f"{label + ':':13} {value}")
+    if verdict_line(submission):
+        _out(verdict_line(submission))
     if submission.get("scores"):
         _out(scores_table(submission["scores"], submission.get("scores_text")))
     elif submission.get("status") == "scored":

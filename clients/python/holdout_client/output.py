@@ -102,10 +102,34 @@ def _team(entry: dict) -> str:
 
 
 def held_board(board: dict) -> str | None:
-    """The line for a board whose scores are held (None when they are public)."""
+    """What a board whose scores are held says (None when they are public): held, and, from a server that
+    gives them, how many entries wait (counts only) and the feedback policy."""
     if board.get("scores_public", True):
         return None
-    return f"{board.get('benchmark')} {board.get('split')}: scores are {HELD} until the split is revealed"
+    line = f"{board.get('benchmark')} {board.get('split')}: scores are {HELD} until the split is revealed"
+    facts = board.get("held") or {}
+    if "entries" in facts and "teams" in facts:
+        entries, teams = facts["entries"], facts["teams"]
+        line += (
+            f"\n{entries} published entr{'y' if entries == 1 else 'ies'} from {teams} team{'' if teams == 1 else 's'} "
+            "wait for the reveal"
+        )
+    if facts.get("policy"):
+        line += f"\n{facts['policy']}"
+    return line
+
+
+def verdict_line(submission: dict) -> str | None:
+    """What the Ladder's answer means, where it answered (a server that says so: `released`): a file that did
+    not clearly beat the best is shown the team's best again, never its own figure."""
+    if submission.get("released") == "best":
+        return (
+            "the Ladder: this file did not clearly beat your team's best, so the best is shown again "
+            f"(its own score is {HELD})"
+        )
+    if submission.get("improved") is True:
+        return "the Ladder: a new best, this file's own score released"
+    return None
 
 
 def board_table(board: dict) -> str:
