@@ -348,9 +348,7 @@ references_cli = AppGroup("references", help="Reference rows (baselines, human p
 def references_add(benchmark, split, name, scores_json, source_url, published_on):
     """Add a reference row to the leaderboard of SPLIT of BENCHMARK (shown where its score falls, never ranked)."""
     with _refusals():
-        reference = references.add_reference(
-            benchmark, split, name, scores_json, source_url, published_on=published_on
-        )
+        reference = references.add_reference(benchmark, split, name, scores_json, source_url, published_on=published_on)
     dated = f", dated {reference.published_on}" if reference.published_on else ""
     click.echo(f"added reference {reference.id} {reference.name!r} to {benchmark}/{split}{dated}: {reference.scores}")
 
