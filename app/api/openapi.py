@@ -301,6 +301,25 @@ SCHEMAS = {
                 "description": "`teams`: each team's best entry, ranked among those.",
             },
             "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
+            "references": {"type": "array", "items": _ref("ReferenceRow")},
+        },
+    },
+    "ReferenceRow": {
+        "type": "object",
+        "required": ["name", "rank", "place", "date", "source_url"],
+        "description": "A baseline or human performance from a paper: never ranked, it stands where its primary "
+        "score falls among the entries.",
+        "properties": {
+            "name": {"type": "string"},
+            "rank": {"type": "null", "description": "Reference rows have no rank."},
+            "place": {
+                "type": "integer",
+                "description": "Its row in the table, entries and reference rows counted from 1.",
+            },
+            "date": _nullable("string", description="The day its figures were published (YYYY-MM-DD), if given."),
+            "source_url": _nullable("string"),
+            "scores": {"type": "object", "description": "A board's: subset -> metric -> {value}."},
+            "cells": {"type": "object", "description": "The models view's: column key -> {value}."},
         },
     },
     "Models": {
@@ -348,6 +367,7 @@ SCHEMAS = {
                     },
                 },
             },
+            "references": {"type": "array", "items": _ref("ReferenceRow")},
         },
     },
 }

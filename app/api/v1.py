@@ -256,6 +256,7 @@ def leaderboard(benchmark: str, split: str | None = None):
         "scores_public": board.scores_public,
         "view": board.view,
         "entries": [_entry(entry) for entry in board.entries],
+        "references": exports.reference_documents(board),
     }
 
 

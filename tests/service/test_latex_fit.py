@@ -122,7 +122,11 @@ def _fits(log: str) -> None:
     assert "Missing character" not in log
 
 
-@pytest.mark.parametrize("options", ["twocolumn", "11pt,twocolumn"])
+# A 10pt article (the usual yardstick), and 11pt (ACL's) and 12pt type: larger type in as narrow a column.
+PAPERS = ["twocolumn", "11pt,twocolumn", "12pt,twocolumn"]
+
+
+@pytest.mark.parametrize("options", PAPERS)
 def test_the_board_export_fits_a_column(crowded, tmp_path, options):
     _pdflatex()
     client = crowded.test_client()
@@ -137,7 +141,8 @@ def test_the_board_export_fits_a_column(crowded, tmp_path, options):
     _fits(_compile(table, tmp_path / "paper", options))
 
 
-def test_the_models_export_fits_the_page(crowded, tmp_path):
+@pytest.mark.parametrize("options", PAPERS)
+def test_the_models_export_fits_the_page(crowded, tmp_path, options):
     _pdflatex()
     client = crowded.test_client()
     table = client.get("/leaderboards/nlvr2/models/export.tex").get_data(as_text=True)
@@ -145,7 +150,7 @@ def test_the_models_export_fits_the_page(crowded, tmp_path):
     assert "resizebox" not in table and table.isascii()
     assert len(re.findall(r"^\d+ & ", table, re.M)) == ENTRIES
     assert "\\textit{\\hspace{0pt}Human performance" in table  # the reference rows are in the models view
-    _fits(_compile(table, tmp_path / "paper"))
+    _fits(_compile(table, tmp_path / "paper", options))
 
 
 def test_a_table_too_wide_for_the_page_is_scaled_as_a_last_resort(crowded, tmp_path):

@@ -621,14 +621,16 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
     label = "tab:" + "-".join(part for part in (board.benchmark.slug, board.split.slug) if part)
     entries = sum(1 for row in rows if row.kind == "entry")
     lines = [
-        f"% {title} leaderboard exported by Holdout on {today:%Y-%m-%d}: {entries} rows"
+        f"% {title} leaderboard exported by Holdout on {today:%Y-%m-%d}: {entries} "
+        f"{'models' if isinstance(board, models_view.ModelsTable) else 'entries'}"
         f"{f' and {len(rows) - entries} reference rows' if len(rows) > entries else ''}"
         f"{f', in {len(floats)} floats (Table {label} and its continuations)' if len(floats) > 1 else ''}.",
         "% Needs, in the preamble:",
         *_latex_packages(board, rows, layout),
-        "% The file is ASCII (no inputenc needed): names have accents as LaTeX accents, Greek letters in math and",
-        '% Cyrillic transliterated; what pdflatex\'s standard fonts cannot set (CJK, emoji, ...) is written "?", and',
-        "% names longer than three lines are shortened (\\ldots). The CSV and JSON exports have them as written.",
+        "% The file is ASCII (no inputenc needed): names have accents as LaTeX accents, a Greek letter in math,",
+        "% Greek words and Cyrillic transliterated; what pdflatex's standard fonts cannot set (CJK, emoji, ...) is",
+        '% written "?", and names longer than three lines are shortened (\\ldots). The CSV and JSON exports have',
+        "% them as written.",
     ]
     what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
     ranked_as = (

@@ -1,16 +1,16 @@
 """Text for a LaTeX table that pdflatex sets with its standard fonts, and how wide it will be.
 
 Names are written in ASCII, whatever the paper's input encoding: LaTeX's special characters are escaped,
-accented Latin letters become accent commands (é -> \\'{e}, ǖ -> \\={\\"{u}}), Greek letters math symbols
-($\\alpha$), Cyrillic a transliteration, typographic punctuation its LaTeX form (– -> --), and what the
-standard fonts cannot set at all (CJK ideographs, emoji, other scripts) a "?". A few letters need the T1
-font encoding (ą, ð, þ, ŋ, đ, guillemets): `needs_t1` tells, and the export then asks for
-\\usepackage[T1]{fontenc}.
+accented Latin letters become accent commands (é -> \\'{e}, ǖ -> \\={\\"{u}}), a Greek letter or two a math
+symbol ($\\alpha$-Net) and a Greek word a transliteration, Cyrillic a transliteration, typographic punctuation
+its LaTeX form (– -> --), and what the standard fonts cannot set at all (CJK ideographs, emoji, other
+scripts) a "?". A few letters need the T1 font encoding (ą, ð, þ, ŋ, đ, guillemets): `needs_t1` tells, and
+the export then asks for \\usepackage[T1]{fontenc}.
 
-Widths are estimates in ems of Computer Modern, the widest of the usual paper fonts, so that a table laid
-out from them is never taller than estimated: they decide how names are shortened and how many rows a float
-holds. A long word gets places to break (after - / _ . and every few letters), so that a narrow column
-wraps it instead of running over.
+Widths are estimates in ems of Computer Modern, the widest of the usual paper fonts, so that a table laid out
+from them is no taller than estimated: they decide how names are shortened and how many rows a float holds.
+A line breaks where TeX would break it: at spaces, after - / _ . (offered explicitly), and inside a word too
+wide for any column (hyphens offered every few letters); `wrap` counts the lines the same way.
 """
 
 from __future__ import annotations
@@ -418,7 +418,7 @@ def break_points(parts: list[Piece]) -> tuple[set[int], set[int]]:
     LONG_WORD ems, every LONG_RUN letters with three left. Shorter words are left to TeX's hyphenation: a
     model column is never narrower than LONG_WORD ems, so they fit a line of their own."""
     spans = _word_spans(parts)
-    free = {end - 1 for _, end in spans[:-1] if parts[end - 1].break_after}
+    free = {end - 1 for _, end in spans[:-1] if parts[end - 1].break_after and not parts[end].space}
     hyphens: set[int] = set()
     for start, end in spans:
         if width([piece for piece in parts[start:end] if not piece.space]) <= LONG_WORD:
