@@ -599,7 +599,8 @@ def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
     """What the table needs in the paper's preamble, as comment lines to copy."""
     packages = ["\\usepackage{booktabs}", "\\usepackage{tabularx}"]
     names = [row.name if row.kind == "reference" else f"{row.model_name} {_team(row)}" for row in rows]
-    if any(latex_text.needs_t1(text) for text in [*names, board.benchmark.name, board.split.name]):
+    labels = [column.label for column in board.columns]
+    if any(latex_text.needs_t1(text) for text in [*names, *labels, board.benchmark.name, board.split.name]):
         packages.append("\\usepackage[T1]{fontenc}  % for the letters \\k, \\dh, \\th, \\ng, \\dj or guillemets")
     if layout.scaled:
         packages.append("\\usepackage{graphicx}  % \\resizebox: the table is too wide for the page otherwise")
