@@ -338,11 +338,27 @@ references_cli = AppGroup("references", help="Reference rows (baselines, human p
     help='Percentages as JSON, e.g. \'{"all": {"accuracy": 96.1, "consistency": 89.0}}\'.',
 )
 @click.option("--source", "source_url", default=None, help="Where the figures come from (http(s) URL).")
-def references_add(benchmark, split, name, scores_json, source_url):
-    """Add a reference row to the leaderboard of SPLIT of BENCHMARK (shown apart, never ranked)."""
+@click.option(
+    "--date",
+    "published_on",
+    default=None,
+    callback=lambda _ctx, _param, value: _reference_date(value),
+    help="The day the figures were published (the paper's date), YYYY-MM-DD.",
+)
+def references_add(benchmark, split, name, scores_json, source_url, published_on):
+    """Add a reference row to the leaderboard of SPLIT of BENCHMARK (shown where its score falls, never ranked)."""
     with _refusals():
-        reference = references.add_reference(benchmark, split, name, scores_json, source_url)
-    click.echo(f"added reference {reference.id} {reference.name!r} to {benchmark}/{split}: {reference.scores}")
+        reference = references.add_reference(benchmark, split, name, scores_json, source_url, published_on=published_on)
+    dated = f", dated {reference.published_on}" if reference.published_on else ""
+    click.echo(f"added reference {reference.id} {reference.name!r} to {benchmark}/{split}{dated}: {reference.scores}")
+
+
+def _reference_date(value):
+    """--date checked before anything else, so that its error names the option (click: exit code 2)."""
+    try:
+        return references.parse_date(value)
+    except ServiceError as exc:
+        raise click.BadParameter(exc.message, param_hint="'--date'") from exc
 
 
 @references_cli.command("list")
@@ -355,7 +371,8 @@ def references_list(benchmark, split):
     if not rows:
         click.echo("no reference rows")
     for reference in rows:
-        click.echo(f"{reference.id}\t{reference.name}\t{reference.scores}\t{reference.source_url or ''}")
+        day = reference.published_on.isoformat() if reference.published_on else ""
+        click.echo(f"{reference.id}\t{reference.name}\t{reference.scores}\t{reference.source_url or ''}\t{day}")
 
 
 @references_cli.command("remove")

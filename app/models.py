@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import numpy as np
 from flask_login import UserMixin
 from sqlalchemy import (
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -298,6 +299,9 @@ class Reference(Model):
     # {"<subset>": {"<metric>": value}} as JSON, percentages like stored scores.
     scores: Mapped[str] = mapped_column(Text)
     source_url: Mapped[str | None] = mapped_column(String(500))
+    # The day the figures were published (the paper's date), when the maintainer gave it; never the day the row
+    # was added, which says nothing of where the figures stand in the board's history.
+    published_on: Mapped[date | None] = mapped_column(Date)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     split: Mapped[Split] = relationship()

@@ -291,18 +291,20 @@ SCHEMAS = {
                 "type": "integer",
                 "minimum": 1,
                 "description": "1 + the number of entries significantly better on the primary metric: a one-sided "
-                "exact McNemar test against each entry above, Holm-corrected over that entry's own "
+                "exact McNemar test against every other entry, Holm-corrected over that entry's own "
                 "comparisons (alpha 0.05); equal primary scores share a rank. Never decreases down "
                 "the table. On a blind test before its reveal, from the counts alone: a one-sided "
                 "two-proportion z-test against every other entry, Holm-corrected.",
             },
             "rank_low": _nullable(
                 "integer",
-                description="Lower end of the 95% rank interval (the entry's rank in the bootstrap resamples; on a "
-                "blind test before its reveal, the rank itself, and the upper end is the number of entries less "
-                "those significantly worse).",
+                description="Lower end of the rank interval: the rank itself (1 + the entries significantly better, "
+                "from the same tests as the rank).",
             ),
-            "rank_high": _nullable("integer", description="Upper end of the 95% rank interval."),
+            "rank_high": _nullable(
+                "integer",
+                description="Upper end of the rank interval: the number of entries less those significantly worse.",
+            ),
             "submission_id": {"type": "integer", "description": "Its public page is /submissions/{id}."},
             "model_name": {"type": "string"},
             "team": _nullable("string", description="Null when the team chose to appear anonymously."),
@@ -409,6 +411,25 @@ SCHEMAS = {
                     "about_url": {"type": "string", "description": "How the blind test works (a page)."},
                 },
             },
+            "references": {"type": "array", "items": _ref("ReferenceRow")},
+        },
+    },
+    "ReferenceRow": {
+        "type": "object",
+        "required": ["name", "rank", "place", "date", "source_url"],
+        "description": "A baseline or human performance from a paper: never ranked, it stands where its primary "
+        "score falls among the entries.",
+        "properties": {
+            "name": {"type": "string"},
+            "rank": {"type": "null", "description": "Reference rows have no rank."},
+            "place": {
+                "type": "integer",
+                "description": "Its row in the table, entries and reference rows counted from 1.",
+            },
+            "date": _nullable("string", description="The day its figures were published (YYYY-MM-DD), if given."),
+            "source_url": _nullable("string"),
+            "scores": {"type": "object", "description": "A board's: subset -> metric -> {value}."},
+            "cells": {"type": "object", "description": "The models view's: column key -> {value}."},
         },
     },
     "Models": {
@@ -456,6 +477,7 @@ SCHEMAS = {
                     },
                 },
             },
+            "references": {"type": "array", "items": _ref("ReferenceRow")},
         },
     },
 }

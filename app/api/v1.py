@@ -288,6 +288,7 @@ def leaderboard(benchmark: str, split: str | None = None):
             for c in board.columns
         ],
         "entries": [_entry(entry) for entry in board.entries],
+        "references": exports.reference_documents(board),
         "held": _held(board.held),
     }
 

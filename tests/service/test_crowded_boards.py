@@ -313,9 +313,11 @@ def test_one_number_everywhere(app, client, small):
             assert score_text(item["scores"]["all"]["accuracy"]["value"]) == accuracy
             md_row = next(line for line in markdown.splitlines() if f"| {entry.model_name} |" in line)
             assert f"| {accuracy} [" in md_row and f"| {consistency} [" in md_row
+            tex_lines = latex.splitlines()
             tex_row = next(
-                line for line in latex.splitlines() if line.split(" & ")[1:2] == [f"{entry.model_name} ({entry.team})"]
+                line for line in tex_lines if line.split(" & ")[1:2] == [f"\\hspace{{0pt}}{entry.model_name}"]
             )
+            assert f"{{\\scriptsize {entry.team}}}" in tex_lines[tex_lines.index(tex_row) + 1]  # the team beneath
             assert re.search(rf"(\\textbf{{)?{re.escape(accuracy)}\}}? &", tex_row)
             assert f'href="/submissions/{sid}">{accuracy}</a>' in models or split != "test-u"
 

@@ -6,14 +6,14 @@ import csv
 import io
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from types import SimpleNamespace
 
 import pytest
 
 from app import synthetic
 from app.services import catalog
-from app.services.boards import exports
+from app.services.boards import exports, latex_text
 from app.services.boards.board_snapshots import Entry, ReferenceRow
 from app.services.boards.leaderboards import Board, Column
 from app.services.catalog import references
@@ -48,7 +48,7 @@ def _entry(rank: int, model: str, team: str | None, **kw) -> Entry:
 
 
 def _board(*entries: Entry, refs: tuple[ReferenceRow, ...] = ()) -> Board:
-    benchmark = SimpleNamespace(slug="nlvr2", name="NLVR2")
+    benchmark = SimpleNamespace(slug="nlvr2", name="NLVR2", task_type="nlvr2")
     split = SimpleNamespace(slug="test-u", name="Test-U", hidden=False, revealed_at=None)
     return Board(benchmark, split, list(entries), True, COLUMNS, list(refs))
 
@@ -72,7 +72,7 @@ def test_csv_quotes_commas_quotes_and_newlines_and_keeps_numbers():
             refs=(ReferenceRow(1, "Human", None, WHEN, {"all": {"accuracy": 96.1}}),),
         )
     )
-    header, entry, reference = list(csv.reader(io.StringIO(text)))
+    header, reference, entry = list(csv.reader(io.StringIO(text)))  # the reference where its score falls
     assert header[:7] == [
         "rank",
         "model",
@@ -86,7 +86,7 @@ def test_csv_quotes_commas_quotes_and_newlines_and_keeps_numbers():
     assert entry[:7] == ["1", model, "Anonymous", "2025-03-14", "71.25", "70.0", "72.5"]
     assert entry[header.index("paper_url")] == "https://example.org/a,b" and entry[-1] == "entry"
     assert reference[0] == "" and reference[1] == "Human" and reference[4] == "96.1" and reference[5] == ""
-    assert reference[-1] == "reference"
+    assert reference[3] == "" and reference[-1] == "reference"  # no date given: none (not the day it was added)
     assert text.count("\r\n") == 3 and '"Big, ""quoted""\nmodel"' in text  # the cell's newline stays quoted
 
 
@@ -108,29 +108,40 @@ def test_latex_escapes_every_special_character():
 def test_latex_table_is_a_booktabs_float_with_escaped_team_strings():
     board = _board(
         _entry(1, LATEX_SPECIALS, "Team_1 & 50%", paper_url="https://example.org/~x#y"),
-        refs=(ReferenceRow(1, "Human {best}", None, WHEN, {"all": {"accuracy": 96.1}}),),
+        refs=(
+            ReferenceRow(1, "Human {best}", None, WHEN, {"all": {"accuracy": 96.1}}, date(2019, 7, 28)),
+            ReferenceRow(2, "Chance", None, WHEN, {"all": {"accuracy": 50.0}}),
+        ),
     )
     text = exports.to_latex(board, today=WHEN)
-    assert "\\begin{table}" in text and "\\end{table}" in text
-    assert "\\begin{tabularx}{\\columnwidth}{@{}rXrrr@{}}" in text and "\\toprule" in text and "\\bottomrule" in text
+    assert "\\begin{table}[tbp]" in text and "\\end{table}" in text
+    assert "\\begin{tabularx}{\\columnwidth}{@{}r>{\\raggedright\\arraybackslash}Xrrr@{}}" in text
+    assert "\\toprule" in text and "\\bottomrule" in text and text.count("\\midrule") == 1
+    assert "% \\usepackage{booktabs}\n% \\usepackage{tabularx}\n" in text and "fontenc" not in text
     assert "\\caption{NLVR2 Test-U leaderboard (Holdout, 2025-03-14)" in text and "\\label{tab:nlvr2-test-u}" in text
-    assert text.count("\\midrule") == 2  # header rule, then the reference rows apart
-    row = next(line for line in text.splitlines() if line.startswith("1 & "))
+    lines = text.splitlines()
+    row = next(line for line in lines if line.startswith("1 & "))
     cells = row.removesuffix(" \\\\").split(" & ")
     assert len(cells) == 2 + len(COLUMNS)  # no stray & splits a cell
-    assert cells[1] == f"{exports.latex_escape(LATEX_SPECIALS)} (Team\\_1 \\& 50\\%)"
+    assert cells[1] == "\\hspace{0pt}" + latex_text.latex_text(LATEX_SPECIALS, breaks=True)
     assert cells[2] == r"\textbf{71.3}"  # the column's best value, rounded half up once
-    interval_row = text.splitlines()[text.splitlines().index(row) + 1]
-    assert interval_row.startswith(" &  & {\\scriptsize 70.0--72.5}")
+    beneath = lines[lines.index(row) + 1]
+    assert beneath.startswith(" & {\\scriptsize Team\\_\\allowbreak{}1 \\& 50\\%} & {\\scriptsize 70.0--72.5}")
+    # The references stand where their scores fall, unranked, in italics, with their dates.
+    human = lines.index(next(line for line in lines if "Human" in line))
+    chance = lines.index(next(line for line in lines if "Chance" in line))
+    assert human < lines.index(row) < chance
+    assert lines[human] == " & \\textit{\\hspace{0pt}Human \\{best\\}} & \\textit{96.1} & -- & -- \\\\"
+    assert lines[human + 1].startswith(" & {\\scriptsize reference, \\mbox{2019-07-28}} & ")
+    assert lines[chance + 1].startswith(" & {\\scriptsize reference} & ")
     assert "example.org" not in text  # links are left out
-    assert r"\textit{Human \{best\}}" in text
     # No unescaped special character is left in the team-written cell.
     model = cells[1]
-    assert not re.search(r"(?<!\\)[&%$#_{}~^]", re.sub(r"\\[a-z]+\{\}|\\[{}$&#_%]", "", model)), model
-    assert "{\\scriptsize" not in exports.to_latex(board, intervals=False)
+    assert not re.search(r"(?<!\\)[&%$#_{}~^]", re.sub(r"\\[a-z]+\{[^}]*\}|\\[{}$&#_%]", "", model)), model
+    assert "70.0--72.5" not in exports.to_latex(board, intervals=False)
     assert "Q$\\to$A" in exports.to_latex(
         Board(
-            SimpleNamespace(slug="vcr", name="VCR"),
+            SimpleNamespace(slug="vcr", name="VCR", task_type="vcr"),
             SimpleNamespace(slug="val", name="Val", hidden=False, revealed_at=None),
             [],
             True,
@@ -161,8 +172,9 @@ def test_markdown_escapes_pipes_and_backslashes():
 
 
 def test_json_shape():
-    human = ReferenceRow(1, "Human", "https://example.org/h", WHEN, {"all": {"accuracy": 96.1}})
-    board = _board(_entry(1, "M", None, code_url="https://example.org/c"), _entry(2, "N", "Lab"), refs=(human,))
+    human = ReferenceRow(1, "Human", "https://example.org/h", WHEN, {"all": {"accuracy": 96.1}}, date(2019, 7, 28))
+    chance = ReferenceRow(2, "Chance", None, WHEN, {"all": {"accuracy": 50.0}})
+    board = _board(_entry(1, "M", None, code_url="https://example.org/c"), _entry(2, "N", "Lab"), refs=(human, chance))
     body = json.loads(exports.to_json(board))
     assert body["benchmark"] == "nlvr2" and body["split"] == "test-u" and body["scores_public"] is True
     assert [c["label"] for c in body["columns"]] == ["Accuracy", "Consistency", "Balanced accuracy"]
@@ -179,13 +191,24 @@ def test_json_shape():
     }
     assert first["code_url"] == "https://example.org/c" and first["paper_url"] is None
     assert datetime.fromisoformat(first["date"]) == WHEN
+    # Where each reference stands (its row among entries and references), never a rank; its publication date.
     assert body["references"] == [
         {
             "name": "Human",
+            "rank": None,
+            "place": 1,
+            "date": "2019-07-28",
             "source_url": "https://example.org/h",
-            "date": WHEN.isoformat(),
             "scores": {"all": {"accuracy": {"value": 96.1, "text": "96.1"}}},
-        }
+        },
+        {
+            "name": "Chance",
+            "rank": None,
+            "place": 4,
+            "date": None,
+            "source_url": None,
+            "scores": {"all": {"accuracy": {"value": 50.0, "text": "50.0"}}},
+        },
     ]
 
 
@@ -228,7 +251,8 @@ def test_export_routes(client, published, fmt, content_type):
     assert "Human" in body
     if fmt == "csv":
         rows = list(csv.reader(io.StringIO(body)))
-        assert rows[1][:3] == ["1", '\'@evil, "m"', "'=cmd|' /C calc'!A0"]
+        assert rows[1][:2] == ["", "Human"]  # above the entry, where its score falls
+        assert rows[2][:3] == ["1", '\'@evil, "m"', "'=cmd|' /C calc'!A0"]
 
 
 def test_export_of_an_unknown_format_or_split_is_404(client, published):

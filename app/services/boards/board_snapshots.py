@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from functools import cached_property
 from typing import Any
 
@@ -60,7 +60,7 @@ class Entry:
     # (ci_low, ci_high) per subset and metric; None bounds where no interval exists
     intervals: dict[str, dict[str, tuple[float | None, float | None]]] = field(default_factory=dict)
     position: int = 0  # 1-based place in the default ranking
-    rank_low: int | None = None  # 95% rank interval from the bootstrap resamples
+    rank_low: int | None = None  # the rank interval [1 + B, k - W] (statistics.view_ranks): rank_low is the rank
     rank_high: int | None = None
     team_key: str = ""  # what view=teams groups by: "team:<id>", or "anonymous:<submission id>"
     model_key: str = ""  # what the models view groups by: the team key plus the model name, trimmed, folded
@@ -97,15 +97,17 @@ class Entry:
 
 @dataclass
 class ReferenceRow:
-    """A baseline or human-performance row from a paper: shown apart, never ranked."""
+    """A baseline or human-performance row from a paper: shown where its primary score falls, never ranked."""
 
     id: int
     name: str
     source_url: str | None
     created_at: datetime
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    published_on: date | None = None  # the day its figures were published, when the maintainer gave it
 
     kind = "reference"
+    rank = None  # never ranked: a reference row has no rank of its own
 
     def value(self, column) -> float | None:
         return self.scores.get(column.subset, {}).get(column.metric)
@@ -424,7 +426,10 @@ def changelog(split: Split) -> list[ChangelogLine]:
 
 def _references(split: Split) -> list[ReferenceRow]:
     rows = db.session.scalars(select(Reference).where(Reference.split_id == split.id).order_by(Reference.id))
-    return [ReferenceRow(r.id, r.name, r.source_url, as_utc(r.created_at), json.loads(r.scores)) for r in rows]
+    return [
+        ReferenceRow(r.id, r.name, r.source_url, as_utc(r.created_at), json.loads(r.scores), r.published_on)
+        for r in rows
+    ]
 
 
 # --- the stored payload ----------------------------------------------------------------------------------
@@ -461,7 +466,17 @@ def _encode(snapshot: Snapshot) -> bytes:
         "format": PAYLOAD_FORMAT,
         "entries": [_encoded_entry(e) for e in snapshot.entries],
         "decimals": _figure_decimals(snapshot.entries),
-        "references": [[r.id, r.name, r.source_url, r.created_at.isoformat(), r.scores] for r in snapshot.references],
+        "references": [
+            [
+                r.id,
+                r.name,
+                r.source_url,
+                r.created_at.isoformat(),
+                r.scores,
+                r.published_on.isoformat() if r.published_on else None,
+            ]
+            for r in snapshot.references
+        ],
     }
     # Level 1: a third of level 6's time on a 10,000-entry board, for a tenth more bytes.
     return zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 1)
@@ -508,11 +523,16 @@ def _decode(version: int, payload: bytes) -> Snapshot | None:
     entries = [_decoded_entry(values) for values in body["entries"]]
     for entry in entries:
         _as_figures(entry, body["decimals"])
-    references = [
-        ReferenceRow(rid, name, url, datetime.fromisoformat(moment), scores)
-        for rid, name, url, moment, scores in body["references"]
-    ]
+    references = [_decoded_reference(values) for values in body["references"]]
     return Snapshot(version, entries, references)
+
+
+def _decoded_reference(values: list) -> ReferenceRow:
+    rid, name, url, moment, scores, *rest = values
+    day = rest[0] if rest else None  # a payload stored before references had dates: those rows had none
+    return ReferenceRow(
+        rid, name, url, datetime.fromisoformat(moment), scores, date.fromisoformat(day) if day else None
+    )
 
 
 def _decoded_entry(values: list) -> Entry:

@@ -1,14 +1,15 @@
-"""Exports of a leaderboard for papers and scripts: CSV, JSON, Markdown and LaTeX (a booktabs table float).
+"""Exports of a leaderboard for papers and scripts: CSV, JSON, Markdown and LaTeX (booktabs table floats).
 
-Every row has the rank (and its 95% rank interval), model, team ("Anonymous" for anonymous entries), date,
-each chosen column's value with its 95% interval (ci_low, ci_high) and the paper and code links; reference
-rows follow, unranked. The models view (one row per model across splits) exports through the same
+Every row has the rank (and its rank interval), model, team ("Anonymous" for anonymous entries), date,
+each chosen column's value with its 95% interval (ci_low, ci_high) and the paper and code links. Reference
+rows stand where their primary score falls, as on the board (leaderboards.interleave), unranked, with the day
+their figures were published. The models view (one row per model across splits) exports through the same
 functions: its rows answer value(column) and interval(column) like a board's entries. Scores are written
 as text by app.evaluation.display.score_text, the one rounding every page uses; JSON (and the API) carry each
 score's value and, beside it, that text. A released figure of a blind test (display.Figure) is its own value:
 CSV writes it as the board does ("51", "81.25"), where other values get six decimals.
 Everything a team wrote is escaped for the format: CSV cells that a spreadsheet would run as a formula
-are defused, Markdown punctuation is backslash-escaped, and LaTeX special characters are replaced.
+are defused, Markdown punctuation is backslash-escaped, and LaTeX gets ASCII (latex_text).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from app.evaluation.display import Figure, score_text
 from app.services.blind_test import visibility
-from app.services.boards import leaderboards, models_view
+from app.services.boards import latex_text, leaderboards, models_view
 from app.services.boards.board_snapshots import GAP, Entry, ReferenceRow
 from app.services.boards.leaderboards import Board, Column
 from app.services.errors import NotFound
@@ -93,9 +94,17 @@ def _team(entry: Entry | models_view.ModelRow) -> str:
 
 
 def _date(row: Any) -> str:
-    """An entry's (or a model row's) submission date, a reference row's creation date."""
-    moment = row.created_at if row.kind == "reference" else row.submitted_at
-    return f"{moment:%Y-%m-%d}"
+    """An entry's (or a model row's) submission date; a reference row's publication date ("" if not given:
+    the day it was added would misplace it in the board's history)."""
+    if row.kind == "reference":
+        return "" if row.published_on is None else row.published_on.isoformat()
+    return f"{row.submitted_at:%Y-%m-%d}"
+
+
+def _rows(board) -> list:
+    """The table's rows in display order: the ranked entries, each reference row where its primary score
+    falls (a board's and a models table's alike)."""
+    return leaderboards.interleave(board.entries, board.references, board.primary)
 
 
 def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
@@ -193,15 +202,14 @@ def to_csv(board: Board) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180; quotes cells with commas, quotes, newlines
     writer.writerow(header)
-    # Entries (or a models table's rows, which read alike) and reference rows.
-    rows: list[Any] = [*board.entries, *board.references]
-    for row in rows:
+    # Entries (or a models table's rows, which read alike) and reference rows, in the table's order.
+    for row in _rows(board):
         entry = row if row.kind == "entry" else None
         if entry is not None:
             name, team, link, code = entry.model_name, _team(entry), entry.paper_url, entry.code_url
         else:
             name, team, link, code = row.name, "", row.source_url, None
-        cells: list = [entry.rank if entry else "", name, team, _date(row)]
+        cells: list = [entry.rank if entry else "", name, team, _date(row) or None]
         for column in board.columns:
             low, high = row.interval(column)
             cells += [_round(row.value(column)), _round(low), _round(high)]
@@ -274,19 +282,46 @@ def to_json(board: Board) -> str:
             }
             for entry in board.entries
         ],
-        "references": [
-            {
-                "name": r.name,
-                "source_url": r.source_url,
-                "date": r.created_at.isoformat(),
-                "scores": {
-                    s: {m: {"value": v, "text": score_text(v)} for m, v in ms.items()} for s, ms in r.scores.items()
-                },
-            }
-            for r in board.references
-        ],
+        "references": reference_documents(board),
     }
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+
+
+def reference_documents(board) -> list[dict]:
+    """The reference rows as JSON (the exports and the API): never a rank, and `place`, the row each stands at
+    in the table (entries and reference rows counted, from 1), where its primary score falls; `date` is the
+    day its figures were published (null if not given). A board's carry their scores, a models table's their
+    cells by column key."""
+    documents = []
+    for place, row in enumerate(_rows(board), start=1):
+        if row.kind != "reference":
+            continue
+        if isinstance(row, ReferenceRow):
+            figures: dict[str, dict] = {
+                "scores": {
+                    s: {m: {"value": v, "text": score_text(v)} for m, v in ms.items()} for s, ms in row.scores.items()
+                }
+            }
+        else:
+            values = {column.key: row.value(column) for column in board.columns}
+            figures = {
+                "cells": {
+                    key: {"value": value, "text": score_text(value)}
+                    for key, value in values.items()
+                    if value is not None
+                }
+            }
+        documents.append(
+            {
+                "name": row.name,
+                "rank": None,
+                "place": place,
+                "date": _date(row) or None,
+                "source_url": row.source_url,
+                **figures,
+            }
+        )
+    return documents
 
 
 def gap_document(entry: Entry) -> dict | None:
@@ -339,6 +374,7 @@ def _models_body(table: models_view.ModelsTable) -> dict:
             }
             for row in table.entries
         ],
+        "references": reference_documents(table),
     }
 
 
@@ -374,76 +410,144 @@ def to_markdown(board: Board) -> str:
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---"]) + "|",
     ]
-    for entry in board.entries:
-        cells = [
-            _rank_text(entry.rank),
-            markdown_escape(entry.model_name),
-            markdown_escape(_team(entry)),
-            _date(entry),
-            *(_cell_text(entry, c) for c in board.columns),
-            _markdown_link("paper", entry.paper_url),
-            _markdown_link("code", entry.code_url),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    for reference in board.references:
-        cells = [
-            "–",
-            f"*{markdown_escape(reference.name)}* (reference)",
-            "",
-            _date(reference),
-            *(_cell_text(reference, c) for c in board.columns),
-            _markdown_link("source", reference.source_url),
-            "",
-        ]
+    for row in _rows(board):
+        if row.kind == "entry":
+            cells = [
+                _rank_text(row.rank),
+                markdown_escape(row.model_name),
+                markdown_escape(_team(row)),
+                _date(row),
+                *(_cell_text(row, c) for c in board.columns),
+                _markdown_link("paper", row.paper_url),
+                _markdown_link("code", row.code_url),
+            ]
+        else:  # unranked, where its score falls
+            cells = [
+                "–",
+                f"*{markdown_escape(row.name)}* (reference)",
+                "",
+                _date(row) or "–",
+                *(_cell_text(row, c) for c in board.columns),
+                _markdown_link("source", row.source_url),
+                "",
+            ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 # --- LaTeX -----------------------------------------------------------------------------------------------
 
-_LATEX = {
-    "\\": r"\textbackslash{}",
-    "{": r"\{",
-    "}": r"\}",
-    "$": r"\$",
-    "&": r"\&",
-    "#": r"\#",
-    "^": r"\textasciicircum{}",
-    "_": r"\_",
-    "%": r"\%",
-    "~": r"\textasciitilde{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-}
-
 
 def latex_escape(text: str | None) -> str:
-    """Text safe inside a LaTeX tabular cell: every special character replaced, newlines as spaces."""
-    text = " ".join((text or "").splitlines())
-    return "".join(_LATEX.get(ch, ch) for ch in text)
+    """Text safe inside a LaTeX table cell, in ASCII: special characters escaped, accented letters as accent
+    commands, other scripts transliterated (latex_text); newlines as spaces."""
+    return latex_text.latex_text(text)
 
 
-def _latex_label(label: str) -> str:
-    return latex_escape(label).replace("→", r"$\to$")
+@dataclass(frozen=True)
+class _Paper:
+    """The page a table is laid out for: its column and text widths, and the ems of its footnote size (names
+    and scores) and script size (teams and intervals), in points."""
+
+    column: float
+    text: float
+    main_em: float
+    small_em: float
 
 
-_LATEX_SHORT = {"accuracy": "Acc.", "consistency": "Cons."}
+# Whether a table fits a column or the page is judged for a two-column article in 10pt type; how many lines its
+# names take, for ACL's 11pt papers (narrower columns, larger type), so that a table's floats and shortened
+# names are never taller there than estimated. Widths are Computer Modern's (latex_text), the widest of the
+# usual paper fonts. tabularx gives the model column whatever is left: the table is exactly as wide as its
+# float in any paper.
+ARTICLE = _Paper(column=229.5, text=469.0, main_em=8.5, small_em=8.0)
+NARROW = _Paper(column=219.0, text=455.0, main_em=9.25, small_em=8.5)
+SEP_PT = 2.5  # \tabcolsep
+MIN_MODEL_EM = 6.0  # the model column at its narrowest, in the article: a short word or two a line
+SCALED_MODEL_PT = 130.0  # the model column of a table too wide even for the page, before it is scaled down
+NAME_LINES, TEAM_LINES = 3, 1  # a name is shortened ("...") past three lines, a team past one
+# The rows one float holds, in lines as estimated for 11pt type: with the two header lines, the rules and a
+# caption of five lines, a float stays inside the text height of an 11pt or 12pt paper (541 and 548 pt, at 11
+# and 12 pt a line). A longer table continues in further floats.
+FLOAT_LINES = 32
 
 
-def _latex_header(column: Column) -> str:
-    """Short headers, so that the default columns fit a column of a two-column paper."""
+@dataclass(frozen=True)
+class _Layout:
+    environment: str  # table (a column) or table* (the page)
+    width: str  # \columnwidth or \textwidth
+    scaled: bool  # too wide even for the page: a tabular at its natural width, scaled down to \textwidth
+    name_em: float  # the model column's width in the narrow paper, in ems of the names' type
+    team_em: float  # the same in ems of the teams' type
+
+
+@dataclass(frozen=True)
+class _LatexRow:
+    lines: tuple[str, str]  # the row, and the line beneath it (team or "reference", intervals)
+    height: int  # in lines, as estimated
+
+
+_LATEX_SHORT = (
+    ("Unbalanced", "Unbal."),
+    ("unbalanced", "unbal."),
+    ("Balanced", "Bal."),
+    ("balanced", "bal."),
+    ("Accuracy", "Acc."),
+    ("accuracy", "acc."),
+    ("Consistency", "Cons."),
+    ("consistency", "cons."),
+)
+
+
+def _latex_header(column: Column) -> tuple[str, str]:
+    """A column's header on two lines (the last word beneath), abbreviated, so that it is no wider than the
+    column's numbers need."""
+    if column.subset == GAP:
+        return "", "Gap"  # the caption says what it is
     label = column.label
-    for word, short in (
-        ("accuracy", "acc."),
-        ("Accuracy", "Acc."),
-        ("consistency", "cons."),
-        ("Consistency", "Cons."),
-        ("Unbalanced", "Unbal."),
-        ("Balanced", "Bal."),
-    ):
+    for word, short in _LATEX_SHORT:
         label = label.replace(word, short)
-    return _latex_label(label)
+    words = label.split()
+    return " ".join(words[:-1]), " ".join(words[-1:])
+
+
+def _em(text: str) -> float:
+    return latex_text.width(latex_text.pieces(text))
+
+
+def _column_pt(column: Column, rows: list, intervals: bool, paper: _Paper) -> float:
+    """A number column's width: its header's lines, its values (bold: a tenth wider) and its intervals."""
+    widths = [_em(line) * paper.main_em for line in _latex_header(column)]
+    for row in rows:
+        value = row.value(column)
+        if value is not None:
+            widths.append((_em(score_text(value)) * 1.1 + 0.4) * paper.main_em)  # 0.4: a † mark
+        low, high = row.interval(column)
+        if intervals and low is not None and high is not None:
+            widths.append(_em(f"{score_text(low)}–{score_text(high)}") * paper.small_em)
+    return max(widths)
+
+
+def _fixed_pt(board, rows: list, intervals: bool, paper: _Paper) -> float:
+    """The width of everything but the model column: ranks, number columns and the space between columns."""
+    numbers = sum(_column_pt(column, rows, intervals, paper) for column in board.columns)
+    ranks = max([_em(_rank_text(row.rank, "--")) * paper.main_em for row in rows if row.kind == "entry"] or [0.0])
+    return numbers + ranks + 2 * SEP_PT * (len(board.columns) + 1)  # between every two of the columns
+
+
+def _layout(board, rows: list, intervals: bool) -> _Layout:
+    """The narrowest float the table fits in the article: a column, the page, else the page with the table
+    scaled down; and how wide its model column is in the narrow paper."""
+    fixed, narrow = _fixed_pt(board, rows, intervals, ARTICLE), _fixed_pt(board, rows, intervals, NARROW)
+    for environment, width, total, narrow_total in (
+        ("table", r"\columnwidth", ARTICLE.column, NARROW.column),
+        ("table*", r"\textwidth", ARTICLE.text, NARROW.text),
+    ):
+        if total - fixed >= MIN_MODEL_EM * ARTICLE.main_em:
+            # A model column never narrower than a long word (latex_text.LONG_WORD), however tight the paper.
+            model = max(narrow_total - narrow, latex_text.LONG_WORD * NARROW.main_em)
+            return _Layout(environment, width, False, model / NARROW.main_em, model / NARROW.small_em)
+    return _Layout("table*", r"\textwidth", True, SCALED_MODEL_PT / NARROW.main_em, SCALED_MODEL_PT / NARROW.small_em)
 
 
 def _latex_value(row, column: Column, best: dict[str, float]) -> str:
@@ -451,7 +555,9 @@ def _latex_value(row, column: Column, best: dict[str, float]) -> str:
     if value is None:
         return "--"
     text = score_text(value) + ("$^\\dagger$" if _gap_mark(row, column) else "")
-    return f"\\textbf{{{text}}}" if row.kind == "entry" and best.get(column.key) == value else text
+    if row.kind == "reference":
+        return f"\\textit{{{text}}}"
+    return f"\\textbf{{{text}}}" if best.get(column.key) == value else text
 
 
 def _latex_interval(row, column: Column) -> str:
@@ -461,10 +567,50 @@ def _latex_interval(row, column: Column) -> str:
     return f"{{\\scriptsize {score_text(low)}--{score_text(high)}}}"
 
 
-def _latex_model(row) -> str:
-    if row.kind == "reference":
-        return f"\\textit{{{latex_escape(row.name)}}}"
-    return f"{latex_escape(row.model_name)} ({latex_escape(_team(row))})"
+def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_LatexRow]:
+    """Each entry on two lines (rank, model and scores; the team and the intervals beneath), each reference
+    row (unranked, in italics) with "reference" and its date beneath; names shortened to fit their lines."""
+    name_em, small_em = layout.name_em, layout.team_em
+    best = board.best
+    result = []
+    for row in rows:
+        reference = row.kind == "reference"
+        name = latex_text.shorten(latex_text.pieces(row.name if reference else row.model_name), name_em, NAME_LINES)
+        day = _date(row) if reference else ""
+        if reference:
+            beneath = latex_text.pieces(f"reference, {day}" if day else "reference")
+            under = f"reference, \\mbox{{{day}}}" if day else "reference"  # the date on one line
+        else:
+            beneath = latex_text.shorten(latex_text.pieces(_team(row)), small_em, TEAM_LINES)
+            under = latex_text.latex(beneath, breaks=True)
+        # \hspace{0pt}: TeX hyphenates the first word of a cell only after some glue.
+        model = "\\hspace{0pt}" + latex_text.latex(name, breaks=True)
+        first = [
+            "" if reference else _rank_text(row.rank, "--"),
+            f"\\textit{{{model}}}" if reference else model,
+            *(_latex_value(row, column, best) for column in board.columns),
+        ]
+        second = [
+            "",
+            f"{{\\scriptsize {under}}}",
+            *(_latex_interval(row, column) if intervals else "" for column in board.columns),
+        ]
+        height = len(latex_text.wrap(name, name_em)) + len(latex_text.wrap(beneath, small_em))
+        result.append(_LatexRow((" & ".join(first) + " \\\\", " & ".join(second) + " \\\\"), height))
+    return result
+
+
+def _floats(rows: list[_LatexRow]) -> list[list[_LatexRow]]:
+    """The rows in floats of at most FLOAT_LINES lines (at least one float, at least one row in each)."""
+    floats: list[list[_LatexRow]] = [[]]
+    lines = 0
+    for row in rows:
+        if floats[-1] and lines + row.height > FLOAT_LINES:
+            floats.append([])
+            lines = 0
+        floats[-1].append(row)
+        lines += row.height
+    return floats
 
 
 def _latex_gap_words(board) -> str:
@@ -476,63 +622,90 @@ def _latex_gap_words(board) -> str:
     )
 
 
+def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
+    """What the table needs in the paper's preamble, as comment lines to copy."""
+    packages = ["\\usepackage{booktabs}", "\\usepackage{tabularx}"]
+    names = [row.name if row.kind == "reference" else f"{row.model_name} {_team(row)}" for row in rows]
+    labels = [column.label for column in board.columns]
+    if any(latex_text.needs_t1(text) for text in [*names, *labels, board.benchmark.name, board.split.name]):
+        packages.append("\\usepackage[T1]{fontenc}  % for the letters \\k, \\dh, \\th, \\ng, \\dj or guillemets")
+    if layout.scaled:
+        packages.append("\\usepackage{graphicx}  % \\resizebox: the table is too wide for the page otherwise")
+    return [f"% {package}" for package in packages]
+
+
 def to_latex(board, *, intervals: bool = True, today: datetime | None = None) -> str:
-    """A complete table float (booktabs + tabularx, \\columnwidth wide): rank, model (team), the chosen
-    columns with each column's best value bold and, unless intervals=False, the 95% intervals on a line
-    beneath in small type. Links are left out (papers cite them in the text)."""
+    """Complete table floats for a paper (booktabs and tabularx), in the narrowest of a column (\\columnwidth),
+    the page (table*, \\textwidth) or, as a last resort, the page scaled down that the table fits: rank,
+    model with its team beneath, the chosen columns with each column's best value bold and, unless
+    intervals=False, the 95% intervals beneath in small type; reference rows where their scores fall, in
+    italics, unranked, dated. A table longer than a page's float holds continues in further floats. Links are
+    left out (papers cite them in the text). The file is ASCII: see latex_text for names."""
     today = today or datetime.now(UTC)
-    best = board.best
+    rows = _rows(board)
+    layout = _layout(board, rows, intervals)
+    floats = _floats(_latex_rows(board, rows, layout, intervals))
     title = f"{latex_escape(board.benchmark.name)} {latex_escape(board.split.name)}"
     label = "tab:" + "-".join(part for part in (board.benchmark.slug, board.split.slug) if part)
-    spec = "@{}rX" + "r" * len(board.columns) + "@{}"
-    header = ["", "Model (team)", *(_latex_header(c) for c in board.columns)]
+    entries = sum(1 for row in rows if row.kind == "entry")
     lines = [
-        f"% {title} leaderboard exported by Holdout on {today:%Y-%m-%d}.",
-        "% Needs \\usepackage{booktabs} and \\usepackage{tabularx}.",
-        "\\begin{table}[t]",
-        "\\centering",
-        "\\small",
-        "\\setlength{\\tabcolsep}{3pt}",
-        f"\\begin{{tabularx}}{{\\columnwidth}}{{{spec}}}",
-        "\\toprule",
-        " & ".join(header) + " \\\\",
-        "\\midrule",
+        f"% {title} leaderboard exported by Holdout on {today:%Y-%m-%d}: {entries} "
+        f"{'models' if isinstance(board, models_view.ModelsTable) else 'entries'}"
+        f"{f' and {len(rows) - entries} reference rows' if len(rows) > entries else ''}"
+        f"{f', in {len(floats)} floats (Table {label} and its continuations)' if len(floats) > 1 else ''}.",
+        "% Needs, in the preamble:",
+        *_latex_packages(board, rows, layout),
+        "% The file is ASCII (no inputenc needed): names have accents as LaTeX accents, a Greek letter in math,",
+        "% Greek words and Cyrillic transliterated; what pdflatex's standard fonts cannot set (CJK, emoji, ...) is",
+        '% written "?", and names longer than three lines are shortened (\\ldots). The CSV and JSON exports have',
+        "% them as written.",
     ]
-    lines += _latex_body(board, best, intervals)
     what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
-    lines += [
-        "\\bottomrule",
-        "\\end{tabularx}",
+    ranked_as = (
+        f" on {latex_escape(board.ranking_split.name)}"
+        if isinstance(board, models_view.ModelsTable) and board.ranking_split is not None
+        else ""
+    )
+    caption = (
         f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
-        f"rank = 1 + entries significantly better ({_rank_test_words(board)}){_latex_gap_words(board)}.}}",
-        f"\\label{{{label}}}",
-        "\\end{table}",
-    ]
+        f"rank = 1 + entries significantly better{ranked_as} ({_rank_test_words(board)}){_latex_gap_words(board)}"
+        f"{'; reference rows (italics) are not ranked' if len(rows) > entries else ''}.}}"
+    )
+    shown = 0
+    for number, chunk in enumerate(floats):
+        if number == 0:
+            before, after = [], [caption, f"\\label{{{label}}}"]
+        else:
+            span = f"rows {shown + 1}--{shown + len(chunk)} of {len(rows)}"
+            before, after = [f"Table~\\ref{{{label}}}, continued: {span}.\\par\\smallskip"], []
+        lines += _latex_float(board, layout, chunk, before, after)
+        shown += len(chunk)
     return "\n".join(lines) + "\n"
 
 
-def _latex_body(board, best: dict[str, float], intervals: bool) -> list[str]:
-    """The table's rows: each entry (with its intervals' line beneath unless intervals=False), then the
-    references after a rule."""
-    lines = []
-    for entry in board.entries:
-        lines.append(
-            " & ".join(
-                [
-                    _rank_text(entry.rank, "--"),
-                    _latex_model(entry),
-                    *(_latex_value(entry, c, best) for c in board.columns),
-                ]
-            )
-            + " \\\\"
-        )
-        if intervals and any(entry.interval(c)[0] is not None for c in board.columns):
-            lines.append(" & ".join(["", "", *(_latex_interval(entry, c) for c in board.columns)]) + " \\\\")
-    if board.references:
-        lines.append("\\midrule")
-        for reference in board.references:
-            lines.append(
-                " & ".join(["--", _latex_model(reference), *(_latex_value(reference, c, best) for c in board.columns)])
-                + " \\\\"
-            )
-    return lines
+def _latex_float(board, layout: _Layout, rows: list[_LatexRow], before: list[str], after: list[str]) -> list[str]:
+    """One float of the table: its header and rows, with `before` above the table and `after` below it."""
+    model = f"p{{{SCALED_MODEL_PT:g}pt}}" if layout.scaled else "X"
+    spec = f"@{{}}r>{{\\raggedright\\arraybackslash}}{model}{'r' * len(board.columns)}@{{}}"
+    headers = [_latex_header(column) for column in board.columns]
+    lines = [
+        f"\\begin{{{layout.environment}}}[{'tbp' if layout.environment == 'table' else 'tp'}]",
+        "\\centering",
+        "\\footnotesize",
+        f"\\setlength{{\\tabcolsep}}{{{SEP_PT:g}pt}}",
+        *before,
+    ]
+    if layout.scaled:
+        lines += ["\\resizebox{\\textwidth}{!}{%", f"\\begin{{tabular}}{{{spec}}}"]
+    else:
+        lines.append(f"\\begin{{tabularx}}{{{layout.width}}}{{{spec}}}")
+    lines += [
+        "\\toprule",
+        " & ".join(["", "Model", *(latex_escape(top) for top, _ in headers)]) + " \\\\",
+        " & ".join(["", "{\\scriptsize team}", *(latex_escape(bottom) for _, bottom in headers)]) + " \\\\",
+        "\\midrule",
+    ]
+    for row in rows:
+        lines += row.lines
+    lines += ["\\bottomrule", "\\end{tabular}}" if layout.scaled else "\\end{tabularx}", *after]
+    return [*lines, f"\\end{{{layout.environment}}}"]

@@ -290,8 +290,9 @@ def _ordered(rows: list, column: Column, order: str) -> list:
     return present + missing
 
 
-def _interleave(entries: list[Entry], references: list[ReferenceRow], primary: Column | None) -> list:
-    """Reference rows where their primary score falls among the ranked entries (last if they have none)."""
+def interleave(entries: Sequence, references: Sequence, primary: Column | None) -> list:
+    """Reference rows where their primary score falls among the ranked entries (last if they have none): the
+    order of every view of a board, its exports and the models view."""
     rows: list = list(entries)
     if primary is None:
         return [*rows, *references]
@@ -571,7 +572,7 @@ def _arrange(
     and this page of them with the number of pages (every row on one page unless `paginate`)."""
     primary = primary_column(available, task_type)
     rows = (
-        _interleave(entries, references, primary)
+        interleave(entries, references, primary)
         if column is None
         else _ordered([*entries, *references], column, direction)
     )

@@ -4,21 +4,24 @@ A model is a team plus its model name (trimmed, case-insensitive); each anonymou
 Each row holds the model's latest published entry on each split whose scores are public: the primary metric
 of every split, and every default column of the ranking split (the benchmark's landing split, or the first
 split whose scores are public when the landing split's are held). Rows are ranked by the ranking split's
-board order and carry that entry's board rank; models without an entry there follow, by name. Everything
-is read from the split boards' snapshots (board_snapshots.snapshot), so it agrees with them number for number.
+board order and carry that entry's board rank; models without an entry there follow, by name. Reference rows
+(human performance, baselines) of the public splits are rows too, one per name, unranked, standing where their
+score on the ranking split's primary metric falls, as on the boards. Everything is read from the split boards'
+snapshots (board_snapshots.snapshot), so it agrees with them number for number.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 from app.db import begin_reading, db
 from app.evaluation import get_task
 from app.models import Split
+from app.names import name_key
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, leaderboards
-from app.services.boards.board_snapshots import Entry, Snapshot
+from app.services.boards.board_snapshots import Entry, ReferenceRow, Snapshot
 from app.services.boards.leaderboards import BenchmarkInfo, Board, Column, SplitInfo
 
 
@@ -101,6 +104,38 @@ class ModelRow:
         return str(self.rank_low) if self.rank_low == self.rank_high else f"{self.rank_low}–{self.rank_high}"
 
 
+@dataclass
+class ReferenceModelRow:
+    """A reference row across splits: the public splits' reference rows of one name (as names are compared)."""
+
+    name: str
+    by_split: dict[str, ReferenceRow] = field(default_factory=dict)  # split slug -> that split's row
+
+    kind = "reference"
+    rank = rank_low = rank_high = None  # never ranked
+
+    def value(self, column: ModelColumn) -> float | None:
+        row = self.by_split.get(column.split_slug)
+        return None if row is None else row.scores.get(column.subset, {}).get(column.metric)
+
+    def interval(self, column: ModelColumn) -> tuple[float | None, float | None]:
+        return (None, None)
+
+    @property
+    def _first(self) -> ReferenceRow:
+        return next(iter(self.by_split.values()))
+
+    @property
+    def source_url(self) -> str | None:
+        return self._first.source_url
+
+    @property
+    def published_on(self) -> date | None:
+        """The latest date its rows give (a paper's figures on several splits share one)."""
+        days = [row.published_on for row in self.by_split.values() if row.published_on is not None]
+        return max(days) if days else None
+
+
 @dataclass(frozen=True)
 class _Title:
     slug: str
@@ -115,7 +150,9 @@ class ModelsTable:
     columns: list[ModelColumn]
     entries: list[ModelRow]  # ranked (named like a board's entries, so the exports take either)
     held: list[SplitInfo] = field(default_factory=list)  # splits whose scores are held
-    references: list = field(default_factory=list)
+    references: list[ReferenceModelRow] = field(default_factory=list)
+    rows: list = field(default_factory=list)  # entries and reference rows in display order (references in place)
+    primary: ModelColumn | None = None  # the ranking split's primary column: what the rows are ordered by
 
     @property
     def split(self) -> _Title:
@@ -151,7 +188,20 @@ def models_table(benchmark_slug: str) -> ModelsTable:
         latest = row.latest.get(ranking.slug) if ranking else None
         if latest is not None:
             row.rank, row.rank_low, row.rank_high = latest.rank, latest.rank_low, latest.rank_high
-    return ModelsTable(benchmark, public, ranking, columns, ranked, held)
+    references = _reference_rows(public, snapshots)
+    primary = next((c for c in columns if ranking is not None and c.split_slug == ranking.slug), None)
+    shown = leaderboards.interleave(ranked, references, primary)
+    return ModelsTable(benchmark, public, ranking, columns, ranked, held, references, shown, primary)
+
+
+def _reference_rows(public: list[SplitInfo], snapshots: dict[str, Snapshot]) -> list[ReferenceModelRow]:
+    """A row a reference name, with its reference row on each public split, in first-seen order."""
+    rows: dict[str, ReferenceModelRow] = {}
+    for split in public:
+        for reference in snapshots[split.slug].references:
+            row = rows.setdefault(name_key(reference.name), ReferenceModelRow(reference.name))
+            row.by_split.setdefault(split.slug, reference)
+    return list(rows.values())
 
 
 def _model_rows(public: list[SplitInfo], snapshots: dict[str, Snapshot]) -> dict[str, ModelRow]:

@@ -17,9 +17,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
-from app.models import Benchmark, Split, Submission, Team, User
+from app.models import Benchmark, Reference, Split, Submission, Team, User
 from app.services import catalog
 from app.services.audit import audit_log as events
+from app.services.catalog import references as reference_rows
 from app.services.errors import NotFound
 from app.services.intake import submissions
 from app.services.people import accounts, teams
@@ -250,6 +251,11 @@ class SplitRow:
     def risks(self) -> list[str]:
         return catalog.risks(self.split)
 
+    @property
+    def references(self) -> list[Reference]:
+        """The split's reference rows, oldest first."""
+        return reference_rows.list_references(self.split.benchmark.slug, self.split.slug)
+
 
 def overview() -> list[tuple[Benchmark, list[SplitRow]]]:
     """Every benchmark with its splits, policies and entry counts."""
@@ -284,6 +290,11 @@ class SplitView:
     @property
     def risks(self) -> list[str]:
         return catalog.risks(self.split)
+
+    @property
+    def references(self) -> list[Reference]:
+        """The split's reference rows, oldest first."""
+        return reference_rows.list_references(self.split.benchmark.slug, self.split.slug)
 
 
 def split_view(benchmark_slug: str, split_slug: str) -> SplitView:

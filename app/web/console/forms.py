@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
-from wtforms import BooleanField, SelectField, StringField
+from wtforms import BooleanField, SelectField, StringField, TextAreaField
 from wtforms.fields import Field
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
@@ -129,6 +129,36 @@ class SubsetForm(FlaskForm):
     )
     ids = FileField(
         "Identifier file (one a line, or JSON lines)", validators=[FileRequired("Choose a file of identifiers.")]
+    )
+
+
+class ReferenceForm(FlaskForm):
+    """A reference row (a baseline or human performance from a paper); the service checks the scores and date.
+    Its ids are its own: the split page has a subset form with a name field too."""
+
+    name = StringField(
+        "Name",
+        id="reference-name",
+        validators=[DataRequired(), Length(max=200)],
+        render_kw={"placeholder": "e.g. Human (Suhr et al. 2019)", "maxlength": 200, "required": True},
+    )
+    scores = TextAreaField(
+        "Scores (JSON, percentages)",
+        id="reference-scores",
+        validators=[DataRequired()],
+        render_kw={"placeholder": '{"all": {"accuracy": 96.1}}', "rows": 2, "required": True},
+    )
+    source = StringField(
+        "Source (http or https address, optional)",
+        id="reference-source",
+        validators=[Optional(), Length(max=500)],
+        render_kw={"placeholder": "https://arxiv.org/abs/...", "maxlength": 500},
+    )
+    date = StringField(
+        "Published on (YYYY-MM-DD, optional)",
+        id="reference-date",
+        validators=[Optional(), Length(max=10)],
+        render_kw={"placeholder": "e.g. 2019-07-28", "maxlength": 10, "pattern": r"\d{4}-\d{2}-\d{2}"},
     )
 
 

@@ -7,6 +7,7 @@ from flask_login import current_user
 
 from app.request_limits import accepts_upload
 from app.services import catalog
+from app.services.catalog import references
 from app.services.errors import ServiceError
 from app.services.maintenance import label_audits, maintainer_actions
 from app.web.console.blueprint import admin_required, bp
@@ -14,6 +15,7 @@ from app.web.console.forms import (
     ButtonForm,
     HideForm,
     PolicyForm,
+    ReferenceForm,
     SelectChoice,
     SignOutForm,
     SplitForm,
@@ -38,6 +40,7 @@ def _split_page(
     error: ServiceError | None = None,
     policy_form: PolicyForm | None = None,
     subset_form: SubsetForm | None = None,
+    reference_form: ReferenceForm | None = None,
 ):
     """The split's page; after a failed POST, the form that was sent keeps what was typed into it."""
     view = maintainer_actions.split_view(benchmark, split)
@@ -51,6 +54,8 @@ def _split_page(
         risks=view.risks,
         policy_form=policy_form,
         subset_form=subset_form or SubsetForm(formdata=None),
+        reference_form=reference_form or ReferenceForm(formdata=None),
+        references=view.references,
         hide_form=HideForm(formdata=None),
         button=ButtonForm(formdata=None),
     ), status
@@ -187,6 +192,46 @@ def add_subset(benchmark: str, split: str):
         f"submission{'' if rescored == 1 else 's'}."
     )
     return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
+
+
+@bp.post("/splits/<benchmark>/<split>/references")
+@admin_required
+def add_reference(benchmark: str, split: str):
+    form = ReferenceForm()
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form), reference_form=form)
+    try:
+        row = references.add_reference(
+            benchmark,
+            split,
+            form.name.data,
+            form.scores.data,
+            form.source.data,
+            published_on=form.date.data,
+            actor=_me(),
+            via="web",
+        )
+    except ServiceError as exc:
+        if exc.field in form:  # the problem beside the field at fault, as well as at the top
+            form[exc.field].errors = [*form[exc.field].errors, exc.message]
+        return _split_page(benchmark, split, status=exc.status, error=exc, reference_form=form)
+    dated = f", dated {row.published_on}" if row.published_on else ""
+    flash(f"Added the reference row {row.name}{dated}: it stands where its score falls on the board.")
+    return redirect(url_for("console.split", benchmark=benchmark, split=split) + "#references-heading", code=303)
+
+
+@bp.post("/splits/<benchmark>/<split>/references/<int:reference_id>/remove")
+@admin_required
+def remove_reference(benchmark: str, split: str, reference_id: int):
+    form = ButtonForm()
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form))
+    try:
+        row = references.remove_reference(benchmark, split, reference_id, actor=_me(), via="web")
+    except ServiceError as exc:
+        return _split_page(benchmark, split, status=exc.status, error=exc)
+    flash(f"Removed the reference row {row.name}.")
+    return redirect(url_for("console.split", benchmark=benchmark, split=split) + "#references-heading", code=303)
 
 
 def _split_form() -> SplitForm:

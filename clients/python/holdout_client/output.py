@@ -90,7 +90,7 @@ def interval_text(score: dict) -> str | None:
 
 
 def _rank(entry: dict) -> str:
-    """'3' or, with its 95% rank interval, '3 (2–5)', as the board writes it."""
+    """'3' or, with its rank interval, '3 (3–5)', as the board writes it."""
     rank, low, high = entry.get("rank"), entry.get("rank_low"), entry.get("rank_high")
     if low is None or high is None or low == high == rank:
         return _text(rank)
