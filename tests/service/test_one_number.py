@@ -111,7 +111,9 @@ def _latex_export(client, sid_of: dict[str, int]) -> dict:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         cells = [cell.strip() for cell in line.removesuffix(" \\\\").split(" & ")]
-        model = re.sub(r"\\_", "_", cells[1]).split(" (", 1)[0] if len(cells) > 1 else ""
+        # The model cell: "\hspace{0pt}" and break hints around the (escaped) name; the team is beneath it.
+        plain = re.sub(r"\\hspace\{0pt\}|\\allowbreak\{\}", "", cells[1]) if len(cells) > 1 else ""
+        model = re.sub(r"\\_", "_", plain).split(" (", 1)[0]
         if model not in sid_of:
             continue
         beneath = [c.strip() for c in lines[i + 1].removesuffix(" \\\\").split(" & ")][2:]

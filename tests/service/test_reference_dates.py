@@ -146,8 +146,8 @@ def test_a_reference_stands_at_its_place_everywhere(client, board):
     models_api = client.get("/api/v1/leaderboards/nlvr2/models").get_json()
     [human_model, chance_model] = models_api["references"]
     assert human_model["place"] == 4 and human_model["date"] == "2019-07-28" and human_model["rank"] is None
-    assert human_model["cells"]["dev/all:accuracy"] == {"value": 75.0}
-    assert human_model["cells"]["test-p/all:accuracy"] == {"value": 75.0}  # one row for its two splits
+    assert human_model["cells"]["dev/all:accuracy"] == {"value": 75.0, "text": "75.0"}
+    assert human_model["cells"]["test-p/all:accuracy"] == {"value": 75.0, "text": "75.0"}  # one row for its two splits
     assert chance_model["place"] == 8 and "test-p/all:accuracy" not in chance_model["cells"]
     # Markdown and LaTeX, by line order.
     markdown = client.get("/leaderboards/nlvr2/dev/export.md").get_data(as_text=True).splitlines()
