@@ -220,7 +220,7 @@ def test_no_page_is_wider_than_a_390_px_phone(browser, site, world, sync_api):
             response = page.goto(path)
             assert response is not None and response.status == 200, (path, response and response.status)
             width = _page_width(page)
-            screenshot(page, f"readable-phone-{name}")
+            screenshot(page, f"readable-phone-{name}", full_page=False)  # full pages of long boards: ~1 s each
             if width > PHONE["width"]:
                 wide[path] = width
     with window(browser, site, PHONE) as page:  # a visitor without a login: the shared, cached pages
