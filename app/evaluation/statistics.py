@@ -612,11 +612,8 @@ def view_ranks(
         columns_right, rows_right = right[None, lo:hi], right[start:stop, None]
         # One-sided in the direction of the table: a column above a row is tested as better, one below as worse.
         is_above = np.arange(lo, hi)[None, :] < np.arange(start, stop)[:, None]
-        p = np.where(
-            is_above,
-            _decisive_p(columns_right - both, rows_right - both, table),
-            _decisive_p(rows_right - both, columns_right - both, table),
-        )
+        column_only, row_only = columns_right - both, rows_right - both
+        p = _decisive_p(np.where(is_above, column_only, row_only), np.where(is_above, row_only, column_only), table)
         p[primary[None, lo:hi] == primary[start:stop, None]] = 1.0  # equal scores never separate
         for v, m in enumerate(members):
             at, row = index[v], rows[v]
