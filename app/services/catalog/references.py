@@ -32,6 +32,10 @@ def parse_scores(split: Split, scores_json: str) -> Scores:
         scores = json.loads(scores_json)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f'scores must be JSON like {{"all": {{"accuracy": 96.1}}}}: {exc}', field="scores") from exc
+    except RecursionError as exc:  # the decoder's answer to deep nesting ([[[[...]]]]): not a ValueError
+        raise InvalidInput(
+            'scores must be JSON like {"all": {"accuracy": 96.1}}: nested too deeply', field="scores"
+        ) from exc
     if not isinstance(scores, dict) or not scores:
         raise InvalidInput('scores must be a non-empty JSON object like {"all": {"accuracy": 96.1}}', field="scores")
     task = get_task(split.benchmark.task_type)
