@@ -407,30 +407,6 @@ def test_the_models_view_and_exports_hold_a_hidden_splits_figures(app, client, f
     assert f"{hidden:.1f}" in client.get("/leaderboards/nlvr2/test-u/export.csv").get_data(as_text=True)
 
 
-HOSTILE_VALUES = ["", "0", "-1", "9" * 5000, "1e3", "%00", "%C3%A9", "%ED%A0%80", "%FF", "x" * 3000, "%D9%A2"]
-BOARD_PATHS = [
-    "/leaderboards/nlvr2/dev",
-    "/leaderboards/nlvr2/models",
-    "/leaderboards/nlvr2/dev/export.tex",
-    "/leaderboards/nlvr2/models/export.tex",
-    "/api/v1/leaderboards/nlvr2/dev",
-    "/api/v1/leaderboards/nlvr2/models",
-    "/submissions",
-]
-
-
-def test_no_board_or_list_answers_a_hostile_query_with_a_500(lister):
-    failures = []
-    for path in BOARD_PATHS:
-        for name in ("page", "view", "sort", "order", "benchmark", "split", "columns", "intervals", "q"):
-            for value in HOSTILE_VALUES:
-                for query in (f"{name}={value}", f"{name}={value}&{name}=1", f"{name}[]={value}"):
-                    status = lister.get(f"{path}?{query}").status_code
-                    if status >= 500:
-                        failures.append((path, query[:60], status))
-    assert not failures, failures[:10]
-
-
 DEEP = "[" * 3000 + "]" * 3000  # past the JSON decoder's recursion limit, under the form size limit
 HOSTILE_SCORES = [
     DEEP,
