@@ -8,6 +8,8 @@ environment variable CI is set: CI always has Chromium, so there they fail.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,13 +127,13 @@ def browser(sync_api):
             browser.close()
 
 
-@pytest.fixture
-def page(browser, site):
-    """A fresh browser profile (no cookies) on a desktop-sized window; everything stays on loopback."""
-    context = browser.new_context(base_url=site.base, accept_downloads=True, viewport={"width": 1280, "height": 900})
+@contextmanager
+def local_page(browser, site, **options) -> Iterator:
+    """A page in a fresh browser profile (no cookies; `options` for browser.new_context) where everything
+    stays on loopback: every request for an external font, script or style is refused and counted, and a
+    page that made one fails the test."""
+    context = browser.new_context(base_url=site.base, **options)
     context.set_default_timeout(15_000)
-    # Nothing may leave the machine: every request for an external font, script or style is refused
-    # and counted, and a page that made one fails the test.
     external: list[str] = []
 
     def refuse(route):
@@ -139,12 +141,18 @@ def page(browser, site):
         route.abort()
 
     context.route(lambda url: not url.startswith(site.base), refuse)
-    page = context.new_page()
     try:
-        yield page
+        yield context.new_page()
     finally:
         context.close()
     assert external == [], f"pages asked for external resources: {external}"
+
+
+@pytest.fixture
+def page(browser, site):
+    """A fresh browser profile on a desktop-sized window; everything stays on loopback."""
+    with local_page(browser, site, accept_downloads=True, viewport={"width": 1280, "height": 900}) as opened:
+        yield opened
 
 
 def screenshot(page, name: str, *, full_page: bool = True) -> Path:

@@ -14,7 +14,7 @@ import pytest
 
 from app import synthetic
 from app.db import db
-from tests.e2e.conftest import ADMIN, screenshot
+from tests.e2e.conftest import ADMIN, local_page, screenshot
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -108,23 +108,8 @@ def window(browser, site, viewport: dict, *, login: tuple[str, str] | None = Non
     """A fresh browser profile with the viewport (a phone's is a touch screen at 2×), optionally logged in;
     as in conftest's `page`, a request for anything off this machine is refused and fails the test."""
     phone = viewport["width"] < 500
-    context = browser.new_context(
-        base_url=site.base,
-        viewport=viewport,
-        device_scale_factor=2 if phone else 1,
-        is_mobile=phone,
-        has_touch=phone,
-    )
-    context.set_default_timeout(15_000)
-    external: list[str] = []
-
-    def refuse(route):
-        external.append(route.request.url)
-        route.abort()
-
-    context.route(lambda url: not url.startswith(site.base), refuse)
-    page = context.new_page()
-    try:
+    options = {"viewport": viewport, "device_scale_factor": 2 if phone else 1, "is_mobile": phone, "has_touch": phone}
+    with local_page(browser, site, **options) as page:
         if login:
             page.goto("/login")
             page.get_by_label("Email").fill(login[0])
@@ -132,9 +117,6 @@ def window(browser, site, viewport: dict, *, login: tuple[str, str] | None = Non
             page.get_by_role("button", name="Log in").click()
             page.get_by_role("button", name="Log out").wait_for()
         yield page
-    finally:
-        context.close()
-    assert external == [], f"pages asked for external resources: {external}"
 
 
 def _rows_in_view(page) -> list[int]:
