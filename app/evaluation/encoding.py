@@ -1,8 +1,9 @@
 """Compact, exact byte encodings of aligned prediction arrays (stored with every submission).
 
 Booleans are packed 8 to a byte (a 7,000-example NLVR2 submission is 873 bytes); small integers
-(VCR choices 0-3) are stored one int8 each. Shapes are not stored: the gold set determines them.
-The *_many variants decode k blobs into one stacked array without a Python loop over the bits.
+(VCR choices 0-3) are stored one int8 each; other arrays in a fixed little-endian dtype (Winoground's
+float64 scores, open answers as 64-bit hashes of their text). Shapes are not stored: the gold set
+determines them. The *_many variants decode k blobs into one stacked array without a Python loop.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 
 def pack_bools(values: np.ndarray) -> bytes:
@@ -38,18 +40,46 @@ def unpack_bools_many(blobs: Sequence[bytes], shape: tuple[int, ...]) -> np.ndar
 
 
 def pack_int8(values: np.ndarray) -> bytes:
-    return np.ascontiguousarray(values, dtype=np.int8).tobytes()
+    return pack_fixed(values, np.int8)
 
 
 def unpack_int8(blob: bytes, shape: tuple[int, ...]) -> np.ndarray:
-    if len(blob) != int(np.prod(shape)):
-        raise ValueError(f"stored predictions have {len(blob)} bytes; expected {int(np.prod(shape))} for shape {shape}")
-    return np.frombuffer(blob, dtype=np.int8).reshape(shape).copy()
+    return unpack_fixed(blob, shape, np.int8)
 
 
 def unpack_int8_many(blobs: Sequence[bytes], shape: tuple[int, ...]) -> np.ndarray:
-    _check_sizes(blobs, int(np.prod(shape)))
-    return np.frombuffer(b"".join(blobs), dtype=np.int8).reshape((len(blobs),) + tuple(shape)).copy()
+    return unpack_fixed_many(blobs, shape, np.int8)
+
+
+def pack_fixed(values: np.ndarray, dtype: np.typing.DTypeLike) -> bytes:
+    """Values in a fixed little-endian dtype (the stored bytes are the same on every machine)."""
+    return np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
+
+
+def unpack_fixed(blob: bytes, shape: tuple[int, ...], dtype: np.typing.DTypeLike) -> np.ndarray:
+    stored = np.dtype(dtype).newbyteorder("<")
+    size = int(np.prod(shape)) * stored.itemsize
+    if len(blob) != size:
+        raise ValueError(f"stored predictions have {len(blob)} bytes; expected {size} for shape {shape}")
+    return np.frombuffer(blob, dtype=stored).reshape(shape).astype(np.dtype(dtype), copy=True)
+
+
+def unpack_fixed_many(blobs: Sequence[bytes], shape: tuple[int, ...], dtype: np.typing.DTypeLike) -> np.ndarray:
+    stored = np.dtype(dtype).newbyteorder("<")
+    _check_sizes(blobs, int(np.prod(shape)) * stored.itemsize)
+    stacked = np.frombuffer(b"".join(blobs), dtype=stored).reshape((len(blobs),) + tuple(shape))
+    return stacked.astype(np.dtype(dtype), copy=True)
+
+
+def text_hashes(values: Sequence[str] | np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each string (uint64, the same in every process and release: pandas' SipHash with its
+    fixed key): how open answers are stored and compared. Each is compared with a question's few gold answers,
+    so a collision (one in 2**64 a comparison) is not a concern; repeated strings are hashed once."""
+    array = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values.astype(object)
+    if array.size == 0:
+        return np.zeros(array.shape, dtype=np.uint64)
+    hashed: np.ndarray = pd.util.hash_array(array.ravel(), categorize=True).reshape(array.shape)
+    return hashed
 
 
 def _check_sizes(blobs: Sequence[bytes], size: int) -> None:

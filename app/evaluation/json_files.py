@@ -1,0 +1,73 @@
+"""Whole-document JSON files (VQA v2, GQA and A-OKVQA results and gold files): bounds checked before parsing,
+and every entry placed on its line for a refusal.
+
+A JSON document is parsed whole (the official formats are one array or one object), so what it may cost is
+checked first, in C-level scans that allocate nothing: the bytes (read_text), then an upper bound on the
+values it holds (every value after the first in an array or object follows a comma, every container opens
+with a bracket), so a 50 MB file of empty objects or numbers is refused before a Python object is made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import ValidationError, at
+from .text_files import read_text
+
+_DECODER = json.JSONDecoder()
+_SPACE = " \t\n\r"
+
+
+def value_bound(data: bytes) -> int:
+    """An upper bound on the JSON values (scalars, arrays and objects, keys not counted) ``data`` holds."""
+    return data.count(b",") + data.count(b"{") + data.count(b"[") + 1
+
+
+def load(data: bytes, *, max_bytes: int | None = None, max_values: int | None = None, what: str = "file") -> Any:
+    """The parsed document; ValidationError naming the line of a syntax error, or why the file is refused."""
+    text = read_text(data, max_bytes)
+    if max_values is not None and value_bound(text) > max_values:
+        raise ValidationError(
+            f"the {what} holds more JSON values than a valid one for this split can "
+            f"(at most {max_values:,}: one entry per expected item with its fields)"
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(at(exc.lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")) from None
+    except (RecursionError, UnicodeDecodeError, ValueError):
+        raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)") from None
+
+
+def entry_lines(data: bytes) -> list[int]:
+    """The line each top-level entry of a JSON array (or each key of a JSON object) starts on, in order.
+
+    Only for refusals: a second pass over the text, one entry at a time (the fast parse keeps no positions)."""
+    text = read_text(data).decode("utf-8")
+    return [text.count("\n", 0, offset) + 1 for offset in _entry_offsets(text)]
+
+
+def _entry_offsets(text: str) -> Iterator[int]:
+    position = _skip(text, 0)
+    if position >= len(text) or text[position] not in "[{":
+        return
+    is_object = text[position] == "{"
+    position = _skip(text, position + 1)
+    while position < len(text) and text[position] not in "]}":
+        yield position
+        if is_object:
+            _, position = _DECODER.raw_decode(text, position)
+            position = _skip(text, position)
+            position = _skip(text, position + 1)  # the colon
+        _, position = _DECODER.raw_decode(text, position)
+        position = _skip(text, position)
+        if position < len(text) and text[position] == ",":
+            position = _skip(text, position + 1)
+
+
+def _skip(text: str, position: int) -> int:
+    while position < len(text) and text[position] in _SPACE:
+        position += 1
+    return position
