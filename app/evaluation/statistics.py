@@ -17,7 +17,7 @@ compared on the same resamples.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -48,6 +48,9 @@ class Ratio:
     groups: np.ndarray  # (G_s,) indices into the split's groups 0..n_groups-1
     numerators: np.ndarray  # float32 (k, G_s)
     denominators: np.ndarray  # float64 (G_s,)
+    # Points one judgement is scored in (VQA v2: 30 a question, for 0/30/60/90/100%): a count interval counts
+    # judgements, never points, since a judgement's points move together.
+    points: int = 1
 
     @cached_property  # once: the bootstrap may then reuse the numerators' memory
     def values(self) -> np.ndarray:
@@ -160,7 +163,8 @@ def _each_ratio(
                 by_example, per_example = outcomes["counts"][metric]
                 groups, right = sums_of(by_example, subset, indices)
                 sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
-                ratio = Ratio(groups, right.T, sizes.astype(np.float64) * per_example)
+                points = outcomes.get("points", {}).get(metric, 1)
+                ratio = Ratio(groups, right.T, sizes.astype(np.float64) * per_example, points)
                 del by_example
             del right  # the sums live on in the ratio alone: a consumer that drops it frees them
             remaining -= 1
@@ -382,7 +386,11 @@ def each_interval(
 ) -> Iterator[tuple[tuple[str, str], Interval]]:
     """intervals() as they are done, in `wanted`'s order (subsets, then their metrics). `on_values` hears each
     column's point estimates as soon as they are counted, before its interval is drawn: a board's ranks need
-    only the primary and tie-break columns' values (the table order), and can be worked out meanwhile."""
+    only the primary and tie-break columns' values (the table order), and can be worked out meanwhile.
+
+    A task type's estimate-only metrics (TaskType.estimate_only_metrics: not a ratio of per-group sums) come
+    first, their values from the task's own scoring and no interval (NaN bounds)."""
+    wanted = yield from _estimates_only(task, gold, stacked, wanted, on_values)
     if counts_only:
         ratios = metric_ratios(task, gold, stacked, wanted)
         if on_values is not None:
@@ -403,6 +411,34 @@ def each_interval(
         yield from _bootstrap_pair(batch, n_groups, blocks, CONFIDENCE, reuse=True).items()
 
 
+def _estimates_only(
+    task: TaskType,
+    gold: GoldSet,
+    stacked: np.ndarray,
+    wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
+    on_values: Callable[[tuple[str, str], np.ndarray], None] | None,
+) -> Generator[tuple[tuple[str, str], Interval], None, dict[str, tuple[np.ndarray | None, Sequence[str]]]]:
+    """Yields the wanted estimate-only columns (values, NaN bounds); returns `wanted` without them."""
+    only = set(task.estimate_only_metrics)
+    picked = {subset: [m for m in metrics if m in only] for subset, (_, metrics) in wanted.items()}
+    if not any(picked.values()):
+        return dict(wanted)
+    subsets = {subset: indices for subset, (indices, _) in wanted.items() if indices is not None}
+    scored = task.score_batch(gold, np.asarray(stacked), subsets)
+    for subset, metrics in picked.items():
+        for metric in metrics:
+            values = np.array([scores.get(subset, {}).get(metric, np.nan) for scores in scored], dtype=np.float64)
+            if on_values is not None:
+                on_values((subset, metric), values)
+            nan = np.full(values.size, np.nan)
+            yield (subset, metric), Interval(values, nan, nan.copy())
+    return {
+        subset: (indices, tuple(m for m in metrics if m not in only))
+        for subset, (indices, metrics) in wanted.items()
+        if any(m not in only for m in metrics)
+    }
+
+
 def _tell_values(
     ratios: Sequence[tuple[tuple[str, str], Ratio]], on_values: Callable[[tuple[str, str], np.ndarray], None]
 ) -> None:
@@ -420,7 +456,7 @@ def count_intervals(
     result = {}
     for key, ratio in ratios.items():
         values = ratio.values
-        n = float(ratio.denominators.sum())
+        n = float(ratio.denominators.sum()) / ratio.points
         if n == 0:
             nan = np.full(values.size, np.nan)
             result[key] = Interval(values, nan, nan.copy())
@@ -640,6 +676,71 @@ def view_ranks(
     for m, b, w in zip(members, better, worse, strict=True):
         ranks, lows, highs = shown_ranks(b, w, primary[m])
         result.append(Ranks(ranks, lows, highs, b, w))
+    return result
+
+
+_PAIRED_ROWS = 256  # entries whose pair statistics are held at once: (rows, k) float64 arrays
+_PAIRED_UNITS = 16384  # units multiplied at a time: a float32 sum of 16,384 products of points <= 30 is exact
+
+
+def paired_view_ranks(
+    scores: np.ndarray,
+    primary: np.ndarray,
+    views: Sequence[np.ndarray | None],
+    alpha: float = ALPHA,
+    *,
+    order: np.ndarray | None = None,
+) -> list[Ranks]:
+    """view_ranks for units scored in points rather than right or wrong (TaskType.unit_points > 1: VQA v2's
+    0/9/18/27/30 of 30 a question), where McNemar's test does not apply.
+
+    Each pair is tested by a paired permutation test on the units: under the null hypothesis the sign of each
+    unit's difference d = a - b is as likely flipped, so T = sum(d) has mean 0 and variance sum(d^2) over the
+    sign flips; z = T / sqrt(sum(d^2)) and the one-sided p = 1 - Phi(z) (the permutation distribution's normal
+    approximation; on 0/1 units this is McNemar's normal approximation). Holm's correction over each entry's
+    comparisons, B and W, and the ranks shown are as view_ranks (the same rule, the same shown_ranks).
+
+    scores: (k, units) integer points; primary: (k,) scores in table order; `order`: the table's rows are
+    scores[order]. sum(d^2) = Q_a + Q_b - 2 G_ab with G the points' Gram matrix, exact in float32 per block of
+    _PAIRED_UNITS units and summed in float64."""
+    from scipy.special import ndtr
+
+    points = np.asarray(scores)
+    if order is not None and points.shape[0]:
+        points = points[np.asarray(order)]
+    primary = np.asarray(primary, dtype=np.float64)
+    k = points.shape[0]
+    totals = points.sum(axis=1, dtype=np.int64).astype(np.float64)
+    squares = np.zeros(k)
+    gram = np.zeros((k, k))
+    for at in range(0, points.shape[1], _PAIRED_UNITS):
+        block = points[:, at : at + _PAIRED_UNITS].astype(np.float32)
+        squares += np.einsum("ij,ij->i", block, block, dtype=np.float64)
+        gram += (block @ block.T).astype(np.float64)
+    members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
+    result = []
+    for m in members:
+        better, worse = np.zeros(m.size, dtype=np.int64), np.zeros(m.size, dtype=np.int64)
+        for start in range(0, m.size, _PAIRED_ROWS):
+            rows = m[start : start + _PAIRED_ROWS]
+            variance = squares[rows, None] + squares[None, m] - 2.0 * gram[np.ix_(rows, m)]
+            ahead = totals[None, m] - totals[rows, None]  # how far each column is ahead of each row
+            above = np.arange(m.size)[None, :] < np.arange(start, start + rows.size)[:, None]
+            toward = np.where(above, ahead, -ahead)  # in the table's direction: above tested as better
+            with np.errstate(divide="ignore", invalid="ignore"):
+                p = ndtr(-toward / np.sqrt(variance))
+            p[(variance <= 0) | (primary[None, m] == primary[rows, None])] = 1.0  # equal never separate
+            p[np.arange(rows.size), np.arange(start, start + rows.size)] = np.inf  # itself: never tested
+            sorted_at = np.argsort(p, axis=1, kind="stable")
+            sorted_p = np.take_along_axis(p, sorted_at, axis=1)
+            thresholds = alpha / np.maximum(m.size - 1 - np.arange(m.size), 1)
+            fails = np.concatenate([sorted_p > thresholds[None, :], np.ones((rows.size, 1), bool)], axis=1)
+            rejected = np.arange(m.size)[None, :] < np.argmax(fails, axis=1)[:, None]  # Holm's first failure
+            side_above = np.take_along_axis(above, sorted_at, axis=1)
+            better[start : start + rows.size] = (rejected & side_above).sum(axis=1)
+            worse[start : start + rows.size] = (rejected & ~side_above).sum(axis=1)
+        ranks, lows, highs = shown_ranks(better, worse, primary[m])
+        result.append(Ranks(ranks, lows, highs, better, worse))
     return result
 
 

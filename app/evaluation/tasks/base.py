@@ -21,7 +21,8 @@ from ..subsets import field_subsets
 
 Scores = dict[str, dict[str, float]]
 # Per-example outcomes for the statistics: {"counts": {metric: (by-example (n, k) uint8 right counts,
-# judgements per example)}, "all_right": (n, k) uint8}; see TaskType.example_outcomes.
+# judgements per example)}, "all_right": (n, k) uint8, optionally "points": {metric: points a judgement is
+# scored in} where a count is of points (VQA v2)}; see TaskType.example_outcomes.
 Outcomes = dict[str, Any]
 # Score columns of k stacked submissions: {subset: {metric: (k,) percentages}} (metrics.accuracy and its kin).
 Columns = dict[str, dict[str, Any]]
@@ -64,6 +65,10 @@ class TaskType:
     # What one resampled group (a consistency group) is called on boards: "sentences", "questions".
     unit_noun: str
     metrics: tuple[str, ...]
+    # Metrics shown without an interval: not a ratio of per-group sums a bootstrap can resample (GQA's
+    # consistency over entailed questions, its distribution). Their values come from score_batch; every other
+    # metric is counted in example_outcomes (or is "consistency" over the groups).
+    estimate_only_metrics: tuple[str, ...] = ()
     primary_metric: str
     tie_break_metric: str | None
     subset_metrics: tuple[str, ...]
@@ -147,6 +152,16 @@ class TaskType:
         """(k, units) bool: each judgement the primary metric counts, for k stacked predictions (k, *shape),
         example-major (NLVR images: every image; VCR: a question, right when Q->AR is)."""
         raise NotImplementedError
+
+    def unit_points(self, gold: GoldSet) -> int:
+        """Points a unit scores on the primary metric at most: 1 where a unit is right or wrong (ranks by McNemar's
+        exact test on unit_correctness); more for soft scores (VQA v2: 30 a question), whose ranks come from a
+        paired permutation test on unit_scores (statistics.paired_view_ranks)."""
+        return 1
+
+    def unit_scores(self, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
+        """(k, units) uint8: the points each unit scores on the primary metric, 0..unit_points(gold)."""
+        return self.unit_correctness(gold, stacked).astype(np.uint8)
 
     def example_outcomes(self, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
         """Per-example outcomes of k stacked predictions for the statistics, laid out by example (n, k): the

@@ -375,6 +375,14 @@ class _Handover:
 
 def _rank(task, gold, stacked: np.ndarray, handover: _Handover) -> list[statistics.Ranks]:
     """The ranks and rank intervals of the board and its teams view (the ranks' thread)."""
+    if task.unit_points(gold) > 1:  # soft scores: a paired permutation test on the points (no McNemar)
+        scores = task.unit_scores(gold, stacked)
+        handover.ordered.wait()
+        if "order" not in handover.placed:
+            return []
+        order = handover.placed["order"]
+        primary = handover.values[handover.primary_key][order]
+        return statistics.paired_view_ranks(scores, primary, handover.placed["views"], order=order)
     # Meanwhile, what needs no order: the judgements packed, the tests' library loaded.
     judgements = [statistics.PackedJudgements.of_predictions(task, gold, stacked)]
     statistics.load_tests()
