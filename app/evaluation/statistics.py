@@ -162,9 +162,15 @@ def _each_ratio(
             elif metric in outcomes["counts"]:
                 by_example, per_example = outcomes["counts"][metric]
                 groups, right = sums_of(by_example, subset, indices)
-                sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
+                if isinstance(per_example, np.ndarray):  # judgements vary by example (GQA: balanced ones only)
+                    counted = per_example if indices is None else per_example[indices]
+                    per_group = np.bincount(subset_codes, weights=counted, minlength=1)
+                    denominators = per_group[groups] if groups.size else np.zeros(0)
+                else:
+                    sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
+                    denominators = sizes.astype(np.float64) * per_example
                 points = outcomes.get("points", {}).get(metric, 1)
-                ratio = Ratio(groups, right.T, sizes.astype(np.float64) * per_example, points)
+                ratio = Ratio(groups, right.T, denominators, points)
                 del by_example
             del right  # the sums live on in the ratio alone: a consumer that drops it frees them
             remaining -= 1

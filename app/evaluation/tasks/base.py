@@ -21,8 +21,9 @@ from ..subsets import field_subsets
 
 Scores = dict[str, dict[str, float]]
 # Per-example outcomes for the statistics: {"counts": {metric: (by-example (n, k) uint8 right counts,
-# judgements per example)}, "all_right": (n, k) uint8, optionally "points": {metric: points a judgement is
-# scored in} where a count is of points (VQA v2)}; see TaskType.example_outcomes.
+# judgements per example: an int, or an (n,) array where examples differ, 0 for one not counted)},
+# "all_right": (n, k) uint8, optionally "points": {metric: points a judgement is scored in} where a count is
+# of points (VQA v2)}; see TaskType.example_outcomes.
 Outcomes = dict[str, Any]
 # Score columns of k stacked submissions: {subset: {metric: (k,) percentages}} (metrics.accuracy and its kin).
 Columns = dict[str, dict[str, Any]]
@@ -152,6 +153,13 @@ class TaskType:
         """(k, units) bool: each judgement the primary metric counts, for k stacked predictions (k, *shape),
         example-major (NLVR images: every image; VCR: a question, right when Q->AR is)."""
         raise NotImplementedError
+
+    def counted_units(self, gold: GoldSet, metric: str, indices: np.ndarray | None = None) -> int:
+        """How many units a percentage on ``metric`` counts over, on the examples ``indices`` (None: all): what a
+        released count is of. Accuracy over NLVR images counts images; other metrics count examples. Families
+        that leave examples out of a metric (GQA: unbalanced questions) say so here."""
+        examples = gold.n if indices is None else len(indices)
+        return examples * (gold.n_images if metric == "accuracy" else 1)
 
     def unit_points(self, gold: GoldSet) -> int:
         """Points a unit scores on the primary metric at most: 1 where a unit is right or wrong (ranks by McNemar's

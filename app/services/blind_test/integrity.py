@@ -60,18 +60,16 @@ MAX_ID = 2**31 - 1
 
 def _units(task: TaskType, gold: GoldSet, subsets: dict[str, np.ndarray], subset: str, metric: str) -> int | None:
     """How many units (examples, images, groups) a percentage on (subset, metric) counts over."""
-    if subset == "all":
-        examples = gold.n
-    elif subset in subsets:
-        examples = len(subsets[subset])
-    else:
+    if subset != "all" and subset not in subsets:
         return None
+    if metric in task.estimate_only_metrics:
+        return None  # not a count of units (GQA's consistency and distribution): withheld before the reveal
     if metric == "consistency":
         if subset != "all":
             return None
         return gold.n_groups
-    # Accuracy over NLVR images counts images; VCR's metrics count questions.
-    return examples * (gold.n_images if metric == "accuracy" else 1)
+    # Accuracy over NLVR images counts images; VCR's metrics count questions (TaskType.counted_units).
+    return task.counted_units(gold, metric, None if subset == "all" else subsets[subset])
 
 
 SUBSET_DECIMALS = 0  # a subset's released figures before the reveal: whole percents (see resolution)
