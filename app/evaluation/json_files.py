@@ -10,11 +10,13 @@ with a bracket), so a 50 MB file of empty objects or numbers is refused before a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .errors import ValidationError, at
-from .text_files import read_text
+import numpy as np
+
+from .errors import ProblemList, ValidationError, at
+from .text_files import read_text, show
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -71,3 +73,49 @@ def _skip(text: str, position: int) -> int:
     while position < len(text) and text[position] in _SPACE:
         position += 1
     return position
+
+
+_MISSING_SHOWN = 10
+
+
+def entry_problems(
+    problems: ProblemList,
+    positions: np.ndarray,
+    size: int,
+    lines: np.ndarray,
+    names: Sequence[str],
+    name_of: Callable[[int], str],
+    what: str,
+) -> None:
+    """Unknown, duplicate and missing identifiers of a JSON file's entries, each named with its entry and line.
+
+    positions: each entry's row in the gold order (-1: not in the gold); lines and names: each entry's line and
+    identifier as written; name_of(row): a gold identifier, for the missing ones."""
+    positions = np.asarray(positions, dtype=np.int64)
+    unknown = np.flatnonzero(positions < 0)
+    problems.add_lines(lines, unknown, lambda entry: f"entry {entry + 1:,}: unknown {what} {show(names[entry])}")
+    if unknown.size and size:
+        problems.hint(f"{what}s look like {name_of(0)}")
+    known = np.flatnonzero(positions >= 0)
+    first: dict[int, int] = {}
+    repeated: list[int] = []
+    if np.bincount(positions[known], minlength=size).max(initial=0) > 1:
+        for entry in known.tolist():
+            if first.setdefault(int(positions[entry]), entry) != entry:
+                repeated.append(entry)
+
+    def duplicate(entry: int) -> str:
+        earlier = first[int(positions[entry])]
+        return (
+            f"entry {entry + 1:,}: duplicate {what} {show(names[entry])} "
+            f"(first at entry {earlier + 1:,}, line {int(lines[earlier])})"
+        )
+
+    problems.add_lines(lines, np.asarray(repeated, dtype=np.int64), duplicate)
+    counts = np.bincount(positions[known], minlength=size)
+    missing = np.flatnonzero(counts == 0)
+    if missing.size:
+        shown = ", ".join(show(name_of(int(row))) for row in missing[:_MISSING_SHOWN])
+        more = f" and {missing.size - _MISSING_SHOWN:,} more" if missing.size > _MISSING_SHOWN else ""
+        plural = "s" if missing.size != 1 else ""
+        problems.add(f"missing predictions for {missing.size:,} {what}{plural} of {size:,}: {shown}{more}")

@@ -3,10 +3,11 @@ family"). Importing a family module registers it: the lines below are the regist
 lists the task types.
 """
 
-from . import nlvr, vcr  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-images; vcr)
+from . import nlvr, vcr, vqa_v2  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-images; vcr; vqa-v2)
 from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, read_gold, register
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
 from .vcr import VCR
+from .vqa_v2 import VQAv2
 
 __all__ = [
     "TASK_TYPES",
@@ -22,4 +23,5 @@ __all__ = [
     "NLVRStructured",
     "NLVRImages",
     "VCR",
+    "VQAv2",
 ]
