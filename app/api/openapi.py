@@ -638,7 +638,7 @@ PATHS = {
                                 },
                             },
                         },
-                        "encoding": {"file": {"contentType": "text/csv, application/octet-stream"}},
+                        "encoding": {"file": {"contentType": "text/csv, application/json, application/octet-stream"}},
                     }
                 },
             },

@@ -91,12 +91,14 @@ def _download(result: exports.Export) -> Response:
     )
 
 
-@bp.get("/leaderboards/<benchmark>/<split>/sample.csv")
+@bp.get("/leaderboards/<benchmark>/<split>/sample.<ext>")
 @caching.public(_benchmark)
-def sample_file(benchmark: str, split: str):
-    name, body = catalog.sample_file(benchmark, split)
+def sample_file(benchmark: str, split: str, ext: str):
+    name, body, media_type = catalog.sample_file(benchmark, split, ext)
     return Response(
-        body, content_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="{name}"'}
+        body,
+        content_type=f"{media_type}; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
 

@@ -199,7 +199,7 @@ def _writes(app, folder: Path) -> list[Answer]:
     headers = {"Authorization": f"Bearer {token}"}
     client = app.test_client()
     with app.app_context():
-        _, sample = catalog.sample_file("demo-nlvr2", "dev")
+        _, sample, _ = catalog.sample_file("demo-nlvr2", "dev")
     answers = []
 
     def record(request: str, response) -> None:

@@ -77,6 +77,8 @@ class TaskType:
     # How a prediction file of this task is written, for the "How to submit" section of a benchmark.
     file_format: str
     example: tuple[str, str, str]  # three lines of a valid file
+    file_suffix = "csv"  # a prediction file's (and its sample's) extension
+    media_type = "text/csv"
 
     def sample(self, gold: GoldSet) -> bytes:
         """A valid prediction file for ``gold``: every identifier (an input, never a label) with one

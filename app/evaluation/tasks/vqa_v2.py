@@ -250,6 +250,8 @@ class VQAv2(TaskType):
         "compares them: stripped, and normalised (punctuation, number words, articles, case) only where the "
         "humans disagree"
     )
+    file_suffix = "json"
+    media_type = "application/json"
     example = (
         '[{"question_id": 262148000, "answer": "down"},',
         ' {"question_id": 262148001, "answer": "2"},',

@@ -378,9 +378,12 @@ def open_splits() -> list[Split]:
     return [split for split in list_splits() if split.is_open]
 
 
-def sample_file(benchmark_slug: str, split_slug: str) -> tuple[str, bytes]:
-    """(file name, a valid prediction file for the split: its identifiers with a constant prediction)."""
+def sample_file(benchmark_slug: str, split_slug: str, suffix: str = "csv") -> tuple[str, bytes, str]:
+    """(file name, a valid prediction file for the split: its identifiers with a constant prediction, its media
+    type); NotFound where ``suffix`` is not the extension of the task type's files."""
     split = get_split(benchmark_slug, split_slug)
-    return f"{split.benchmark.slug}-{split.slug}-sample.csv", get_task(split.benchmark.task_type).sample(
-        gold_for(split)
-    )
+    task = get_task(split.benchmark.task_type)
+    if suffix != task.file_suffix:
+        raise NotFound(f"the sample file of {benchmark_slug}/{split_slug} is sample.{task.file_suffix}")
+    name = f"{split.benchmark.slug}-{split.slug}-sample.{task.file_suffix}"
+    return name, task.sample(gold_for(split)), task.media_type
