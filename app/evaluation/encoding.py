@@ -1,7 +1,8 @@
 """Compact, exact byte encodings of aligned prediction arrays (stored with every submission).
 
 Booleans are packed 8 to a byte (a 7,000-example NLVR2 submission is 873 bytes); small integers
-(VCR choices 0-3) are stored one int8 each. Shapes are not stored: the gold set determines them.
+(VCR choices 0-3) are stored one int8 each; scores compared exactly (Winoground's four per example) as
+little-endian float64, every bit kept. Shapes are not stored: the gold set determines them.
 The *_many variants decode k blobs into one stacked array without a Python loop over the bits.
 """
 
@@ -50,6 +51,22 @@ def unpack_int8(blob: bytes, shape: tuple[int, ...]) -> np.ndarray:
 def unpack_int8_many(blobs: Sequence[bytes], shape: tuple[int, ...]) -> np.ndarray:
     _check_sizes(blobs, int(np.prod(shape)))
     return np.frombuffer(b"".join(blobs), dtype=np.int8).reshape((len(blobs),) + tuple(shape)).copy()
+
+
+def pack_float64(values: np.ndarray) -> bytes:
+    return np.ascontiguousarray(values, dtype="<f8").tobytes()
+
+
+def unpack_float64(blob: bytes, shape: tuple[int, ...]) -> np.ndarray:
+    size = 8 * int(np.prod(shape))
+    if len(blob) != size:
+        raise ValueError(f"stored predictions have {len(blob)} bytes; expected {size} for shape {shape}")
+    return np.frombuffer(blob, dtype="<f8").astype(np.float64).reshape(shape)
+
+
+def unpack_float64_many(blobs: Sequence[bytes], shape: tuple[int, ...]) -> np.ndarray:
+    _check_sizes(blobs, 8 * int(np.prod(shape)))
+    return np.frombuffer(b"".join(blobs), dtype="<f8").astype(np.float64).reshape((len(blobs),) + tuple(shape))
 
 
 def _check_sizes(blobs: Sequence[bytes], size: int) -> None:
