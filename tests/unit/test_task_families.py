@@ -63,7 +63,8 @@ def test_every_registered_family_implements_the_whole_interface(name):
     task = get_task(name)
     for attribute in REQUIRED_ATTRIBUTES:
         assert hasattr(task, attribute), (name, attribute)
-    assert task.unit_noun in ("sentences", "questions")
+    # A plural noun, read in "a bootstrap that resamples whole <unit_noun>": sentences, questions, examples, ...
+    assert re.fullmatch(r"[a-z]+( [a-z]+)*s", task.unit_noun), task.unit_noun
     assert task.primary_metric in task.metrics and set(task.subset_metrics) <= set(task.metrics)
     assert len(task.example) == 3 and all(isinstance(line, str) for line in task.example)
     for method in REQUIRED_METHODS:

@@ -4,9 +4,15 @@ lists the task types.
 """
 
 from . import nlvr, vcr  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-images; vcr)
+
+# isort: split
+from . import winoground  # noqa: F401  (registers winoground)
+
+# isort: split
 from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, read_gold, register
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
 from .vcr import VCR
+from .winoground import Winoground
 
 __all__ = [
     "TASK_TYPES",
@@ -22,4 +28,5 @@ __all__ = [
     "NLVRStructured",
     "NLVRImages",
     "VCR",
+    "Winoground",
 ]
