@@ -9,8 +9,10 @@ from . import nlvr, vcr  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-i
 from . import winoground  # noqa: F401  (registers winoground)
 
 # isort: split
+from . import nlvr2_contrast  # noqa: F401  (registers nlvr2-contrast)
 from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, read_gold, register
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
+from .nlvr2_contrast import NLVR2Contrast
 from .vcr import VCR
 from .winoground import Winoground
 
@@ -29,4 +31,5 @@ __all__ = [
     "NLVRImages",
     "VCR",
     "Winoground",
+    "NLVR2Contrast",
 ]
