@@ -27,6 +27,11 @@ Record = dict[str, Any]  # one parsed line of a gold file
 NLVR2_IDENTIFIER = re.compile(r"(\S+)-(\d+)-(\d+)-(\d+)")
 # NLVR 'n-m'; the consistency group is n.
 NLVR_IDENTIFIER = re.compile(r"([^\s-]+)-(\d+)")
+# NLVR2 contrast sets: the original NLVR2 identifier and one digit, 'test1-769-1-0-1'; the group is the original.
+CONTRAST_IDENTIFIER = re.compile(r"(\S+-\d+-\d+-\d+)-\d")
+# Winoground 'id': an integer, as the official statistics read it (int() of the label's first part).
+WINOGROUND_IDENTIFIER = re.compile(r"0|-?[1-9][0-9]*")
+WINOGROUND_TEXTS = ("caption_0", "caption_1", "image_0", "image_1")
 VCR_LABELS = ("answer_label", "rationale_label")
 
 
@@ -309,6 +314,24 @@ VCR_FORMAT = _Format(
     "missing or invalid 'answer_label'/'rationale_label' (integers 0-3)",
 )
 
+CONTRAST_FORMAT = _Format(
+    "identifier",
+    CONTRAST_IDENTIFIER,
+    "the original NLVR2 identifier and one digit (e.g. 'test1-769-1-0-1')",
+    lambda record: _label(record.get("label")),
+    _binary_labels,
+    _BINARY_LABEL,
+)
+WINOGROUND_FORMAT = _Format(
+    "id",
+    WINOGROUND_IDENTIFIER,
+    "an integer (e.g. 0)",
+    lambda record: 0,  # no label: caption_0 goes with image_0 and caption_1 with image_1
+    lambda records: [0] * len(records),
+    "",
+    WINOGROUND_TEXTS,
+)
+
 
 def _groups(keys: list[str]) -> np.ndarray:
     codes, _ = pd.factorize(pd.Series(keys, dtype=object), sort=False)
@@ -348,6 +371,32 @@ def read_vcr(data: bytes, task: str = "vcr") -> GoldSet:
         np.array(labels, dtype=np.int8).reshape(-1, 2),
         np.arange(len(ids), dtype=np.int32),
         _scalar_fields(records, exclude={"annot_id", *VCR_LABELS}),
+    )
+
+
+def read_nlvr2_contrast(data: bytes, task: str = "nlvr2-contrast") -> GoldSet:
+    """NLVR2 contrast sets (``contrast_set_nlvr2.jsonl``): 'identifier' the original NLVR2 identifier and one
+    digit, 'label' true/false. The consistency group is the original example: the identifier without its last
+    two characters, as the official eval.py groups (``ex['identifier'][:-2]``); the one-digit form keeps that
+    the original's identifier."""
+    ids, labels, records = _read_examples(data, CONTRAST_FORMAT)
+    groups = _groups([identifier[:-2] for identifier in ids])
+    fields = _scalar_fields(records, exclude={"identifier", "label"})
+    return GoldSet(task, _object_array(ids), np.array(labels, dtype=bool), groups, fields)
+
+
+def read_winoground(data: bytes, task: str = "winoground") -> GoldSet:
+    """Winoground ``examples.jsonl``: 'id' an integer, 'caption_0', 'caption_1', 'image_0', 'image_1'; the tags
+    ('collapsed_tag', 'secondary_tag', 'num_main_preds', 'tag') become fields. There is no label (the right
+    pairing is always caption_0-image_0 and caption_1-image_1): ``labels`` is an empty (n, 0) array. One group
+    per example."""
+    ids, _, records = _read_examples(data, WINOGROUND_FORMAT)
+    return GoldSet(
+        task,
+        _object_array(ids),
+        np.zeros((len(ids), 0), dtype=np.int8),
+        np.arange(len(ids), dtype=np.int32),
+        _scalar_fields(records, exclude={"id"}),
     )
 
 

@@ -343,13 +343,17 @@ def _identifier_positions(index: pd.Index, ids: np.ndarray, split_prefix: bool) 
 _LABEL_SPELLINGS = pd.Index(["true", "false", "True", "False", "TRUE", "FALSE"])  # even: true, odd: false
 
 
-def _read_labels(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(is_true, valid) for prediction cells: true/false in any case, spaces and quotes around allowed."""
+def _read_labels(words: np.ndarray, digits: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(is_true, valid) for prediction cells: true/false in any case, spaces and quotes around allowed;
+    with ``digits`` also 1 (true) and 0 (false)."""
     codes = _LABEL_SPELLINGS.get_indexer(pd.Index(words))
     misses = np.flatnonzero(codes < 0)
     if misses.size:
         lowered = _objects([_strip(word).lower() for word in words[misses].tolist()])
-        codes[misses] = np.where(lowered == "true", 0, np.where(lowered == "false", 1, -1))
+        true, false = (lowered == "true"), (lowered == "false")
+        if digits:
+            true, false = true | (lowered == "1"), false | (lowered == "0")
+        codes[misses] = np.where(true, 0, np.where(false, 1, -1))
     return (codes >= 0) & (codes % 2 == 0), codes >= 0
 
 
@@ -496,28 +500,36 @@ def _settle(out: np.ndarray, rows: np.ndarray, work: Callable[[np.ndarray], np.n
         out[chunk] = work(chunk)
 
 
-def _labels(words: _Column) -> tuple[np.ndarray, np.ndarray]:
-    """(is_true, valid) of a column of true/false words: spelled exactly in bytes, else cell by cell."""
+def _labels(words: _Column, digits: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(is_true, valid) of a column of true/false words (with ``digits``, 1/0 too): spelled exactly in
+    bytes, else cell by cell."""
     fixed_words = words.fixed()
     is_true = (fixed_words == b"true") | (fixed_words == b"True") | (fixed_words == b"TRUE")
     valid = is_true | (fixed_words == b"false") | (fixed_words == b"False") | (fixed_words == b"FALSE")
+    if digits:
+        one = fixed_words == b"1"
+        is_true |= one
+        valid |= one | (fixed_words == b"0")
     del fixed_words
     unsettled = np.flatnonzero(~valid)
     codes = np.zeros(unsettled.size, dtype=np.int8)  # 0: false, 1: true, -1: neither
-    _settle(codes, np.arange(unsettled.size), lambda k: _label_codes(words.take(unsettled[k])))
+    _settle(codes, np.arange(unsettled.size), lambda k: _label_codes(words.take(unsettled[k]), digits))
     is_true[unsettled], valid[unsettled] = codes == 1, codes >= 0
     return is_true, valid
 
 
-def _label_codes(words: np.ndarray) -> np.ndarray:
-    is_true, valid = _read_labels(words)
+def _label_codes(words: np.ndarray, digits: bool = False) -> np.ndarray:
+    is_true, valid = _read_labels(words, digits)
     return np.where(valid, is_true.astype(np.int8), -1)
 
 
-def parse_binary(data: bytes, gold: GoldSet, *, max_bytes: int | None = None, split_prefix: bool = False) -> np.ndarray:
+def parse_binary(
+    data: bytes, gold: GoldSet, *, max_bytes: int | None = None, split_prefix: bool = False, digits: bool = False
+) -> np.ndarray:
     """``identifier,true|false`` lines -> bool array (n,) in gold order.
 
     ``split_prefix``: also accept identifiers with a split prefix (NLVR 'dev-1572-0' for '1572-0').
+    ``digits``: also accept 1 for true and 0 for false (the NLVR2 contrast sets' own files).
     """
     problems = ProblemList()
     layout, rows = _two_column_rows(data, max_bytes, problems, gold.n)
@@ -525,11 +537,12 @@ def parse_binary(data: bytes, gold: GoldSet, *, max_bytes: int | None = None, sp
     ids, words = _Column.pair(layout, rows)
     # Fast path in bytes: labels spelled exactly, identifiers exactly as in the gold file. Whatever it
     # leaves (padding, quotes, split prefixes, typos) takes the general path, cell by cell.
-    is_true, valid = _labels(words)
+    is_true, valid = _labels(words, digits)
+    expected = "true, false, 1 or 0" if digits else "true or false"
     problems.add_lines(
         lines,
         np.flatnonzero(~valid),
-        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(ids[r]))}; expected true or false",
+        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(ids[r]))}; expected {expected}",
     )
     positions = gold.positions_of_bytes(ids.fixed())
     misses = np.flatnonzero(positions < 0)

@@ -63,7 +63,8 @@ def test_every_registered_family_implements_the_whole_interface(name):
     task = get_task(name)
     for attribute in REQUIRED_ATTRIBUTES:
         assert hasattr(task, attribute), (name, attribute)
-    assert task.unit_noun in ("sentences", "questions")
+    # A plural noun, read in "a bootstrap that resamples whole <unit_noun>": sentences, questions, examples, ...
+    assert re.fullmatch(r"[a-z]+( [a-z]+)*s", task.unit_noun), task.unit_noun
     assert task.primary_metric in task.metrics and set(task.subset_metrics) <= set(task.metrics)
     assert len(task.example) == 3 and all(isinstance(line, str) for line in task.example)
     for method in REQUIRED_METHODS:
@@ -76,7 +77,11 @@ def test_every_registered_family_implements_the_whole_interface(name):
     correct = task.unit_correctness(gold, stacked)
     assert correct.shape[0] == 2 and correct.shape[1] >= gold.n
     losses = task.zero_one_losses(gold, predictions)
-    assert losses.dtype == np.float64 and losses.tolist() == (~correct[0]).astype(float).tolist()
+    # The Ladder loses what a unit did not score: right or wrong, or a share of its points (VQA v2).
+    scored = task.unit_scores(gold, stacked)[0] / task.unit_points(gold)
+    assert losses.dtype == np.float64 and np.allclose(losses, 1.0 - scored, rtol=0, atol=1e-12)
+    if task.unit_points(gold) == 1:
+        assert losses.tolist() == (~correct[0]).astype(float).tolist()
     assert task.probe_distances(predictions, stacked)[0] == 0.0
     blobs = [task.encode(row) for row in stacked]
     assert np.array_equal(task.decode_many(blobs, gold.n), stacked)

@@ -3,11 +3,22 @@ family"). Importing a family module registers it: the lines below are the regist
 lists the task types.
 """
 
-from . import nlvr, vcr, vqa_v2  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-images; vcr; vqa-v2)
+from . import nlvr, vcr  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-images; vcr)
+
+# isort: split
+from . import vqa_v2  # noqa: F401  (registers vqa-v2)
+
+# isort: split
+from . import winoground  # noqa: F401  (registers winoground)
+
+# isort: split
+from . import nlvr2_contrast  # noqa: F401  (registers nlvr2-contrast)
 from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, read_gold, register
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
+from .nlvr2_contrast import NLVR2Contrast
 from .vcr import VCR
 from .vqa_v2 import VQAv2
+from .winoground import Winoground
 
 __all__ = [
     "TASK_TYPES",
@@ -24,4 +35,6 @@ __all__ = [
     "NLVRImages",
     "VCR",
     "VQAv2",
+    "Winoground",
+    "NLVR2Contrast",
 ]

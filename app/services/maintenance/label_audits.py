@@ -86,8 +86,11 @@ def audit_labels(benchmark_slug: str, split_slug: str, top: int | str | None = D
         raise Conflict(f"{benchmark_slug}/{split_slug} has no scored submissions to audit its labels with")
     gold = label_files.load_gold(split)
     stacked = task.decode_many(distinct, gold.n)
+    fields = task.label_votes(gold, stacked)
+    if not fields:  # e.g. Winoground: the right pairing is fixed, there is no label to get wrong
+        raise Conflict(f"{benchmark_slug}/{split_slug} has no gold label to audit: {task.label} gold files have none")
     candidates, accuracy = [], {}
-    for field in task.label_votes(gold, stacked):
+    for field in fields:
         estimate = dawid_skene(field.votes, field.gold, len(field.classes))
         accuracy[field.field] = estimate.gold_accuracy
         for i in estimate.ranking()[:top].tolist():
