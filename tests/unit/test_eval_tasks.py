@@ -61,7 +61,8 @@ def random_vcr_gold(n, rng):
 
 
 def test_registry_has_every_family_with_its_metrics():
-    assert set(TASK_TYPES) == {"nlvr2", "nlvr-structured", "nlvr-images", "vcr"}
+    # The first families, in the order the app lists them; each later family's own tests check its registration.
+    assert list(TASK_TYPES)[:4] == ["nlvr2", "nlvr-structured", "nlvr-images", "vcr"]
     for name in ("nlvr2", "nlvr-structured", "nlvr-images"):
         task = get_task(name)
         assert task.metrics == ("accuracy", "consistency") and task.primary_metric == "accuracy"

@@ -80,7 +80,8 @@ def nlvr2_dev() -> bytes:
 
 
 def test_task_names():
-    assert S.TASK_NAMES == ("nlvr2", "nlvr-structured", "nlvr-images", "vcr")
+    # The first families, in the registry's order; each later family's own tests check its registration.
+    assert S.TASK_NAMES[:4] == ("nlvr2", "nlvr-structured", "nlvr-images", "vcr")
 
 
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 100, 6982])

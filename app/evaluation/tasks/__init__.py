@@ -8,6 +8,11 @@ from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, 
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
 from .vcr import VCR
 
+# isort: split
+# Families registered after the four above, in the order the app lists them.
+from . import aokvqa  # noqa: F401  (registers a-okvqa)
+from .aokvqa import AOKVQA
+
 __all__ = [
     "TASK_TYPES",
     "LabelVotes",
@@ -22,4 +27,5 @@ __all__ = [
     "NLVRStructured",
     "NLVRImages",
     "VCR",
+    "AOKVQA",
 ]
