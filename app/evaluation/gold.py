@@ -349,7 +349,7 @@ def read_nlvr2(data: bytes, task: str = "nlvr2") -> GoldSet:
     ids, labels, records = _read_examples(data, NLVR2_FORMAT)
     # 'dev-850-0-1' -> group 'dev-850-1' (the identifier without its pair_id)
     groups = _groups([f"{prefix}-{sentence}" for prefix, _, sentence in (i.rsplit("-", 2) for i in ids)])
-    fields = _scalar_fields(records, exclude={"identifier", "label"})
+    fields = scalar_fields(records, exclude={"identifier", "label"})
     return GoldSet(task, _object_array(ids), np.array(labels, dtype=bool), groups, fields)
 
 
@@ -357,7 +357,7 @@ def read_nlvr(data: bytes, task: str = "nlvr-structured", n_images: int = 1) -> 
     """NLVR: 'identifier' n-m, 'label' true/false, 'sentence' (optional); groups are the sentences n."""
     ids, labels, records = _read_examples(data, NLVR_FORMAT)
     groups = _groups([identifier.rsplit("-", 1)[0] for identifier in ids])
-    fields = _scalar_fields(records, exclude={"identifier", "label"})
+    fields = scalar_fields(records, exclude={"identifier", "label"})
     fields.setdefault("sentence", _object_array([""] * len(ids)))
     return GoldSet(task, _object_array(ids), np.array(labels, dtype=bool), groups, fields, n_images)
 
@@ -370,7 +370,7 @@ def read_vcr(data: bytes, task: str = "vcr") -> GoldSet:
         _object_array(ids),
         np.array(labels, dtype=np.int8).reshape(-1, 2),
         np.arange(len(ids), dtype=np.int32),
-        _scalar_fields(records, exclude={"annot_id", *VCR_LABELS}),
+        scalar_fields(records, exclude={"annot_id", *VCR_LABELS}),
     )
 
 
@@ -381,7 +381,7 @@ def read_nlvr2_contrast(data: bytes, task: str = "nlvr2-contrast") -> GoldSet:
     the original's identifier."""
     ids, labels, records = _read_examples(data, CONTRAST_FORMAT)
     groups = _groups([identifier[:-2] for identifier in ids])
-    fields = _scalar_fields(records, exclude={"identifier", "label"})
+    fields = scalar_fields(records, exclude={"identifier", "label"})
     return GoldSet(task, _object_array(ids), np.array(labels, dtype=bool), groups, fields)
 
 
@@ -396,11 +396,11 @@ def read_winoground(data: bytes, task: str = "winoground") -> GoldSet:
         _object_array(ids),
         np.zeros((len(ids), 0), dtype=np.int8),
         np.arange(len(ids), dtype=np.int32),
-        _scalar_fields(records, exclude={"id"}),
+        scalar_fields(records, exclude={"id"}),
     )
 
 
-def _scalar_fields(records: list[Record], exclude: set[str]) -> dict[str, np.ndarray]:
+def scalar_fields(records: list[Record], exclude: set[str]) -> dict[str, np.ndarray]:
     """Top-level fields whose values are all strings or integers, as strings (absent -> '').
 
     They can define subsets (VCR 'region'); identifiers and labels are never fields.

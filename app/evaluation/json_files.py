@@ -27,8 +27,18 @@ def value_bound(data: bytes) -> int:
     return data.count(b",") + data.count(b"{") + data.count(b"[") + 1
 
 
-def load(data: bytes, *, max_bytes: int | None = None, max_values: int | None = None, what: str = "file") -> Any:
-    """The parsed document; ValidationError naming the line of a syntax error, or why the file is refused."""
+def load(
+    data: bytes,
+    *,
+    max_bytes: int | None = None,
+    max_values: int | None = None,
+    what: str = "file",
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> Any:
+    """The parsed document; ValidationError naming the line of a syntax error, or why the file is refused.
+
+    ``object_pairs_hook``: as json.loads's, called for every object, innermost first (the document's own object
+    last), e.g. to see keys an object repeats (json.loads keeps the last)."""
     text = read_text(data, max_bytes)
     if max_values is not None and value_bound(text) > max_values:
         raise ValidationError(
@@ -36,7 +46,7 @@ def load(data: bytes, *, max_bytes: int | None = None, max_values: int | None = 
             f"(at most {max_values:,}: one entry per expected item with its fields)"
         )
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as exc:
         raise ValidationError(at(exc.lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")) from None
     except (RecursionError, UnicodeDecodeError, ValueError):

@@ -3,16 +3,23 @@ family"). Importing a family module registers it: the lines below are the regist
 lists the task types.
 """
 
+# The registry, in the order the app lists the families (isort: split keeps it).
 from . import nlvr, vcr  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-images; vcr)
 
 # isort: split
 from . import vqa_v2  # noqa: F401  (registers vqa-v2)
 
 # isort: split
+from . import aokvqa  # noqa: F401  (registers a-okvqa)
+
+# isort: split
 from . import winoground  # noqa: F401  (registers winoground)
 
 # isort: split
 from . import nlvr2_contrast  # noqa: F401  (registers nlvr2-contrast)
+
+# isort: split
+from .aokvqa import AOKVQA
 from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, read_gold, register
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
 from .nlvr2_contrast import NLVR2Contrast
@@ -35,6 +42,7 @@ __all__ = [
     "NLVRImages",
     "VCR",
     "VQAv2",
+    "AOKVQA",
     "Winoground",
     "NLVR2Contrast",
 ]
