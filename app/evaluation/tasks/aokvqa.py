@@ -297,6 +297,8 @@ class AOKVQA(TaskType):
     primary_metric = "mc_accuracy"
     tie_break_metric = "da_accuracy"
     subset_metrics = metrics
+    file_suffix = "json"
+    media_type = "application/json"
     file_format = (
         "JSON, the official A-OKVQA predictions file: one object mapping every question_id of the split to "
         '{"multiple_choice": one of its choices, "direct_answer": an answer}, compared exactly (case and spaces '
