@@ -93,7 +93,7 @@ def entry_problems(
     positions: np.ndarray,
     size: int,
     lines: np.ndarray,
-    names: Sequence[str],
+    names: Sequence[str] | np.ndarray,
     name_of: Callable[[int], str],
     what: str,
 ) -> None:

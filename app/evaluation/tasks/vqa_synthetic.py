@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ def gold(size: int, seed: int = 0) -> bytes:
                 "multiple_choice_answer": common,
             }
         )
-    document = {"info": {"description": "Holdout synthetic VQA v2"}, "data_subtype": "synthetic"}
+    document: dict[str, Any] = {"info": {"description": "Holdout synthetic VQA v2"}, "data_subtype": "synthetic"}
     document["annotations"] = annotations
     return json.dumps(document).encode()
 
@@ -89,7 +90,7 @@ def predictions(gold_file: bytes, accuracy: float, seed: int = 0, *, shuffle: bo
     return json.dumps([entries[i] for i in order.tolist()]).encode()
 
 
-def _pool_of(annotation: dict) -> tuple[str, ...]:
+def _pool_of(annotation: dict[str, Any]) -> tuple[str, ...]:
     for question_type, _, pool in _TYPES:
         if question_type == annotation["question_type"]:
             return pool

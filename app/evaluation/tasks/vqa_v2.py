@@ -205,7 +205,7 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
     )
 
 
-def _entry_key(answer: dict) -> str:
+def _entry_key(answer: dict[str, Any]) -> str:
     return repr(sorted((str(key), repr(value)) for key, value in answer.items()))
 
 
@@ -288,7 +288,7 @@ class VQAv2(TaskType):
             elif not isinstance(answer, str):
                 bad.append((row, f"question {question}: answer must be a string, not {show(answer)}"))
         del document
-        positions = gold.id_index.get_indexer(np.asarray(questions, dtype=object)) if questions else np.zeros(0, int)
+        positions = gold.id_index.get_indexer(pd.Index(questions, dtype=object)) if questions else np.zeros(0, int)
         counts = np.bincount(positions[positions >= 0], minlength=gold.n)
         if bad or (positions < 0).any() or counts.max(initial=0) > 1 or (counts == 0).any():
             self._refuse(data, gold, questions, positions, bad)
@@ -297,7 +297,9 @@ class VQAv2(TaskType):
         return predictions
 
     @staticmethod
-    def _refuse(data: bytes, gold: GoldSet, questions: list[Any], positions: np.ndarray, bad: list) -> None:
+    def _refuse(
+        data: bytes, gold: GoldSet, questions: list[Any], positions: np.ndarray, bad: list[tuple[int, str]]
+    ) -> None:
         lines = np.asarray(json_files.entry_lines(data), dtype=np.int64)
         problems = ProblemList()
         for row, message in bad:
