@@ -204,6 +204,12 @@ class TaskType:
         stored bytes directly."""
         return self.probe_distances(new, self.decode_many(blobs, gold_n))
 
+    def split_probe_distances(self, gold: GoldSet, new: np.ndarray, blobs: Sequence[bytes]) -> np.ndarray:
+        """What the probe check compares on a split: ``stored_probe_distances``, over the units unit_correctness
+        counts. A family whose units are not every example (GQA: the balanced questions alone, which the gold set
+        tells) overrides it, so that the distance counts what the probe summaries and the released figures do."""
+        return self.stored_probe_distances(new, blobs, gold.n)
+
     # --- synthetic data of this family's shape (the demo, the tests, the scale runs) -------------------------
 
     def synthetic_gold(self, size: int, seed: int = 0, *, split: str = "dev") -> bytes:

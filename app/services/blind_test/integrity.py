@@ -196,8 +196,9 @@ def distances(task: TaskType, new: np.ndarray, stacked: np.ndarray) -> np.ndarra
 
 
 def _block_distances(task: TaskType, gold: GoldSet, new: np.ndarray, blobs: list[bytes]) -> np.ndarray:
-    """distances() against stored blobs (true/false tasks compare the packed bits directly)."""
-    return task.stored_probe_distances(new, blobs, gold.n)
+    """distances() against stored blobs (true/false tasks compare the packed bits directly), over the units the
+    task type counts on the split (GQA: its balanced questions; TaskType.split_probe_distances)."""
+    return task.split_probe_distances(gold, new, blobs)
 
 
 @dataclass(frozen=True)
