@@ -75,7 +75,8 @@ def test_every_registered_family_implements_the_whole_interface(name):
     assert task.parse(task.sample(gold), gold).shape == predictions.shape
     stacked = np.stack([predictions, task.parse(task.sample(gold), gold)])
     correct = task.unit_correctness(gold, stacked)
-    assert correct.shape[0] == 2 and correct.shape[1] >= gold.n
+    # The units: what a released count of the primary metric is of (GQA: the balanced questions alone).
+    assert correct.shape[0] == 2 and correct.shape[1] == task.counted_units(gold, task.primary_metric)
     losses = task.zero_one_losses(gold, predictions)
     # The Ladder loses what a unit did not score: right or wrong, or a share of its points (VQA v2).
     scored = task.unit_scores(gold, stacked)[0] / task.unit_points(gold)
@@ -88,6 +89,8 @@ def test_every_registered_family_implements_the_whole_interface(name):
     assert task.stored_probe_distances(predictions, blobs, gold.n).tolist() == (
         task.probe_distances(predictions, stacked).tolist()
     )
+    # The probe check's distances on the split count the units: none differ from the file itself.
+    assert task.split_probe_distances(gold, predictions, blobs)[0] == 0.0
     outcomes = task.example_outcomes(gold, stacked)
     assert task.primary_metric in outcomes["counts"] and outcomes["all_right"].shape == (gold.n, 2)
     assert all(isinstance(votes, LabelVotes) for votes in task.label_votes(gold, stacked))

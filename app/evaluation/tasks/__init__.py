@@ -19,8 +19,12 @@ from . import winoground  # noqa: F401  (registers winoground)
 from . import nlvr2_contrast  # noqa: F401  (registers nlvr2-contrast)
 
 # isort: split
+from . import gqa  # noqa: F401  (registers gqa)
+
+# isort: split
 from .aokvqa import AOKVQA
 from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, read_gold, register
+from .gqa import GQA, GQAGold
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
 from .nlvr2_contrast import NLVR2Contrast
 from .vcr import VCR
@@ -45,4 +49,6 @@ __all__ = [
     "AOKVQA",
     "Winoground",
     "NLVR2Contrast",
+    "GQA",
+    "GQAGold",
 ]

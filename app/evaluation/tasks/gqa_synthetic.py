@@ -1,0 +1,144 @@
+"""Synthetic files of GQA: questions files in the official shape and prediction files in the official results format.
+
+Everything here is made up, in the shape of the official release (``testdev_all_questions.json``: one JSON object
+keyed by question id) and of the official predictions file (``[{"questionId", "prediction"}]``). Several questions
+share an image; about two thirds are balanced; balanced questions entail others of their image (balanced or not);
+yes/no questions have no global group, the others one ("color", "place", ...). Pure: standard library and numpy
+only; deterministic for a given ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from . import synthetic_files as files
+
+# (structural, semantic, detailed, answers, global group, weight): roughly the shares of GQA's balanced test-dev.
+_KINDS: tuple[tuple[str, str, str, tuple[str, ...], str | None, float], ...] = (
+    ("verify", "attr", "verifyAttr", ("yes", "no"), None, 8.0),
+    ("verify", "rel", "verifyRelS", ("yes", "no"), None, 6.0),
+    ("verify", "obj", "exist", ("yes", "no"), None, 5.0),
+    ("logical", "obj", "logicOr", ("yes", "no"), None, 5.0),
+    ("logical", "attr", "existAttrOr", ("yes", "no"), None, 5.0),
+    ("query", "attr", "queryAttr", ("white", "black", "blue", "red", "brown", "green", "gray"), "color", 14.0),
+    ("query", "attr", "materialVerify", ("wood", "metal", "plastic", "glass"), "material", 6.0),
+    ("query", "cat", "categoryRelS", ("table", "chair", "shelf", "bed", "desk"), "furniture", 10.0),
+    ("query", "rel", "relS", ("man", "woman", "shirt", "tree", "dog", "car", "plate"), "thing", 16.0),
+    ("query", "global", "placeVerify", ("street", "kitchen", "field", "room", "beach"), "place", 7.0),
+    ("choose", "attr", "chooseAttr", ("red", "blue", "large", "small", "white", "black"), "color", 5.0),
+    ("choose", "rel", "chooseRel", ("left", "right"), "position", 4.0),
+    ("choose", "global", "chooseGlobal", ("street", "kitchen", "field"), "place", 2.0),
+    ("compare", "attr", "compare", ("yes", "no"), None, 3.0),
+    ("compare", "obj", "diffAnimals", ("dog", "cat", "horse"), "animal", 2.0),
+)
+_WEIGHTS = np.array([kind[-1] for kind in _KINDS]) / sum(kind[-1] for kind in _KINDS)
+_WORDS = {
+    "verify": "Is there a {} in the picture?",
+    "logical": "Are there either {}s or tables?",
+    "query": "What is the {} on the left?",
+    "choose": "Is the {} red or blue?",
+    "compare": "Do the {} and the chair have the same color?",
+}
+_OBJECTS = ("chair", "table", "dog", "man", "shirt", "car", "plate", "window")
+# Every answer a synthetic question can have: the pool wrong predictions are drawn from.
+ANSWERS: tuple[str, ...] = tuple(sorted({answer for kind in _KINDS for answer in kind[3]}))
+BALANCED_SHARE = 0.65
+
+
+def _ids(rng: np.random.Generator, size: int, low: int) -> list[int]:
+    """``size`` distinct numbers from ``low`` up (a sample without replacement, never the whole range in memory)."""
+    population = max(9 * low, 10 * size)
+    return (rng.choice(population, size=size, replace=False) + low).tolist() if size else []
+
+
+def gqa_gold(size: int, seed: int = 0) -> bytes:
+    """A questions file of ``size`` questions on images of 1 to 8 questions each, one question a line."""
+    size = files.check_count("size", size)
+    rng = np.random.default_rng(seed)
+    per_image: list[int] = []
+    while sum(per_image) < size:
+        per_image.append(int(rng.integers(1, 9)))
+    if per_image:
+        per_image[-1] -= sum(per_image) - size
+    question_ids = _ids(rng, size, 10_000_000)  # GQA's ids are strings of digits: "20968379"
+    image_ids = _ids(rng, len(per_image), 100_000)  # test-dev's images: "n161313"
+    kinds = rng.choice(len(_KINDS), size=size, p=_WEIGHTS)
+    balanced = rng.random(size) < BALANCED_SHARE
+    questions: list[tuple[str, dict[str, Any]]] = []
+    at = 0
+    for image, count in zip(image_ids, per_image, strict=True):
+        members = [str(qid) for qid in question_ids[at : at + count]]
+        for offset, qid in enumerate(members):
+            index = at + offset
+            structural, semantic, detailed, answers, group, _ = _KINDS[int(kinds[index])]
+            answer = answers[int(rng.integers(len(answers)))]
+            others = [other for other in members if other != qid]
+            entailed = (
+                [others[int(i)] for i in rng.choice(len(others), size=int(rng.integers(1, len(others) + 1)))]
+                if others and rng.random() < 0.6
+                else []
+            )
+            if rng.random() < 0.05:
+                entailed.append(qid)  # as in the release, a question may list itself (the official eval skips it)
+            thing = _OBJECTS[int(rng.integers(len(_OBJECTS)))]
+            questions.append(
+                (
+                    qid,
+                    {
+                        "semantic": [
+                            {"operation": "select", "dependencies": [], "argument": f"{thing} ({index})"},
+                            {
+                                "operation": f"{'query' if structural == 'query' else structural} {semantic}",
+                                "dependencies": [0],
+                                "argument": "_",
+                            },
+                        ],
+                        "entailed": entailed,
+                        "equivalent": [qid],
+                        "question": _WORDS[structural].format(thing),
+                        "imageId": f"n{image}",
+                        "isBalanced": bool(balanced[index]),
+                        "groups": {"global": group, "local": f"{int(rng.integers(1, 15))}-{detailed}"},
+                        "answer": answer,
+                        "semanticStr": f"select: {thing} ({index})->{structural} {semantic}: _ [0]",
+                        "annotations": {"answer": {}, "question": {}, "fullAnswer": {}},
+                        "types": {"detailed": detailed, "semantic": semantic, "structural": structural},
+                        "fullAnswer": f"The answer is {answer}.",
+                    },
+                )
+            )
+        at += count
+    if not questions:
+        return b"{}\n"
+    body = ",\n".join(f"{json.dumps(qid)}: {files.dumps(question)}" for qid, question in questions)
+    return ("{\n" + body + "\n}\n").encode("utf-8")
+
+
+def predictions(
+    gold: bytes, accuracy: float, rng: np.random.Generator, *, shuffle: bool, group_correlation: float
+) -> bytes:
+    """An official predictions file for a synthetic (or real) questions file: each prediction right with
+    probability ``accuracy`` (an image's questions sharing one draw with probability ``group_correlation``); a
+    wrong yes/no answer is the other one, any other wrong answer another of the synthetic answers."""
+    questions: dict[str, Any] = json.loads(gold)
+    ids = list(questions)
+    images = [str(question.get("imageId", qid)) for qid, question in questions.items()]
+    groups = np.unique(np.array(images, dtype=object), return_inverse=True)[1] if ids else np.zeros(0, np.int64)
+    right = files.correct_mask(rng, accuracy, np.asarray(groups, dtype=np.int64), group_correlation)
+    picks = rng.integers(0, len(ANSWERS) - 1, size=len(ids))
+    rows = []
+    for qid, ok, pick in zip(ids, right.tolist(), picks.tolist(), strict=True):
+        answer = questions[qid]["answer"]
+        if not ok:
+            if answer in ("yes", "no"):
+                answer = "no" if answer == "yes" else "yes"
+            else:
+                pool = [other for other in ANSWERS if other != answer]
+                answer = pool[pick % len(pool)]
+        rows.append(files.dumps({"questionId": qid, "prediction": answer}))
+    if shuffle:
+        rows = [rows[i] for i in rng.permutation(len(rows)).tolist()]
+    return ("[\n" + ",\n".join(rows) + "\n]\n").encode("utf-8")
