@@ -81,7 +81,7 @@ def nlvr2_dev() -> bytes:
 
 def test_task_names():
     assert S.TASK_NAMES[:4] == ("nlvr2", "nlvr-structured", "nlvr-images", "vcr")
-    assert {"vqa-v2", "a-okvqa", "winoground", "nlvr2-contrast"} <= set(S.TASK_NAMES)
+    assert {"vqa-v2", "a-okvqa", "winoground", "nlvr2-contrast", "gqa"} <= set(S.TASK_NAMES)
 
 
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 100, 6982])

@@ -537,7 +537,8 @@ class GQA(TaskType):
         right = stacked == scoring.answer
         columns: Columns = {"all": scoring.metrics(stacked, right, None)}
         for name, indices in subsets.items():
-            counted = np.asarray(indices)[scoring.balanced[indices]]
+            indices = np.asarray(indices, dtype=np.intp)
+            counted = indices[scoring.balanced[indices]]
             if counted.size == 0:
                 continue  # no balanced question: the official script reports no such type
             if name in PARTS:  # a blind test's queried and sealed parts: every metric
