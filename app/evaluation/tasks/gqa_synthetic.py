@@ -58,32 +58,35 @@ def gqa_gold(size: int, seed: int = 0) -> bytes:
     """A questions file of ``size`` questions on images of 1 to 8 questions each, one question a line."""
     size = files.check_count("size", size)
     rng = np.random.default_rng(seed)
-    per_image: list[int] = []
-    while sum(per_image) < size:
-        per_image.append(int(rng.integers(1, 9)))
-    if per_image:
-        per_image[-1] -= sum(per_image) - size
+    per_image = rng.integers(1, 9, size=size // 4 + 1)  # 1 to 8 questions an image: enough images for every size
+    ends = np.cumsum(per_image)
+    images = int(np.searchsorted(ends, size)) + 1 if size else 0
+    per_image = per_image[:images]
+    if images:
+        per_image[-1] -= int(ends[images - 1]) - size
     question_ids = _ids(rng, size, 10_000_000)  # GQA's ids are strings of digits: "20968379"
-    image_ids = _ids(rng, len(per_image), 100_000)  # test-dev's images: "n161313"
-    kinds = rng.choice(len(_KINDS), size=size, p=_WEIGHTS)
-    balanced = rng.random(size) < BALANCED_SHARE
+    image_ids = _ids(rng, images, 100_000)  # test-dev's images: "n161313"
+    kinds = rng.choice(len(_KINDS), size=size, p=_WEIGHTS).tolist()
+    balanced = (rng.random(size) < BALANCED_SHARE).tolist()
+    picks, things, locals_ = (rng.integers(0, bound, size=size).tolist() for bound in (2**31, len(_OBJECTS), 14))
+    entails, itself = (rng.random(size) < 0.6).tolist(), (rng.random(size) < 0.05).tolist()
     questions: list[tuple[str, dict[str, Any]]] = []
     at = 0
-    for image, count in zip(image_ids, per_image, strict=True):
+    for image, count in zip(image_ids, per_image.tolist(), strict=True):
         members = [str(qid) for qid in question_ids[at : at + count]]
         for offset, qid in enumerate(members):
             index = at + offset
-            structural, semantic, detailed, answers, group, _ = _KINDS[int(kinds[index])]
-            answer = answers[int(rng.integers(len(answers)))]
+            structural, semantic, detailed, answers, group, _ = _KINDS[kinds[index]]
+            answer = answers[picks[index] % len(answers)]
             others = [other for other in members if other != qid]
             entailed = (
                 [others[int(i)] for i in rng.choice(len(others), size=int(rng.integers(1, len(others) + 1)))]
-                if others and rng.random() < 0.6
+                if others and entails[index]
                 else []
             )
-            if rng.random() < 0.05:
+            if itself[index]:
                 entailed.append(qid)  # as in the release, a question may list itself (the official eval skips it)
-            thing = _OBJECTS[int(rng.integers(len(_OBJECTS)))]
+            thing = _OBJECTS[things[index]]
             questions.append(
                 (
                     qid,
@@ -100,8 +103,8 @@ def gqa_gold(size: int, seed: int = 0) -> bytes:
                         "equivalent": [qid],
                         "question": _WORDS[structural].format(thing),
                         "imageId": f"n{image}",
-                        "isBalanced": bool(balanced[index]),
-                        "groups": {"global": group, "local": f"{int(rng.integers(1, 15))}-{detailed}"},
+                        "isBalanced": balanced[index],
+                        "groups": {"global": group, "local": f"{locals_[index] + 1}-{detailed}"},
                         "answer": answer,
                         "semanticStr": f"select: {thing} ({index})->{structural} {semantic}: _ [0]",
                         "annotations": {"answer": {}, "question": {}, "fullAnswer": {}},
@@ -128,15 +131,16 @@ def predictions(
     images = [str(question.get("imageId", qid)) for qid, question in questions.items()]
     groups = np.unique(np.array(images, dtype=object), return_inverse=True)[1] if ids else np.zeros(0, np.int64)
     right = files.correct_mask(rng, accuracy, np.asarray(groups, dtype=np.int64), group_correlation)
-    picks = rng.integers(0, len(ANSWERS) - 1, size=len(ids))
+    picks = rng.integers(0, len(ANSWERS) - 1, size=len(ids)).tolist()
+    others = {answer: [other for other in ANSWERS if other != answer] for answer in ANSWERS}
     rows = []
-    for qid, ok, pick in zip(ids, right.tolist(), picks.tolist(), strict=True):
+    for qid, ok, pick in zip(ids, right.tolist(), picks, strict=True):
         answer = questions[qid]["answer"]
         if not ok:
             if answer in ("yes", "no"):
                 answer = "no" if answer == "yes" else "yes"
             else:
-                pool = [other for other in ANSWERS if other != answer]
+                pool = others.get(answer, ANSWERS)
                 answer = pool[pick % len(pool)]
         rows.append(files.dumps({"questionId": qid, "prediction": answer}))
     if shuffle:
