@@ -420,34 +420,41 @@ def _aligned(entries: list[Any], gold: GoldSet) -> np.ndarray | None:
     return aligned
 
 
+def _on(line: int | None, message: str) -> Problem:
+    return at(line, message) if line is not None else Problem(None, message)
+
+
 def _refuse_predictions(data: bytes, entries: list[Any], gold: GoldSet) -> None:
     """Every problem of a prediction file that _aligned refused, each naming its line and question id."""
-    lines = json_files.entry_lines(data)
+    lines: list[int | None] = list(json_files.entry_lines(data))
+    if len(lines) != len(entries):  # never for a parsed array; but a refusal must not fail on it
+        lines = [None] * len(entries)
     problems = ProblemList()
-    first_line: dict[str, int] = {}
+    first_line: dict[str, int | None] = {}
     index = gold.index
     for entry, line in zip(entries, lines, strict=True):
         if type(entry) is not dict:
             problems.add(
-                at(line, f'expected an object {{"questionId": ..., "prediction": ...}}, found {_json_type(entry)}')
+                _on(line, f'expected an object {{"questionId": ..., "prediction": ...}}, found {_json_type(entry)}')
             )
             continue
         qid = entry.get("questionId")
         if type(qid) is not str:
             found = "missing" if "questionId" not in entry else f"{_json_type(qid)} {show(json.dumps(qid))}"
-            problems.add(at(line, f"'questionId' must be a string (the gold file's ids are strings): {found}"))
+            problems.add(_on(line, f"'questionId' must be a string (the gold file's ids are strings): {found}"))
             continue
         if "prediction" not in entry:
-            problems.add(at(line, f"question {show(qid)}: missing 'prediction'"))
+            problems.add(_on(line, f"question {show(qid)}: missing 'prediction'"))
         elif type(entry["prediction"]) is not str:
             problems.add(
-                at(line, f"question {show(qid)}: 'prediction' must be a string, not {_json_type(entry['prediction'])}")
+                _on(line, f"question {show(qid)}: 'prediction' must be a string, not {_json_type(entry['prediction'])}")
             )
         if qid not in index:
-            problems.add(at(line, f"question {show(qid)} is not a question of this split"))
+            problems.add(_on(line, f"question {show(qid)} is not a question of this split"))
             problems.hint(f"question ids look like {show(gold.ids[0])}")
         elif qid in first_line:
-            problems.add(at(line, f"duplicate prediction for question {show(qid)} (first on line {first_line[qid]})"))
+            first = "" if first_line[qid] is None else f" (first on line {first_line[qid]})"
+            problems.add(_on(line, f"duplicate prediction for question {show(qid)}{first}"))
         else:
             first_line[qid] = line
     missing = [qid for qid in gold.ids.tolist() if qid not in first_line]
@@ -600,8 +607,10 @@ class GQA(TaskType):
         rows = np.flatnonzero(_scoring(gold).balanced)
         mine = np.asarray(new)[rows]
         distances = np.empty(len(blobs))
-        for i, blob in enumerate(blobs):  # one blob at a time: a stack of all-questions files is large
-            distances[i] = np.count_nonzero(self.decode(blob, gold.n)[rows] != mine) / max(rows.size, 1)
+        for i, blob in enumerate(blobs):  # one blob at a time, read in place: a stack of all-questions files is large
+            if len(blob) != 8 * gold.n:
+                raise ValueError(f"stored predictions have {len(blob)} bytes; expected {8 * gold.n}")
+            distances[i] = np.count_nonzero(np.frombuffer(blob, dtype="<u8")[rows] != mine) / max(rows.size, 1)
         return distances
 
     # --- synthetic data -------------------------------------------------------------------------------------
