@@ -1,4 +1,4 @@
-"""GQA: open answers to compositional questions about real images, scored as the official eval.py (GQA 1.2).
+"""GQA: open answers to compositional questions about real images, scored as the official eval.py (of GQA 1.2).
 
 Gold: the official questions JSON (``{tier}_all_questions.json``, or a balanced file), one object keyed by
 question id. Submission: the official predictions JSON, ``[{"questionId": ..., "prediction": ...}]``, one entry
@@ -19,7 +19,7 @@ What the official script does (measured by running it: tests/differential/FINDIN
 
 Units: the balanced questions, each right or wrong on the primary metric (accuracy): the ranks' McNemar tests,
 the Ladder's losses and the probe check count them alone. A bootstrap resamples images (a question's group is
-its image): the questions of one image are not independent, and GQA asks many of each (test-dev: ~30).
+its image): the questions of one image are not independent, and GQA asks many questions of each image.
 """
 
 from __future__ import annotations
