@@ -61,7 +61,6 @@ LABEL_DTYPE = np.dtype(
 FIELDS = ("structural", "semantic", "detailed")  # gold.fields: the question's types, for subsets
 SUBSET_FIELDS = ("structural", "semantic")  # the subsets every split gets, as the official per-type accuracies
 _CHUNK = 64  # submissions scored at a time by the consistency and the distribution (bounds their (k, m) arrays)
-_MISSING_SHOWN = 5
 _VALUES_PER_ENTRY = 16  # JSON values a prediction file may hold per question (json_files.value_bound's count)
 
 
@@ -420,51 +419,39 @@ def _aligned(entries: list[Any], gold: GoldSet) -> np.ndarray | None:
     return aligned
 
 
-def _on(line: int | None, message: str) -> Problem:
-    return at(line, message) if line is not None else Problem(None, message)
+def _entry_problem(entry: object) -> str | None:
+    """What is wrong with one entry of a predictions file itself (its id's place in the gold aside), or None."""
+    if type(entry) is not dict:
+        return f'expected an object {{"questionId": ..., "prediction": ...}}, found {_json_type(entry)}'
+    qid = entry.get("questionId")
+    if type(qid) is not str:
+        found = "missing" if "questionId" not in entry else f"{_json_type(qid)} {show(json.dumps(qid))}"
+        return f"'questionId' must be a string (the gold file's ids are strings): {found}"
+    if "prediction" not in entry:
+        return f"question {show(qid)}: missing 'prediction'"
+    if type(entry["prediction"]) is not str:
+        return f"question {show(qid)}: 'prediction' must be a string, not {_json_type(entry['prediction'])}"
+    return None
 
 
 def _refuse_predictions(data: bytes, entries: list[Any], gold: GoldSet) -> None:
-    """Every problem of a prediction file that _aligned refused, each naming its line and question id."""
-    lines: list[int | None] = list(json_files.entry_lines(data))
-    if len(lines) != len(entries):  # never for a parsed array; but a refusal must not fail on it
-        lines = [None] * len(entries)
+    """Every problem of a predictions file that _aligned refused: each bad entry, unknown and repeated question
+    (entry and line named), the questions without a prediction."""
+    lines = np.asarray(json_files.entry_lines(data), dtype=np.int64)
     problems = ProblemList()
-    first_line: dict[str, int | None] = {}
-    index = gold.index
-    for entry, line in zip(entries, lines, strict=True):
-        if type(entry) is not dict:
-            problems.add(
-                _on(line, f'expected an object {{"questionId": ..., "prediction": ...}}, found {_json_type(entry)}')
-            )
-            continue
-        qid = entry.get("questionId")
-        if type(qid) is not str:
-            found = "missing" if "questionId" not in entry else f"{_json_type(qid)} {show(json.dumps(qid))}"
-            problems.add(_on(line, f"'questionId' must be a string (the gold file's ids are strings): {found}"))
-            continue
-        if "prediction" not in entry:
-            problems.add(_on(line, f"question {show(qid)}: missing 'prediction'"))
-        elif type(entry["prediction"]) is not str:
-            problems.add(
-                _on(line, f"question {show(qid)}: 'prediction' must be a string, not {_json_type(entry['prediction'])}")
-            )
-        if qid not in index:
-            problems.add(_on(line, f"question {show(qid)} is not a question of this split"))
-            problems.hint(f"question ids look like {show(gold.ids[0])}")
-        elif qid in first_line:
-            first = "" if first_line[qid] is None else f" (first on line {first_line[qid]})"
-            problems.add(_on(line, f"duplicate prediction for question {show(qid)}{first}"))
-        else:
-            first_line[qid] = line
-    missing = [qid for qid in gold.ids.tolist() if qid not in first_line]
-    if missing:
-        names = ", ".join(show(qid) for qid in missing[:_MISSING_SHOWN])
-        more = f" and {len(missing) - _MISSING_SHOWN:,} more" if len(missing) > _MISSING_SHOWN else ""
-        problems.add(
-            f"missing predictions for {len(missing):,} question{'s' if len(missing) != 1 else ''} of {gold.n:,} "
-            f"(the official eval.py needs one for every question of the file, balanced or not): {names}{more}"
-        )
+    ids: list[str | None] = []
+    for row, entry in enumerate(entries):
+        message = _entry_problem(entry)
+        if message is not None:
+            problems.add(at(int(lines[row]), f"entry {row + 1:,}: {message}"))
+        qid = entry.get("questionId") if type(entry) is dict else None
+        ids.append(qid if type(qid) is str else None)
+    named = np.flatnonzero(np.array([qid is not None for qid in ids], dtype=bool))
+    names = [ids[row] for row in named.tolist()]
+    positions = gold.id_index.get_indexer(pd.Index(names, dtype=object)).astype(np.int64)
+    if np.bincount(positions[positions >= 0], minlength=gold.n).min(initial=1) == 0:
+        problems.hint("the official eval.py needs a prediction for every question of the file, balanced or not")
+    json_files.entry_problems(problems, positions, gold.n, lines[named], names, lambda i: str(gold.ids[i]), "question")
     problems.raise_if_any()
     raise AssertionError("unreachable: _aligned refused a file without a problem")
 
@@ -509,6 +496,8 @@ class GQA(TaskType):
         "objects, one for every question of the split (balanced or not: unbalanced ones count in the "
         "consistency), the prediction a string compared exactly with the answer (case and spaces count)"
     )
+    file_suffix = "json"
+    media_type = "application/json"
     example = (
         '[{"questionId": "20968379", "prediction": "no"},',
         '{"questionId": "20968380", "prediction": "left"},',

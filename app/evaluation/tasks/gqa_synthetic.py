@@ -58,7 +58,7 @@ def gqa_gold(size: int, seed: int = 0) -> bytes:
     """A questions file of ``size`` questions on images of 1 to 8 questions each, one question a line."""
     size = files.check_count("size", size)
     rng = np.random.default_rng(seed)
-    per_image = rng.integers(1, 9, size=size // 4 + 1)  # 1 to 8 questions an image: enough images for every size
+    per_image = rng.integers(1, 9, size=size)  # 1 to 8 questions an image (size images are always enough)
     ends = np.cumsum(per_image)
     images = int(np.searchsorted(ends, size)) + 1 if size else 0
     per_image = per_image[:images]
