@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from app.evaluation import ValidationError, encoding, sealed, statistics
+from app.evaluation.label_audit import dawid_skene
 from app.evaluation.tasks import GQAGold, get_task
 
 GQA = get_task("gqa")
@@ -381,3 +382,17 @@ def test_synthetic_files_are_official_and_as_accurate_as_asked():
     assert [entry["questionId"] for entry in entries] == list(questions)
     assert GQA.demo_references("test-dev")[0][1] == {"all": {"accuracy": 89.3}}
     assert json.loads("".join(GQA.example))  # the three lines make a valid file
+
+
+def test_a_label_audit_finds_a_flipped_yes_no_answer():
+    data = GQA.synthetic_gold(300, seed=2)
+    questions = json.loads(data)
+    flipped = [qid for qid, q in questions.items() if q["answer"] == "yes"][3]
+    questions[flipped]["answer"] = "no"
+    gold = GQA.read_gold(json.dumps(questions).encode())
+    files = [GQA.synthetic_predictions(data, share, seed=i) for i, share in enumerate((0.85, 0.9, 0.9, 0.95, 0.8))]
+    (field,) = GQA.label_votes(gold, np.stack([GQA.parse(f, gold) for f in files]))
+    assert field.field == "answer" and field.classes == ("no", "yes", "another answer")
+    assert field.gold[gold.index[flipped]] == 0 and set(field.gold.tolist()) == {0, 1, 2}
+    estimate = dawid_skene(field.votes, field.gold, len(field.classes))
+    assert gold.ids[estimate.ranking()[0]] == flipped and field.classes[estimate.likely[gold.index[flipped]]] == "yes"

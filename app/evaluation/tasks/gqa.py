@@ -219,6 +219,17 @@ def _average(right: np.ndarray) -> np.ndarray:
     return averaged
 
 
+AUDIT_CLASSES = ("no", "yes", "another answer")  # a label audit's classes (label_votes)
+_NO_YES = encoding.text_hashes(["no", "yes"])
+
+
+def _audit_class(hashes: np.ndarray) -> np.ndarray:
+    """0 for "no", 1 for "yes", 2 for any other answer (int8, the shape of `hashes`)."""
+    hashes = np.asarray(hashes)
+    classes: np.ndarray = np.where(hashes == _NO_YES[0], 0, np.where(hashes == _NO_YES[1], 1, 2)).astype(np.int8)
+    return classes
+
+
 def _scoring(gold: GoldSet) -> _Scoring:
     if not isinstance(gold, GQAGold):
         raise TypeError(f"GQA scores a gold set read by its own read_gold, not {type(gold).__name__}")
@@ -546,8 +557,11 @@ class GQA(TaskType):
         return columns
 
     def label_votes(self, gold: GoldSet, stacked: np.ndarray) -> list[LabelVotes]:
-        """None: open answers have no fixed classes to vote on."""
-        return []
+        """The answer as yes, no or another answer: a yes/no label the submissions contradict (about half of GQA's
+        questions are yes/no) is found; open answers have no fixed classes, so they are one class here."""
+        return [
+            LabelVotes("answer", _audit_class(_scoring(gold).answer), _audit_class(stacked)[..., None], AUDIT_CLASSES)
+        ]
 
     def encode(self, predictions: np.ndarray) -> bytes:
         return encoding.pack_fixed(predictions, np.uint64)
