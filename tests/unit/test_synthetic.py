@@ -80,8 +80,17 @@ def nlvr2_dev() -> bytes:
 
 
 def test_task_names():
-    assert S.TASK_NAMES[:4] == ("nlvr2", "nlvr-structured", "nlvr-images", "vcr")
-    assert {"vqa-v2", "a-okvqa", "winoground", "nlvr2-contrast", "gqa"} <= set(S.TASK_NAMES)
+    assert S.TASK_NAMES == (
+        "nlvr2",
+        "nlvr-structured",
+        "nlvr-images",
+        "vcr",
+        "vqa-v2",
+        "gqa",
+        "a-okvqa",
+        "winoground",
+        "nlvr2-contrast",
+    )
 
 
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 100, 6982])

@@ -10,6 +10,9 @@ from . import nlvr, vcr  # noqa: F401  (registers nlvr2, nlvr-structured, nlvr-i
 from . import vqa_v2  # noqa: F401  (registers vqa-v2)
 
 # isort: split
+from . import gqa  # noqa: F401  (registers gqa)
+
+# isort: split
 from . import aokvqa  # noqa: F401  (registers a-okvqa)
 
 # isort: split
@@ -17,9 +20,6 @@ from . import winoground  # noqa: F401  (registers winoground)
 
 # isort: split
 from . import nlvr2_contrast  # noqa: F401  (registers nlvr2-contrast)
-
-# isort: split
-from . import gqa  # noqa: F401  (registers gqa)
 
 # isort: split
 from .aokvqa import AOKVQA
