@@ -293,10 +293,12 @@ class AOKVQA(TaskType):
     name = "a-okvqa"
     label = "A-OKVQA"
     unit_noun = "questions"
+    default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
     metrics = ("mc_accuracy", "da_accuracy")
     primary_metric = "mc_accuracy"
     tie_break_metric = "da_accuracy"
     subset_metrics = metrics
+    metric_labels = {"mc_accuracy": "MC accuracy", "da_accuracy": "DA accuracy"}
     file_suffix = "json"
     media_type = "application/json"
     file_format = (

@@ -9,7 +9,7 @@ registered subclass) and its line in the package's ``__init__``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,13 @@ class TaskType:
     # consistency over entailed questions, its distribution). Their values come from score_batch; every other
     # metric is counted in example_outcomes (or is "consistency" over the groups).
     estimate_only_metrics: tuple[str, ...] = ()
+    # Metrics where less is better (GQA's distribution, a chi-square): a board's best value is their least.
+    lower_is_better: tuple[str, ...] = ()
+    # Which derived subsets a board shows by default (the rest a visitor may choose): None, all of them (NLVR2's
+    # bias subsets); else those of these gold fields (VQA v2: answer_type, not its 65 question types).
+    default_subset_fields: tuple[str, ...] | None = None
+    # How boards name the family's metrics where the name alone does not read well ("mc_accuracy").
+    metric_labels: Mapping[str, str] = {}
     primary_metric: str
     tie_break_metric: str | None
     subset_metrics: tuple[str, ...]

@@ -494,9 +494,12 @@ class GQA(TaskType):
     name = "gqa"
     label = "GQA"
     unit_noun = "images"
+    default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
     metrics = ("accuracy", "binary", "open", "consistency", "distribution")
     # The consistency is a mean over the questions answered right (a ratio of sums over images only once the
     # right answers are known) and the distribution a chi-square: no group sums a bootstrap can resample.
+    lower_is_better = ("distribution",)
+    metric_labels = {"binary": "Binary", "open": "Open", "distribution": "Distribution (lower is better)"}
     estimate_only_metrics = ("consistency", "distribution")
     primary_metric = "accuracy"
     # None: binary (or open) would favour one kind of question arbitrarily; GQA's own boards rank by accuracy.

@@ -240,6 +240,7 @@ class VQAv2(TaskType):
     name = "vqa-v2"
     label = "VQA v2"
     unit_noun = "questions"
+    default_subset_fields = ("answer_type",)  # the rest of the typed subsets: a visitor's choice
     metrics = ("accuracy",)
     primary_metric = "accuracy"
     tie_break_metric = None

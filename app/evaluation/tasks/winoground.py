@@ -184,7 +184,9 @@ class Winoground(TaskType):
     name = "winoground"
     label = "Winoground"
     unit_noun = "examples"
+    default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
     metrics = ("text", "image", "group")
+    metric_labels = {"text": "Text score", "image": "Image score", "group": "Group score"}
     primary_metric = "group"
     tie_break_metric = "text"
     subset_metrics = metrics

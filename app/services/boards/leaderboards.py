@@ -14,7 +14,7 @@ from typing import overload
 from sqlalchemy import bindparam, func, select
 
 from app.db import begin_reading, db
-from app.evaluation import get_task, sealed
+from app.evaluation import TASK_TYPES, get_task, sealed
 from app.lru import LRU
 from app.models import Benchmark, Split, Submission, as_utc
 from app.services import catalog
@@ -38,6 +38,8 @@ METRIC_LABELS = {
     "q_a": "Q→A",
     "qa_r": "QA→R",
     "q_ar": "Q→AR",
+    # Each family's own names (metric names are unique across families where their labels differ).
+    **{metric: label for task in TASK_TYPES.values() for metric, label in task.metric_labels.items()},
 }
 
 
@@ -96,10 +98,11 @@ class Board:
     def best(self) -> dict[str, float]:
         """Each column's best value among the ranked entries (shown bold)."""
         found: dict[str, float] = {}
+        lower = get_task(self.benchmark.task_type).lower_is_better
         for column in self.columns:
             values = [v for v in (entry.value(column) for entry in self.entries) if v is not None]
             if values:
-                found[column.key] = max(values)
+                found[column.key] = min(values) if column.metric in lower else max(values)
         return found
 
     def is_best(self, row, column: Column) -> bool:
@@ -195,9 +198,12 @@ def _metric_word(metric: str) -> str:
 
 def columns(split: Split) -> list[Column]:
     """The default columns: every metric on the whole split, the primary metric on a revealed sealed split's
-    two parts and their gap, then accuracy on the derived bias subsets."""
+    two parts and their gap, then accuracy on the derived subsets the task type shows by default."""
     task = get_task(split.benchmark.task_type)
-    derived = {s.name for s in split.subsets if s.source == "derived"}
+    fields = task.default_subset_fields
+    derived = {
+        s.name for s in split.subsets if s.source == "derived" and (fields is None or s.name.split(":", 1)[0] in fields)
+    }
     return [
         c
         for c in available_columns(split)
