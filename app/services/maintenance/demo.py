@@ -85,6 +85,46 @@ BENCHMARKS = (
         (DemoSplit("val", "Val", 3000), DemoSplit("test", "Test", 3000, hidden=True)),
         subset_field="region",
     ),
+    DemoBenchmark(
+        "demo-vqa-v2",
+        "vqa-v2",
+        "VQA v2 (demo)",
+        "Synthetic data in the shape of VQA v2: open-ended questions about images, ten human answers each, "
+        "scored by the official soft accuracy.",
+        (DemoSplit("test-dev", "Test-dev", 2000), DemoSplit("test-std", "Test-std", 2000, hidden=True)),
+    ),
+    DemoBenchmark(
+        "demo-gqa",
+        "gqa",
+        "GQA (demo)",
+        "Synthetic data in the shape of GQA: compositional questions about scene graphs, scored on balanced "
+        "questions, with consistency over entailed questions and the answer distribution.",
+        (DemoSplit("testdev", "Test-dev", 2000), DemoSplit("test", "Test", 2000, hidden=True)),
+    ),
+    DemoBenchmark(
+        "demo-a-okvqa",
+        "a-okvqa",
+        "A-OKVQA (demo)",
+        "Synthetic data in the shape of A-OKVQA: questions needing outside knowledge, with four choices and ten "
+        "direct answers.",
+        (DemoSplit("val", "Val", 1100), DemoSplit("test", "Test", 1100, hidden=True)),
+    ),
+    DemoBenchmark(
+        "demo-winoground",
+        "winoground",
+        "Winoground (demo)",
+        "Synthetic data in the shape of Winoground: two images and two captions with the same words in another "
+        "order; a model scores each caption against each image.",
+        (DemoSplit("test", "Test", 400),),
+    ),
+    DemoBenchmark(
+        "demo-nlvr2-contrast",
+        "nlvr2-contrast",
+        "NLVR2 contrast sets (demo)",
+        "Synthetic data in the shape of the NLVR2 contrast sets: small perturbations of NLVR2 examples, scored "
+        "by accuracy and by consistency over each original's set.",
+        (DemoSplit("test", "Test", 994),),
+    ),
 )
 
 # (team, model, accuracy on binary tasks / per stage on VCR, description, paper URL, days before the demo
