@@ -615,7 +615,7 @@ PATHS = {
                                 "file": {
                                     "type": "string",
                                     "format": "binary",
-                                    "description": "The prediction file (CSV for every task type).",
+                                    "description": "The prediction file, in its task type's format (see How to submit on the benchmark's page): CSV, JSON or JSON lines.",
                                 },
                                 "benchmark": {
                                     "type": "string",
