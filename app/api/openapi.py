@@ -615,7 +615,10 @@ PATHS = {
                                 "file": {
                                     "type": "string",
                                     "format": "binary",
-                                    "description": "The prediction file, in its task type's format (see How to submit on the benchmark's page): CSV, JSON or JSON lines.",
+                                    "description": (
+                                        "The prediction file, in its task type's format (How to submit on the "
+                                        "benchmark's page): CSV, JSON or JSON lines."
+                                    ),
                                 },
                                 "benchmark": {
                                     "type": "string",
