@@ -291,7 +291,8 @@ SCHEMAS = {
                 "type": "integer",
                 "minimum": 1,
                 "description": "1 + the number of entries significantly better on the primary metric: a one-sided "
-                "exact McNemar test against every other entry, Holm-corrected over that entry's own "
+                "exact McNemar test (a paired permutation test on points for soft scores: VQA v2) against every "
+                "other entry, Holm-corrected over that entry's own "
                 "comparisons (alpha 0.05); equal primary scores share a rank. Never decreases down "
                 "the table. On a blind test before its reveal, from the counts alone: a one-sided "
                 "two-proportion z-test against every other entry, Holm-corrected.",

@@ -67,7 +67,11 @@ def _leaderboard_page(board: leaderboards.Board) -> str:
         page_cache.rendered(
             board,
             lambda: render_template(
-                "public/_board.html", board=board, task=task, chart=progress_chart.for_board(board)
+                "public/_board.html",
+                board=board,
+                task=task,
+                chart=progress_chart.for_board(board),
+                metric_labels=leaderboards.METRIC_LABELS,
             ),
         )
         if board.split

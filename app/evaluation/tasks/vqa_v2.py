@@ -251,6 +251,10 @@ class VQAv2(TaskType):
         "compares them: stripped, and normalised (punctuation, number words, articles, case) only where the "
         "humans disagree"
     )
+    rank_test = (
+        "a one-sided paired permutation test on {metric} (each question's difference in points, its sign "
+        "flipped at random under the null; normal approximation)"
+    )
     file_suffix = "json"
     media_type = "application/json"
     example = (

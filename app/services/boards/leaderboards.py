@@ -163,8 +163,12 @@ def held_facts(split: SplitInfo | Split) -> Held:
 
 
 def _subset_label(name: str, metric: str) -> str:
-    """'Balanced accuracy', 'hard-cardinality accuracy', 'region west Q→AR'."""
-    readable = name.split(":", 1)[1] if name.startswith("category:") else name.replace(":", " ")
+    """'Balanced accuracy', 'hard-cardinality accuracy', 'region west Q→AR', 'Answer type yes/no accuracy'."""
+    if name.startswith("category:"):
+        readable = name.split(":", 1)[1]
+    else:  # a field's underscores read as spaces (answer_type:number), its value as written
+        field, colon, value = name.partition(":")
+        readable = f"{field.replace('_', ' ')} {value}" if colon else name
     metric_label = METRIC_LABELS.get(metric, metric)
     metric_label = metric_label.lower() if metric in ("accuracy", "consistency") else metric_label
     return f"{readable[:1].upper()}{readable[1:]} {metric_label}"
