@@ -21,7 +21,7 @@ from app.services.people import accounts
 from tests.support.api_world import PASSWORD, build_world, post_file, stored_submission
 from tests.support.browser import csrf_token, login, post_form
 
-pytestmark = pytest.mark.postgres(reason="the refusals come before the database: both dialects answer alike")
+# On SQLite alone: the refusals come before the database, so both dialects answer alike.
 
 HUMAN = '{"all": {"accuracy": 96.1}}'
 RLO = "U+202E RIGHT-TO-LEFT OVERRIDE, an invisible control character; remove it"

@@ -111,7 +111,10 @@ def test_ranks_on_a_crowded_board(module_app, crowded):
         assert entries[0].rank_low == 1
 
 
+@pytest.mark.one_backend
 def test_the_api_carries_rank_and_rank_interval(module_app, crowded):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     client = module_app.test_client()
     body = client.get("/api/v1/leaderboards/nlvr2/test-p").get_json()
     assert len(body["entries"]) == 102
@@ -205,9 +208,13 @@ def _store(split_slug, team_name, golds, accuracy, seed, **fields):
     ).id
 
 
+@pytest.mark.one_backend
 def test_equal_accuracy_is_ordered_by_consistency(app, small):
     """Two entries with the same number right: the one whose errors sit in fewer sentences ranks above,
-    even when submitted later; they share a rank."""
+    even when submitted later; they share a rank.
+
+    On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     gold = small["dev"]
     labels = _labels(gold)
     ordered = list(labels)
@@ -322,7 +329,10 @@ def test_one_number_everywhere(app, client, small):
             assert f'href="/submissions/{sid}">{accuracy}</a>' in models or split != "test-u"
 
 
+@pytest.mark.one_backend
 def test_models_view_latest_published_per_split(app, client, small):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         old_dev = _store("dev", "Lab", small, 0.6, 1, model_name="ViLT")
         new_dev = _store("dev", "Lab", small, 0.7, 2, model_name=" vilt ")  # same model: trimmed, folded
@@ -358,7 +368,10 @@ def test_models_view_latest_published_per_split(app, client, small):
     assert client.get("/api/v1/leaderboards/nope/models").status_code == 404
 
 
+@pytest.mark.one_backend
 def test_view_teams_keeps_each_teams_best(app, client, small):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         lab = [_store("dev", "Lab", small, acc, seed) for seed, acc in ((1, 0.6), (2, 0.8), (3, 0.7))]
         other = _store("dev", "Other", small, 0.75, 4)
@@ -398,7 +411,10 @@ def test_publishing_identical_predictions_twice_is_refused(app, client, small):
     assert response.status_code == 409 and f"submission {first}" in response.get_json()["error"]
 
 
+@pytest.mark.one_backend
 def test_subset_columns_with_their_sizes(app, client, small):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         sid = _store("dev", "Lab", small, 0.7, 1)
         split = catalog.get_split("nlvr2", "dev")
@@ -421,7 +437,10 @@ def test_subset_columns_with_their_sizes(app, client, small):
     assert f"n = {size:,}" in own  # the submission page shows n for every subset
 
 
+@pytest.mark.one_backend
 def test_the_landing_split_is_pinned_and_adding_a_split_keeps_it(app, client, small, runner):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     assert 'aria-current="page" class="current">Test-U' in client.get("/leaderboards/nlvr2").get_data(as_text=True)
     result = runner.invoke(args=["splits", "policy", "nlvr2", "dev", "--default"])
     assert result.exit_code == 0, result.output
@@ -433,7 +452,10 @@ def test_the_landing_split_is_pinned_and_adding_a_split_keeps_it(app, client, sm
     assert runner.invoke(args=["splits", "policy", "nlvr2", "nope", "--default"]).exit_code == 2
 
 
+@pytest.mark.one_backend
 def test_without_a_pin_adding_a_second_hidden_split_keeps_the_landing_page(app, client, small):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         catalog.add_split("nlvr2", "test-x", synthetic.nlvr2_gold(80, split="test", seed=9), hidden=True, name="Test-X")
     assert 'aria-current="page" class="current">Test-U' in client.get("/leaderboards/nlvr2").get_data(as_text=True)
@@ -498,7 +520,10 @@ def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, c
         assert "X Columns too narrow" not in own, slug
 
 
+@pytest.mark.one_backend
 def test_columns_whose_subset_names_hold_commas_and_reserved_slugs(app, client, small):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         _store("dev", "Lab", small, 0.7, 1)
         split = catalog.get_split("nlvr2", "dev")
@@ -516,14 +541,20 @@ def test_columns_whose_subset_names_hold_commas_and_reserved_slugs(app, client, 
     assert "columns=all:accuracy&amp;columns=first+forty:accuracy" in page.get_data(as_text=True)
 
 
+@pytest.mark.one_backend
 def test_a_benchmark_without_splits_has_a_page(app, client):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         catalog.add_benchmark("empty", "nlvr2", "Empty")
     response = client.get("/leaderboards/empty")
     assert response.status_code == 200 and "no splits yet" in response.get_data(as_text=True)
 
 
+@pytest.mark.one_backend
 def test_models_exports_write_no_rank_as_a_dash(app, client, small):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         _store("test-p", "Lab", small, 0.7, 1, model_name="only on test-p")
     markdown = client.get("/leaderboards/nlvr2/models/export.md").get_data(as_text=True)
@@ -531,7 +562,10 @@ def test_models_exports_write_no_rank_as_a_dash(app, client, small):
     assert "None" not in client.get("/leaderboards/nlvr2/models/export.tex").get_data(as_text=True)
 
 
+@pytest.mark.one_backend
 def test_a_blind_test_before_its_reveal_hides_its_subset_sizes_and_says_how_intervals_are_made(app, client, small):
+    """On SQLite alone: the board's queries run on both dialects in test_ranks_on_a_crowded_board and
+    test_one_number_everywhere; what this checks does not depend on the dialect."""
     with app.app_context():
         _store("test-u", "Lab", small, 0.7, 1)
     body = json.loads(client.get("/leaderboards/nlvr2/test-u/export.json").data)

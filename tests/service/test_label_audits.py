@@ -76,7 +76,10 @@ def scenario(ctx, tmp_path):
     }
 
 
+@pytest.mark.one_backend
 def test_the_audit_finds_the_flipped_labels(scenario, runner):
+    """On SQLite alone: the rescoring's bulk updates run on both dialects in
+    test_correcting_with_the_true_file_restores_every_score; the audit itself reads stored predictions alike."""
     result = runner.invoke(args=["labels", "audit", "nlvr2", "test-u", "--top", "40"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -156,7 +159,11 @@ def test_correcting_with_the_true_file_restores_every_score(scenario, runner, ap
     assert all(row.probability < 0.5 for row in report.rows)
 
 
+@pytest.mark.one_backend
 def test_refusals_exit_2_with_the_reason(scenario, runner, tmp_path):
+    """On SQLite alone: the rescoring's bulk updates run on both dialects in
+    test_correcting_with_the_true_file_restores_every_score; the audit itself reads stored predictions alike."""
+
     def run(*args):
         return runner.invoke(args=["labels", *args])
 
@@ -193,7 +200,10 @@ def test_an_audit_needs_submissions(ctx):
         label_audits.audit_labels("nlvr2", "dev", "-3")
 
 
+@pytest.mark.one_backend
 def test_vcr_audits_answers_and_rationales(ctx):
+    """On SQLite alone: the rescoring's bulk updates run on both dialects in
+    test_correcting_with_the_true_file_restores_every_score; the audit itself reads stored predictions alike."""
     gold = synthetic.vcr_gold(300, seed=5)
     catalog.add_benchmark("vcr", "vcr", "VCR")
     catalog.add_split("vcr", "val", gold)
