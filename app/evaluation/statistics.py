@@ -703,7 +703,8 @@ def paired_view_ranks(
     Each pair is tested by a paired permutation test on the units: under the null hypothesis the sign of each
     unit's difference d = a - b is as likely flipped, so T = sum(d) has mean 0 and variance sum(d^2) over the
     sign flips; z = T / sqrt(sum(d^2)) and the one-sided p = 1 - Phi(z) (the permutation distribution's normal
-    approximation; on 0/1 units this is McNemar's normal approximation). Holm's correction over each entry's
+    approximation; on 0/1 units this is McNemar's normal approximation), exact where a pair differs on at most
+    64 units and could be rejected (_exact_sign_flip_p). Holm's correction over each entry's
     comparisons, B and W, and the ranks shown are as view_ranks (the same rule, the same shown_ranks).
 
     scores: (k, units) integer points; primary: (k,) scores in table order; `order`: the table's rows are
@@ -723,6 +724,7 @@ def paired_view_ranks(
         block = points[:, at : at + _PAIRED_UNITS].astype(np.float32)
         squares += np.einsum("ij,ij->i", block, block, dtype=np.float64)
         gram += (block @ block.T).astype(np.float64)
+    top = float(points.max(initial=0))
     members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
     result = []
     for m in members:
@@ -736,6 +738,15 @@ def paired_view_ranks(
             with np.errstate(divide="ignore", invalid="ignore"):
                 p = ndtr(-toward / np.sqrt(variance))
             p[(variance <= 0) | (primary[None, m] == primary[rows, None])] = 1.0  # equal never separate
+            # Where few units differ the normal approximation is too bold (three questions apart: 0.04 where the
+            # exact p is 1/8): a pair that could be rejected and differs on at most _EXACT_UNITS units gets its
+            # exact permutation p. Any pair differing on fewer units has a variance of at most that many largest
+            # squared differences, so the rest keep the approximation.
+            few = (p <= alpha) & (variance <= _EXACT_UNITS * top * top)
+            for r, c in zip(*np.nonzero(few), strict=True):
+                differences = points[m[c]].astype(np.int64) - points[rows[r]].astype(np.int64)
+                if np.count_nonzero(differences) <= _EXACT_UNITS:
+                    p[r, c] = _exact_sign_flip_p(differences if above[r, c] else -differences)
             p[np.arange(rows.size), np.arange(start, start + rows.size)] = np.inf  # itself: never tested
             sorted_at = np.argsort(p, axis=1, kind="stable")
             sorted_p = np.take_along_axis(p, sorted_at, axis=1)
@@ -748,6 +759,29 @@ def paired_view_ranks(
         ranks, lows, highs = shown_ranks(better, worse, primary[m])
         result.append(Ranks(ranks, lows, highs, better, worse))
     return result
+
+
+_EXACT_UNITS = 64  # pairs differing on at most this many units get the exact permutation p (paired_view_ranks)
+
+
+def _exact_sign_flip_p(differences: np.ndarray) -> float:
+    """The exact one-sided p of the paired permutation test: the chance that flipping the sign of each nonzero
+    difference at random gives a sum at least the observed one (2^m equally likely flips, counted by the sums
+    of the positive ones: a distribution over 0..sum|d|, built one difference at a time)."""
+    sizes = np.abs(differences[differences != 0]).astype(np.int64)
+    if sizes.size > _EXACT_UNITS:  # not a few: the caller's approximation stands
+        raise ValueError(f"{sizes.size} differing units: the exact p is for at most {_EXACT_UNITS}")
+    total = int(sizes.sum())
+    chances = np.zeros(total + 1)
+    chances[0] = 1.0
+    for size in sizes.tolist():
+        shifted = np.zeros_like(chances)
+        shifted[size:] = chances[: chances.size - size]
+        chances = 0.5 * (chances + shifted)
+    # T = 2 U - total for U the sum of the positive ones: T >= observed <=> U >= (observed + total) / 2.
+    observed = int(differences.sum())
+    at_least = -(-(observed + total) // 2)
+    return float(chances[max(at_least, 0) :].sum())
 
 
 class _PTable:

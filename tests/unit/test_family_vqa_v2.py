@@ -156,6 +156,8 @@ def _plain_paired_ranks(points: np.ndarray, primary: np.ndarray, alpha: float = 
             d = points[j].astype(float) - points[i] if j < i else points[i].astype(float) - points[j]
             v = float((d * d).sum())
             p = 1.0 if v == 0 or primary[i] == primary[j] else float(ndtr(-d.sum() / np.sqrt(v)))
+            if p <= alpha and np.count_nonzero(d) <= 64:  # few units apart: the exact sign-flip p
+                p = _brute_sign_flip_p(d)
             tests.append((p, j < i))
         tests.sort(key=lambda t: t[0])
         for step, (p, above) in enumerate(tests):
@@ -166,6 +168,31 @@ def _plain_paired_ranks(points: np.ndarray, primary: np.ndarray, alpha: float = 
             else:
                 worse[i] += 1
     return better, worse
+
+
+def _brute_sign_flip_p(d: np.ndarray) -> float:
+    """Every sign flip of the nonzero differences counted (at most 2^16 here; the DP beyond)."""
+    sizes = np.abs(d[d != 0])
+    if sizes.size > 16:
+        return statistics._exact_sign_flip_p(d.astype(np.int64))
+    signs = 1 - 2 * ((np.arange(2**sizes.size)[:, None] >> np.arange(sizes.size)) & 1)
+    return float(((signs * sizes).sum(axis=1) >= d.sum()).mean())
+
+
+def test_few_questions_apart_get_the_exact_permutation_p():
+    """Three questions with full credit against none, equal elsewhere: the exact one-sided p is 1/8 (the normal
+    approximation's 0.042 would rank the two apart); McNemar's exact test on the same 0/1 judgements agrees."""
+    points = np.full((2, 300), 30, dtype=np.uint8)
+    points[1, :3] = 0
+    primary = points.sum(axis=1) / 9000 * 100
+    (found,) = statistics.paired_view_ranks(points, primary, [None])
+    correct = points == 30
+    (mcnemar,) = statistics.view_ranks(correct, correct.mean(axis=1) * 100, [None])
+    assert found.highs.tolist() == mcnemar.highs.tolist() == [2, 2]
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        d = rng.integers(-30, 31, size=int(rng.integers(1, 12))) * (rng.random(12)[:1] < 2)
+        assert statistics._exact_sign_flip_p(d) == pytest.approx(_brute_sign_flip_p(d), abs=1e-12)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
