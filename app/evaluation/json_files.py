@@ -5,11 +5,15 @@ A JSON document is parsed whole (the official formats are one array or one objec
 checked first, in C-level scans that allocate nothing: the bytes (read_text), then an upper bound on the
 values it holds (every value after the first in an array or object follows a comma, every container opens
 with a bracket), so a 50 MB file of empty objects or numbers is refused before a Python object is made.
+
+A refusal costs time linear in the file: the entries' lines are found in one pass (entry_lines), only the problems
+shown are put in words (ProblemList.add_lines), and a gold reader stops looking after MAX_GOLD_PROBLEMS.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -18,8 +22,11 @@ import numpy as np
 from .errors import ProblemList, ValidationError, at
 from .text_files import read_text, show
 
+# Problems a gold file's reader gathers before it stops looking: a file with millions of bad entries is refused
+# for the price of its first ones (and a listing shows the first errors.MAX_PROBLEMS).
+MAX_GOLD_PROBLEMS = 1000
 _DECODER = json.JSONDecoder()
-_SPACE = " \t\n\r"
+_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, skipped in one C-level match
 
 
 def value_bound(data: bytes) -> int:
@@ -53,26 +60,52 @@ def load(
         raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)") from None
 
 
-def entry_lines(data: bytes) -> list[int]:
+def entry_lines(data: bytes, limit: int | None = None) -> list[int]:
     """The line each top-level entry of a JSON array (or each key of a JSON object) starts on, in order.
 
-    Only for refusals: a second pass over the text, one entry at a time (the fast parse keeps no positions)."""
+    Only for refusals: a second pass over the text, one entry at a time (the fast parse keeps no positions),
+    linear in the text: whitespace is skipped by a regex and the newlines are counted from the previous entry on.
+    ``limit``: at most this many entries (the first)."""
+    return _entry_keys_and_lines(data, limit)[1]
+
+
+def key_lines(data: bytes, limit: int) -> tuple[list[str], list[int]]:
+    """The keys of the first ``limit`` entries of a JSON object, as written (a repeated key twice), and the line
+    each starts on: where the keys are those of the parsed object, in order, no key repeated before them and its
+    i-th entry is the file's i-th."""
+    keys, lines = _entry_keys_and_lines(data, limit)
+    return [str(key) for key in keys], lines
+
+
+def _entry_keys_and_lines(data: bytes, limit: int | None) -> tuple[list[Any], list[int]]:
     text = read_text(data).decode("utf-8")
-    return [text.count("\n", 0, offset) + 1 for offset in _entry_offsets(text)]
+    keys: list[Any] = []
+    lines: list[int] = []
+    line, counted = 1, 0
+    for offset, key in _entry_offsets(text):
+        if limit is not None and len(lines) >= limit:
+            break
+        line += text.count("\n", counted, offset)
+        counted = offset
+        keys.append(key)
+        lines.append(line)
+    return keys, lines
 
 
-def _entry_offsets(text: str) -> Iterator[int]:
+def _entry_offsets(text: str) -> Iterator[tuple[int, Any]]:
+    """(offset, key: None in an array) of each top-level entry."""
     position = _skip(text, 0)
     if position >= len(text) or text[position] not in "[{":
         return
     is_object = text[position] == "{"
     position = _skip(text, position + 1)
     while position < len(text) and text[position] not in "]}":
-        yield position
+        start, key = position, None
         if is_object:
-            _, position = _DECODER.raw_decode(text, position)
+            key, position = _DECODER.raw_decode(text, position)
             position = _skip(text, position)
             position = _skip(text, position + 1)  # the colon
+        yield start, key
         _, position = _DECODER.raw_decode(text, position)
         position = _skip(text, position)
         if position < len(text) and text[position] == ",":
@@ -80,9 +113,8 @@ def _entry_offsets(text: str) -> Iterator[int]:
 
 
 def _skip(text: str, position: int) -> int:
-    while position < len(text) and text[position] in _SPACE:
-        position += 1
-    return position
+    match = _SPACE.match(text, position)
+    return match.end() if match is not None else position
 
 
 _MISSING_SHOWN = 10
