@@ -18,6 +18,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import pandas as pd
 
+from . import json_files
 from .errors import Problem, ProblemList, at
 from .text_files import read_text, show
 
@@ -143,9 +144,12 @@ def json_lines(data: bytes) -> tuple[list[Any], np.ndarray]:
         for number, line in _numbered_lines(data):
             records.append(_scalars(json.loads(line)))
             numbers.append(number)
-        return records, np.array(numbers, dtype=np.int64)
     except (ValueError, RecursionError):
         pass  # find and name every bad line
+    else:
+        # Identifiers and fields become UTF-8 (prediction files, subset names, pages): none may be a lone surrogate.
+        json_files.check_unicode(data, records, "gold file")
+        return records, np.array(numbers, dtype=np.int64)
     del records
     problems = ProblemList()
     for number, line in _numbered_lines(data):

@@ -7,7 +7,8 @@ values it holds (every value after the first in an array or object follows a com
 with a bracket), so a 50 MB file of empty objects or numbers is refused before a Python object is made.
 
 A refusal costs time linear in the file: the entries' lines are found in one pass (entry_lines), only the problems
-shown are put in words (ProblemList.add_lines), and a gold reader stops looking after MAX_GOLD_PROBLEMS.
+shown are put in words (ProblemList.add_lines), and a gold reader stops looking after MAX_GOLD_PROBLEMS. Text that
+no UTF-8 can hold, a lone surrogate written as an escape ("\\ud800"), is refused naming its line (check_unicode).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from .text_files import read_text, show
 MAX_GOLD_PROBLEMS = 1000
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, skipped in one C-level match
+# Where a lone surrogate may be: an escape of one (a pair, two escapes, is a valid character).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_HIGH = rb"\\u[dD][89abAB][0-9a-fA-F]{2}"
+_LOW = rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+# A lone one (an even run of backslashes before it: an escaped backslash is no escape): a high surrogate not
+# followed by a low one, or a low one not after a high one. Only to name the line: check_unicode decides.
+_LONE_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*(" + _HIGH + rb"(?!" + _LOW + rb")|(?<!" + _HIGH + rb")" + _LOW + rb")")
 
 
 def value_bound(data: bytes) -> int:
@@ -58,6 +66,30 @@ def load(
         raise ValidationError(at(exc.lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")) from None
     except (RecursionError, UnicodeDecodeError, ValueError):
         raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)") from None
+
+
+def check_unicode(data: bytes, document: Any, what: str = "file") -> None:
+    """ValidationError naming the line of a lone surrogate in ``document`` (parsed from ``data``): JSON's escapes
+    can write one ("\\ud800"), and no UTF-8 text, no text hash and no database column can hold it.
+
+    Free for a file without a surrogate escape; one with escapes is encoded whole once, and only a lone one
+    costs a scan for its line."""
+    if _SURROGATE_ESCAPE.search(data) is None:
+        return
+    lone = _LONE_SURROGATE.search(data)
+    try:
+        json.dumps(document, ensure_ascii=False, check_circular=False).encode("utf-8")
+        return
+    except UnicodeEncodeError:
+        pass
+    except RecursionError:  # deeper than the encoder goes: the scan decides alone
+        if lone is None:
+            return
+    message = "text that is not valid Unicode: a lone surrogate escape"
+    if lone is None:
+        raise ValidationError(f"the {what} holds {message}; write the text as UTF-8")
+    escape = lone.group(1).decode("ascii")
+    raise ValidationError(at(data.count(b"\n", 0, lone.start(1)) + 1, f"{message} ({escape}); write the text as UTF-8"))
 
 
 def entry_lines(data: bytes, limit: int | None = None) -> list[int]:

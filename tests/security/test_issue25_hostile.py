@@ -1,7 +1,10 @@
 """Hostile input against issue 25's five families (VQA v2, GQA, A-OKVQA, Winoground, NLVR2 contrast sets).
 
 What the house rules ask of every file a visitor (or a maintainer) sends: a clear refusal naming the line or the
-field, for bounded memory and time. Found here, and fixed:
+field, for bounded memory and time, with nothing stored. Found here, and fixed:
+- a lone surrogate escaped in a JSON file ("\\ud800") was a UnicodeEncodeError when VQA v2 or GQA hashed the
+  answer (a 500 from the API), and in a gold file a traceback from `flask splits add` (a subset's name) or a split
+  whose sample file and uploads then failed (an A-OKVQA or NLVR2 contrast identifier);
 - naming the line of each bad entry cost time quadratic in the file (json_files.entry_lines counted the newlines
   from the start for every entry, and skipped whitespace a character at a time in Python): a 0.8 MB file of empty
   objects took a minute to refuse on a 50,000-question VQA v2 split, several on GQA; and every problem was put in
@@ -14,14 +17,19 @@ field, for bounded memory and time. Found here, and fixed:
 from __future__ import annotations
 
 import functools
+import re
 import time
 
 import numpy as np
 import pytest
+from sqlalchemy import func, select
 
+from app.db import db
 from app.evaluation import ValidationError, get_task
 from app.evaluation.gold import GoldSet
 from app.evaluation.tasks.gqa import LABEL_DTYPE, GQAGold
+from app.models import Split
+from tests.support.files import write
 
 MB = 2**20
 
@@ -47,6 +55,18 @@ def _array(unit: bytes, size: int) -> bytes:
 
 
 # --- 1. hostile prediction and gold files, parsed directly ----------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ("vqa-v2", "gqa"))
+def test_a_lone_surrogate_in_an_answer_is_refused_naming_its_line(family):
+    """It was a UnicodeEncodeError (the answer's hash is of its UTF-8): a 500 from the API."""
+    _, _, valid = _split(family)
+    lines = valid.split(b"\n")
+    lines[7] = lines[7].replace(b'"yes"', b'"\\udfff"')
+    message = str(_refused(family, b"\n".join(lines)))
+    assert message.startswith("line 8: text that is not valid Unicode: a lone surrogate escape (\\udfff)"), message
+    paired = b"\n".join(lines).replace(b'"\\udfff"', b'"\\ud83d\\ude00"')  # an escaped pair is a character
+    assert get_task(family).parse(paired, _split(family)[1]).shape[0] == 200
 
 
 def test_spaces_between_the_brackets_are_skipped_in_one_scan():
@@ -120,3 +140,29 @@ def test_a_gold_file_of_millions_of_bad_entries_is_refused_for_the_price_of_its_
         get_task(family).read_gold(data)
     assert caught.value.problems and len(caught.value.problems) <= 51
     assert time.perf_counter() - started < 5, family  # about a second here
+
+
+# --- 2. gold files through the CLI ---------------------------------------------------------------------------
+
+FAMILIES = ("vqa-v2", "gqa", "a-okvqa", "winoground", "nlvr2-contrast")
+
+GOLD_SURROGATES = {
+    "vqa-v2": (b'"answer_type": "', b'"answer_type": "\\ud800'),  # a subset's name
+    "gqa": (b'"semantic": "', b'"semantic": "\\ud800'),  # a subset's name
+    "a-okvqa": (b'"question_id": "', b'"question_id": "\\ud800'),  # an id: the sample file failed
+    "winoground": (b'"collapsed_tag": "', b'"collapsed_tag": "\\ud800'),  # a subset's name
+    "nlvr2-contrast": (b'"identifier": "test1', b'"identifier": "\\ud800test1'),  # an id: every upload failed
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_gold_file_with_a_lone_surrogate_is_refused_by_the_cli_and_nothing_is_kept(app, runner, tmp_path, family):
+    gold = get_task(family).synthetic_gold(40, seed=1)
+    old, new = GOLD_SURROGATES[family]
+    assert runner.invoke(args=["benchmarks", "add", "b", "--task", family, "--name", "B"]).exit_code == 0
+    result = runner.invoke(args=["splits", "add", "b", "dev", "--labels", write(tmp_path, "g", gold.replace(old, new))])
+    assert result.exit_code == 2, (result.output[-300:], repr(result.exception)[:300])
+    assert re.search(r"line \d+: text that is not valid Unicode: a lone surrogate escape \(\\ud800\)", result.output)
+    with app.app_context():
+        assert db.session.scalar(select(func.count(Split.id))) == 0
+    assert not [path for path in (tmp_path / "hidden_labels").rglob("*") if path.is_file()]

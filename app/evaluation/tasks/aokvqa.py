@@ -161,6 +161,7 @@ def read_gold(data: bytes, task: str = "a-okvqa") -> GoldSet:
             where = "" if earlier is None else f" (first on line {lines[earlier]})"
             problems.add(at(lines[row], message + where))
     problems.raise_if_any()
+    json_files.check_unicode(data, document, "gold file")  # ids are written in sample files and pages
     labels = np.empty((len(document), _LABEL_COLUMNS), dtype=np.uint64)
     labels[:, _CORRECT] = [record["correct_choice_idx"] for record in document]
     labels[:, _DIFFICULT] = [record["difficult_direct_answer"] for record in document]

@@ -344,6 +344,7 @@ def read_questions(data: bytes, task: str = "gqa") -> GQAGold:
         )
     if not questions:
         raise ValidationError("gold file contains no questions")
+    json_files.check_unicode(data, questions, "gold file")  # answers and groups are hashed, types name subsets
     position = {qid: row for row, qid in enumerate(questions)}
     gathered = _Questions()
     bad: list[tuple[int, str, str]] = []
@@ -487,6 +488,7 @@ def parse_predictions(data: bytes, gold: GoldSet, max_bytes: int | None = None) 
             'expected a JSON array of {"questionId": ..., "prediction": ...} objects (the official GQA predictions '
             f"format), found {_json_type(entries)}"
         )
+    json_files.check_unicode(data, entries, "prediction file")  # a prediction is hashed as UTF-8
     aligned = _aligned(entries, gold)
     if aligned is None:
         _refuse_predictions(data, entries, gold)

@@ -142,6 +142,7 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
         raise ValidationError(
             'expected the official annotations file: an object whose "annotations" is a non-empty list'
         )
+    json_files.check_unicode(data, document, "annotations file")  # answers are hashed, types name subsets
     problems = ProblemList()
     ids: list[str] = []
     texts: list[str] = []
@@ -282,6 +283,7 @@ class VQAv2(TaskType):
         document = json_files.load(data, max_bytes=max_bytes, max_values=4 * max_lines_for(gold.n), what="results file")
         if not isinstance(document, list):
             raise ValidationError('expected the official results file: a JSON array of {"question_id", "answer"}')
+        json_files.check_unicode(data, document, "results file")  # an answer is hashed as UTF-8
         questions: list[Any] = []
         answers: list[str] = []
         bad: list[int] = []  # entries that are not an object with an integer question_id and a string answer
