@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -28,6 +29,10 @@ from .text_files import read_text, show
 MAX_GOLD_PROBLEMS = 1000
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, skipped in one C-level match
+# An integer past int()'s limit on digits (sys.get_int_max_str_digits(), 4,300 by default; a fraction or an
+# exponent makes a float, which has none): json.loads refuses it with a ValueError that says not where.
+_MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+_LONG_INTEGER = re.compile(rb"(?<![.0-9])[0-9]{%d,}(?![.0-9eE])" % (_MAX_DIGITS + 1))
 # Where a lone surrogate may be: an escape of one (a pair, two escapes, is a valid character).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _HIGH = rb"\\u[dD][89abAB][0-9a-fA-F]{2}"
@@ -64,8 +69,19 @@ def load(
         return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as exc:
         raise ValidationError(at(exc.lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")) from None
-    except (RecursionError, UnicodeDecodeError, ValueError):
-        raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)") from None
+    except ValueError as exc:
+        too_long = "digits" in str(exc)  # "Exceeds the limit (4300 digits) for integer string conversion"
+    except (RecursionError, UnicodeDecodeError):
+        too_long = False
+    number = _LONG_INTEGER.search(text) if too_long else None
+    if number is not None:
+        raise ValidationError(
+            at(
+                text.count(b"\n", 0, number.start()) + 1,
+                f"an integer of {number.end() - number.start():,} digits; at most {_MAX_DIGITS:,} can be read",
+            )
+        )
+    raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)")
 
 
 def check_unicode(data: bytes, document: Any, what: str = "file") -> None:

@@ -11,7 +11,8 @@ field, for bounded memory and time, with nothing stored. Found here, and fixed:
   words, shown or not;
 - a gold file with millions of bad entries (A-OKVQA, GQA; VQA v2's cap was skipped by every `continue`) was looked
   at entry by entry to the end, and its lines found the same quadratic way: a 4 MB A-OKVQA gold file of nulls, or a
-  GQA one repeating a key, never finished.
+  GQA one repeating a key, never finished;
+- an integer past int()'s 4,300 digits was "not valid JSON (nested too deeply or malformed)", naming no line.
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ def test_a_file_of_bad_entries_at_the_value_bound_is_refused_in_linear_time(fami
     assert error.problems[0].line == 1 and error.problems[1].line == 2 and error.total > count
     assert len(error.problems) == 51
     assert seconds < 5, f"{seconds:.1f} s"  # under a second here; 40 s to many minutes before
+
+
+def test_an_integer_past_the_digit_limit_is_named_with_its_line():
+    _, _, valid = _split("vqa-v2")
+    data = valid.replace(b'"question_id": 262148003', b'"question_id": ' + b"7" * 5000)
+    assert str(_refused("vqa-v2", data)) == "line 5: an integer of 5,000 digits; at most 4,300 can be read"
+    fraction = valid.replace(b'"question_id": 262148003', b'"question_id": 1.' + b"7" * 5000)  # a float: read
+    assert "line 5: entry 4: question_id must be an integer, not '1.7777" in str(_refused("vqa-v2", fraction))
 
 
 @pytest.mark.parametrize(
