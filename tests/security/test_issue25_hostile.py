@@ -12,12 +12,15 @@ field, for bounded memory and time, with nothing stored. Found here, and fixed:
 - a gold file with millions of bad entries (A-OKVQA, GQA; VQA v2's cap was skipped by every `continue`) was looked
   at entry by entry to the end, and its lines found the same quadratic way: a 4 MB A-OKVQA gold file of nulls, or a
   GQA one repeating a key, never finished;
-- an integer past int()'s 4,300 digits was "not valid JSON (nested too deeply or malformed)", naming no line.
+- an integer past int()'s 4,300 digits was "not valid JSON (nested too deeply or malformed)", naming no line;
+- a VQA v2 answer_id that is a list or an object was a TypeError (unhashable) from the gold reader, and answer
+  entries equal to Python (ids 1 and 1.0) were taken as two, unlike the official leave-one-out.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import time
 
@@ -149,6 +152,26 @@ def test_a_gold_file_of_millions_of_bad_entries_is_refused_for_the_price_of_its_
         get_task(family).read_gold(data)
     assert caught.value.problems and len(caught.value.problems) <= 51
     assert time.perf_counter() - started < 5, family  # about a second here
+
+
+def test_vqa_answer_ids_of_any_json_type_are_compared_as_the_official_leave_one_out_compares_entries():
+    """A list or an object for an answer_id was a TypeError (unhashable) from read_gold, a traceback from `flask
+    splits add`; and entries equal as Python compares them (answer_id 1 and 1.0, or true) were taken as distinct,
+    where the official leave-one-out drops both together."""
+
+    def read(answer_ids: list) -> str:
+        humans = [{"answer": "a", "answer_id": answer_id} for answer_id in answer_ids]
+        try:
+            get_task("vqa-v2").read_gold(json.dumps({"annotations": [{"question_id": 1, "answers": humans}]}).encode())
+        except ValidationError as error:
+            return str(error)
+        return "read"
+
+    assert read([[i] for i in range(10)]) == read([{"id": i} for i in range(10)]) == "read"
+    same = "question 1: two human answers are the same entry (give each its own answer_id)"
+    for twins in ([[1], [1]], [1, 1.0], [1, True], [{"id": 1}, {"id": 1.0}], [float("nan")] * 2):
+        assert read(twins + list(range(2, 10))) == same, twins
+    assert read(list(range(10))) == "read"
 
 
 # --- 2. gold files through the CLI ---------------------------------------------------------------------------

@@ -171,9 +171,7 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
         if not all(type(text) is str for text in written):
             problems.add(f"{where}: every human answer must be an object with a string 'answer'")
             continue
-        if len({a.get("answer_id") for a in answers}) != len(answers) and len(set(map(_entry_key, answers))) != len(
-            answers
-        ):
+        if _repeats([a.get("answer_id") for a in answers]) and _repeats(answers):
             # The official leave-one-out drops every entry equal to the left-out one (dict equality).
             problems.add(f"{where}: two human answers are the same entry (give each its own answer_id)")
             continue
@@ -206,8 +204,24 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
     )
 
 
-def _entry_key(answer: dict[str, Any]) -> str:
-    return repr(sorted((str(key), repr(value)) for key, value in answer.items()))
+def _repeats(values: list[Any]) -> bool:
+    """Whether two of the JSON values are equal as Python compares them (1 == 1.0 == true), as the official
+    leave-one-out compares answer entries; integer answer ids, the usual, in one set."""
+    if all(type(value) is int for value in values):
+        return len(set(values)) != len(values)
+    return len(set(map(_key, values))) != len(values)
+
+
+def _key(value: Any) -> Any:
+    """A hashable key of a parsed JSON value, equal for values Python finds equal in parsed entries: json.loads makes
+    every NaN the same object, and dict equality takes an object as equal to itself."""
+    if isinstance(value, dict):
+        return frozenset((key, _key(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return ("list", *map(_key, value))
+    if isinstance(value, float) and value != value:
+        return ("nan",)
+    return value  # str, None and numbers (bool and int hash as the float they equal)
 
 
 def _objects(values: list[Any]) -> np.ndarray:
