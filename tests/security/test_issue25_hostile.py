@@ -16,7 +16,9 @@ fixed:
   GQA one repeating a key, never finished;
 - an integer past int()'s 4,300 digits was "not valid JSON (nested too deeply or malformed)", naming no line;
 - a VQA v2 answer_id that is a list or an object was a TypeError (unhashable) from the gold reader, and answer
-  entries equal to Python (ids 1 and 1.0) were taken as two, unlike the official leave-one-out.
+  entries equal to Python (ids 1 and 1.0) were taken as two, unlike the official leave-one-out;
+- an NLVR2 contrast identifier with a comma (or a quote first) was read from the gold file, and then no
+  prediction file, the split's own sample included, could name it.
 
 Still open (the last test, xfail): VQA v2's ranks use the normal approximation of the paired permutation test,
 which ranks apart two entries that differ on three questions (an exact sign-flip p of 1/8).
@@ -240,6 +242,20 @@ def test_vqa_answer_ids_of_any_json_type_are_compared_as_the_official_leave_one_
     for twins in ([[1], [1]], [1, 1.0], [1, True], [{"id": 1}, {"id": 1.0}], [float("nan")] * 2):
         assert read(twins + list(range(2, 10))) == same, twins
     assert read(list(range(10))) == "read"
+
+
+def test_an_nlvr2_contrast_identifier_no_prediction_file_can_name_is_refused_with_the_gold_file():
+    """An identifier with a comma (or a quote first, which a cell loses) was read, and then no
+    `identifier,prediction` line could name it: the split's own sample file was refused, every upload too."""
+    task = get_task("nlvr2-contrast")
+    for identifier in ("test1,2-769-1-0-1", '"test1-769-1-0-1'):
+        with pytest.raises(ValidationError, match=r"line 2: identifier .* without spaces or commas nor a quote"):
+            task.read_gold(
+                b'{"identifier": "test1-769-1-0-0", "label": true}\n'
+                + json.dumps({"identifier": identifier, "label": False}).encode()
+            )
+    gold = task.read_gold(b'{"identifier": "te\\"st1-769-1-0-0", "label": true}')  # a quote inside: kept
+    assert task.parse(task.sample(gold), gold).tolist() == [True]
 
 
 # --- 2. the same files through the API and the CLI ---------------------------------------------------------------
