@@ -18,6 +18,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import pandas as pd
 
+from . import json_files
 from .errors import Problem, ProblemList, at
 from .text_files import read_text, show
 
@@ -28,7 +29,9 @@ NLVR2_IDENTIFIER = re.compile(r"(\S+)-(\d+)-(\d+)-(\d+)")
 # NLVR 'n-m'; the consistency group is n.
 NLVR_IDENTIFIER = re.compile(r"([^\s-]+)-(\d+)")
 # NLVR2 contrast sets: the original NLVR2 identifier and one digit, 'test1-769-1-0-1'; the group is the original.
-CONTRAST_IDENTIFIER = re.compile(r"(\S+-\d+-\d+-\d+)-\d")
+# No comma, nor a quote first (a cell loses its quotes at its ends): else no `identifier,prediction` line of a
+# prediction file could name it, the split's sample file included.
+CONTRAST_IDENTIFIER = re.compile(r'([^\s,"][^\s,]*-\d+-\d+-\d+)-\d')
 # Winoground 'id': an integer, as the official statistics read it (int() of the label's first part).
 WINOGROUND_IDENTIFIER = re.compile(r"0|-?[1-9][0-9]*")
 WINOGROUND_TEXTS = ("caption_0", "caption_1", "image_0", "image_1")
@@ -143,9 +146,12 @@ def json_lines(data: bytes) -> tuple[list[Any], np.ndarray]:
         for number, line in _numbered_lines(data):
             records.append(_scalars(json.loads(line)))
             numbers.append(number)
-        return records, np.array(numbers, dtype=np.int64)
     except (ValueError, RecursionError):
         pass  # find and name every bad line
+    else:
+        # Identifiers and fields become UTF-8 (prediction files, subset names, pages): none may be a lone surrogate.
+        json_files.check_unicode(data, records, "gold file")
+        return records, np.array(numbers, dtype=np.int64)
     del records
     problems = ProblemList()
     for number, line in _numbered_lines(data):
@@ -317,7 +323,7 @@ VCR_FORMAT = _Format(
 CONTRAST_FORMAT = _Format(
     "identifier",
     CONTRAST_IDENTIFIER,
-    "the original NLVR2 identifier and one digit (e.g. 'test1-769-1-0-1')",
+    "the original NLVR2 identifier and one digit, without spaces or commas nor a quote first (e.g. 'test1-769-1-0-1')",
     lambda record: _label(record.get("label")),
     _binary_labels,
     _BINARY_LABEL,

@@ -5,11 +5,17 @@ A JSON document is parsed whole (the official formats are one array or one objec
 checked first, in C-level scans that allocate nothing: the bytes (read_text), then an upper bound on the
 values it holds (every value after the first in an array or object follows a comma, every container opens
 with a bracket), so a 50 MB file of empty objects or numbers is refused before a Python object is made.
+
+A refusal costs time linear in the file: the entries' lines are found in one pass (entry_lines), only the problems
+shown are put in words (ProblemList.add_lines), and a gold reader stops looking after MAX_GOLD_PROBLEMS. Text that
+no UTF-8 can hold, a lone surrogate written as an escape ("\\ud800"), is refused naming its line (check_unicode).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -18,8 +24,22 @@ import numpy as np
 from .errors import ProblemList, ValidationError, at
 from .text_files import read_text, show
 
+# Problems a gold file's reader gathers before it stops looking: a file with millions of bad entries is refused
+# for the price of its first ones (and a listing shows the first errors.MAX_PROBLEMS).
+MAX_GOLD_PROBLEMS = 1000
 _DECODER = json.JSONDecoder()
-_SPACE = " \t\n\r"
+_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, skipped in one C-level match
+# An integer past int()'s limit on digits (sys.get_int_max_str_digits(), 4,300 by default; a fraction or an
+# exponent makes a float, which has none): json.loads refuses it with a ValueError that says not where.
+_MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+_LONG_INTEGER = re.compile(rb"(?<![.0-9])[0-9]{%d,}(?![.0-9eE])" % (_MAX_DIGITS + 1))
+# Where a lone surrogate may be: an escape of one (a pair, two escapes, is a valid character).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_HIGH = rb"\\u[dD][89abAB][0-9a-fA-F]{2}"
+_LOW = rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+# A lone one (an even run of backslashes before it: an escaped backslash is no escape): a high surrogate not
+# followed by a low one, or a low one not after a high one. Only to name the line: check_unicode decides.
+_LONE_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*(" + _HIGH + rb"(?!" + _LOW + rb")|(?<!" + _HIGH + rb")" + _LOW + rb")")
 
 
 def value_bound(data: bytes) -> int:
@@ -49,30 +69,91 @@ def load(
         return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as exc:
         raise ValidationError(at(exc.lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")) from None
-    except (RecursionError, UnicodeDecodeError, ValueError):
-        raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)") from None
+    except ValueError as exc:
+        too_long = "digits" in str(exc)  # "Exceeds the limit (4300 digits) for integer string conversion"
+    except (RecursionError, UnicodeDecodeError):
+        too_long = False
+    number = _LONG_INTEGER.search(text) if too_long else None
+    if number is not None:
+        raise ValidationError(
+            at(
+                text.count(b"\n", 0, number.start()) + 1,
+                f"an integer of {number.end() - number.start():,} digits; at most {_MAX_DIGITS:,} can be read",
+            )
+        )
+    raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)")
 
 
-def entry_lines(data: bytes) -> list[int]:
+def check_unicode(data: bytes, document: Any, what: str = "file") -> None:
+    """ValidationError naming the line of a lone surrogate in ``document`` (parsed from ``data``): JSON's escapes
+    can write one ("\\ud800"), and no UTF-8 text, no text hash and no database column can hold it.
+
+    Free for a file without a surrogate escape; one with escapes is encoded whole once, and only a lone one
+    costs a scan for its line."""
+    if _SURROGATE_ESCAPE.search(data) is None:
+        return
+    lone = _LONE_SURROGATE.search(data)
+    try:
+        json.dumps(document, ensure_ascii=False, check_circular=False).encode("utf-8")
+        return
+    except UnicodeEncodeError:
+        pass
+    except RecursionError:  # deeper than the encoder goes: the scan decides alone
+        if lone is None:
+            return
+    message = "text that is not valid Unicode: a lone surrogate escape"
+    if lone is None:
+        raise ValidationError(f"the {what} holds {message}; write the text as UTF-8")
+    escape = lone.group(1).decode("ascii")
+    raise ValidationError(at(data.count(b"\n", 0, lone.start(1)) + 1, f"{message} ({escape}); write the text as UTF-8"))
+
+
+def entry_lines(data: bytes, limit: int | None = None) -> list[int]:
     """The line each top-level entry of a JSON array (or each key of a JSON object) starts on, in order.
 
-    Only for refusals: a second pass over the text, one entry at a time (the fast parse keeps no positions)."""
+    Only for refusals: a second pass over the text, one entry at a time (the fast parse keeps no positions),
+    linear in the text: whitespace is skipped by a regex and the newlines are counted from the previous entry on.
+    ``limit``: at most this many entries (the first)."""
+    return _entry_keys_and_lines(data, limit)[1]
+
+
+def key_lines(data: bytes, limit: int) -> tuple[list[str], list[int]]:
+    """The keys of the first ``limit`` entries of a JSON object, as written (a repeated key twice), and the line
+    each starts on: where the keys are those of the parsed object, in order, no key repeated before them and its
+    i-th entry is the file's i-th."""
+    keys, lines = _entry_keys_and_lines(data, limit)
+    return [str(key) for key in keys], lines
+
+
+def _entry_keys_and_lines(data: bytes, limit: int | None) -> tuple[list[Any], list[int]]:
     text = read_text(data).decode("utf-8")
-    return [text.count("\n", 0, offset) + 1 for offset in _entry_offsets(text)]
+    keys: list[Any] = []
+    lines: list[int] = []
+    line, counted = 1, 0
+    for offset, key in _entry_offsets(text):
+        if limit is not None and len(lines) >= limit:
+            break
+        line += text.count("\n", counted, offset)
+        counted = offset
+        keys.append(key)
+        lines.append(line)
+    return keys, lines
 
 
-def _entry_offsets(text: str) -> Iterator[int]:
+def _entry_offsets(text: str) -> Iterator[tuple[int, Any]]:
+    """(offset, key: None in an array) of each top-level entry."""
     position = _skip(text, 0)
     if position >= len(text) or text[position] not in "[{":
         return
     is_object = text[position] == "{"
     position = _skip(text, position + 1)
     while position < len(text) and text[position] not in "]}":
-        yield position
+        start, key = position, None
         if is_object:
-            _, position = _DECODER.raw_decode(text, position)
+            key, position = _DECODER.raw_decode(text, position)
             position = _skip(text, position)
             position = _skip(text, position + 1)  # the colon
+        yield start, key
         _, position = _DECODER.raw_decode(text, position)
         position = _skip(text, position)
         if position < len(text) and text[position] == ",":
@@ -80,9 +161,8 @@ def _entry_offsets(text: str) -> Iterator[int]:
 
 
 def _skip(text: str, position: int) -> int:
-    while position < len(text) and text[position] in _SPACE:
-        position += 1
-    return position
+    match = _SPACE.match(text, position)
+    return match.end() if match is not None else position
 
 
 _MISSING_SHOWN = 10

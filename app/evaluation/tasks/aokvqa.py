@@ -142,6 +142,8 @@ def read_gold(data: bytes, task: str = "a-okvqa") -> GoldSet:
     found: list[tuple[int, str, int | None]] = []
     first: dict[str, int] = {}
     for row, record in enumerate(document):
+        if len(found) >= json_files.MAX_GOLD_PROBLEMS:
+            break
         qid = record.get("question_id") if type(record) is dict else None
         if type(record) is dict and (type(qid) is not str or not qid):
             found.append((row, "missing or invalid 'question_id' (a non-empty string)", None))
@@ -154,11 +156,12 @@ def read_gold(data: bytes, task: str = "a-okvqa") -> GoldSet:
         else:
             first[str(qid)] = row
     if found:
-        lines = json_files.entry_lines(data)
+        lines = json_files.entry_lines(data, limit=found[-1][0] + 1)
         for row, message, earlier in found:
             where = "" if earlier is None else f" (first on line {lines[earlier]})"
             problems.add(at(lines[row], message + where))
     problems.raise_if_any()
+    json_files.check_unicode(data, document, "gold file")  # ids are written in sample files and pages
     labels = np.empty((len(document), _LABEL_COLUMNS), dtype=np.uint64)
     labels[:, _CORRECT] = [record["correct_choice_idx"] for record in document]
     labels[:, _DIFFICULT] = [record["difficult_direct_answer"] for record in document]

@@ -24,6 +24,7 @@ its image): the questions of one image are not independent, and GQA asks many qu
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -343,6 +344,7 @@ def read_questions(data: bytes, task: str = "gqa") -> GQAGold:
         )
     if not questions:
         raise ValidationError("gold file contains no questions")
+    json_files.check_unicode(data, questions, "gold file")  # answers and groups are hashed, types name subsets
     position = {qid: row for row, qid in enumerate(questions)}
     gathered = _Questions()
     bad: list[tuple[int, str, str]] = []
@@ -350,10 +352,12 @@ def read_questions(data: bytes, task: str = "gqa") -> GQAGold:
         problem = _question_problem(qid, question, position)
         if problem is not None:
             bad.append((row, qid, problem))
+            if len(bad) >= json_files.MAX_GOLD_PROBLEMS:
+                break
         elif not bad:
             _gather(qid, question, row, position, gathered)
     if bad:
-        _refuse(data, len(questions), bad)
+        _refuse(data, list(itertools.islice(questions, bad[-1][0] + 1)), bad)
     if not any(gathered.balanced):
         raise ValidationError(
             "the gold file has no balanced question ('isBalanced': true): the official eval.py scores those alone"
@@ -381,14 +385,17 @@ def read_questions(data: bytes, task: str = "gqa") -> GQAGold:
     )
 
 
-def _refuse(data: bytes, count: int, bad: list[tuple[int, str, str]]) -> None:
+def _refuse(data: bytes, first: list[str], bad: list[tuple[int, str, str]]) -> None:
     """Raise the gold file's problems, each on the line its question starts on (no line where the file repeats a
-    question id: its entries and its questions then differ in number)."""
-    lines = json_files.entry_lines(data)
+    question id before the last of them: its entries and its questions then differ; one repeated only after it is
+    named where it is first written). ``first``: the questions' ids up to the last bad one, in the parsed object's
+    order. Only the entries up to the last bad one are looked at again: a file of millions costs its first ones."""
+    keys, lines = json_files.key_lines(data, len(first))
+    placed = keys == first
     problems = ProblemList()
     for row, qid, message in bad:
         text = f"question {show(qid)}: {message}"
-        problems.add(at(lines[row], text) if len(lines) == count else Problem(None, text))
+        problems.add(at(lines[row], text) if placed else Problem(None, text))
     problems.raise_if_any()
 
 
@@ -451,12 +458,16 @@ def _refuse_predictions(data: bytes, entries: list[Any], gold: GoldSet) -> None:
     lines = np.asarray(json_files.entry_lines(data), dtype=np.int64)
     problems = ProblemList()
     ids: list[str | None] = []
+    bad: list[int] = []
     for row, entry in enumerate(entries):
-        message = _entry_problem(entry)
-        if message is not None:
-            problems.add(at(int(lines[row]), f"entry {row + 1:,}: {message}"))
         qid = entry.get("questionId") if type(entry) is dict else None
         ids.append(qid if type(qid) is str else None)
+        if qid is None or type(qid) is not str or type(entry.get("prediction")) is not str:
+            bad.append(row)
+    # Only the problems shown are put in words (a file may have a million bad entries).
+    problems.add_lines(
+        lines, np.asarray(bad, dtype=np.int64), lambda row: f"entry {row + 1:,}: {_entry_problem(entries[row])}"
+    )
     named = np.flatnonzero(np.array([qid is not None for qid in ids], dtype=bool))
     names = [ids[row] for row in named.tolist()]
     positions = gold.id_index.get_indexer(pd.Index(names, dtype=object)).astype(np.int64)
@@ -477,6 +488,7 @@ def parse_predictions(data: bytes, gold: GoldSet, max_bytes: int | None = None) 
             'expected a JSON array of {"questionId": ..., "prediction": ...} objects (the official GQA predictions '
             f"format), found {_json_type(entries)}"
         )
+    json_files.check_unicode(data, entries, "prediction file")  # a prediction is hashed as UTF-8
     aligned = _aligned(entries, gold)
     if aligned is None:
         _refuse_predictions(data, entries, gold)

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import encoding, json_files, layout
-from ..errors import ProblemList, ValidationError, at
+from ..errors import ProblemList, ValidationError
 from ..gold import GoldSet
 from ..predictions import max_lines_for
 from ..subsets import field_subsets
@@ -142,12 +142,15 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
         raise ValidationError(
             'expected the official annotations file: an object whose "annotations" is a non-empty list'
         )
+    json_files.check_unicode(data, document, "annotations file")  # answers are hashed, types name subsets
     problems = ProblemList()
     ids: list[str] = []
     texts: list[str] = []
     humans: int | None = None
     fields: dict[str, list[str]] = {name: [] for name in _FIELDS}
     for number, record in enumerate(annotations, 1):
+        if problems.count >= json_files.MAX_GOLD_PROBLEMS:  # first: every problem below continues the loop
+            break
         where = f"annotation {number:,}"
         if not isinstance(record, dict):
             problems.add(f"{where}: expected an object")
@@ -168,9 +171,7 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
         if not all(type(text) is str for text in written):
             problems.add(f"{where}: every human answer must be an object with a string 'answer'")
             continue
-        if len({a.get("answer_id") for a in answers}) != len(answers) and len(set(map(_entry_key, answers))) != len(
-            answers
-        ):
+        if _repeats([a.get("answer_id") for a in answers]) and _repeats(answers):
             # The official leave-one-out drops every entry equal to the left-out one (dict equality).
             problems.add(f"{where}: two human answers are the same entry (give each its own answer_id)")
             continue
@@ -184,8 +185,6 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
         for name in _FIELDS:
             value = record.get(name, "")
             fields[name].append(value if isinstance(value, str) else str(value) if type(value) is int else "")
-        if problems.count >= 1000:
-            break
     problems.raise_if_any()
     assert humans is not None
     distinct, counts = np.unique(np.asarray(ids, dtype=object), return_counts=True)
@@ -205,14 +204,40 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
     )
 
 
-def _entry_key(answer: dict[str, Any]) -> str:
-    return repr(sorted((str(key), repr(value)) for key, value in answer.items()))
+def _repeats(values: list[Any]) -> bool:
+    """Whether two of the JSON values are equal as Python compares them (1 == 1.0 == true), as the official
+    leave-one-out compares answer entries; integer answer ids, the usual, in one set."""
+    if all(type(value) is int for value in values):
+        return len(set(values)) != len(values)
+    return len(set(map(_key, values))) != len(values)
+
+
+def _key(value: Any) -> Any:
+    """A hashable key of a parsed JSON value, equal for values Python finds equal in parsed entries: json.loads makes
+    every NaN the same object, and dict equality takes an object as equal to itself."""
+    if isinstance(value, dict):
+        return frozenset((key, _key(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return ("list", *map(_key, value))
+    if isinstance(value, float) and value != value:
+        return ("nan",)
+    return value  # str, None and numbers (bool and int hash as the float they equal)
 
 
 def _objects(values: list[Any]) -> np.ndarray:
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return array
+
+
+def _entry_problem(row: int, entry: Any) -> str:
+    """What is wrong with one entry of a results file (one that is wrong)."""
+    if not isinstance(entry, dict):
+        return f"entry {row + 1:,}: expected an object with question_id and answer"
+    question, answer = entry.get("question_id"), entry.get("answer")
+    if type(question) is not int:
+        return f"entry {row + 1:,}: question_id must be an integer, not {show(question)}"
+    return f"entry {row + 1:,}: question {question}: answer must be a string, not {show(answer)}"
 
 
 # --- scoring --------------------------------------------------------------------------------------------------
@@ -276,39 +301,38 @@ class VQAv2(TaskType):
         document = json_files.load(data, max_bytes=max_bytes, max_values=4 * max_lines_for(gold.n), what="results file")
         if not isinstance(document, list):
             raise ValidationError('expected the official results file: a JSON array of {"question_id", "answer"}')
+        json_files.check_unicode(data, document, "results file")  # an answer is hashed as UTF-8
         questions: list[Any] = []
         answers: list[str] = []
-        bad: list[tuple[int, str]] = []
+        bad: list[int] = []  # entries that are not an object with an integer question_id and a string answer
         for row, entry in enumerate(document):
             if not isinstance(entry, dict):
-                bad.append((row, "expected an object with question_id and answer"))
+                bad.append(row)
                 questions.append(None)
                 answers.append("")
                 continue
             question, answer = entry.get("question_id"), entry.get("answer")
             questions.append(str(question) if type(question) is int else None)
             answers.append(answer if isinstance(answer, str) else "")
-            if type(question) is not int:
-                bad.append((row, f"question_id must be an integer, not {show(question)}"))
-            elif not isinstance(answer, str):
-                bad.append((row, f"question {question}: answer must be a string, not {show(answer)}"))
-        del document
+            if type(question) is not int or not isinstance(answer, str):
+                bad.append(row)
         positions = gold.id_index.get_indexer(pd.Index(questions, dtype=object)) if questions else np.zeros(0, int)
         counts = np.bincount(positions[positions >= 0], minlength=gold.n)
         if bad or (positions < 0).any() or counts.max(initial=0) > 1 or (counts == 0).any():
-            self._refuse(data, gold, questions, positions, bad)
+            self._refuse(data, gold, document, questions, positions, bad)
+        del document
         predictions = np.empty((gold.n, 2), dtype=np.uint64)
         predictions[positions] = _answer_hashes(answers)
         return predictions
 
     @staticmethod
     def _refuse(
-        data: bytes, gold: GoldSet, questions: list[Any], positions: np.ndarray, bad: list[tuple[int, str]]
+        data: bytes, gold: GoldSet, document: list[Any], questions: list[Any], positions: np.ndarray, bad: list[int]
     ) -> None:
         lines = np.asarray(json_files.entry_lines(data), dtype=np.int64)
         problems = ProblemList()
-        for row, message in bad:
-            problems.add(at(int(lines[row]), f"entry {row + 1:,}: {message}"))
+        # Only the problems shown are put in words (a 50 MB file may have a million bad entries).
+        problems.add_lines(lines, np.asarray(bad, dtype=np.int64), lambda row: _entry_problem(row, document[row]))
         named = np.flatnonzero(np.asarray([question is not None for question in questions], dtype=bool))
         json_files.entry_problems(
             problems,
