@@ -84,6 +84,59 @@ def load(
     raise ValidationError(f"the {what} is not valid JSON (nested too deeply or malformed)")
 
 
+class NotStreamable(Exception):
+    """stream_array could not walk the file as a plain well-formed document: read it whole with load, whose
+    refusals name the problem."""
+
+
+def stream_array(data: bytes, key: str) -> Iterator[Any]:
+    """The elements of the array under ``key`` in a JSON object, parsed one at a time, so that a large gold file
+    (VQA v2's annotations: 2 million answer objects) never sits parsed whole in memory beside what is made of
+    it. Only for a plain, well-formed document: anything else (a syntax error, a repeated key, a surrogate
+    escape, no such array) raises NotStreamable, and the caller reads the file with ``load`` instead."""
+    if _SURROGATE_ESCAPE.search(data) is not None:
+        raise NotStreamable("surrogate escapes: load checks them")
+    text = read_text(data).decode("utf-8")
+    try:
+        position = _skip(text, 0)
+        if not text.startswith("{", position):
+            raise NotStreamable("not an object")
+        position = _skip(text, position + 1)
+        found = False
+        while not text.startswith("}", position):
+            name, position = _DECODER.raw_decode(text, position)
+            position = _skip(text, position)
+            if not isinstance(name, str) or not text.startswith(":", position):
+                raise NotStreamable("not a key")
+            position = _skip(text, position + 1)
+            if name == key:
+                if found or not text.startswith("[", position):
+                    raise NotStreamable("the key repeated, or not an array")
+                found = True
+                position = _skip(text, position + 1)
+                while not text.startswith("]", position):
+                    item, position = _DECODER.raw_decode(text, position)
+                    yield item
+                    del item
+                    position = _skip(text, position)
+                    if text.startswith(",", position):
+                        position = _skip(text, position + 1)
+                    elif not text.startswith("]", position):
+                        raise NotStreamable("no comma between elements")
+                position += 1
+            else:
+                _, position = _DECODER.raw_decode(text, position)
+            position = _skip(text, position)
+            if text.startswith(",", position):
+                position = _skip(text, position + 1)
+            elif not text.startswith("}", position):
+                raise NotStreamable("no comma between keys")
+        if not found or _skip(text, position + 1) != len(text):
+            raise NotStreamable("no such array, or text after the document")
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError; long integers raise one too
+        raise NotStreamable(str(exc)) from None
+
+
 def check_unicode(data: bytes, document: Any, what: str = "file") -> None:
     """ValidationError naming the line of a lone surrogate in ``document`` (parsed from ``data``): JSON's escapes
     can write one ("\\ud800"), and no UTF-8 text, no text hash and no database column can hold it.

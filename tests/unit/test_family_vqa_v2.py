@@ -229,3 +229,22 @@ def test_normalisation_helpers_follow_the_official_order():
     assert vqa_v2.normalised("The Two dogs!") == "2 dogs"
     assert vqa_v2.normalised("red, white") == "red white"
     assert vqa_v2.stripped("\tyes\n") == "yes"
+
+
+def test_a_gold_file_is_read_one_annotation_at_a_time_with_the_same_result():
+    """The annotations stream (json_files.stream_array) where the file is plain; anything else goes through the
+    whole-document read, whose refusals name the problem. Both give the same gold set."""
+    from app.evaluation import json_files
+
+    gold = json.loads(TASK.synthetic_gold(120, seed=8))
+    padded = json.dumps({"info": {"nested": [1, {"a": "]}"}]}, **gold, "license": "x"}, indent=2).encode()
+    streamed = list(json_files.stream_array(padded, "annotations"))
+    assert streamed == gold["annotations"]
+    whole = TASK.read_gold(json.dumps(gold).encode())
+    read = TASK.read_gold(padded)
+    assert (read.ids == whole.ids).all() and (read.labels == whole.labels).all()
+    for odd in (b'{"annotations": [], "annotations": [1]}', b'{"annotations": [1 2]}', b"[]", b'{"a": 1}'):
+        with pytest.raises(json_files.NotStreamable):
+            list(json_files.stream_array(odd, "annotations"))
+        with pytest.raises(ValidationError):
+            TASK.read_gold(odd)

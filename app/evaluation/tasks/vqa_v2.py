@@ -22,7 +22,7 @@ file can be scored again); gold answers as hashes of the form that counts.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -136,6 +136,10 @@ def _gold_dtype(humans: int) -> np.dtype:
 def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
     """The official annotations file: {"annotations": [{"question_id", "answers": [{"answer", "answer_id",
     ...} x m], "answer_type", "question_type", "image_id", ...}]} (m humans, the same m for every question)."""
+    try:  # one annotation at a time where the file allows (a 214k-question file: 1.2 GB parsed whole)
+        return _read_annotations(json_files.stream_array(data, "annotations"), task)
+    except json_files.NotStreamable:
+        pass
     document = json_files.load(data, what="annotations file")
     annotations = document.get("annotations") if isinstance(document, dict) else None
     if not isinstance(annotations, list) or not annotations:
@@ -143,6 +147,11 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
             'expected the official annotations file: an object whose "annotations" is a non-empty list'
         )
     json_files.check_unicode(data, document, "annotations file")  # answers are hashed, types name subsets
+    return _read_annotations(annotations, task)
+
+
+def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
+    """read_gold's checks and arrays, over the annotations as they come."""
     problems = ProblemList()
     ids: list[str] = []
     texts: list[str] = []
@@ -186,7 +195,10 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
             value = record.get(name, "")
             fields[name].append(value if isinstance(value, str) else str(value) if type(value) is int else "")
     problems.raise_if_any()
-    assert humans is not None
+    if humans is None:
+        raise ValidationError(
+            'expected the official annotations file: an object whose "annotations" is a non-empty list'
+        )
     distinct, counts = np.unique(np.asarray(ids, dtype=object), return_counts=True)
     if (counts > 1).any():
         raise ValidationError(f"question {distinct[counts > 1][0]} appears twice in the annotations file")
