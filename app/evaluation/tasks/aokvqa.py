@@ -44,7 +44,7 @@ from ..metrics import accuracy
 from ..text_files import show
 from . import aokvqa_synthetic as synthetic
 from . import synthetic_files
-from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
 
 CHOICES = 4
 DIRECT_ANSWERS = 10
@@ -289,11 +289,12 @@ def _answer_hashes(answers: list[str | None], key: str, ids: np.ndarray, data: b
 
 
 @register
-class AOKVQA(TaskType):
+class AOKVQA(FixedDtypeTask):
     """A-OKVQA (Schwenk et al. 2022): multiple-choice accuracy over every question and direct-answer accuracy,
     min(1, matches / 3) over ten answers, over the questions not marked difficult."""
 
     name = "a-okvqa"
+    stored_dtype = np.dtype(np.uint64)
     label = "A-OKVQA"
     unit_noun = "questions"
     default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
@@ -390,15 +391,6 @@ class AOKVQA(TaskType):
         codes = (stacked & _CODE_MASK).astype(np.int8)
         votes = np.where(mc, correct[None, :], np.where(codes < CHOICES, codes, -1)).astype(np.int8)
         return [LabelVotes("correct_choice_idx", correct, votes[..., None], tuple(str(c) for c in range(CHOICES)))]
-
-    def encode(self, predictions: np.ndarray) -> bytes:
-        return encoding.pack_fixed(predictions, np.uint64)
-
-    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed(blob, self.prediction_shape(gold_n), np.uint64)
-
-    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed_many(blobs, self.prediction_shape(gold_n), np.uint64)
 
     # --- units: a question, right or wrong on multiple choice ------------------------------------------------
 

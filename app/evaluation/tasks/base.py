@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import layout
+from .. import encoding, layout
 from ..gold import GoldSet
 from ..subsets import field_subsets
 
@@ -258,3 +258,19 @@ class TaskType:
     def demo_references(self, split_slug: str) -> list[tuple[str, Scores, str]]:
         """Reference rows as the family's papers report them: (name, scores, url) for a demo split."""
         return []
+
+
+class FixedDtypeTask(TaskType):
+    """A family whose aligned predictions are stored whole in one fixed dtype (``stored_dtype``: VQA v2's and
+    GQA's answer hashes, Winoground's float64 scores): encode and decode, once for all of them."""
+
+    stored_dtype: np.dtype
+
+    def encode(self, predictions: np.ndarray) -> bytes:
+        return encoding.pack_fixed(predictions, self.stored_dtype)
+
+    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
+        return encoding.unpack_fixed(blob, self.prediction_shape(gold_n), self.stored_dtype)
+
+    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
+        return encoding.unpack_fixed_many(blobs, self.prediction_shape(gold_n), self.stored_dtype)

@@ -41,7 +41,7 @@ from ..subsets import PARTS
 from ..text_files import show
 from . import gqa_synthetic as synthetic
 from . import synthetic_files
-from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
 
 _PAPER = "https://arxiv.org/abs/1902.09506"
 
@@ -500,10 +500,11 @@ def parse_predictions(data: bytes, gold: GoldSet, max_bytes: int | None = None) 
 
 
 @register
-class GQA(TaskType):
+class GQA(FixedDtypeTask):
     """GQA (Hudson and Manning 2019), scored exactly as its official eval.py: see the module docstring."""
 
     name = "gqa"
+    stored_dtype = np.dtype(np.uint64)
     label = "GQA"
     unit_noun = "images"
     default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
@@ -577,15 +578,6 @@ class GQA(TaskType):
         return [
             LabelVotes("answer", _audit_class(_scoring(gold).answer), _audit_class(stacked)[..., None], AUDIT_CLASSES)
         ]
-
-    def encode(self, predictions: np.ndarray) -> bytes:
-        return encoding.pack_fixed(predictions, np.uint64)
-
-    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed(blob, (gold_n,), np.uint64)
-
-    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed_many(blobs, (gold_n,), np.uint64)
 
     # --- units: the balanced questions ----------------------------------------------------------------------
 

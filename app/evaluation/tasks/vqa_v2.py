@@ -35,7 +35,7 @@ from ..predictions import max_lines_for
 from ..subsets import field_subsets
 from ..text_files import show
 from . import synthetic_files
-from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
 
 _PAPER = "https://arxiv.org/abs/1612.00837"
 
@@ -271,10 +271,11 @@ def points_of(gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
 
 
 @register
-class VQAv2(TaskType):
+class VQAv2(FixedDtypeTask):
     """Open-ended answers, soft accuracy against the humans' answers (see the module's docstring)."""
 
     name = "vqa-v2"
+    stored_dtype = np.dtype(np.uint64)
     label = "VQA v2"
     unit_noun = "questions"
     default_subset_fields = ("answer_type",)  # the rest of the typed subsets: a visitor's choice
@@ -378,15 +379,6 @@ class VQAv2(TaskType):
 
     def label_votes(self, gold: GoldSet, stacked: np.ndarray) -> list[LabelVotes]:
         return []  # ten free-text human answers: no label a vote could contradict
-
-    def encode(self, predictions: np.ndarray) -> bytes:
-        return encoding.pack_fixed(predictions, np.uint64)
-
-    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed(blob, self.prediction_shape(gold_n), np.uint64)
-
-    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed_many(blobs, self.prediction_shape(gold_n), np.uint64)
 
     # --- units: a question, scored in points ------------------------------------------------------------------
 

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from .. import encoding, layout
 from .. import gold as gold_files
+from .. import layout
 from ..errors import Problem, ProblemList, at
 from ..gold import GoldSet
 from ..metrics import accuracy
@@ -47,7 +47,7 @@ from ..predictions import max_lines_for
 from ..subsets import field_subsets
 from ..text_files import check_text, show
 from . import synthetic_files
-from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
 
 _PAPER = "https://arxiv.org/abs/2204.03162"
 # The four scores of an example, in the order predictions store them: caption i with image j.
@@ -178,10 +178,11 @@ def parse_scores(data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np
 
 
 @register
-class Winoground(TaskType):
+class Winoground(FixedDtypeTask):
     """Four scores an example; text, image and group right per example (one judgement each), strict ``>``."""
 
     name = "winoground"
+    stored_dtype = np.dtype(np.float64)
     label = "Winoground"
     unit_noun = "examples"
     default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
@@ -236,15 +237,6 @@ class Winoground(TaskType):
     def label_votes(self, gold: GoldSet, stacked: np.ndarray) -> list[LabelVotes]:
         """None: Winoground has no label field to audit (the right pairing is fixed)."""
         return []
-
-    def encode(self, predictions: np.ndarray) -> bytes:
-        return encoding.pack_fixed(predictions, np.float64)
-
-    def decode(self, blob: bytes, gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed(blob, self.prediction_shape(gold_n), np.float64)
-
-    def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
-        return encoding.unpack_fixed_many(blobs, self.prediction_shape(gold_n), np.float64)
 
     # --- units: an example, right when its group is ---------------------------------------------------------
 
