@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from flask import Flask
+from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
@@ -19,6 +19,8 @@ from app.services import catalog
 from app.services.catalog import references
 from app.services.errors import ServiceError
 from app.services.intake import submissions
+from app.services.jobs import console as jobs_console
+from app.services.jobs import transport
 from app.services.maintenance import backups, demo, label_audits, maintainer_actions
 from app.services.people import accounts, teams
 from app.services.storage import upload_files
@@ -513,8 +515,73 @@ def uploads_check(delete, min_age):
         raise SystemExit(1)
 
 
+@click.command("worker")
+@click.option("--concurrency", type=click.IntRange(1, 32), default=1, show_default=True, help="Jobs run at once.")
+@with_appcontext
+def worker_command(concurrency):
+    """Run jobs (board snapshots, rescoring) until stopped (SIGTERM/SIGINT finish the job in hand).
+
+    Needs JOB_QUEUE=procrastinate (the default on PostgreSQL). Several may run, on other machines."""
+    if not transport.uses_workers():
+        raise click.UsageError("JOB_QUEUE is inline (SQLite): jobs run in the web process; there is no worker to run")
+    click.echo(f"worker {transport.worker_label()}: running jobs (concurrency {concurrency})")
+    transport.serve(current_app._get_current_object(), concurrency=concurrency)  # type: ignore[attr-defined]
+
+
+jobs_cli = AppGroup("jobs", help="The job queue: what waits, runs, failed; run or retry a job.")
+
+
+@jobs_cli.command("list")
+@click.option(
+    "--state",
+    type=click.Choice(["attention", "queued", "running", "done", "failed"]),
+    default=None,
+    help="Only these (attention: failed and not since done, or waiting or running past JOB_STUCK_AFTER).",
+)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+def jobs_list(state, limit):
+    """The newest jobs, with the queue's state first. Exits with 1 when a job needs attention."""
+    summary = jobs_console.queue_state()
+    click.echo(
+        f"queue: {summary.waiting} waiting, {summary.running} running, oldest {summary.oldest_s:.0f} s, "
+        f"{summary.failed} failed, {summary.stuck} stuck"
+    )
+    for row in jobs_console.listing(state, limit):
+        flag = " STUCK" if row.stuck else ""
+        line = (
+            f"{row.id:>7}  {row.kind:<8} {row.key:<16} {row.state:<8}{flag} attempts {row.attempts}  "
+            f"queued {row.queued_at:%Y-%m-%d %H:%M:%S}"
+        )
+        click.echo(line)
+        if row.error and row.state != "done":
+            click.echo(f"         error: {row.error.splitlines()[0][:200]}")
+        elif row.result:
+            click.echo(f"         {row.result[:200]}")
+    if summary.failed or summary.stuck:
+        raise SystemExit(1)
+
+
+@jobs_cli.command("retry")
+@click.argument("job_ids", nargs=-1, type=int)
+@click.option("--failed", "all_failed", is_flag=True, help="Every job that failed and was not since done.")
+def jobs_retry(job_ids, all_failed):
+    """Queue failed or stuck jobs' work again (a new run of each one's key)."""
+    with _refusals():
+        for old, new in maintainer_actions.rerun_jobs(None, list(job_ids), all_failed=all_failed):
+            click.echo(f"job {old}: queued again as job {new}")
+
+
+@jobs_cli.command("run")
+def jobs_run():
+    """Run every due job here and now, in this process (JOB_QUEUE=inline, or with no worker at hand)."""
+    ran = transport.run_due_here()
+    click.echo(f"{ran} jobs run")
+
+
 def register(app: Flask) -> None:
     for command in (
+        worker_command,
+        jobs_cli,
         benchmarks_cli,
         splits_cli,
         subsets_cli,

@@ -100,7 +100,32 @@ def from_environment(instance_path: str) -> dict:
         # other is answered 400. Unset: SERVER_NAME alone if set, else localhost and 127.0.0.1.
         "TRUSTED_HOSTS": _hosts("TRUSTED_HOSTS"),
         "SERVER_NAME": os.environ.get("SERVER_NAME") or None,
+        # Heavy work (board snapshots, rescoring) is a job: run by `flask worker` processes on PostgreSQL
+        # ("procrastinate"), by the process that queued it on SQLite ("inline"). Tried JOB_MAX_ATTEMPTS times
+        # with backoff, stopped at its next check after JOB_TIME_LIMIT seconds, shown as stuck on the console
+        # and in /healthz once waiting or running for JOB_STUCK_AFTER seconds.
+        "JOB_QUEUE": _job_queue(database_url),
+        "JOB_MAX_ATTEMPTS": _at_least_one("JOB_MAX_ATTEMPTS", 4),
+        "JOB_TIME_LIMIT": _seconds("JOB_TIME_LIMIT", 600.0),
+        "JOB_STUCK_AFTER": _seconds("JOB_STUCK_AFTER", 300.0),
+        # A running job marks itself alive this often; after six missed beats its worker is taken for dead
+        # and the job is run again.
+        "JOB_HEARTBEAT": _number("JOB_HEARTBEAT", 5.0, 0.1, 600, "a number of seconds between 0.1 and 600"),
     }
+
+
+JOB_QUEUES = ("inline", "procrastinate")
+
+
+def _job_queue(database_url: str) -> str:
+    raw = (os.environ.get("JOB_QUEUE") or "").strip().lower()
+    if not raw:
+        return "procrastinate" if database_url.startswith("postgresql") else "inline"
+    if raw not in JOB_QUEUES:
+        raise ConfigError(f"JOB_QUEUE must be one of {', '.join(JOB_QUEUES)}, got {raw!r}")
+    if raw == "procrastinate" and not database_url.startswith("postgresql"):
+        raise ConfigError("JOB_QUEUE=procrastinate needs PostgreSQL (DATABASE_URL=postgresql://...)")
+    return raw
 
 
 DEFAULT_METRICS_ALLOW = "127.0.0.0/8,::1"

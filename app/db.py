@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from flask import current_app
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData, event, select
@@ -164,3 +165,12 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
 def _sqlite_begin(connection) -> None:
     if connection.dialect.name == "sqlite":
         connection.exec_driver_sql("BEGIN IMMEDIATE" if _immediate.get() else "BEGIN")
+
+
+@contextmanager
+def own_session():
+    """A session of its own for the block (a new app context: Flask-SQLAlchemy keeps one session per context),
+    committed or rolled back there alone: for work run beside a caller's transaction (a job run after a
+    commit, or by a reader) that must neither see nor end the caller's."""
+    with current_app.app_context():
+        yield

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -439,3 +440,42 @@ class ChangelogEntry(Model):
     split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), index=True)
     message: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+JOB_STATES = ("queued", "running", "done", "failed")
+
+
+class Job(Model):
+    """A unit of heavy work run off the request (app/services/jobs): a board's snapshot, a rescoring. Every
+    run is kept with its state, attempts and error, so nothing is stuck without somebody able to see why."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint("state IN ('queued', 'running', 'done', 'failed')", name="ck_jobs_state"),
+        # Coalescing: one job of a key not yet started; changes arriving meanwhile are folded into it (a retry,
+        # attempts > 0, is not folded into, nor folds a fresh one).
+        Index(
+            "uq_jobs_waiting_key",
+            "key",
+            unique=True,
+            sqlite_where=text("state = 'queued' AND attempts = 0"),
+            postgresql_where=text("state = 'queued' AND attempts = 0"),
+        ),
+        Index("ix_jobs_state_run_after", "state", "run_after"),
+        Index("ix_jobs_key_state", "key", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))  # a handler's name (jobs.handlers)
+    key: Mapped[str] = mapped_column(String(80))  # what it works on: one job per key at a time ("board:12")
+    args: Mapped[str] = mapped_column(Text, default="{}")  # JSON
+    state: Mapped[str] = mapped_column(String(8), default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # backoff of a retry
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # while running
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    worker: Mapped[str | None] = mapped_column(String(120))  # host:pid of the last run
+    error: Mapped[str | None] = mapped_column(Text)  # the last attempt's failure, short
+    result: Mapped[str | None] = mapped_column(Text)  # what it did, short ("3,000 entries in 1.2 s")

@@ -22,6 +22,8 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -67,6 +69,19 @@ STORAGE_FAILURES = Counter(
 )
 STORES = ("uploads", "database")
 
+# Jobs (app/services/jobs), counted in the process that ran them: a worker's, or a web worker's in-process.
+JOB_SECONDS = Histogram(
+    "holdout_job_seconds",
+    "Time one attempt of a job took, by kind",
+    ["kind"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+)
+JOB_OUTCOMES = Counter(
+    "holdout_jobs_finished",
+    "Attempts of jobs by kind and outcome (done; retried: failed, to be tried again; failed: given up)",
+    ["kind", "outcome"],
+)
+
 for store in STORES:
     STORAGE_FAILURES.labels(store)
 for outcome in UPLOAD_OUTCOMES:  # present at 0 from the start, so a rate() has a series to work on
@@ -107,6 +122,12 @@ def parse_and_score() -> Iterator[None]:
         yield
 
 
+def job_attempt(kind: str, outcome: str, seconds: float) -> None:
+    """Record one attempt of a job: its time and how it ended (done, retried or failed)."""
+    JOB_SECONDS.labels(kind).observe(seconds)
+    JOB_OUTCOMES.labels(kind, outcome).inc()
+
+
 @contextmanager
 def board_computation() -> Iterator[None]:
     with BOARD_SECONDS.time():
@@ -134,10 +155,41 @@ def request_answered(endpoint: str, method: str, status: int, started: float) ->
     REQUEST_SECONDS.labels(endpoint, method).observe(time.perf_counter() - started)
 
 
-def exposition() -> bytes:
-    """Every metric in the Prometheus text format, summed over all worker processes in multiprocess mode."""
+def exposition(queue: dict | None = None) -> bytes:
+    """Every metric in the Prometheus text format, summed over all worker processes in multiprocess mode; with
+    `queue` (the job queue's state, read from the database at each scrape), its gauges too."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        return generate_latest(registry)
-    return generate_latest(REGISTRY)
+        text = generate_latest(registry)
+    else:
+        text = generate_latest(REGISTRY)
+    return text + (_queue_gauges(queue) if queue is not None else b"")
+
+
+_QUEUE_GAUGES = {
+    "waiting": "Jobs queued and not yet started (due or backing off before a retry)",
+    "running": "Jobs running now",
+    "oldest_s": "Age in seconds of the oldest job waiting or running (0 when none)",
+    "failed": "Jobs that failed every attempt and were not since done by a later run",
+    "stuck": "Jobs waiting or running for longer than JOB_STUCK_AFTER",
+}
+
+
+class _QueueCollector(Collector):
+    """The queue's gauges as read at this scrape (not Gauge objects: in multiprocess mode each would be a
+    file of this process's, summed with other processes' stale values)."""
+
+    def __init__(self, queue: dict):
+        self.queue = queue
+
+    def collect(self):
+        for name, what in _QUEUE_GAUGES.items():
+            metric = "holdout_jobs_oldest_seconds" if name == "oldest_s" else f"holdout_jobs_{name}"
+            yield GaugeMetricFamily(metric, what, value=float(self.queue.get(name, 0)))
+
+
+def _queue_gauges(queue: dict) -> bytes:
+    registry = CollectorRegistry()
+    registry.register(_QueueCollector(queue))
+    return generate_latest(registry)

@@ -27,6 +27,14 @@ class Settings:
     # Teams an account may belong to (create or join), and create in any 24 hours.
     max_teams_per_account: int = DEFAULT_MAX_TEAMS_PER_ACCOUNT
     max_teams_created_per_day: int = DEFAULT_MAX_TEAMS_CREATED_PER_DAY
+    # Jobs (app/services/jobs): who runs them ("inline": the process that queued them; "procrastinate":
+    # `flask worker` processes), how often one is tried, how long one may run, and when a waiting or running
+    # job counts as stuck on the console and in /healthz.
+    job_queue: str = "inline"
+    job_max_attempts: int = 4
+    job_time_limit: float = 600.0
+    job_stuck_after: float = 300.0
+    job_heartbeat: float = 5.0  # a running job's heartbeat; six missed, and its worker is taken for dead
 
     @property
     def max_upload_bytes(self) -> int:
@@ -41,6 +49,11 @@ class Settings:
             probe_distance=float(config.get("PROBE_DISTANCE", DEFAULT_PROBE_DISTANCE)),
             max_teams_per_account=int(config.get("MAX_TEAMS_PER_ACCOUNT", DEFAULT_MAX_TEAMS_PER_ACCOUNT)),
             max_teams_created_per_day=int(config.get("MAX_TEAMS_CREATED_PER_DAY", DEFAULT_MAX_TEAMS_CREATED_PER_DAY)),
+            job_queue=str(config.get("JOB_QUEUE") or "inline"),
+            job_max_attempts=int(config.get("JOB_MAX_ATTEMPTS") or 4),
+            job_time_limit=float(config.get("JOB_TIME_LIMIT") or 600),
+            job_stuck_after=float(config.get("JOB_STUCK_AFTER") or 300),
+            job_heartbeat=float(config.get("JOB_HEARTBEAT") or 5),
         )
 
 

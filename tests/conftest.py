@@ -216,6 +216,9 @@ def make_config(tmp_path: Path, database: Path | str) -> dict:
         "SQLALCHEMY_DATABASE_URI": database if isinstance(database, str) else f"sqlite:///{database}",
         "HIDDEN_LABELS_DIR": str(tmp_path / "hidden_labels"),
         "SUBMISSIONS_DIR": str(tmp_path / "submissions"),
+        # Jobs run in the test's own process, whatever the database (tests/service/test_job_worker.py runs
+        # real workers).
+        "JOB_QUEUE": "inline",
     }
 
 

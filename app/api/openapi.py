@@ -413,6 +413,14 @@ SCHEMAS = {
                 },
             },
             "references": {"type": "array", "items": _ref("ReferenceRow")},
+            "updating_since": {
+                "type": ["string", "null"],
+                "format": "date-time",
+                "description": "Set while a newer snapshot of the board is being built (after a publication, "
+                "a hidden entry, a label correction...): when the oldest change not yet shown was made. The "
+                "entries are then the board before it, less any entry taken off the board since. Null when "
+                "the board is current.",
+            },
         },
     },
     "ReferenceRow": {

@@ -290,6 +290,10 @@ def leaderboard(benchmark: str, split: str | None = None):
         "entries": [_entry(entry) for entry in board.entries],
         "references": exports.reference_documents(board),
         "held": _held(board.held),
+        # Set while a newer snapshot is being built: these entries are the board before the latest changes.
+        "updating_since": (
+            board.snapshot.updating_since.isoformat() if board.snapshot and board.snapshot.updating_since else None
+        ),
     }
 
 

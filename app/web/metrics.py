@@ -15,6 +15,7 @@ from flask import Blueprint, Flask, Response, abort, current_app, g, request
 
 from app import observability
 from app.security import bearer_token
+from app.services.maintenance import health
 
 bp = Blueprint("metrics", __name__)
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
@@ -41,7 +42,7 @@ def metrics():
     if not _allowed():
         abort(404)
     return Response(
-        observability.exposition(),
+        observability.exposition(queue=health.queue_gauges()),
         content_type=observability.CONTENT_TYPE,
         headers={"Cache-Control": "no-store"},
     )

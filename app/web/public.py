@@ -9,7 +9,7 @@ from app import page_cache
 from app.evaluation import get_task
 from app.services import catalog
 from app.services.boards import exports, leaderboards, models_view, page_versions
-from app.services.storage import capacity
+from app.services.maintenance import health
 from app.web import progress_chart
 
 bp = Blueprint("public", __name__)
@@ -33,10 +33,9 @@ def blind_test():
 
 @bp.get("/healthz")
 def healthz():
-    """200 while the server answers. A full or failing store is reported ("degraded", with the reasons) but
-    does not take the server out of a load balancer: boards and pages are still read."""
-    problems = capacity.problems()
-    return {"status": "degraded", "problems": problems} if problems else {"status": "ok"}
+    """200 while the server answers. A full or failing store, or failed or stuck jobs, are reported
+    ("degraded", with the reasons) but do not take the server out of a load balancer: boards are still read."""
+    return health.report()
 
 
 @bp.get("/leaderboards/<benchmark>")

@@ -65,7 +65,8 @@ def _rows(app) -> dict[str, list[tuple]]:
                     for row in connection.execute(select(table).order_by(*table.primary_key.columns))
                 ]
                 for table in metadata.sorted_tables
-                if table.name != "alembic_version"
+                # procrastinate's tables (PostgreSQL only) hold deliveries in flight, not the deployment's data
+                if table.name != "alembic_version" and not table.name.startswith("procrastinate_")
             }
         db.engine.dispose()
     return rows

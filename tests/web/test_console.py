@@ -145,6 +145,8 @@ ADMIN_REQUESTS = [
     ("console.unhide", "POST", "/console/entries/{entry}/unhide", "button", 303),
     ("console.rejected", "GET", "/console/rejected", None, 200),
     ("console.audit_log", "GET", "/console/audit", None, 200),
+    ("console.jobs", "GET", "/console/jobs", None, 200),
+    ("console.rerun_job", "POST", "/console/jobs/1/rerun", "button", 303),
     ("console.label_audit", "GET", "/console/splits/nlvr2/dev/labels?top=5", None, 200),
     ("console.sign_out_everywhere", "POST", "/console/users/sign-out", "sign-out", 303),
 ]

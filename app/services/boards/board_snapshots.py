@@ -3,9 +3,12 @@
 Everything a leaderboard shows (scores, intervals, rank tiers, reference rows) is computed in one
 vectorised pass over the split's stored predictions (app.evaluation.statistics) once per change of what
 the board shows: publishing, hiding, a new subset, a reference row, a policy change all bump
-Split.board_version. The first reader after a bump computes the snapshot and shares it, compressed, in
-LeaderboardCache (see _share: the one write a read makes); every later request of any worker reads it
-from there, and each process keeps the decoded snapshot in memory.
+Split.board_version, and the commit that bumps it queues a "board" job (app/services/jobs) that builds the
+snapshot and stores it, compressed, in LeaderboardCache. Readers never wait for it: they are served the
+last finished snapshot, marked as updating since the change (`Snapshot.updating_since`), less any entry
+taken off the board meanwhile; each process keeps the decoded snapshot in memory. Only a board that never
+had a snapshot, or one whose jobs run in-process (JOB_QUEUE=inline) with nobody else to run them, is built
+by its reader.
 """
 
 from __future__ import annotations
@@ -15,27 +18,30 @@ import json
 import logging
 import math
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import exists, insert, select, update
+from sqlalchemy import CursorResult, event, exists, insert, inspect, select, update
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 from threadpoolctl import threadpool_limits
 
 from app import observability
-from app.db import db, may_hold_write_lock
+from app.db import db, may_hold_write_lock, own_session
 from app.evaluation import display, get_task, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
 from app.names import name_key
 from app.services.blind_test import integrity, visibility
 from app.services.catalog import label_files
+from app.services.jobs import queue, transport
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +134,8 @@ class Snapshot:
     entries: list[Entry]
     references: list[ReferenceRow]
     changelog: list[ChangelogLine] = field(default_factory=list)  # label corrections..., newest first
+    # Set on a snapshot served while a newer one is being built: when the oldest change not in it was made.
+    updating_since: datetime | None = None
 
     @cached_property
     def team_entries(self) -> list[Entry]:
@@ -424,9 +432,13 @@ def model_key(team_key: str, model_name: str) -> str:
 def changelog(split: Split) -> list[ChangelogLine]:
     """The split's public changelog, newest first (what the board shows under its table); every line is
     written with a board_version bump, so it goes with the snapshot."""
+    return changelog_of(split.id)
+
+
+def changelog_of(split_id: int) -> list[ChangelogLine]:
     rows = db.session.execute(
         select(ChangelogEntry.created_at, ChangelogEntry.message)
-        .where(ChangelogEntry.split_id == split.id)
+        .where(ChangelogEntry.split_id == split_id)
         .order_by(ChangelogEntry.created_at.desc(), ChangelogEntry.id.desc())
     ).all()
     return [ChangelogLine(as_utc(created_at), message) for created_at, message in rows]
@@ -590,24 +602,147 @@ def memo_get(split_id: int, version: int) -> Snapshot | None:
     return hit if hit is not None and hit.version == version else None
 
 
+def board_key(split_id: int) -> str:
+    return f"board:{split_id}"
+
+
 def snapshot(split: Split) -> Snapshot:
-    """The split's board at its current version: from this process's memory, else the stored payload,
-    else computed now (and shared with every worker, see _share)."""
+    """The split's board: at its current version when that is built, else the last finished snapshot marked
+    as updating (see the module's docstring); computed now only where nobody else will."""
     version = split.board_version or 0
-    key = (str(db.engine.url), split.id)  # the database too: tests run many databases in one process
     hit = memo_get(split.id, version)
     if hit is not None:
         return hit
-    row = db.session.execute(
-        select(LeaderboardCache.version, LeaderboardCache.payload).where(LeaderboardCache.split_id == split.id)
-    ).first()
-    found = _decode(version, row.payload) if row is not None and row.version == version else None
-    if found is None:
-        with observability.board_computation():
-            found = _compute(split, version)
-        _share(split.id, version, _encode(found))
+    found = _stored(split.id, version)
+    if found is not None and found.version == version:
+        return found
+    if transport.inline() or found is None or may_hold_write_lock():
+        return _build_here(split, version)
+    return _behind(split, found)
+
+
+def _stored(split_id: int, version: int) -> Snapshot | None:
+    """The newest snapshot of the split in this process or the database (of any version up to `version`)."""
+    key = (str(db.engine.url), split_id)
+    held = _memo.get(key)
+    stored = db.session.execute(select(LeaderboardCache.version).where(LeaderboardCache.split_id == split_id)).scalar()
+    if held is not None and (stored is None or held.version >= stored) and held.version <= version:
+        return held
+    if stored is None or stored > version:
+        return held if held is not None and held.version <= version else None
+    payload = db.session.execute(select(LeaderboardCache.payload).where(LeaderboardCache.split_id == split_id)).scalar()
+    decoded = _decode(stored, payload) if payload is not None else None
+    if decoded is None:
+        return None
+    decoded.changelog = changelog_of(split_id)
+    return _memo.put(key, decoded)
+
+
+def _build_here(split: Split, version: int) -> Snapshot:
+    """Built by its reader: run in-process the board's waiting job, or compute (and share) it here."""
+    if not may_hold_write_lock() and transport.inline():
+        ran = transport.run_for_key(board_key(split.id))
+        if db.session.get_bind().dialect.name == "sqlite":
+            # As in _share: the reader's read-only transaction ends (nothing in it to lose), so a write it makes
+            # later does not start from a snapshot older than the job's commit.
+            db.session.rollback()
+        built = memo_get(split.id, version) if ran else None
+        if built is not None:
+            return built
+    with observability.board_computation():
+        found = _compute(split, version)
+    _share(split.id, version, _encode(found))
     found.changelog = changelog(split)
-    return _memo.put(key, found)
+    return _memo.put((str(db.engine.url), split.id), found)
+
+
+def _behind(split: Split, found: Snapshot) -> Snapshot:
+    """The last finished snapshot, served while the board's job builds the next: marked as updating since its
+    oldest waiting change, and without entries taken off the board since (hidden, withdrawn)."""
+    since = queue.waiting_since(board_key(split.id))
+    if since is None:  # no job is waiting or running for it (its hand-over was lost): queue one
+        _queue_board_job(split.id)
+        since = utcnow()
+    on_board = set(
+        db.session.scalars(
+            select(Submission.id).where(
+                Submission.split_id == split.id,
+                Submission.status == "scored",
+                Submission.published_at.is_not(None),
+                Submission.hidden_at.is_(None),
+                visibility.board_entries(split),
+            )
+        )
+    )
+    entries = [entry for entry in found.entries if entry.submission_id in on_board]
+    return replace(found, entries=entries, updating_since=since, changelog=found.changelog)
+
+
+def _queue_board_job(split_id: int) -> None:
+    """From a reader: queue the board's job in a transaction of its own (the reader's stays read-only)."""
+    try:
+        with own_session():
+            queue.enqueue("board", board_key(split_id), {"split_id": split_id})
+            db.session.commit()
+    except SQLAlchemyError as exc:
+        log.warning("board job for split %s not queued: %s", split_id, exc)
+
+
+def build(args: dict, deadline: queue.Deadline) -> str:
+    """The "board" job: compute the split's snapshot at its current version and store it for every reader."""
+    split = db.session.get(Split, int(args["split_id"]))
+    if split is None:
+        return "split deleted"
+    version = split.board_version or 0
+    started = time.perf_counter()
+    with observability.board_computation():
+        found = _compute(split, version)
+    deadline.check()
+    payload = _encode(found)
+    values = {"version": version, "payload": payload, "computed_at": utcnow()}
+    # Never over a newer snapshot (a job of a later change that finished first).
+    updated = cast(
+        CursorResult,
+        db.session.execute(
+            update(LeaderboardCache)
+            .where(LeaderboardCache.split_id == split.id, LeaderboardCache.version <= version)
+            .values(values)
+        ),
+    ).rowcount
+    if not updated and db.session.get(LeaderboardCache, split.id) is None:
+        db.session.execute(insert(LeaderboardCache).values(split_id=split.id, **values))
+    db.session.commit()
+    found.changelog = changelog_of(split.id)
+    held = _memo.get((str(db.engine.url), split.id))
+    if held is None or held.version <= version:
+        _memo.put((str(db.engine.url), split.id), found)
+    return f"{len(found.entries)} entries at version {version} in {time.perf_counter() - started:.2f} s"
+
+
+queue.register("board", build)
+
+
+@event.listens_for(Split.board_version, "set")
+def _board_changed(target: Split, _value, _old, _initiator) -> None:
+    state = inspect(target)
+    if state.session is not None and target.id is not None:
+        state.session.info.setdefault("boards_changed", set()).add(target.id)
+
+
+@event.listens_for(Session, "before_commit")
+def _queue_changed_boards(session: Session) -> None:
+    """The commit that changes what a board shows queues its job (in the same transaction)."""
+    changed = session.info.pop("boards_changed", None)
+    if not changed:
+        return
+    for split_id in sorted(changed):
+        if session.get(Split, split_id) is not None:
+            queue.enqueue("board", board_key(split_id), {"split_id": split_id}, session)
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_changed_boards(session: Session) -> None:
+    session.info.pop("boards_changed", None)
 
 
 def published_ranks(split: Split) -> dict[int, int]:

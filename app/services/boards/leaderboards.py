@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, func, select
 from app.db import begin_reading, db
 from app.evaluation import TASK_TYPES, get_task, sealed
 from app.lru import LRU
-from app.models import Benchmark, Split, Submission, as_utc
+from app.models import Benchmark, LeaderboardCache, Split, Submission, as_utc
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards.board_snapshots import (
@@ -350,6 +350,9 @@ class SplitInfo:
     rejected_per_day: int = 0
     is_open: bool = True
     sealed_fraction: float | None = None  # a blind test's sealed part (its share of groups), if any
+    # The board version of the last finished snapshot (None: none yet): a page served while a newer one is
+    # being built changes when it is done, so it is part of what the page depends on (its ETag).
+    snapshot_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -391,8 +394,11 @@ SPLIT_FIELDS = (
 # Built once: SQLAlchemy then reuses its compiled form and result metadata (a fresh select costs more to
 # build than the query takes to run).
 _BENCHMARK_QUERY = (
-    select(*BENCHMARK_FIELDS, *SPLIT_FIELDS, Benchmark.default_split_id, Split.sealed_fraction)
+    select(
+        *BENCHMARK_FIELDS, *SPLIT_FIELDS, Benchmark.default_split_id, Split.sealed_fraction, LeaderboardCache.version
+    )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
+    .outerjoin(LeaderboardCache, LeaderboardCache.split_id == Split.id)
     .where(Benchmark.slug == bindparam("slug"))
     .order_by(Split.position, Split.id)
 )
@@ -420,6 +426,7 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
             row[17],
             bool(row[18]),
             row[20],
+            row[21],
         )
         for row in rows
         if row[6] is not None
@@ -526,6 +533,9 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         str(db.engine.url),
         split.id,
         snap.version,
+        # Served while the next snapshot is built: marked as updating, less entries taken off the board since.
+        snap.updating_since,
+        len(snap.entries),
         column.key if column else None,
         direction,
         number,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.db import begin_reading, db
-from app.models import Benchmark, Split, Submission, Team
+from app.models import Benchmark, LeaderboardCache, Split, Submission, Team
 from app.services.boards import leaderboards
 
 _CATALOG_QUERY = (
@@ -21,8 +21,10 @@ _CATALOG_QUERY = (
         *leaderboards.SPLIT_FIELDS,
         Split.position,
         Split.sealed_fraction,
+        LeaderboardCache.version,  # the last finished snapshot: the home page shows each board's best entry
     )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
+    .outerjoin(LeaderboardCache, LeaderboardCache.split_id == Split.id)
     .order_by(Benchmark.id, Split.position, Split.id)
 )
 

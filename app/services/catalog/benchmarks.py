@@ -221,7 +221,7 @@ def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> t
     subset = subset_row(name, "ids", indices)
     split.subsets.append(subset)
     db.session.flush()
-    rescored = rescoring.score_new_subset(split, gold, name, indices)
+    rescored = rescoring.queue_rescoring(split)  # its scores on the new subset: a job, after the commit
     split.board_version += 1
     db.session.commit()
     return subset, rescored

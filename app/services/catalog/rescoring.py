@@ -1,16 +1,19 @@
-"""Scoring stored submissions again, in one vectorised pass (new subset, corrected labels).
+"""Scoring stored submissions again, in one vectorised pass (new subset, corrected labels), and queueing it.
 
 Helpers for other services: they flush but never commit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
 
 from app.db import db
 from app.evaluation import GoldSet, get_task
 from app.models import Score, Split, Submission
+from app.services.jobs import queue
 
 # Decoding and scoring in chunks bounds memory (a chunk of 2,000 NLVR2 submissions is ~14 MB of booleans).
 CHUNK = 2000
@@ -28,27 +31,25 @@ def _stored(split: Split, *conditions):
     return db.session.execute(query, execution_options={"yield_per": CHUNK}).partitions(CHUNK)
 
 
-def score_new_subset(split: Split, gold: GoldSet, name: str, indices: np.ndarray) -> int:
-    """Insert the scores on one new subset for every scored submission of the split."""
-    task = get_task(split.benchmark.task_type)
-    count = 0
-    for chunk in _stored(split):
-        count += len(chunk)
-        stacked = np.stack([task.decode(blob, gold.n) for _, blob in chunk])
-        results = task.score_batch(gold, stacked, {name: indices})
-        values = [
-            {"submission_id": submission_id, "subset": name, "metric": metric, "value": value}
-            for (submission_id, _), result in zip(chunk, results, strict=True)
-            for metric, value in result.get(name, {}).items()
-        ]
-        if values:
-            db.session.execute(insert(Score), values)
-    return count
+RESCORE = "rescore"  # the job's kind (app/services/maintenance/rescore_job.py runs it)
 
 
-def rescore_all(split: Split, gold: GoldSet, subsets: dict[str, np.ndarray]) -> int:
+def queue_rescoring(split: Split) -> int:
+    """Queue the split's rescoring (a job, in the caller's transaction): every stored score made again
+    against the gold file and subsets as they are when it runs. Returns how many submissions it will rescore."""
+    queue.enqueue(RESCORE, f"rescore:{split.id}", {"split_id": split.id})
+    return (
+        db.session.scalar(select(func.count()).where(Submission.split_id == split.id, Submission.status == "scored"))
+        or 0
+    )
+
+
+def rescore_all(
+    split: Split, gold: GoldSet, subsets: dict[str, np.ndarray], between_chunks: Callable[[], None] | None = None
+) -> int:
     """Replace every stored score of the split's scored submissions with scores against `gold` on the
-    whole split and `subsets` (corrected labels); returns how many submissions were rescored."""
+    whole split and `subsets` (corrected labels); returns how many submissions were rescored.
+    `between_chunks` is called after each chunk (a job's time limit: it raises to stop)."""
     task = get_task(split.benchmark.task_type)
     db.session.execute(
         delete(Score).where(
@@ -69,4 +70,6 @@ def rescore_all(split: Split, gold: GoldSet, subsets: dict[str, np.ndarray]) -> 
         ]
         if values:
             db.session.execute(insert(Score), values)
+        if between_chunks is not None:
+            between_chunks()
     return count

@@ -142,7 +142,7 @@ def backup(path: Path) -> Summary:
                 metadata = MetaData()
                 metadata.reflect(bind=connection)
                 for table in metadata.sorted_tables:
-                    if table.name == VERSION_TABLE:
+                    if not _backed_up(table.name):
                         continue
                     count = _add_table(archive, listed, connection, table)
                     manifest["tables"][table.name] = summary.tables[table.name] = count
@@ -473,12 +473,19 @@ def _listed(manifest: dict, staging: _Staging):
         raise InvalidInput(f"the backup's {FILE_LIST} lists {count} files, its manifest says {record.get('count')}")
 
 
+def _backed_up(table: str) -> bool:
+    """The app's tables: not alembic's version (restore migrates), nor procrastinate's (on PostgreSQL: which
+    worker holds which job now; the jobs table itself is kept, and a restored waiting job is handed over
+    again by the workers' sweep)."""
+    return table != VERSION_TABLE and not table.startswith("procrastinate_")
+
+
 def _require_empty_database() -> None:
     with db.engine.connect() as connection:
         metadata = MetaData()
         metadata.reflect(bind=connection)
         for table in metadata.sorted_tables:
-            if table.name == VERSION_TABLE:
+            if not _backed_up(table.name):
                 continue
             if connection.execute(select(func.count()).select_from(table)).scalar_one():
                 raise Conflict(
@@ -541,7 +548,7 @@ def _load_rows(checked: Path, manifest: dict) -> dict[str, int]:
         metadata = MetaData()
         metadata.reflect(bind=connection)
         expected = set(manifest.get("tables", {}))
-        present = {t.name for t in metadata.sorted_tables} - {VERSION_TABLE}
+        present = {t.name for t in metadata.sorted_tables if _backed_up(t.name)}
         if expected - present:
             raise InvalidInput(f"the backup has tables the schema lacks: {', '.join(sorted(expected - present))}")
         for table in metadata.sorted_tables:

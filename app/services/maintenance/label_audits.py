@@ -172,11 +172,11 @@ def correct_labels(
     relative, digest = label_files.write_gold(split.benchmark.slug, split.slug, labels)
     try:
         version = _add_gold_version(actor, split, relative, digest, changed, note)
-        subsets = _refresh_derived_subsets(split, task, new)
+        _refresh_derived_subsets(split, task, new)
         db.session.flush()
-        rescored = rescoring.rescore_all(split, new, subsets)
-        # Counts of correct units change with the labels: the probe summaries are made again against them.
-        integrity.rebuild_probe_summaries(split, task, new)
+        # The stored scores, and the probe summaries (counts of correct units change with the labels), are
+        # made again against the new file by a job after the commit; the board reads the file itself.
+        rescored = rescoring.queue_rescoring(split)
         split.board_version += 1
         db.session.flush()
         ranks_after = board_snapshots.published_ranks(split)

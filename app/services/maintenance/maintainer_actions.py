@@ -23,6 +23,7 @@ from app.services.audit import audit_log as events
 from app.services.catalog import references as reference_rows
 from app.services.errors import NotFound
 from app.services.intake import submissions
+from app.services.jobs import console as jobs
 from app.services.people import accounts, teams
 from app.services.storage import checksums
 
@@ -356,3 +357,29 @@ def rejected_attempts(limit: int = REJECTED_LIMIT) -> list[RejectedAttempt]:
 
 def audit_log(page: int = 1) -> events.AuditPage:
     return events.page(page)
+
+
+# --- jobs ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobsPage:
+    queue: jobs.QueueState
+    attention: list[jobs.JobRow]  # failed and not since done, or waiting or running past JOB_STUCK_AFTER
+    recent: list[jobs.JobRow]
+
+
+def jobs_page() -> JobsPage:
+    return JobsPage(jobs.queue_state(), jobs.listing("attention", 100), jobs.listing(None, 50))
+
+
+def rerun_jobs(actor: User | None, job_ids: list[int], *, all_failed: bool = False, via: str = "cli") -> list:
+    """Queue failed or stuck jobs' work again; (old id, new id) pairs. Recorded in the audit log."""
+    return _audited(
+        actor,
+        "jobs.rerun",
+        "jobs " + (", ".join(map(str, job_ids)) if job_ids else "every failed one"),
+        {"all_failed": all_failed},
+        via,
+        lambda: jobs.rerun_many(job_ids, all_failed=all_failed),
+    )

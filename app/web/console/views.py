@@ -329,3 +329,25 @@ def audit_log():
     page = request.args.get("page", "1")
     number = int(page) if page.isdigit() and len(page) < 10 else 1
     return render_template("console/audit.html", log=maintainer_actions.audit_log(number))
+
+
+@bp.get("/jobs")
+@admin_required
+def jobs():
+    return render_template("console/jobs.html", page=maintainer_actions.jobs_page(), form=ButtonForm())
+
+
+@bp.post("/jobs/<int:job_id>/rerun")
+@admin_required
+def rerun_job(job_id: int):
+    form = ButtonForm()
+    if not form.validate_on_submit():
+        flash("The form expired: try again.")
+        return redirect(url_for("console.jobs")), 303
+    try:
+        ((_, new),) = maintainer_actions.rerun_jobs(_me(), [job_id], via="console")
+    except ServiceError as exc:
+        flash(str(exc))
+    else:
+        flash(f"Job {job_id} queued again as job {new}.")
+    return redirect(url_for("console.jobs")), 303

@@ -1,0 +1,157 @@
+"""What maintainers see of the jobs (the console's page, `flask jobs`, /healthz): the queue's state, the runs
+that need a person (failed and not since done, or waiting or running past JOB_STUCK_AFTER), and a rerun."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, exists, func, or_, select
+from sqlalchemy.orm import aliased
+
+from app import settings
+from app.db import db
+from app.models import Job, as_utc, utcnow
+from app.services.errors import Conflict, NotFound
+from app.services.jobs import queue, transport
+
+
+@dataclass(frozen=True)
+class JobRow:
+    id: int
+    kind: str
+    key: str
+    state: str
+    attempts: int
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    worker: str | None
+    error: str | None
+    result: str | None
+    stuck: bool  # waiting or running for longer than JOB_STUCK_AFTER
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.state == "failed" or self.stuck
+
+
+def _unresolved_failure():
+    """A failed run with no later run of its key that finished (a rerun, or the next change's job)."""
+    later = aliased(Job)
+    return and_(Job.state == "failed", ~exists().where(later.key == Job.key, later.id > Job.id, later.state == "done"))
+
+
+def _stuck(now: datetime):
+    old = now - timedelta(seconds=settings.current().job_stuck_after)
+    return and_(Job.state.in_(("queued", "running")), Job.queued_at < old)
+
+
+def _rows(query, now: datetime) -> list[JobRow]:
+    limit = timedelta(seconds=settings.current().job_stuck_after)
+    found = []
+    for job in db.session.scalars(query):
+        queued_at = as_utc(job.queued_at)
+        found.append(
+            JobRow(
+                job.id,
+                job.kind,
+                job.key,
+                job.state,
+                job.attempts,
+                queued_at,
+                as_utc(job.started_at) if job.started_at else None,
+                as_utc(job.finished_at) if job.finished_at else None,
+                job.worker,
+                job.error,
+                job.result,
+                job.state in ("queued", "running") and now - queued_at > limit,
+            )
+        )
+    return found
+
+
+def listing(state: str | None = None, limit: int = 50) -> list[JobRow]:
+    """The newest runs, of one state ("attention": failed and not since done, or stuck) or all."""
+    now = utcnow()
+    query = select(Job).order_by(Job.id.desc()).limit(limit)
+    if state == "attention":
+        query = query.where(or_(_unresolved_failure(), _stuck(now)))
+    elif state:
+        query = query.where(Job.state == state)
+    return _rows(query, now)
+
+
+@dataclass(frozen=True)
+class QueueState:
+    waiting: int  # queued (due or backing off)
+    running: int
+    oldest_s: float  # age of the oldest job waiting or running (0 when none)
+    failed: int  # failed and not since done
+    stuck: int
+
+    def as_dict(self) -> dict:
+        return {
+            "waiting": self.waiting,
+            "running": self.running,
+            "oldest_s": round(self.oldest_s, 1),
+            "failed": self.failed,
+            "stuck": self.stuck,
+        }
+
+
+def queue_state() -> QueueState:
+    now = utcnow()
+    rows = db.session.execute(
+        select(Job.state, func.count()).where(Job.state.in_(("queued", "running"))).group_by(Job.state)
+    )
+    counts: dict[str, int] = {row[0]: row[1] for row in rows}
+    oldest = db.session.scalar(select(func.min(Job.queued_at)).where(Job.state.in_(("queued", "running"))))
+    failed = db.session.scalar(select(func.count()).select_from(Job).where(_unresolved_failure())) or 0
+    stuck = db.session.scalar(select(func.count()).select_from(Job).where(_stuck(now))) or 0
+    return QueueState(
+        counts.get("queued", 0),
+        counts.get("running", 0),
+        max((now - as_utc(oldest)).total_seconds(), 0.0) if oldest is not None else 0.0,
+        failed,
+        stuck,
+    )
+
+
+def rerun(job_id: int) -> int:
+    """Queue the failed or stuck job's work again (a new run of its key, or the one already waiting);
+    returns the id of the run that will do it."""
+    job = db.session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    now = utcnow()
+    stuck_running = (
+        job.state == "running"
+        and job.heartbeat_at is not None
+        and (now - as_utc(job.heartbeat_at)).total_seconds() > queue.stalled_seconds()
+    )
+    if job.state == "queued":
+        # Waiting for its backoff (or for a worker): due now.
+        job.run_after = now
+        db.session.commit()
+        transport.hand_over([queue.Queued(job.id, job.kind, job.key)])
+        return job.id
+    if job.state == "done" or (job.state == "running" and not stuck_running):
+        raise Conflict(f"job {job_id} is {job.state}: nothing to rerun")
+    if stuck_running:
+        job.state, job.error, job.finished_at = "failed", "taken back by a maintainer (no heartbeat)", now
+    new_id = queue.enqueue(job.kind, job.key, json.loads(job.args or "{}"))
+    if new_id is None:  # a run of its key is waiting already: it does this work
+        new_id = db.session.scalar(
+            select(Job.id).where(Job.key == job.key, Job.state == "queued", Job.attempts == 0).limit(1)
+        )
+    db.session.commit()
+    return int(new_id or 0)
+
+
+def rerun_many(job_ids: list[int], all_failed: bool = False) -> list[tuple[int, int]]:
+    """rerun() each job, or with `all_failed` every failed job not since done; (old id, new id) pairs."""
+    if all_failed:
+        job_ids = [*job_ids, *db.session.scalars(select(Job.id).where(_unresolved_failure()).order_by(Job.id))]
+    return [(job_id, rerun(job_id)) for job_id in dict.fromkeys(job_ids)]

@@ -1,0 +1,232 @@
+"""Who runs a queued job, and when: handed over once the transaction that queued it commits.
+
+- "procrastinate" (PostgreSQL): the job's id is deferred to procrastinate, whose `flask worker` processes (on
+  any machine that reaches the database) run it; LISTEN/NOTIFY wakes them at once. A sweep in each worker
+  (every two heartbeats, JOB_HEARTBEAT) takes back runs whose worker died and hands over jobs whose hand-over was lost.
+- "inline" (SQLite, `make run`, tests): the process that queued it runs it: rescoring at once (its callers
+  read the scores next), a board when its reader asks for it or after the response that queued it is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from app import settings
+from app.db import db, own_session
+from app.services.jobs import queue
+
+log = logging.getLogger(__name__)
+
+QUEUE_NAME = "holdout"
+TASK_NAME = "holdout.run_job"
+SWEEP_BEATS = 2  # the workers' sweep runs every this many heartbeats (JOB_HEARTBEAT)
+BUSY_RETRY_SECONDS = 2  # a job whose key is being worked on is handed over again this much later
+
+# In-process: jobs this thread's commits queued that wait for a reader or the end of the request.
+_local = threading.local()
+
+
+def _pending() -> list[queue.Queued]:
+    """This thread's in-process jobs for the database in use (a test process uses many databases)."""
+    url = str(db.engine.url)
+    if getattr(_local, "url", None) != url:
+        _local.url, _local.jobs = url, []
+    return _local.jobs
+
+
+def has_pending() -> bool:
+    return bool(getattr(_local, "jobs", None))
+
+
+@event.listens_for(Session, "after_commit")
+def _committed(session: Session) -> None:
+    queued = queue.queued_in(session)
+    if queued:
+        hand_over(queued)
+
+
+@event.listens_for(Session, "after_rollback")
+def _rolled_back(session: Session) -> None:
+    queue.forget_queued(session)
+
+
+def hand_over(jobs: list[queue.Queued]) -> None:
+    """Give committed jobs to their runner (never raises: a job not handed over is found by the sweep, or
+    run by its reader)."""
+    if settings.current().job_queue == "procrastinate":
+        for job in jobs:
+            defer(job)
+        return
+    for job in jobs:
+        kind = queue._kinds.get(job.kind)
+        if kind is not None and kind.eager_inline:
+            run_inline(job.id)
+        else:
+            _pending().append(job)
+
+
+def run_inline(job_id: int) -> queue.Outcome:
+    """Run a job in this process now (it is retried here, when due, by the next run_pending)."""
+    try:
+        return queue.run(job_id)
+    except Exception:  # the job's own failure is recorded by queue.run; this is the queue's (database down)
+        log.exception("job %s could not be run in-process", job_id)
+        return queue.Outcome("none")
+
+
+def run_pending() -> int:
+    """In-process: run what this thread's commits queued, and retries that are due (after a response)."""
+    jobs, _local.jobs = _pending(), []
+    if not jobs:
+        return 0
+    with own_session():
+        ids = {job.id for job in jobs} | {job.id for job in queue.due(limit=5)}
+    for job_id in sorted(ids):
+        run_inline(job_id)
+    return len(ids)
+
+
+def run_for_key(key: str) -> bool:
+    """In-process: run the due job of this key now (a reader whose board is behind, when nothing else
+    will). True if one ran to its end."""
+    with own_session():
+        found = queue.due(limit=1, key=key)
+    return bool(found) and run_inline(found[0].id).state == "done"
+
+
+def inline() -> bool:
+    return settings.current().job_queue == "inline"
+
+
+def uses_workers() -> bool:
+    return settings.current().job_queue == "procrastinate"
+
+
+def worker_label() -> str:
+    return queue.worker_name()
+
+
+def run_due_here() -> int:
+    """Run every due job in this process, oldest first, until none is left (`flask jobs run`)."""
+    ran, seen = 0, set()
+    while True:
+        with own_session():
+            found = [job for job in queue.due(limit=20) if job.id not in seen]
+        if not found:
+            return ran
+        for job in found:
+            seen.add(job.id)
+            ran += run_inline(job.id).state == "done"
+
+
+# --- procrastinate -----------------------------------------------------------------------------------------
+
+_apps: dict[tuple[int, str], Any] = {}
+_flask_app: Any = None  # the worker's application: its tasks run in an app context of it
+
+
+def _conninfo() -> str:
+    url = db.engine.url
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def procrastinate_app():
+    """This process's procrastinate App for the database in use (made once per process and database)."""
+    import os
+
+    import procrastinate
+
+    key = (os.getpid(), _conninfo())
+    found = _apps.get(key)
+    if found is None:
+        # A small pool: each web process only defers (one connection at a time); a worker's own needs are
+        # its concurrency plus the connection it listens on.
+        found = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=key[1], min_size=1, max_size=8))
+
+        @found.task(name=TASK_NAME, queue=QUEUE_NAME)
+        def run_job(job_id: int) -> None:
+            _run_in_worker(job_id)
+
+        _apps[key] = found
+    return found
+
+
+def defer(job: queue.Queued) -> bool:
+    """Hand the job to the workers (its own procrastinate job: queueing_lock keeps it to one waiting)."""
+    import procrastinate.exceptions
+
+    app = procrastinate_app()
+    try:
+        if app.connector._async_pool is None:  # a web process: its pool of sync connections (open once)
+            app.open()
+        task = app.tasks[TASK_NAME]
+        task.configure(queueing_lock=f"job:{job.id}", schedule_in={"seconds": job.delay} if job.delay else None).defer(
+            job_id=job.id
+        )
+        return True
+    except procrastinate.exceptions.AlreadyEnqueued:
+        return True
+    except Exception as exc:
+        log.warning("job %s not handed to the workers (%s): the sweep will", job.id, exc)
+        return False
+
+
+def _run_in_worker(job_id: int) -> None:
+    with _flask_app.app_context():
+        outcome = queue.run(job_id)
+        if outcome.state == "queued" and outcome.job is not None:
+            defer(outcome.job)  # its retry, after the backoff
+        elif outcome.state == "busy":
+            defer(queue.Queued(job_id, "", "", BUSY_RETRY_SECONDS))
+
+
+def sweep() -> int:
+    """Take back runs whose worker died, hand over due jobs the workers do not have, prune old runs."""
+    recovered = queue.recover_stalled()
+    handed = 0
+    for job in [*recovered, *queue.due(limit=100)]:
+        handed += defer(job)
+    queue.prune()
+    return handed
+
+
+def serve(flask_app, concurrency: int = 1, name: str | None = None) -> None:
+    """Run a worker until it is stopped (SIGINT/SIGTERM: the job in hand is finished first)."""
+    global _flask_app
+    _flask_app = flask_app
+    with flask_app.app_context():
+        app = procrastinate_app()
+        worker = name or queue.worker_name()
+        beat, stalled = queue.heartbeat_seconds(), queue.stalled_seconds()
+    stop = threading.Event()
+
+    def sweeping() -> None:
+        while not stop.wait(SWEEP_BEATS * beat if sweeping.ran else 0):  # type: ignore[attr-defined]
+            sweeping.ran = True  # type: ignore[attr-defined]
+            try:
+                with flask_app.app_context():
+                    sweep()
+            except Exception as exc:
+                log.warning("sweep failed: %s", exc)
+
+    sweeping.ran = False  # type: ignore[attr-defined]
+    sweeper = threading.Thread(target=sweeping, name="holdout-sweep", daemon=True)
+    sweeper.start()
+    try:
+        app.run_worker(
+            queues=[QUEUE_NAME],
+            concurrency=concurrency,
+            name=worker,
+            wait=True,
+            install_signal_handlers=True,
+            delete_jobs="successful",
+            update_heartbeat_interval=beat,
+            stalled_worker_timeout=stalled,
+        )
+    finally:
+        stop.set()
