@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+from types import SimpleNamespace
 
 import pytest
 from botocore.exceptions import (
@@ -20,11 +21,13 @@ from botocore.exceptions import (
 from prometheus_client import REGISTRY
 from sqlalchemy import func, select
 
+from app import create_app
 from app.config import S3Location
 from app.db import db
 from app.models import Submission
 from app.services.errors import StorageFailed
 from app.services.storage import checksums, upload_files, upload_objects, upload_store
+from tests.conftest import make_config
 from tests.storage.conftest import MOTO_BUCKET
 from tests.support.api_world import PASSWORD, build_world, post_file
 from tests.support.browser import csrf_token, login
@@ -304,3 +307,46 @@ def test_the_client_fails_fast_and_speaks_to_other_s3_servers(monkeypatch):
         assert not (aws.s3 or {}).get("addressing_style")  # AWS itself: its default addressing
     finally:
         upload_objects.forget_clients()
+
+
+def test_a_store_that_cannot_be_read_fails_check_and_backup_with_a_message(moto_app, world, monkeypatch, tmp_path):
+    assert post_file(moto_app.test_client(), world, "member", world.predictions()).status_code == 201
+    failure = _raising(EndpointConnectionError(endpoint_url="http://s3.test"))
+    with moto_app.app_context():
+        client = upload_store.current().client
+    monkeypatch.setattr(client, "get_paginator", lambda name: SimpleNamespace(paginate=failure))
+    monkeypatch.setattr(client, "get_object", failure)
+    cli = moto_app.test_cli_runner()
+    result = cli.invoke(args=["uploads", "check"])
+    assert result.exit_code == 2 and "upload storage is unavailable: the S3 server cannot be reached" in result.output
+    archive = tmp_path / "backup.tar.gz"
+    result = cli.invoke(args=["backup", str(archive)])
+    assert result.exit_code == 2 and "upload storage is unavailable" in result.output, result.output
+    assert not archive.exists() and list(tmp_path.glob("*.partial")) == []
+
+
+def test_restore_refuses_a_bucket_holding_other_bytes_under_an_uploads_key(moto_app, world, database_backend, tmp_path):
+    data = world.predictions()
+    assert post_file(moto_app.test_client(), world, "member", data).status_code == 201
+    archive = tmp_path / "backup.tar.gz"
+    assert moto_app.test_cli_runner().invoke(args=["backup", str(archive)]).exit_code == 0
+    digest = checksums.sha256(data)
+    with moto_app.app_context():
+        bucket = upload_store.current()
+        other = gzip.compress(data, compresslevel=9)  # the same content, other bytes
+        bucket.put(bucket.key_for(digest), other, _md5(other))
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    url = database_backend.new_database(folder, name="fresh")
+    fresh = create_app({**make_config(folder, url), "STORAGE_URL": f"s3://{MOTO_BUCKET}/{PREFIX}"})
+    try:
+        result = fresh.test_cli_runner().invoke(args=["restore", str(archive)])
+        assert result.exit_code == 2, result.output
+        assert (
+            f"s3://{MOTO_BUCKET}/{PREFIX}/{digest[:2]}/{digest}.gz already exists with other content" in result.output
+        )
+        assert _object(moto_app, bucket.key_for(digest)) == other
+    finally:
+        with fresh.app_context():
+            db.engine.dispose()
+        database_backend.drop(url)
