@@ -171,16 +171,22 @@ def read_original(digest: str) -> bytes:
 
 def where(digest: str) -> str:
     """Where the original with this sha256 is kept, for messages."""
-    return str(path_for(digest))
+    return _file_for(digest)
 
 
 # --- backups: the kept (compressed) bytes, one original at a time -----------------------------------------
+# Plain strings, not Path objects: pathlib interns every name it parses, which a backup of a million uploads
+# would pay for (see backups._inside).
+
+
+def _file_for(digest: str) -> str:
+    return os.path.join(uploads_dir(), digest[:2], f"{digest}.gz")
 
 
 def read_compressed(digest: str) -> bytes | None:
     """The kept file's bytes as they are (gzip); None when there is none."""
     try:
-        with open(path_for(digest), "rb") as fh:
+        with open(_file_for(digest), "rb") as fh:
             return fh.read()
     except (FileNotFoundError, IsADirectoryError):
         return None
@@ -188,7 +194,7 @@ def read_compressed(digest: str) -> bytes | None:
 
 def compressed_sha256(digest: str) -> str | None:
     """The sha256 of the kept file's bytes (not of its content), None when there is none."""
-    target = path_for(digest)
+    target = _file_for(digest)
     if not os.path.lexists(target):
         return None
     hasher = hashlib.sha256()
@@ -201,12 +207,13 @@ def compressed_sha256(digest: str) -> str | None:
 def put_compressed(digest: str, source: str) -> None:
     """Keep the file ``source`` (a backup's copy, already checked) as the original with this sha256, unless
     one is kept already: written under a temporary name, flushed to disk, then moved into place."""
-    target = path_for(digest)
+    target = _file_for(digest)
     if os.path.lexists(target):
         return
-    make_private_folder(target.parent.parent)
-    make_private_folder(target.parent)
-    temp = _temp_for(target)
+    folder = os.path.dirname(target)
+    make_private_folder(uploads_dir())
+    make_private_folder(Path(folder))  # one of 256
+    temp = os.path.join(folder, f".{digest}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         with open(fd, "wb") as out, open(source, "rb") as fh:
@@ -215,7 +222,8 @@ def put_compressed(digest: str, source: str) -> None:
             os.fsync(out.fileno())
         os.replace(temp, target)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
         raise
 
 
