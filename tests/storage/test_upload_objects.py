@@ -350,3 +350,12 @@ def test_restore_refuses_a_bucket_holding_other_bytes_under_an_uploads_key(moto_
         with fresh.app_context():
             db.engine.dispose()
         database_backend.drop(url)
+
+
+def test_a_bucket_that_is_not_there_is_a_failure_not_a_missing_original(moto_app):
+    with moto_app.app_context():
+        gone = upload_objects.UploadBucket(S3Location("holdout-elsewhere", PREFIX))
+        with pytest.raises(StorageFailed, match="answered 404 NoSuchBucket"):
+            gone.read_compressed("ab" + "0" * 62)
+        with pytest.raises(StorageFailed, match="answered 404 NoSuchBucket"):
+            gone.compressed_sha256("ab" + "0" * 62)

@@ -119,10 +119,10 @@ def _s3_errors() -> tuple[type[Exception], ...]:
 
 
 def _not_found(exc: Exception) -> bool:
+    """Whether the object is not there; a bucket that is not there is a failure (a setting is wrong)."""
     response = getattr(exc, "response", None) or {}
-    return response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404 or response.get("Error", {}).get(
-        "Code"
-    ) in ("404", "NoSuchKey", "NotFound")
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status == 404 and response.get("Error", {}).get("Code") != "NoSuchBucket"
 
 
 def compress(data: bytes) -> bytes:
@@ -162,8 +162,8 @@ class UploadBucket:
         """Start writing the upload's original in a background thread, beside the upload's database work."""
         return PendingObject(self, data, digest)
 
-    def put(self, key: str, body: bytes | Any, md5: bytes) -> None:
-        # Content-MD5: the server refuses a body that was damaged on the way, and every S3 server checks it.
+    def put(self, key: str, body: Any, md5: bytes) -> None:
+        """Write ``body`` (bytes or a binary file) under ``key``; its MD5 lets the server refuse a damaged body."""
         self.client.put_object(
             Bucket=self.bucket,
             Key=key,
@@ -203,14 +203,15 @@ class UploadBucket:
 
     def compressed_sha256(self, digest: str) -> str | None:
         """The sha256 of the object's bytes (not of its content), None when there is none."""
-        key = self.key_for(digest)
+        hasher = hashlib.sha256()
         try:
-            if not self.exists(key):
-                return None
-            hasher = hashlib.sha256()
-            for block in self.client.get_object(Bucket=self.bucket, Key=key)["Body"].iter_chunks(HASH_BLOCK):
+            # GET, not HEAD: a HEAD's 404 has no body to tell a missing object from a missing bucket.
+            response = self.client.get_object(Bucket=self.bucket, Key=self.key_for(digest))
+            for block in response["Body"].iter_chunks(HASH_BLOCK):
                 hasher.update(block)
         except _s3_errors() as exc:
+            if _not_found(exc):
+                return None
             raise storage_failed(exc, f"reading {self.where(digest)}") from exc
         return hasher.hexdigest()
 
