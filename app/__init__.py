@@ -36,9 +36,12 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app.services.catalog.label_files import secure_labels_dir
     from app.services.storage.upload_files import secure_uploads_dir
+    from app.settings import Settings
 
     secure_labels_dir(Path(app.config["HIDDEN_LABELS_DIR"]))
-    secure_uploads_dir(Path(app.config["SUBMISSIONS_DIR"]))
+    settings = Settings.from_config(app.config)  # refuses a malformed STORAGE_URL now, not at the first upload
+    if settings.upload_bucket is None:
+        secure_uploads_dir(settings.submissions_dir)
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 

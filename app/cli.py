@@ -23,7 +23,7 @@ from app.services.jobs import console as jobs_console
 from app.services.jobs import transport
 from app.services.maintenance import backups, demo, label_audits, maintainer_actions
 from app.services.people import accounts, teams
-from app.services.storage import upload_files
+from app.services.storage import upload_store
 
 
 class CliError(click.ClickException):
@@ -392,7 +392,8 @@ def references_remove(benchmark, split, reference_id):
 @with_appcontext
 @click.argument("path", type=click.Path(dir_okay=False))
 def backup_command(path):
-    """Write a consistent archive (tar.gz) of the database, gold files and uploads to the new file PATH."""
+    """Write a consistent archive (tar.gz) of the database, gold files and uploads (from the upload folder or
+    the bucket) to the new file PATH."""
     with _refusals():
         summary = backups.backup(Path(path))
     click.echo(
@@ -406,7 +407,8 @@ def backup_command(path):
 @with_appcontext
 @click.argument("path", type=click.Path(dir_okay=False))
 def restore_command(path):
-    """Restore the archive PATH (from `backup`) into this empty deployment, then migrate to the newest schema."""
+    """Restore the archive PATH (from `backup`) into this empty deployment (its uploads into this deployment's
+    folder or bucket), then migrate to the newest schema."""
     with _refusals():
         summary = backups.restore(Path(path))
     click.echo(
@@ -475,28 +477,55 @@ def labels_summarise(benchmark, split):
     click.echo(f"{benchmark}/{split}: {summarised} submissions summarised for the probe check")
 
 
-uploads_cli = AppGroup("uploads", help="Check the folder of original uploads against the database.")
+uploads_cli = AppGroup("uploads", help="Check the store of original uploads (folder or bucket) against the database.")
 
 
 @uploads_cli.command("check")
 @click.option(
     "--delete",
     is_flag=True,
-    help="Remove files without a row (and leftovers of unfinished uploads); put back complete files "
-    "of committed rows that a killed worker left under a temporary name.",
+    help="Remove files (or objects) without a row and leftovers of unfinished uploads; put back complete "
+    "files of committed rows that a killed worker left under a temporary name.",
 )
 @click.option(
     "--min-age",
     type=click.FloatRange(min=0),
-    default=upload_files.IN_FLIGHT_SECONDS,
+    default=upload_store.IN_FLIGHT_SECONDS,
     show_default=True,
-    help="Seconds after which a temporary file is no longer taken for an upload in flight.",
+    help="Seconds after which a temporary file (in a bucket: an object without a row) is no longer taken for "
+    "an upload in flight.",
 )
 def uploads_check(delete, min_age):
-    """List files in SUBMISSIONS_DIR without a stored submission and stored submissions without a file.
+    """List originals in the upload store (SUBMISSIONS_DIR, or STORAGE_URL's folder or bucket) without a
+    stored submission, and stored submissions without an original.
 
-    Exits with 1 when something is wrong and --delete was not given."""
-    found = upload_files.check_folder(delete=delete, min_age=min_age)
+    Exits with 1 when something is wrong and --delete was not given (or cannot mend it), 2 when the store
+    cannot be read."""
+    with _refusals():
+        found = upload_store.check(delete=delete, min_age=min_age)
+    if isinstance(found, upload_store.BucketCheck):
+        _report_bucket(found, delete)
+        lost = found.rows_without_object
+    else:
+        _report_folder(found, delete)
+        lost = found.rows_without_file
+    if found.clean:
+        click.echo("uploads and rows agree")
+    elif not delete or lost:  # --delete cannot bring back a lost original
+        raise SystemExit(1)
+
+
+def _report_bucket(found: upload_store.BucketCheck, delete: bool) -> None:
+    done = " (removed)" if delete else ""
+    for key in found.objects_without_row:
+        click.echo(f"object without a row{done}: {found.address(key)}")
+    for digest in found.rows_without_object:
+        click.echo(f"stored submission without an object: sha256 {digest}")
+    for key in found.in_flight:
+        click.echo(f"upload in flight, left alone: {found.address(key)}")
+
+
+def _report_folder(found: upload_store.FolderCheck, delete: bool) -> None:
     done = " (removed)" if delete else ""
     for path in found.files_without_row:
         click.echo(f"file without a row{done}: {path}")
@@ -509,10 +538,6 @@ def uploads_check(delete, min_age):
         click.echo(f"stored submission without a file: sha256 {digest}")
     for path in found.in_flight:
         click.echo(f"upload in flight, left alone: {path}")
-    if found.clean:
-        click.echo("uploads and rows agree")
-    elif not delete or found.rows_without_file:
-        raise SystemExit(1)
 
 
 @click.command("worker")

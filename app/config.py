@@ -5,7 +5,11 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -111,6 +115,12 @@ def from_environment(instance_path: str) -> dict:
         # A running job marks itself alive this often; after six missed beats its worker is taken for dead
         # and the job is run again.
         "JOB_HEARTBEAT": _number("JOB_HEARTBEAT", 5.0, 0.1, 600, "a number of seconds between 0.1 and 600"),
+        # Where original uploads are kept (empty: SUBMISSIONS_DIR); checked by `upload_storage` at start-up.
+        "STORAGE_URL": os.environ.get("STORAGE_URL", "").strip(),
+        "S3_ENDPOINT_URL": os.environ.get("S3_ENDPOINT_URL", "").strip() or None,
+        # boto3 reads AWS_DEFAULT_REGION itself but not AWS_REGION, which other S3 tools read: either works.
+        # Credentials (AWS_ACCESS_KEY_ID, ...) are left to boto3 alone and never pass through the config.
+        "S3_REGION": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or None,
     }
 
 
@@ -126,6 +136,76 @@ def _job_queue(database_url: str) -> str:
     if raw == "procrastinate" and not database_url.startswith("postgresql"):
         raise ConfigError("JOB_QUEUE=procrastinate needs PostgreSQL (DATABASE_URL=postgresql://...)")
     return raw
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """Original uploads kept as objects in an S3 bucket (STORAGE_URL=s3://bucket/prefix)."""
+
+    bucket: str
+    prefix: str  # without slashes at either end; "" for the bucket's top
+    endpoint_url: str | None = None  # S3_ENDPOINT_URL: a server other than AWS's (MinIO, SeaweedFS, Ceph)
+    region: str | None = None
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+# S3's rules for bucket names: 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at each end.
+BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+STORAGE_URL_FORMS = "empty (SUBMISSIONS_DIR), a folder path, file:///path or s3://bucket/prefix"
+
+
+def upload_storage(config: Mapping) -> Path | S3Location:
+    """Where original uploads are kept: STORAGE_URL's folder or bucket, SUBMISSIONS_DIR when it is empty.
+    ConfigError naming the variable for anything else (the value is not repeated when it may hold a secret)."""
+    raw = (config.get("STORAGE_URL") or "").strip()
+    endpoint = _endpoint_url(config.get("S3_ENDPOINT_URL"))
+    if not raw:
+        return Path(config["SUBMISSIONS_DIR"])
+    shown = raw if "@" not in raw else "<hidden: it may hold credentials>"
+    if "://" not in raw:
+        if SCHEME.match(raw):  # "s3:bucket", "file:/x": a URL mistyped, not a folder named so
+            raise ConfigError(f"STORAGE_URL must be {STORAGE_URL_FORMS}; got {shown!r}")
+        return Path(raw)  # a plain path, as SUBMISSIONS_DIR takes it
+    try:
+        parts = urlsplit(raw)
+    except ValueError as exc:
+        raise ConfigError(f"STORAGE_URL must be {STORAGE_URL_FORMS}; got {shown!r}") from exc
+    scheme = parts.scheme.lower()
+    if parts.query or parts.fragment or "@" in parts.netloc:
+        raise ConfigError(f"STORAGE_URL must be {STORAGE_URL_FORMS}, without credentials or a query; got {shown!r}")
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise ConfigError(f"STORAGE_URL must name a local folder as file:///absolute/path; got {shown!r}")
+        return Path(unquote(parts.path))
+    if scheme == "s3":
+        bucket = parts.netloc
+        if not BUCKET_NAME.fullmatch(bucket) or ".." in bucket:
+            raise ConfigError(
+                "STORAGE_URL must name an S3 bucket as s3://bucket/prefix (the bucket 3-63 lowercase letters, "
+                f"digits, dots and hyphens); got {shown!r}"
+            )
+        prefix = unquote(parts.path).strip("/")
+        if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
+            raise ConfigError(f"STORAGE_URL's prefix must not have empty, '.' or '..' parts; got {shown!r}")
+        return S3Location(bucket, prefix, endpoint, config.get("S3_REGION") or None)
+    raise ConfigError(f"STORAGE_URL must be {STORAGE_URL_FORMS}; got {shown!r}")
+
+
+def _endpoint_url(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    shown = raw if "@" not in raw else "<hidden: it may hold credentials>"
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        raise ConfigError(f"S3_ENDPOINT_URL must be the http:// or https:// address of an S3 server; got {shown!r}")
+    return raw.rstrip("/")
 
 
 DEFAULT_METRICS_ALLOW = "127.0.0.0/8,::1"

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from flask import current_app
 
+from app.config import S3Location, upload_storage
+
 DEFAULT_PROBE_DISTANCE = 0.01
 DEFAULT_MAX_TEAMS_PER_ACCOUNT = 3
 DEFAULT_MAX_TEAMS_CREATED_PER_DAY = 2
@@ -20,7 +22,7 @@ DEFAULT_MAX_TEAMS_CREATED_PER_DAY = 2
 @dataclass(frozen=True)
 class Settings:
     hidden_labels_dir: Path  # the gold files, readable by the server alone
-    submissions_dir: Path  # the original upload files
+    submissions_dir: Path  # the folder of original upload files (STORAGE_URL's folder, else SUBMISSIONS_DIR)
     max_upload_mb: int  # the largest prediction file accepted, in MiB
     # A submission on a hidden split closer than this share of examples to an earlier one is flagged.
     probe_distance: float = DEFAULT_PROBE_DISTANCE
@@ -35,6 +37,8 @@ class Settings:
     job_time_limit: float = 600.0
     job_stuck_after: float = 300.0
     job_heartbeat: float = 5.0  # a running job's heartbeat; six missed, and its worker is taken for dead
+    # Original uploads in an S3 bucket instead of the folder (STORAGE_URL=s3://bucket/prefix).
+    upload_bucket: S3Location | None = None
 
     @property
     def max_upload_bytes(self) -> int:
@@ -42,9 +46,12 @@ class Settings:
 
     @classmethod
     def from_config(cls, config) -> Settings:
+        """Raises ConfigError for a malformed STORAGE_URL or S3_ENDPOINT_URL (create_app calls it at start-up)."""
+        uploads = upload_storage(config)
         return cls(
             hidden_labels_dir=Path(config["HIDDEN_LABELS_DIR"]),
-            submissions_dir=Path(config["SUBMISSIONS_DIR"]),
+            submissions_dir=uploads if isinstance(uploads, Path) else Path(config["SUBMISSIONS_DIR"]),
+            upload_bucket=uploads if isinstance(uploads, S3Location) else None,
             max_upload_mb=int(config["MAX_UPLOAD_MB"]),
             probe_distance=float(config.get("PROBE_DISTANCE", DEFAULT_PROBE_DISTANCE)),
             max_teams_per_account=int(config.get("MAX_TEAMS_PER_ACCOUNT", DEFAULT_MAX_TEAMS_PER_ACCOUNT)),

@@ -38,9 +38,16 @@ class TooLarge(ServiceError):
 
 
 class StorageFailed(ServiceError):
-    """The server could not write what it was asked to keep (a full or failing disk): nothing was stored."""
+    """The server could not keep what it was asked to keep: nothing was stored. 507 for a full or failing
+    disk; 503 for a store that is unavailable (an S3 server unreachable, timing out, failing or refusing
+    access), which a retry later may well find back."""
 
     status = 507
+
+    def __init__(self, message: str, *, unavailable: bool = False):
+        super().__init__(message)
+        if unavailable:
+            self.status = 503
 
 
 class InvalidInput(ServiceError):

@@ -29,7 +29,7 @@ from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge, check_visible
 from app.services.intake import quotas
-from app.services.storage import checksums, upload_files
+from app.services.storage import checksums, upload_store
 
 MAX_URL = 2000  # characters of a paper or code link
 MAX_MODEL_NAME = 200
@@ -132,7 +132,7 @@ def store_scored(
     _record(submission, split, inputs, predictions, scores)
     if publish:
         split.board_version += 1
-    _commit_keeping(upload_files.keep(data, digest))
+    _commit_keeping(upload_store.keep(data, digest))
     return submission
 
 
@@ -191,8 +191,8 @@ def _record(
     )
 
 
-def _commit_keeping(kept: upload_files.Pending) -> None:
-    """Commit with the original written, then move it into place; if the commit fails, remove it."""
+def _commit_keeping(kept: upload_store.Kept) -> None:
+    """Commit with the original written, then make it durable; if the commit fails, remove it."""
     try:
         kept.wait()  # an acknowledged upload always has its original
         db.session.commit()
@@ -378,9 +378,10 @@ def _score_and_store(split: Split, attempt: _Attempt, now: datetime | None) -> S
             attempt.task, attempt.predictions, attempt.scores = _score_upload(attempt.inputs, upload.data)
     except InvalidInput as exc:
         attempt.problems = _refusal(exc)
-    # A scored upload keeps its original: written beside the transaction under a temporary name, waited
-    # for before the commit, moved into place after it, removed if nothing is stored.
-    kept = upload_files.keep(upload.data, attempt.digest) if attempt.problems is None else None
+    # A scored upload keeps its original: written beside the transaction (the folder: under a temporary
+    # name; a bucket: under its content-hash key), waited for before the commit, made durable after it,
+    # removed if nothing is stored.
+    kept = upload_store.keep(upload.data, attempt.digest) if attempt.problems is None else None
     try:
         result = _store_attempt(attempt, kept, now)
     except BaseException:
@@ -470,7 +471,7 @@ class _Attempt:
     idempotency_key: str | None = None
 
 
-def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: datetime | None) -> SubmitResult:
+def _store_attempt(attempt: _Attempt, kept: upload_store.Kept | None, now: datetime | None) -> SubmitResult:
     """The write transaction of ``submit``: quotas (the team's and the account's) under the lock, then the
     rejected or scored row."""
     with write_transaction(continue_open=True):
@@ -520,7 +521,7 @@ def _store_attempt(attempt: _Attempt, kept: upload_files.Pending | None, now: da
             verdict(submission, shown),
         )
         if kept is not None:
-            kept.wait()  # an acknowledged submission has its original on disk
+            kept.wait()  # an acknowledged submission has its original stored
         db.session.commit()
     observability.upload("scored")
     return result

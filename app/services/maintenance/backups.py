@@ -3,7 +3,7 @@
 The archive is a tar.gz holding
   database/<table>.jsonl          every row of every table, one JSON object a line, ordered by primary key
   hidden_labels/<gold path>       the gold file of every split (checked against the sha256 on record)
-  submissions/<aa>/<sha256>.gz    the original upload of every stored submission
+  submissions/<aa>/<sha256>.gz    the original upload of every stored submission, as its store keeps it (gzip)
   files.jsonl                     name, sha256 and size of each file above, one JSON object a line
   manifest.json                   format, Alembic revision, row counts, and the sha256, size and count of files.jsonl
 The list of files is a member of its own, written and read a line at a time, so neither a backup nor a restore
@@ -12,6 +12,9 @@ All tables are read in one read-only snapshot (PostgreSQL: REPEATABLE READ; SQLi
 which WAL mode keeps on one snapshot), so rows agree with each other; the files are immutable and named
 by content, so the ones the snapshot refers to are the right ones. Binary columns are base64, times ISO
 8601, tagged so a restore needs no knowledge of the schema; the rows load into SQLite or PostgreSQL alike.
+Uploads are read from, and restored into, whichever store the deployment uses (the upload folder or an S3
+bucket, services/storage/upload_store.py), one at a time; the archive is the same either way, so a backup of
+one restores into the other.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import io
 import itertools
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -40,10 +44,12 @@ from app import settings
 from app.db import db
 from app.schema import MIGRATIONS
 from app.services.errors import Conflict, InvalidInput
+from app.services.storage import upload_store
 
 FORMAT = "holdout-backup"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
+UPLOAD_NAME = re.compile(r"([0-9a-f]{2})/(\1[0-9a-f]{62})\.gz")  # an upload's name under submissions/
 MANIFEST = "manifest.json"
 FILE_LIST = "files.jsonl"
 VERSION_TABLE = "alembic_version"
@@ -120,7 +126,7 @@ def backup(path: Path) -> Summary:
     if not path.parent.is_dir():
         raise InvalidInput(f"folder {path.parent} does not exist")
     labels_dir = settings.current().hidden_labels_dir
-    uploads_dir = settings.current().submissions_dir
+    uploads = upload_store.current()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     os.close(fd)
     os.chmod(tmp, 0o600)  # the archive holds the hidden labels
@@ -147,7 +153,7 @@ def backup(path: Path) -> Summary:
                     count = _add_table(archive, listed, connection, table)
                     manifest["tables"][table.name] = summary.tables[table.name] = count
                 summary.gold_files = _add_gold_files(archive, listed, connection, metadata, labels_dir)
-                summary.uploads = _add_uploads(archive, listed, connection, uploads_dir)
+                summary.uploads = _add_uploads(archive, listed, connection, uploads)
             manifest["file_list"] = listed.add_to(archive)
             _add_bytes(archive, MANIFEST, json.dumps(manifest, sort_keys=True, indent=1).encode())
         os.replace(tmp, path)
@@ -184,8 +190,8 @@ def _add_gold_files(archive, listed: _FileList, connection, metadata: MetaData, 
     return added
 
 
-def _add_uploads(archive, listed: _FileList, connection, uploads_dir) -> int:
-    """The original upload of every scored submission; how many."""
+def _add_uploads(archive, listed: _FileList, connection, uploads: upload_store.Store) -> int:
+    """The original upload of every scored submission, read from its store one at a time; how many."""
     # Streamed while the snapshot is open: a deployment may hold a million uploads.
     digests = (
         connection.execution_options(stream_results=True, yield_per=BATCH)
@@ -194,10 +200,13 @@ def _add_uploads(archive, listed: _FileList, connection, uploads_dir) -> int:
     )
     added = 0
     for digest in digests:
-        source = os.path.join(uploads_dir, digest[:2], f"{digest}.gz")
-        if not os.path.isfile(source):
-            raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {source}")
-        _add_file(archive, listed, f"submissions/{digest[:2]}/{digest}.gz", source)
+        data = uploads.read_compressed(digest)
+        if data is None:
+            where = uploads.where(digest)
+            raise InvalidInput(f"the original upload {digest} of a scored submission is missing: {where}")
+        name = f"submissions/{digest[:2]}/{digest}.gz"
+        _add_bytes(archive, name, data)
+        listed.add(name, hashlib.sha256(data).hexdigest(), len(data))
         added += 1
     return added
 
@@ -321,7 +330,8 @@ def restore(path: Path) -> Summary:
     Verifies every file against the manifest first; refuses (Conflict) a database with rows in any table
     or a file that exists with other content; migrates the database to the archive's revision, inserts
     the rows in foreign-key order in one transaction (and moves PostgreSQL's id sequences past them),
-    writes the gold files (mode 0600) and uploads, then migrates to the newest revision.
+    writes the gold files (mode 0600) and uploads (into this deployment's store: the folder or a bucket),
+    then migrates to the newest revision.
     """
     path = Path(path)
     if not path.is_file():
@@ -338,17 +348,18 @@ def restore(path: Path) -> Summary:
             )
         _require_empty_database()
         labels_dir = settings.current().hidden_labels_dir
-        uploads_dir = settings.current().submissions_dir
+        uploads = upload_store.current()
         # Two passes over the list, so nothing is written when any destination holds other content.
-        for _ in _placed_files(manifest, staging, labels_dir, uploads_dir):
+        for _ in _placed_files(manifest, staging, labels_dir, uploads):
             pass
         _migrate_to(revision, known)
         summary = Summary(path=path, revision=revision)
-        for source, target, digest, secret in _placed_files(manifest, staging, labels_dir, uploads_dir):
-            _place(source, target, digest)
-            if secret:
+        for source, target, digest, upload in _placed_files(manifest, staging, labels_dir, uploads):
+            if upload is None:
+                _place(source, target, digest)
                 summary.gold_files += 1
             else:
+                uploads.put_compressed(upload, source)
                 summary.uploads += 1
         summary.tables = _load_rows(staging.checked, manifest)
     upgrade()
@@ -489,27 +500,32 @@ def _require_empty_database() -> None:
                 continue
             if connection.execute(select(func.count()).select_from(table)).scalar_one():
                 raise Conflict(
-                    f"the database is not empty (table {table.name} has rows); restore needs an "
-                    "empty deployment: a new database and empty hidden-labels and submissions folders"
+                    f"the database is not empty (table {table.name} has rows); restore needs an empty "
+                    "deployment: a new database, an empty hidden-labels folder and an empty upload folder or bucket"
                 )
 
 
-def _placed_files(manifest: dict, staging: _Staging, labels_dir: Path, uploads_dir: Path):
-    """(checked file, destination, sha256, is a gold file) for every file but the database's, one at a time;
-    Conflict if a destination holds something else."""
+def _placed_files(manifest: dict, staging: _Staging, labels_dir: Path, uploads: upload_store.Store):
+    """(checked file, destination, sha256, the upload's own sha256 or None for a gold file) for every file but
+    the database's, one at a time; Conflict if a destination holds something else."""
     for name, digest in _listed(manifest, staging):
         top, _, rest = name.partition("/")
         if top == "hidden_labels":
-            target, secret = _inside(labels_dir, rest, "a gold file"), True
+            target, upload = _inside(labels_dir, rest, "a gold file"), None
+            held = _sha256_file(target) if os.path.lexists(target) else None
         elif top == "submissions":
-            target, secret = _inside(uploads_dir, rest, "an upload"), False
+            found = UPLOAD_NAME.fullmatch(rest)
+            if found is None:
+                raise InvalidInput(f"the backup holds an upload named unlike one: {name!r}")
+            upload = found.group(2)
+            target, held = uploads.where(upload), uploads.compressed_sha256(upload)
         elif top == "database":
             continue
         else:
             raise InvalidInput(f"the backup holds an unexpected file {name!r}")
-        if os.path.lexists(target) and _sha256_file(target) != digest:
+        if held is not None and held != digest:
             raise Conflict(f"{target} already exists with other content; restore needs an empty deployment")
-        yield _inside(staging.checked, name, "a listed file"), target, digest, secret
+        yield _inside(staging.checked, name, "a listed file"), target, digest, upload
 
 
 def _place(source: str, target: str, digest: str) -> None:
@@ -517,7 +533,7 @@ def _place(source: str, target: str, digest: str) -> None:
         return  # identical (checked above)
     folder, name = os.path.split(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    # Gold files and uploads alike are private: their folder and its parent (the labels or uploads root).
+    # Gold files are private: their folder and its parent (the labels root).
     for path in (folder, os.path.dirname(folder)):
         os.chmod(path, 0o700)
     tmp = os.path.join(folder, f".{name}.restore")

@@ -1,7 +1,7 @@
 """Room in the stores, as /healthz reports it: free space in the upload folder and on the disk of a SQLite
-database, and the last write each store refused in this process (a full or failing disk; for PostgreSQL,
-whose disk the app cannot see, the refusal is the only sign). Reads no table, so it answers while the
-database is away."""
+database, and the last write each store refused in this process (a full or failing disk, an S3 server
+away; for PostgreSQL and a bucket, whose room the app cannot see, the refusal is the only sign). Reads no
+table, so it answers while the database is away."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def problems() -> list[str]:
     found = []
     config = settings.current()
     need = 2 * config.max_upload_bytes  # an upload's original and its temporary copy, with room to spare
-    free = _free_bytes(config.submissions_dir)
+    # A bucket's room is not ours to see: its refused writes (below) are the sign.
+    free = _free_bytes(config.submissions_dir) if config.upload_bucket is None else None
     if free is not None and free < need:
         found.append(
             f"uploads: {free / MB:.1f} MB free in the upload folder, under the {need // MB} MB an upload may need"

@@ -1,4 +1,5 @@
-"""Original upload files, kept gzip-compressed and named by their sha256 (content-addressed, so idempotent).
+"""Original upload files in the upload folder (STORAGE_URL empty or a folder: upload_store chooses), kept
+gzip-compressed and named by their sha256 (content-addressed, so idempotent).
 
 An original is kept only for a submission that is stored: it is written under a temporary name beside
 the transaction and moved into place only once the row is committed (``Pending``), removed otherwise.
@@ -16,6 +17,7 @@ import hashlib
 import logging
 import os
 import secrets
+import shutil
 import time
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,7 +56,7 @@ class Pending:
     def __init__(self, data: bytes, digest: str, background: bool = True):
         self.target = path_for(digest)
         self.temp = _temp_for(self.target)
-        self._future: Future | None = _writer().submit(_write, self.temp, data) if background else None
+        self._future: Future | None = writer_threads().submit(_write, self.temp, data) if background else None
         if not background:
             try:
                 _write(self.temp, data)
@@ -98,7 +100,8 @@ _pool: ThreadPoolExecutor | None = None
 _pool_pid: int | None = None
 
 
-def _writer() -> ThreadPoolExecutor:
+def writer_threads() -> ThreadPoolExecutor:
+    """The threads that write originals beside their upload's transaction (to the folder or a bucket)."""
     global _pool, _pool_pid
     if _pool is None or _pool_pid != os.getpid():  # a forked worker has none of its parent's threads
         _pool, _pool_pid = ThreadPoolExecutor(max_workers=2, thread_name_prefix="holdout-keep"), os.getpid()
@@ -142,21 +145,86 @@ def _write(temp: Path, data: bytes) -> None:
     try:
         # O_EXCL: a fresh file, never one planted in its place; 0600 from its first byte.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        # Level 1: a prediction CSV shrinks ~4.4x instead of ~6x, in a third of the time (inside the upload).
-        with open(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
-            # A block at a time: zlib returns what one call compresses as one buffer (of the upload's size
-            # for a file that does not compress), made in this thread's arena.
-            view = memoryview(data)
-            for start in range(0, len(view), WRITE_BLOCK):
-                fh.write(view[start : start + WRITE_BLOCK])
+        with open(fd, "wb") as raw:
+            compress_into(raw, data)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
 
 
+def compress_into(raw, data: bytes) -> None:
+    """An original as it is kept, written to the binary file ``raw``: gzip with no time stamp, so the same
+    content always gives the same bytes, in the folder and in a bucket alike."""
+    # Level 1: a prediction CSV shrinks ~4.4x instead of ~6x, in a third of the time (inside the upload).
+    with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
+        # A block at a time: zlib returns what one call compresses as one buffer (of the upload's size
+        # for a file that does not compress), made in this thread's arena.
+        view = memoryview(data)
+        for start in range(0, len(view), WRITE_BLOCK):
+            fh.write(view[start : start + WRITE_BLOCK])
+
+
 def read_original(digest: str) -> bytes:
     with gzip.open(path_for(digest), "rb") as fh:
         return fh.read()
+
+
+def where(digest: str) -> str:
+    """Where the original with this sha256 is kept, for messages."""
+    return _file_for(digest)
+
+
+# --- backups: the kept (compressed) bytes, one original at a time -----------------------------------------
+# Plain strings, not Path objects: pathlib interns every name it parses, which a backup of a million uploads
+# would pay for (see backups._inside).
+
+
+def _file_for(digest: str) -> str:
+    return os.path.join(uploads_dir(), digest[:2], f"{digest}.gz")
+
+
+def read_compressed(digest: str) -> bytes | None:
+    """The kept file's bytes as they are (gzip); None when there is none."""
+    try:
+        with open(_file_for(digest), "rb") as fh:
+            return fh.read()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def compressed_sha256(digest: str) -> str | None:
+    """The sha256 of the kept file's bytes (not of its content), None when there is none."""
+    target = _file_for(digest)
+    if not os.path.lexists(target):
+        return None
+    hasher = hashlib.sha256()
+    with open(target, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def put_compressed(digest: str, source: str) -> None:
+    """Keep the file ``source`` (a backup's copy, already checked) as the original with this sha256, unless
+    one is kept already: written under a temporary name, flushed to disk, then moved into place."""
+    target = _file_for(digest)
+    if os.path.lexists(target):
+        return
+    folder = os.path.dirname(target)
+    make_private_folder(uploads_dir())
+    make_private_folder(Path(folder))  # one of 256
+    temp = os.path.join(folder, f".{digest}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        with open(fd, "wb") as out, open(source, "rb") as fh:
+            shutil.copyfileobj(fh, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
 
 
 # --- consistency of the folder with the database --------------------------------------------------------
@@ -234,13 +302,17 @@ def repair(found: FolderCheck) -> None:
 def check_folder(delete: bool = False, min_age: float = IN_FLIGHT_SECONDS) -> FolderCheck:
     """``check`` against the database (every scored submission keeps its original); with ``delete``,
     ``repair`` what it found. Changes only files, never rows."""
+    found = check(stored_digests(), min_age)
+    if delete:
+        repair(found)
+    return found
+
+
+def stored_digests() -> set[str]:
+    """The sha256 of every stored (scored) submission's original: what the store must hold."""
     from sqlalchemy import select
 
     from app.db import db
     from app.models import Submission
 
-    stored = set(db.session.scalars(select(Submission.file_sha256).where(Submission.status == "scored")))
-    found = check(stored, min_age)
-    if delete:
-        repair(found)
-    return found
+    return set(db.session.scalars(select(Submission.file_sha256).where(Submission.status == "scored")))
