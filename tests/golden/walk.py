@@ -17,7 +17,9 @@ import html
 import itertools
 import json
 import lzma
+import os
 import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -66,6 +68,7 @@ def _normalise(text: str, folder: Path, secrets: list[str]) -> str:
     text = _CSRF.sub(lambda m: (m.group(1) or m.group(3)) + "<CSRF>" + (m.group(2) or m.group(4)), text)
     for secret in secrets:
         text = text.replace(secret, "<SECRET>")
+    text = text.replace(f"{socket.gethostname()}:{os.getpid()}", "<WORKER>")  # who ran a job (the jobs page)
     return text.replace(str(folder), "<TMP>")
 
 

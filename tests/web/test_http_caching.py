@@ -47,6 +47,7 @@ CLASSES = {
     "api_v1.get_submission": NO_STORE,
     "console.index": NO_STORE,
     "console.audit_log": NO_STORE,
+    "console.jobs": NO_STORE,
     "console.flags": NO_STORE,
     "console.rejected": NO_STORE,
     "console.split": NO_STORE,

@@ -14,7 +14,10 @@ from tests.support.splits import nlvr2_split
 def test_healthz(client):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json == {"status": "ok"}
+    assert response.json == {
+        "status": "ok",
+        "queue": {"waiting": 0, "running": 0, "oldest_s": 0.0, "failed": 0, "stuck": 0},
+    }
 
 
 def test_index_empty_explains_how_to_start(client):

@@ -30,6 +30,7 @@ from app.services.boards.board_snapshots import (
     snapshot,
 )
 from app.services.errors import ServiceError
+from app.services.jobs import transport
 
 PER_PAGE = 100
 METRIC_LABELS = {
@@ -404,6 +405,13 @@ _BENCHMARK_QUERY = (
 )
 
 
+def behind_marker(snapshot_version: int | None) -> int | None:
+    """What a page depends on of its board's last finished snapshot: its version where workers build boards
+    (a page served while the next one is built changes when that is done); nothing where the reader builds
+    an out-of-date board itself (JOB_QUEUE=inline), whose page is always at the board's version."""
+    return None if transport.inline() else snapshot_version
+
+
 def benchmark_info(slug: str) -> BenchmarkInfo:
     """The benchmark and its splits in one plain query; NotFound for an unknown slug."""
     rows = db.session.connection().execute(_BENCHMARK_QUERY, {"slug": slug}).all()
@@ -426,7 +434,7 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
             row[17],
             bool(row[18]),
             row[20],
-            row[21],
+            behind_marker(row[21]),
         )
         for row in rows
         if row[6] is not None

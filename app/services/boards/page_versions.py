@@ -39,7 +39,7 @@ def benchmark(slug: str) -> leaderboards.BenchmarkInfo:
 def catalog() -> tuple:
     """Every benchmark and split with its board_version: what the home page and the benchmark list show."""
     begin_reading()
-    return tuple(tuple(row) for row in db.session.execute(_CATALOG_QUERY))
+    return tuple((*row[:-1], leaderboards.behind_marker(row[-1])) for row in db.session.execute(_CATALOG_QUERY))
 
 
 def submission(submission_id: int) -> tuple | None:
