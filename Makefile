@@ -83,12 +83,13 @@ coverage:
 	$(MAKE) --no-print-directory test COVERAGE_ARGS="--cov=app --cov=serving --cov-branch --cov-report=term:skip-covered"
 
 # The speed and scale benchmarks: scripts that print tables, never part of the test run.
-bench: install
+bench: install-dev system-deps
 	$(BIN)/python benchmarks/scoring.py
 	$(BIN)/python benchmarks/leaderboard.py
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/hostile_uploads.py
 	$(BIN)/python benchmarks/worker_memory.py
+	$(BIN)/python benchmarks/job_queue.py
 
 benchmarks: install
 	$(BIN)/python benchmarks/scoring.py

@@ -43,6 +43,11 @@ def has_pending() -> bool:
     return bool(getattr(_local, "jobs", None))
 
 
+def forget_pending() -> None:
+    """Drop this thread's in-process jobs not yet run (the tests, between one database's life and the next)."""
+    _local.__dict__.clear()
+
+
 @event.listens_for(Session, "after_commit")
 def _committed(session: Session) -> None:
     queued = queue.queued_in(session)

@@ -1,0 +1,199 @@
+"""The job queue (issue 26): a waiting job per key, retries with backoff, giving up, a time limit, a dead
+worker's job taken back, the console's view, and readers served the last finished board while workers build
+the next (the workers are stood in for here; tests/load/test_job_worker.py runs real ones on PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from app import synthetic
+from app.db import db
+from app.models import Job, Submission, as_utc, utcnow
+from app.services import catalog
+from app.services.boards import board_snapshots, leaderboards
+from app.services.errors import Conflict
+from app.services.intake import submissions
+from app.services.jobs import console, queue, transport
+from app.services.maintenance import health, maintainer_actions
+from tests.support.submission_world import build_submission_world
+
+pytestmark = pytest.mark.postgres(
+    reason="the queue's coalescing is a partial unique index and INSERT ... ON CONFLICT, per dialect"
+)
+
+
+@pytest.fixture
+def world(ctx):
+    return build_submission_world()
+
+
+@pytest.fixture
+def kinds():
+    """Kinds of job of the test's own, forgotten afterwards."""
+    calls: list[dict] = []
+    added: list[str] = []
+
+    def add(name, run):
+        queue.register(name, run)
+        added.append(name)
+
+    yield add, calls
+    for name in added:
+        queue._kinds.pop(name, None)
+
+
+def _job(job_id: int) -> Job:
+    db.session.rollback()
+    found = db.session.get(Job, job_id)
+    assert found is not None
+    return found
+
+
+def test_changes_arriving_while_a_job_waits_are_folded_into_it(ctx, kinds):
+    add, calls = kinds
+    add("test-fold", lambda args, deadline: calls.append(args) or "ok")
+    first = queue.enqueue("test-fold", "thing:1", {"n": 1})
+    second = queue.enqueue("test-fold", "thing:1", {"n": 2})
+    other = queue.enqueue("test-fold", "thing:2", {"n": 3})
+    db.session.commit()
+    assert first is not None and second is None and other is not None
+    assert queue.run(first).state == "done" and calls == [{"n": 1}]
+    # Once it has started, a new change queues a new job (it may have read the state before the change).
+    again = queue.enqueue("test-fold", "thing:1", {"n": 4})
+    db.session.commit()
+    assert again is not None and again != first
+
+
+def test_a_failing_job_is_retried_with_backoff_then_given_up_and_shown(ctx, kinds, app):
+    add, calls = kinds
+    app.config["JOB_MAX_ATTEMPTS"] = 3
+
+    def broken(args, deadline):
+        calls.append(args)
+        raise RuntimeError("the gold file is unreadable")
+
+    add("test-broken", broken)
+    job_id = queue.enqueue("test-broken", "thing:9", {})
+    db.session.commit()
+    outcome = queue.run(job_id)
+    job = _job(job_id)
+    assert outcome.state == "queued" and outcome.job is not None and outcome.job.delay == queue.backoff(1)
+    assert job.state == "queued" and job.attempts == 1 and "the gold file is unreadable" in job.error
+    assert as_utc(job.run_after) > utcnow() + timedelta(seconds=queue.backoff(1) - 2)
+    assert queue.run(job_id).state == "none"  # not due yet: its backoff
+    for attempt in (2, 3):
+        db.session.execute(update(Job).where(Job.id == job_id).values(run_after=utcnow()))
+        db.session.commit()
+        outcome = queue.run(job_id)
+        assert _job(job_id).attempts == attempt
+    assert outcome.state == "failed" and _job(job_id).state == "failed" and len(calls) == 3
+    assert queue.backoff(1) < queue.backoff(2) < queue.backoff(3)
+    state = console.queue_state()
+    assert state.failed == 1 and state.waiting == 0
+    assert [row.id for row in console.listing("attention")] == [job_id]
+    assert health.report()["status"] == "degraded" and health.report()["queue"]["failed"] == 1
+    # The console's rerun: a new run of its key; once that is done, the failure no longer needs anyone.
+    add("test-broken", lambda args, deadline: "fixed")
+    ((old, new),) = maintainer_actions.rerun_jobs(None, [job_id], via="console")
+    assert old == job_id and new != job_id
+    assert _job(new).state == "queued"
+    assert transport.run_pending() >= 1  # in-process: what the console's request runs once it has answered
+    assert _job(new).state == "done"
+    assert console.queue_state().failed == 0 and console.listing("attention") == []
+    with pytest.raises(Conflict):
+        console.rerun(new)
+
+
+def test_a_job_past_its_time_limit_is_stopped_at_its_next_check(ctx, kinds, app):
+    add, _ = kinds
+    app.config["JOB_TIME_LIMIT"] = 0.01
+    app.config["JOB_MAX_ATTEMPTS"] = 1
+
+    def slow(args, deadline):
+        while True:
+            deadline.check()
+
+    add("test-slow", slow)
+    job_id = queue.enqueue("test-slow", "thing:3", {})
+    db.session.commit()
+    assert queue.run(job_id).state == "failed"
+    assert "time limit of 0.01 s" in _job(job_id).error
+
+
+def test_a_job_whose_worker_died_is_taken_back(ctx, kinds, app):
+    add, calls = kinds
+    add("test-dead", lambda args, deadline: calls.append(1) or "ok")
+    job_id = queue.enqueue("test-dead", "thing:4", {})
+    db.session.commit()
+    long_ago = utcnow() - timedelta(seconds=queue.stalled_seconds() + 5)
+    db.session.execute(
+        update(Job)
+        .where(Job.id == job_id)
+        .values(state="running", attempts=1, heartbeat_at=long_ago, started_at=long_ago)
+    )
+    db.session.commit()
+    back = queue.recover_stalled()
+    assert [job.id for job in back] == [job_id]
+    job = _job(job_id)
+    assert job.state == "queued" and "its worker stopped" in job.error
+    assert queue.run(job_id).state == "done" and calls == [1] and _job(job_id).attempts == 2
+
+
+def test_a_live_run_of_a_key_keeps_the_next_one_waiting(ctx, kinds):
+    add, _ = kinds
+    add("test-busy", lambda args, deadline: "ok")
+    running = queue.enqueue("test-busy", "thing:5", {})
+    db.session.commit()
+    db.session.execute(update(Job).where(Job.id == running).values(state="running", attempts=1, heartbeat_at=utcnow()))
+    db.session.commit()
+    waiting = queue.enqueue("test-busy", "thing:5", {})
+    db.session.commit()
+    assert queue.run(waiting).state == "busy" and _job(waiting).state == "queued"
+
+
+def _publish(world, accuracy: float, seed: int) -> Submission:
+    split = catalog.get_split("nlvr2", "dev")
+    data = synthetic.predictions("nlvr2", world["gold"], accuracy, seed=seed)
+    return submissions.store_scored(split, world["lab"], data, model_name=f"m{seed}", description="d", publish=True)
+
+
+def test_readers_get_the_last_finished_board_while_workers_build_the_next(world, app, monkeypatch):
+    """With workers (JOB_QUEUE=procrastinate), a change queues the board's job and readers never compute:
+    they are served the board as it was, marked as updating, less an entry hidden since."""
+    first, second = _publish(world, 0.7, 1), _publish(world, 0.8, 2)
+    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))  # the last finished board: two entries
+    handed: list[queue.Queued] = []
+    monkeypatch.setattr(transport, "defer", lambda job: handed.append(job) or True)
+    app.config["JOB_QUEUE"] = "procrastinate"
+    third = _publish(world, 0.9, 3)
+    maintainer_actions.hide_entry(world["admin"], first.id, "a duplicate")
+    # One job handed to the workers: the hiding's change was folded into the publication's waiting job.
+    assert [job.kind for job in handed] == ["board"]
+    board = leaderboards.board("nlvr2", "dev")
+    assert board.snapshot is not None and board.snapshot.updating_since is not None
+    assert [entry.submission_id for entry in board.entries] == [second.id]  # hidden at once, new one not yet
+    assert console.queue_state().waiting == 1
+    # A worker's run of the job (here, in this process) makes the board current.
+    assert transport.run_due_here() == 1
+    board = leaderboards.board("nlvr2", "dev")
+    assert board.snapshot.updating_since is None
+    assert [entry.submission_id for entry in board.entries] == [third.id, second.id]
+    db.session.rollback()
+    assert db.session.scalar(select(Job.state).where(Job.id == handed[0].id)) == "done"
+
+
+def test_a_board_job_lost_on_its_way_is_queued_again_by_its_reader(world, app, monkeypatch):
+    _publish(world, 0.7, 1)
+    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))
+    monkeypatch.setattr(transport, "defer", lambda job: True)
+    app.config["JOB_QUEUE"] = "procrastinate"
+    _publish(world, 0.8, 2)
+    db.session.execute(update(Job).where(Job.state == "queued").values(state="failed", error="lost"))
+    db.session.commit()
+    board = leaderboards.board("nlvr2", "dev")
+    assert board.snapshot.updating_since is not None
+    db.session.rollback()
+    assert db.session.scalar(select(Job.id).where(Job.kind == "board", Job.state == "queued")) is not None
