@@ -7,6 +7,7 @@ These names and options are an interface that scripts rely on. Errors exit with 
 from __future__ import annotations
 
 import json
+import logging
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -549,6 +550,8 @@ def worker_command(concurrency):
     Needs JOB_QUEUE=procrastinate (the default on PostgreSQL). Several may run, on other machines."""
     if not transport.uses_workers():
         raise click.UsageError("JOB_QUEUE is inline (SQLite): jobs run in the web process; there is no worker to run")
+    # What a worker does goes to its standard error, as gunicorn's messages do (systemd's journal keeps it).
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     click.echo(f"worker {transport.worker_label()}: running jobs (concurrency {concurrency})")
     transport.serve(current_app._get_current_object(), concurrency=concurrency)  # type: ignore[attr-defined]
 

@@ -4,6 +4,8 @@ from logging.config import fileConfig
 from alembic import context
 from flask import current_app
 
+from app.schema import owned_by_the_app
+
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
 config = context.config
@@ -84,6 +86,7 @@ def run_migrations_online():
                 logger.info("No changes in schema detected.")
 
     conf_args = current_app.extensions["migrate"].configure_args
+    conf_args.setdefault("include_object", owned_by_the_app)
     if conf_args.get("process_revision_directives") is None:
         conf_args["process_revision_directives"] = process_revision_directives
 

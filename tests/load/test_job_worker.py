@@ -65,10 +65,11 @@ class Worker:
         self.process.wait(timeout=10)
 
     def stop(self) -> None:
+        """SIGTERM (the job in hand is finished first), then SIGKILL after 5 s: the test is over."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)

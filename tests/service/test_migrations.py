@@ -13,7 +13,7 @@ from sqlalchemy import func, inspect, select, text
 from app import create_app, synthetic
 from app.db import db
 from app.models import Score, Submission
-from app.schema import MIGRATIONS, head_revision
+from app.schema import MIGRATIONS, head_revision, owned_by_the_app
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import leaderboards
@@ -118,7 +118,10 @@ def test_upgrade_empty_database_then_down_and_up_with_data(empty_app, database_b
 def test_migrations_match_models(app, database_backend):
     """Autogenerate would find nothing to do: the migrations create exactly what the models describe."""
     with app.app_context(), db.engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True, "compare_server_default": False})
+        context = MigrationContext.configure(
+            connection,
+            opts={"compare_type": True, "compare_server_default": False, "include_object": owned_by_the_app},
+        )
         diff = compare_metadata(context, db.metadata)
     assert diff == [], f"models and migrations differ on {database_backend.name}: {diff}"
 
