@@ -197,3 +197,18 @@ def test_a_board_job_lost_on_its_way_is_queued_again_by_its_reader(world, app, m
     assert board.snapshot.updating_since is not None
     db.session.rollback()
     assert db.session.scalar(select(Job.id).where(Job.kind == "board", Job.state == "queued")) is not None
+
+
+def test_a_board_whose_job_failed_is_not_queued_again_at_every_view(world, app, monkeypatch):
+    _publish(world, 0.7, 1)
+    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))
+    monkeypatch.setattr(transport, "defer", lambda job: True)
+    app.config["JOB_QUEUE"] = "procrastinate"
+    _publish(world, 0.8, 2)
+    db.session.execute(update(Job).where(Job.state == "queued").values(state="failed", finished_at=utcnow()))
+    db.session.commit()
+    for _ in range(3):
+        assert leaderboards.board("nlvr2", "dev").snapshot.updating_since is not None
+    db.session.rollback()
+    assert db.session.scalar(select(Job.id).where(Job.kind == "board", Job.state == "queued")) is None
+    assert console.queue_state().failed == 1  # for a person to look at (the console's rerun)

@@ -659,9 +659,14 @@ def _behind(split: Split, found: Snapshot) -> Snapshot:
     """The last finished snapshot, served while the board's job builds the next: marked as updating since its
     oldest waiting change, and without entries taken off the board since (hidden, withdrawn)."""
     since = queue.waiting_since(board_key(split.id))
-    if since is None:  # no job is waiting or running for it (its hand-over was lost): queue one
-        _queue_board_job(split.id)
-        since = utcnow()
+    if since is None:
+        # No job is waiting or running for it: its last one failed (shown on the console; its readers do not
+        # queue another for JOB_STUCK_AFTER, so a board that cannot be built is not tried at every view), or
+        # its hand-over was lost.
+        since = queue.failed_since(board_key(split.id))
+        if since is None:
+            _queue_board_job(split.id)
+            since = utcnow()
     on_board = set(
         db.session.scalars(
             select(Submission.id).where(

@@ -274,6 +274,15 @@ def waiting_since(key: str) -> datetime | None:
     return as_utc(found) if found is not None else None
 
 
+def failed_since(key: str) -> datetime | None:
+    """When the job of this key that failed within the last JOB_STUCK_AFTER seconds was queued (None: none)."""
+    recent = utcnow() - timedelta(seconds=settings.current().job_stuck_after)
+    found = db.session.scalar(
+        select(func.max(Job.queued_at)).where(Job.key == key, Job.state == "failed", Job.finished_at >= recent)
+    )
+    return as_utc(found) if found is not None else None
+
+
 def recover_stalled() -> list[Queued]:
     """Runs whose worker stopped beating (killed, machine lost): queued again (or failed, out of attempts)."""
     now = utcnow()
