@@ -72,19 +72,7 @@ def create_app(config: dict | None = None) -> Flask:
 def _register_jobs(app: Flask) -> None:
     # The kinds of job, registered by the services that own their work, in every process (a worker too).
     from app.services.boards import board_snapshots  # noqa: F401
-    from app.services.jobs import transport
     from app.services.maintenance import rescore_job  # noqa: F401
-
-    def run_pending() -> None:
-        with app.app_context():
-            transport.run_pending()
-
-    @app.after_request
-    def _run_queued_jobs(response):
-        # In-process jobs the request queued run once its answer is sent, not while the client waits.
-        if transport.has_pending():
-            response.call_on_close(run_pending)
-        return response
 
 
 def _register_write_requests(app: Flask) -> None:

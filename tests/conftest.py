@@ -231,9 +231,6 @@ _caches_seen_modules = -1
 def clear_process_caches() -> None:
     """Empty every module-level LRU memo of the app's modules (found by looking, so a new one is
     included): they are keyed by database URL and ids, and every test reuses both."""
-    from app.services.jobs import transport
-
-    transport.forget_pending()
     global _caches_seen_modules
     if len(sys.modules) != _caches_seen_modules:
         _caches_seen_modules = len(sys.modules)

@@ -3,8 +3,9 @@
 - "procrastinate" (PostgreSQL): the job's id is deferred to procrastinate, whose `flask worker` processes (on
   any machine that reaches the database) run it; LISTEN/NOTIFY wakes them at once. A sweep in each worker
   (every two heartbeats, JOB_HEARTBEAT) takes back runs whose worker died and hands over jobs whose hand-over was lost.
-- "inline" (SQLite, `make run`, tests): the process that queued it runs it: rescoring at once (its callers
-  read the scores next), a board when its reader asks for it or after the response that queued it is sent.
+- "inline" (SQLite, `make run`, tests): the process runs it: rescoring at once, after the commit that queued
+  it (its callers read the scores next); a board when its first reader asks for it (as before there were
+  jobs: a board nobody reads is never built), or `flask jobs run`.
 """
 
 from __future__ import annotations
@@ -26,26 +27,6 @@ QUEUE_NAME = "holdout"
 TASK_NAME = "holdout.run_job"
 SWEEP_BEATS = 2  # the workers' sweep runs every this many heartbeats (JOB_HEARTBEAT)
 BUSY_RETRY_SECONDS = 2  # a job whose key is being worked on is handed over again this much later
-
-# In-process: jobs this thread's commits queued that wait for a reader or the end of the request.
-_local = threading.local()
-
-
-def _pending() -> list[queue.Queued]:
-    """This thread's in-process jobs for the database in use (a test process uses many databases)."""
-    url = str(db.engine.url)
-    if getattr(_local, "url", None) != url:
-        _local.url, _local.jobs = url, []
-    return _local.jobs
-
-
-def has_pending() -> bool:
-    return bool(getattr(_local, "jobs", None))
-
-
-def forget_pending() -> None:
-    """Drop this thread's in-process jobs not yet run (the tests, between one database's life and the next)."""
-    _local.__dict__.clear()
 
 
 @event.listens_for(Session, "after_commit")
@@ -71,29 +52,16 @@ def hand_over(jobs: list[queue.Queued]) -> None:
         kind = queue._kinds.get(job.kind)
         if kind is not None and kind.eager_inline:
             run_inline(job.id)
-        else:
-            _pending().append(job)
+        # Any other waits for whoever needs it first: a board's reader (board_snapshots), `flask jobs run`.
 
 
 def run_inline(job_id: int) -> queue.Outcome:
-    """Run a job in this process now (it is retried here, when due, by the next run_pending)."""
+    """Run a job in this process now (a failed attempt is tried again, once due, by whoever next asks)."""
     try:
         return queue.run(job_id)
     except Exception:  # the job's own failure is recorded by queue.run; this is the queue's (database down)
         log.exception("job %s could not be run in-process", job_id)
         return queue.Outcome("none")
-
-
-def run_pending() -> int:
-    """In-process: run what this thread's commits queued, and retries that are due (after a response)."""
-    jobs, _local.jobs = _pending(), []
-    if not jobs:
-        return 0
-    with own_session():
-        ids = {job.id for job in jobs} | {job.id for job in queue.due(limit=5)}
-    for job_id in sorted(ids):
-        run_inline(job_id)
-    return len(ids)
 
 
 def run_for_key(key: str) -> bool:
