@@ -3,12 +3,12 @@
 
 1. A throwaway PostgreSQL cluster (tests/postgres.py) with NLVR2 Test-P (6,967 examples) and `--entries`
    published entries (bulk insert), its board built once. A gunicorn server (2 workers) and one `flask worker`
-   (JOB_QUEUE=procrastinate), then `--publications` times: a team uploads a file and publishes it through the
-   API; right after the publish answers, the board's page (no cookie: what the public gets) and its API
-   answer are timed (the first view after the publication), then the API is polled every 50 ms until it
-   shows the new entry and no longer says "updating" (the time until the new snapshot is served, from the
-   publish's answer). The same with JOB_QUEUE=inline on the same database for comparison: no worker, the
-   first reader after a change builds the board itself (what Holdout did before issue 26).
+   pinned to one core (JOB_QUEUE=procrastinate), then `--publications` times: a team uploads a file and
+   publishes it through the API; right after the publish answers, the board's page (no cookie: what the public
+   gets) and its API answer are timed (the first view after the publication), then the API is polled every 50
+   ms until it shows the new entry and no longer says "updating" (the time until the new snapshot is served,
+   from the publish's answer). The same with JOB_QUEUE=inline on the same database for comparison: no worker,
+   the first reader after a change builds the board itself (what Holdout did before issue 26).
 2. Upload latency (POST /api/v1/submissions of a Test-P-size file, scored and stored) with the originals on
    the local disk and with STORAGE_URL=s3://... on s3rver (tests/support/s3_server.py) on loopback: the
    median and 90th percentile of `--uploads` uploads each, one at a time, against a gunicorn server.
@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import signal
 import statistics
 import subprocess
@@ -167,9 +168,11 @@ def publications(base: str, token: str, gold: bytes, count: int, seed: int) -> l
 
 
 def worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+    """One `flask worker`, on one core (taskset, where there is one): the issue's bound is for one core."""
     out = open(log, "ab")  # noqa: SIM115 (the process writes it until stopped)
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
     return subprocess.Popen(
-        [str(Path(sys.executable).parent / "flask"), "--app", "wsgi", "worker"],
+        [*pin, str(Path(sys.executable).parent / "flask"), "--app", "wsgi", "worker"],
         cwd=ROOT,
         env=env,
         stdout=out,
