@@ -212,3 +212,32 @@ def test_a_board_whose_job_failed_is_not_queued_again_at_every_view(world, app, 
     db.session.rollback()
     assert db.session.scalar(select(Job.id).where(Job.kind == "board", Job.state == "queued")) is None
     assert console.queue_state().failed == 1  # for a person to look at (the console's rerun)
+
+
+def test_a_publication_through_the_api_never_builds_the_board_in_its_request(world, app, monkeypatch):
+    """With workers, the publishing request answers where the entry is from the last finished board: it
+    does not build the next one itself (a POST request, which may hold a write lock, included)."""
+    from app.services.people import accounts
+
+    _publish(world, 0.7, 1)
+    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))
+    monkeypatch.setattr(transport, "defer", lambda job: True)
+    app.config["JOB_QUEUE"] = "procrastinate"
+    split = catalog.get_split("nlvr2", "dev")
+    data = synthetic.predictions("nlvr2", world["gold"], 0.9, seed=5)
+    unpublished = submissions.store_scored(split, world["lab"], data, model_name="new", description="d")
+    token = accounts.create_token(world["member"], "t")[1]
+    built: list[int] = []
+    real = board_snapshots._compute
+    monkeypatch.setattr(
+        board_snapshots, "_compute", lambda split, version: built.append(version) or real(split, version)
+    )
+    response = app.test_client().post(
+        f"/api/v1/submissions/{unpublished.id}/publish",
+        json={"description": "A model."},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200, response.json
+    assert built == [] and response.json["placement"]["row"] is None  # "it will appear on the board shortly"
+    db.session.rollback()  # this test's own session: no transaction left open beside the worker's run
+    assert transport.run_due_here() == 1 and len(built) == 1  # the worker's job builds it, once

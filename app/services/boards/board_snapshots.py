@@ -615,7 +615,7 @@ def snapshot(split: Split) -> Snapshot:
     found = _stored(split.id, version)
     if found is not None and found.version == version:
         return found
-    if transport.inline() or found is None or may_hold_write_lock():
+    if transport.inline() or found is None:
         return _build_here(split, version)
     return _behind(split, found)
 
@@ -665,7 +665,10 @@ def _behind(split: Split, found: Snapshot) -> Snapshot:
         # its hand-over was lost.
         since = queue.failed_since(board_key(split.id))
         if since is None:
-            _queue_board_job(split.id)
+            # Not from a transaction with changes of its own (a request that wrote and now reads): the job it
+            # may have queued is not committed yet, and a second session would wait for it.
+            if not may_hold_write_lock():
+                _queue_board_job(split.id)
             since = utcnow()
     on_board = set(
         db.session.scalars(
