@@ -577,7 +577,7 @@ def jobs_list(state, limit):
     for row in jobs_console.listing(state, limit):
         flag = " STUCK" if row.stuck else ""
         line = (
-            f"{row.id:>7}  {row.kind:<8} {row.key:<16} {row.state:<8}{flag} attempts {row.attempts}  "
+            f"{row.id:>7}  {row.kind:<8} {row.target:<24} {row.state:<8}{flag} attempts {row.attempts}  "
             f"queued {row.queued_at:%Y-%m-%d %H:%M:%S}"
         )
         click.echo(line)

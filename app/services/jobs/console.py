@@ -12,7 +12,7 @@ from sqlalchemy.orm import aliased
 
 from app import settings
 from app.db import db
-from app.models import Job, as_utc, utcnow
+from app.models import Benchmark, Job, Split, as_utc, utcnow
 from app.services.errors import Conflict, NotFound
 from app.services.jobs import queue, transport
 
@@ -31,6 +31,7 @@ class JobRow:
     error: str | None
     result: str | None
     stuck: bool  # waiting or running for longer than JOB_STUCK_AFTER
+    target: str = ""  # what it works on, as people name it ("nlvr2/test-u"); the key where that is unknown
 
     @property
     def needs_attention(self) -> bool:
@@ -48,10 +49,31 @@ def _stuck(now: datetime):
     return and_(Job.state.in_(("queued", "running")), Job.queued_at < old)
 
 
+def _split_id(key: str) -> int | None:
+    _, _, rest = key.partition(":")
+    return int(rest) if rest.isdigit() else None
+
+
+def _split_names(keys: set[str]) -> dict[str, str]:
+    """ "benchmark/split" for keys of the form "<kind>:<split id>" (a board's, a rescoring's)."""
+    ids = {split_id for key in keys if (split_id := _split_id(key)) is not None}
+    if not ids:
+        return {}
+    names = {
+        split_id: f"{benchmark}/{split}"
+        for split_id, benchmark, split in db.session.execute(
+            select(Split.id, Benchmark.slug, Split.slug).join(Benchmark).where(Split.id.in_(ids))
+        )
+    }
+    return {key: names[split_id] for key in keys if (split_id := _split_id(key)) in names}
+
+
 def _rows(query, now: datetime) -> list[JobRow]:
     limit = timedelta(seconds=settings.current().job_stuck_after)
     found = []
-    for job in db.session.scalars(query):
+    jobs = list(db.session.scalars(query))
+    names = _split_names({job.key for job in jobs})
+    for job in jobs:
         queued_at = as_utc(job.queued_at)
         found.append(
             JobRow(
@@ -67,6 +89,7 @@ def _rows(query, now: datetime) -> list[JobRow]:
                 job.error,
                 job.result,
                 job.state in ("queued", "running") and now - queued_at > limit,
+                names.get(job.key, job.key),
             )
         )
     return found
