@@ -160,10 +160,22 @@ def _publish(world, accuracy: float, seed: int) -> Submission:
     return submissions.store_scored(split, world["lab"], data, model_name=f"m{seed}", description="d", publish=True)
 
 
+def _with_workers(world, app, monkeypatch) -> list[queue.Queued]:
+    """One entry on a built board, then JOB_QUEUE=procrastinate with the workers stood in for: what is handed
+    to them is collected (and never run)."""
+    _publish(world, 0.7, 1)
+    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))
+    handed: list[queue.Queued] = []
+    monkeypatch.setattr(transport, "defer", lambda job: handed.append(job) or True)
+    app.config["JOB_QUEUE"] = "procrastinate"
+    return handed
+
+
 def test_readers_get_the_last_finished_board_while_workers_build_the_next(world, app, monkeypatch):
     """With workers (JOB_QUEUE=procrastinate), a change queues the board's job and readers never compute:
     they are served the board as it was, marked as updating, less an entry hidden since."""
-    first, second = _publish(world, 0.7, 1), _publish(world, 0.8, 2)
+    first = _publish(world, 0.7, 1)
+    second = _publish(world, 0.8, 2)
     board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))  # the last finished board: two entries
     handed: list[queue.Queued] = []
     monkeypatch.setattr(transport, "defer", lambda job: handed.append(job) or True)
@@ -186,10 +198,7 @@ def test_readers_get_the_last_finished_board_while_workers_build_the_next(world,
 
 
 def test_a_board_job_lost_on_its_way_is_queued_again_by_its_reader(world, app, monkeypatch):
-    _publish(world, 0.7, 1)
-    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))
-    monkeypatch.setattr(transport, "defer", lambda job: True)
-    app.config["JOB_QUEUE"] = "procrastinate"
+    _with_workers(world, app, monkeypatch)
     _publish(world, 0.8, 2)
     db.session.execute(update(Job).where(Job.state == "queued").values(state="failed", error="lost"))
     db.session.commit()
@@ -200,10 +209,7 @@ def test_a_board_job_lost_on_its_way_is_queued_again_by_its_reader(world, app, m
 
 
 def test_a_board_whose_job_failed_is_not_queued_again_at_every_view(world, app, monkeypatch):
-    _publish(world, 0.7, 1)
-    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))
-    monkeypatch.setattr(transport, "defer", lambda job: True)
-    app.config["JOB_QUEUE"] = "procrastinate"
+    _with_workers(world, app, monkeypatch)
     _publish(world, 0.8, 2)
     db.session.execute(update(Job).where(Job.state == "queued").values(state="failed", finished_at=utcnow()))
     db.session.commit()
@@ -219,10 +225,7 @@ def test_a_publication_through_the_api_never_builds_the_board_in_its_request(wor
     does not build the next one itself (a POST request, which may hold a write lock, included)."""
     from app.services.people import accounts
 
-    _publish(world, 0.7, 1)
-    board_snapshots.snapshot(catalog.get_split("nlvr2", "dev"))
-    monkeypatch.setattr(transport, "defer", lambda job: True)
-    app.config["JOB_QUEUE"] = "procrastinate"
+    _with_workers(world, app, monkeypatch)
     split = catalog.get_split("nlvr2", "dev")
     data = synthetic.predictions("nlvr2", world["gold"], 0.9, seed=5)
     unpublished = submissions.store_scored(split, world["lab"], data, model_name="new", description="d")
