@@ -590,7 +590,7 @@ def jobs_list(state, limit):
 
 
 @jobs_cli.command("retry")
-@click.argument("job_ids", nargs=-1, type=int)
+@click.argument("job_ids", nargs=-1, type=click.IntRange(1, 2**31 - 1))  # a job's id is an INTEGER
 @click.option("--failed", "all_failed", is_flag=True, help="Every job that failed and was not since done.")
 def jobs_retry(job_ids, all_failed):
     """Queue failed or stuck jobs' work again (a new run of each one's key)."""

@@ -110,8 +110,8 @@ def from_environment(instance_path: str) -> dict:
         # and in /healthz once waiting or running for JOB_STUCK_AFTER seconds.
         "JOB_QUEUE": _job_queue(database_url),
         "JOB_MAX_ATTEMPTS": _at_least_one("JOB_MAX_ATTEMPTS", 4),
-        "JOB_TIME_LIMIT": _seconds("JOB_TIME_LIMIT", 600.0),
-        "JOB_STUCK_AFTER": _seconds("JOB_STUCK_AFTER", 300.0),
+        "JOB_TIME_LIMIT": _number("JOB_TIME_LIMIT", 600.0, 1, 86400, "a number of seconds between 1 and 86400"),
+        "JOB_STUCK_AFTER": _number("JOB_STUCK_AFTER", 300.0, 1, 86400, "a number of seconds between 1 and 86400"),
         # A running job marks itself alive this often; after six missed beats its worker is taken for dead
         # and the job is run again.
         "JOB_HEARTBEAT": _number("JOB_HEARTBEAT", 5.0, 0.1, 600, "a number of seconds between 0.1 and 600"),

@@ -57,10 +57,10 @@ class Settings:
             max_teams_per_account=int(config.get("MAX_TEAMS_PER_ACCOUNT", DEFAULT_MAX_TEAMS_PER_ACCOUNT)),
             max_teams_created_per_day=int(config.get("MAX_TEAMS_CREATED_PER_DAY", DEFAULT_MAX_TEAMS_CREATED_PER_DAY)),
             job_queue=str(config.get("JOB_QUEUE") or "inline"),
-            job_max_attempts=int(config.get("JOB_MAX_ATTEMPTS") or 4),
-            job_time_limit=float(config.get("JOB_TIME_LIMIT") or 600),
-            job_stuck_after=float(config.get("JOB_STUCK_AFTER") or 300),
-            job_heartbeat=float(config.get("JOB_HEARTBEAT") or 5),
+            job_max_attempts=int(config.get("JOB_MAX_ATTEMPTS", 4)),
+            job_time_limit=float(config.get("JOB_TIME_LIMIT", 600)),
+            job_stuck_after=float(config.get("JOB_STUCK_AFTER", 300)),
+            job_heartbeat=float(config.get("JOB_HEARTBEAT", 5)),
         )
 
 

@@ -541,9 +541,10 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         str(db.engine.url),
         split.id,
         snap.version,
-        # Served while the next snapshot is built: marked as updating, less entries taken off the board since.
+        # Served while the next snapshot is built: marked as updating, less the entries taken off the board since,
+        # which change with every change of the board (two different sets of the same size included).
         snap.updating_since,
-        len(snap.entries),
+        split.board_version if snap.updating_since is not None else None,
         column.key if column else None,
         direction,
         number,
