@@ -6,9 +6,17 @@ import click
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app import create_app
+from app.config import ConfigError
 from app.schema import SchemaOutOfDate, require_current
 
-app = create_app()
+try:
+    app = create_app()
+except ConfigError as exc:
+    # A setting is wrong: say which, without a traceback. A `flask` command exits 2 (the settings are the
+    # caller's to fix); a WSGI server gets 4, "the application cannot load", and stops instead of restarting
+    # workers that would fail the same way.
+    print(f"holdout: {exc}", file=sys.stderr, flush=True)
+    sys.exit(2 if click.get_current_context(silent=True) is not None else 4)
 
 # Serving refuses a database whose schema is behind the code. The `flask` commands load this module from
 # inside a click command (that is how `flask db upgrade` can bring the schema up to date) and skip it.

@@ -5,6 +5,7 @@ score per subset and metric."""
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 
 import pytest
@@ -357,3 +358,27 @@ def test_a_label_correction_leaves_one_fresh_score_per_subset_and_metric(world, 
         assert {(row.subset, row.metric): row.value for row in rows} == pytest.approx(expected)
     rescorings = db.session.execute(select(Job.state).where(Job.kind == "rescore")).scalars().all()
     assert rescorings == ["done"]  # in-process: run right after the correction's commit
+
+
+@pytest.mark.parametrize("env", [{"JOB_QUEUE": "bogus"}, {"JOB_HEARTBEAT": "0"}, {"SECRET_KEY": ""}])
+def test_a_bad_setting_stops_a_command_with_its_name_and_no_traceback(tmp_path, env):
+    """`flask --app wsgi ...` with a wrong setting: the message naming it, exit 2, no traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("JOB_", "HOLDOUT_DEMO", "SECRET_KEY"))}
+    environment = base | {"DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}", "SECRET_KEY": "k" * 64} | env
+    if not environment["SECRET_KEY"]:
+        del environment["SECRET_KEY"]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "flask"), "--app", "wsgi", "jobs", "list"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    named = next(iter(env))
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr and "Traceback" not in done.stderr + done.stdout
