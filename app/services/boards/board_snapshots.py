@@ -229,6 +229,18 @@ def _add_gap(task, gaps, i: int, scores: dict, intervals: dict) -> tuple[float |
     return _finite(gaps.p[i]), bool(gaps.larger_than_sampling[i])
 
 
+def _on_board(split: Split) -> tuple:
+    """What puts a submission on the split's board: scored, published, not hidden, and what the split's
+    visibility admits (the snapshot's rows, and the entries a board served while updating may still show)."""
+    return (
+        Submission.split_id == split.id,
+        Submission.status == "scored",
+        Submission.published_at.is_not(None),
+        Submission.hidden_at.is_(None),
+        visibility.board_entries(split),
+    )
+
+
 def _published_rows(split: Split) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
     predictions, by submission id."""
@@ -246,13 +258,7 @@ def _published_rows(split: Split) -> Sequence[Any]:
             Submission.team_id,
         )
         .join(Team, Submission.team_id == Team.id)
-        .where(
-            Submission.split_id == split.id,
-            Submission.status == "scored",
-            Submission.published_at.is_not(None),
-            Submission.hidden_at.is_(None),
-            visibility.board_entries(split),
-        )
+        .where(*_on_board(split))
         .order_by(Submission.id)
     ).all()
 
@@ -670,17 +676,7 @@ def _behind(split: Split, found: Snapshot) -> Snapshot:
             if not may_hold_write_lock():
                 _queue_board_job(split.id)
             since = utcnow()
-    on_board = set(
-        db.session.scalars(
-            select(Submission.id).where(
-                Submission.split_id == split.id,
-                Submission.status == "scored",
-                Submission.published_at.is_not(None),
-                Submission.hidden_at.is_(None),
-                visibility.board_entries(split),
-            )
-        )
-    )
+    on_board = set(db.session.scalars(select(Submission.id).where(*_on_board(split))))
     entries = [entry for entry in found.entries if entry.submission_id in on_board]
     return replace(found, entries=entries, updating_since=since, changelog=found.changelog)
 

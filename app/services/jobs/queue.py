@@ -217,18 +217,21 @@ def run(job_id: int) -> Outcome:
         config = settings.current()
         started = time.perf_counter()
         heartbeat = _Heartbeat(job_id)
+        failure: Exception | None = None
+        result = ""
         try:
             handler = _kinds.get(kind)
             if handler is None:
                 raise LookupError(f"no handler for jobs of kind {kind!r} in this process")
             result = handler.run(args, Deadline(config.job_time_limit))
         except Exception as exc:
+            failure = exc
             db.session.rollback()
+        finally:
             heartbeat.stop()
-            seconds = time.perf_counter() - started
-            return _failed(job_id, kind, key, attempts, config.job_max_attempts, exc, seconds)
-        heartbeat.stop()
         seconds = time.perf_counter() - started
+        if failure is not None:
+            return _failed(job_id, kind, key, attempts, config.job_max_attempts, failure, seconds)
         db.session.execute(
             update(Job)
             .where(Job.id == job_id)
