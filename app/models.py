@@ -21,11 +21,13 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     text,
+    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Model
 from app.names import name_key as team_name_key
+from app.names import team_slug
 
 FEEDBACK_POLICIES = ("full", "ladder", "none")
 SUBMISSION_STATUSES = ("scored", "rejected")
@@ -51,6 +53,15 @@ class User(UserMixin, Model):
     # ends every session of the user at once, on every server.
     session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # When the address was shown to be the user's (the mailed link followed; CLI accounts at creation). An
+    # unverified account may log in but not upload or publish.
+    email_verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Signed into each password-reset link; a reset bumps it, so a link works once and older links die with it.
+    reset_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Mail the user may turn off on the account page (a password reset or verification link is always sent).
+    notify_reveal: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    notify_rescore: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    notify_invite: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
     memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
     tokens: Mapped[list[ApiToken]] = relationship(
@@ -78,6 +89,7 @@ class ApiToken(Model):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # None: until revoked
 
     user: Mapped[User] = relationship(back_populates="tokens")
 
@@ -95,6 +107,8 @@ class Invite(Model):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     used_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # The address the link was mailed to, when the inviter gave one (None: a link handed over by other means).
+    email: Mapped[str | None] = mapped_column(String(254))
 
     team: Mapped[Team] = relationship()
 
@@ -107,6 +121,10 @@ class Team(Model):
     # The name as a reader would confuse it (app/names.py); unique, so no two teams look alike.
     name_key: Mapped[str] = mapped_column(
         String(255), unique=True, default=lambda context: team_name_key(context.get_current_parameters()["name"])
+    )
+    # The public page's address, /teams/<slug> (app/names.py team_slug; never all digits).
+    slug: Mapped[str] = mapped_column(
+        String(100), unique=True, default=lambda context: team_slug(context.get_current_parameters()["name"])
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # The account that made it on the Teams page (None: a maintainer's, or made before migration 0013): an
@@ -122,6 +140,8 @@ class Membership(Model):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True)
     joined_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The member chose to be named on the team's public page (off until they say so).
+    shown: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     user: Mapped[User] = relationship(back_populates="memberships")
     team: Mapped[Team] = relationship(back_populates="memberships")
@@ -171,6 +191,10 @@ class Split(Model):
     feedback: Mapped[str] = mapped_column(String(16), default="full")
     is_open: Mapped[bool] = mapped_column(Boolean, default=True)
     revealed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The phase: uploads are taken from opens_at to closes_at (either may be None: no bound); the final board
+    # (view=final) keeps the entries as they stood at closes_at.
+    opens_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # A blind test's sealed part (app/evaluation/sealed.py): the share of its groups sealed (None: none) and
     # the secret the part is drawn from, made once and never shown on any page, export, response or log.
     sealed_fraction: Mapped[float | None] = mapped_column(Float)

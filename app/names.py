@@ -244,3 +244,18 @@ def mixed_scripts(text: str) -> str | None:
                 "let one name pass for another; write each word in one script"
             )
     return None
+
+
+# --- addresses --------------------------------------------------------------------------------------------
+
+
+def team_slug(name: str) -> str:
+    """The public page's address of a team named `name`: its letters and digits folded to ASCII (NFKD, accents
+    dropped), lower case, runs of anything else as one "-". Never empty and never all digits, so /teams/<slug>
+    is not taken for a team id: "team" is added to a name with no ASCII letter. A name whose slug is taken
+    gets "-2", "-3" ... (people/teams.py)."""
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii").lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", folded).strip("-")[:80].strip("-")
+    if not re.search(r"[a-z]", slug):
+        slug = f"team-{slug}" if slug else "team"
+    return slug

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Integer, String, cast, column, literal, selec
 from app import settings
 from app.db import db, serialise_on
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
-from app.names import display_name, invisible, mixed_scripts, name_key, reserved_keys
+from app.names import display_name, invisible, mixed_scripts, name_key, reserved_keys, team_slug
 from app.services.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, ServiceError, check_visible
 from app.services.people.accounts import token_digest
 
@@ -214,12 +214,30 @@ def create_team(
             for user in joining.values():
                 if creator is None or user.id != creator.id:
                     _check_membership_cap(user, by_self=False)
-    team = Team(name=name, name_key=key, created_at=now, created_by_id=creator.id if creator else None)
+    team = Team(
+        name=name,
+        name_key=key,
+        slug=_free_slug(name),
+        created_at=now,
+        created_by_id=creator.id if creator else None,
+    )
     db.session.add(team)
     for user in joining.values():
         db.session.add(Membership(user=user, team=team))
     db.session.commit()
     return team
+
+
+def _free_slug(name: str) -> str:
+    """The team's public address: team_slug(name), or with "-2", "-3" ... when another team has it (two names
+    apart to a reader can fold to one slug: "R&D" and "R-D"). The unique constraint settles a race."""
+    base = team_slug(name)
+    taken = set(db.session.scalars(select(Team.slug).where(Team.slug.like(f"{base}%"))))
+    slug, n = base, 1
+    while slug in taken:
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
 
 
 def add_member(team: Team, user: User, *, over_cap: bool = False) -> None:
