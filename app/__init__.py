@@ -72,7 +72,12 @@ def create_app(config: dict | None = None) -> Flask:
 def _register_jobs(app: Flask) -> None:
     # The kinds of job, registered by the services that own their work, in every process (a worker too).
     from app.services.boards import board_snapshots  # noqa: F401
+    from app.services.catalog import notifications  # noqa: F401
+    from app.services.mail import delivery, outbox  # noqa: F401
     from app.services.maintenance import rescore_job  # noqa: F401
+    from app.services.people import addresses, password_resets, teams  # noqa: F401
+
+    delivery.mail.init_app(app)
 
 
 def _register_write_requests(app: Flask) -> None:

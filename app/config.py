@@ -121,7 +121,48 @@ def from_environment(instance_path: str) -> dict:
         # boto3 reads AWS_DEFAULT_REGION itself but not AWS_REGION, which other S3 tools read: either works.
         # Credentials (AWS_ACCESS_KEY_ID, ...) are left to boto3 alone and never pass through the config.
         "S3_REGION": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or None,
+        # Mail (password resets, address checks, notifications) goes through this SMTP server; unset, each
+        # mail is written to the log instead (the demo). Sent by jobs, never inside a request.
+        "MAIL_SERVER": os.environ.get("MAIL_SERVER", "").strip() or None,
+        "MAIL_PORT": _int("MAIL_PORT", 25),
+        "MAIL_USE_TLS": _flag("MAIL_USE_TLS"),
+        "MAIL_USE_SSL": _flag("MAIL_USE_SSL"),
+        "MAIL_USERNAME": os.environ.get("MAIL_USERNAME") or None,
+        "MAIL_PASSWORD": os.environ.get("MAIL_PASSWORD") or None,
+        "MAIL_DEFAULT_SENDER": os.environ.get("MAIL_DEFAULT_SENDER") or "Holdout <noreply@localhost>",
+        # Flask-Mail would otherwise not send at all in an app under TESTING: the tests' SMTP sink wants it all.
+        "MAIL_SUPPRESS_SEND": False,
+        "MAIL_TIMEOUT": _number("MAIL_TIMEOUT", 30.0, 1, 600, "a number of seconds between 1 and 600"),
+        # The site's address as its users reach it, for links in mail (a request's Host header is never used:
+        # it is the sender's to choose). Checked by `site_url` at start-up.
+        "SITE_URL": os.environ.get("SITE_URL", "").strip() or None,
     }
+
+
+def _flag(name: str) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw not in {"", "0", "1", "true", "false", "yes", "no"}:
+        raise ConfigError(f"{name} must be 1/true/yes or 0/false/no, got {raw!r}")
+    return raw in {"1", "true", "yes"}
+
+
+DEMO_SITE_URL = "http://localhost:8000"
+
+
+def site_url(config) -> str:
+    """The base of links in mail: SITE_URL, else https://SERVER_NAME, else (no MAIL_SERVER: mail goes to the
+    log) the demo's address. Mail to real people with links to localhost would be useless: refused."""
+    raw = (config.get("SITE_URL") or "").strip().rstrip("/")
+    if raw:
+        parts = urlsplit(raw)
+        if parts.scheme not in {"http", "https"} or not parts.netloc or parts.query or parts.fragment:
+            raise ConfigError(f"SITE_URL must be the site's address, like https://holdout.example.org; got {raw!r}")
+        return raw
+    if config.get("SERVER_NAME"):
+        return f"https://{config['SERVER_NAME']}"
+    if config.get("MAIL_SERVER"):
+        raise ConfigError("MAIL_SERVER is set but SITE_URL is not: mailed links need the site's address")
+    return DEMO_SITE_URL
 
 
 JOB_QUEUES = ("inline", "procrastinate")

@@ -174,3 +174,15 @@ def own_session():
     commit, or by a reader) that must neither see nor end the caller's."""
     with current_app.app_context():
         yield
+
+
+def in_app_context(work):
+    """`work` made to run in a context of the current application: for a thread of its own (mail sent
+    beside a request in-process), which has no context of its own."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def run() -> None:
+        with app.app_context():
+            work()
+
+    return run

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flask import current_app
 
-from app.config import S3Location, upload_storage
+from app.config import DEMO_SITE_URL, S3Location, site_url, upload_storage
 
 DEFAULT_PROBE_DISTANCE = 0.01
 DEFAULT_MAX_TEAMS_PER_ACCOUNT = 3
@@ -39,6 +39,12 @@ class Settings:
     job_heartbeat: float = 5.0  # a running job's heartbeat; six missed, and its worker is taken for dead
     # Original uploads in an S3 bucket instead of the folder (STORAGE_URL=s3://bucket/prefix).
     upload_bucket: S3Location | None = None
+    # Mail: the SMTP server (None: mail is written to the log) and the base of the links it carries.
+    mail_server: str | None = None
+    mail_timeout: float = 30.0
+    mail_options: tuple = ()  # the MAIL_* settings, as Flask-Mail reads them (pairs)
+    site_url: str = DEMO_SITE_URL
+    secret_key: str = ""  # signs the links mailed to people (password resets, address checks, invitations)
 
     @property
     def max_upload_bytes(self) -> int:
@@ -46,7 +52,8 @@ class Settings:
 
     @classmethod
     def from_config(cls, config) -> Settings:
-        """Raises ConfigError for a malformed STORAGE_URL or S3_ENDPOINT_URL (create_app calls it at start-up)."""
+        """Raises ConfigError for a malformed STORAGE_URL, S3_ENDPOINT_URL or SITE_URL (create_app calls it at
+        start-up)."""
         uploads = upload_storage(config)
         return cls(
             hidden_labels_dir=Path(config["HIDDEN_LABELS_DIR"]),
@@ -61,6 +68,11 @@ class Settings:
             job_time_limit=float(config.get("JOB_TIME_LIMIT", 600)),
             job_stuck_after=float(config.get("JOB_STUCK_AFTER", 300)),
             job_heartbeat=float(config.get("JOB_HEARTBEAT", 5)),
+            mail_server=config.get("MAIL_SERVER") or None,
+            mail_timeout=float(config.get("MAIL_TIMEOUT", 30)),
+            mail_options=tuple((key, value) for key, value in config.items() if key.startswith("MAIL_")),
+            site_url=site_url(config),
+            secret_key=str(config.get("SECRET_KEY") or ""),
         )
 
 

@@ -1,14 +1,15 @@
-"""The account page: API tokens and the password."""
+"""The account page: API tokens, the password, mail settings and the address check."""
 
 from __future__ import annotations
 
 from flask import Blueprint, flash, make_response, redirect, render_template, url_for
 from flask_login import current_user, login_required
 
+from app.models import utcnow
 from app.security import continue_session
 from app.services.errors import ServiceError
-from app.services.people import accounts
-from app.web.forms import ConfirmForm, PasswordForm, TokenForm
+from app.services.people import accounts, addresses
+from app.web.forms import ConfirmForm, NotificationsForm, PasswordForm, TokenForm
 
 bp = Blueprint("account", __name__)
 
@@ -20,14 +21,22 @@ def _me():
 def _page(
     form: TokenForm, *, new_token: str | None = None, status: int = 200, password_form: PasswordForm | None = None
 ):
+    me = _me()
     response = make_response(
         render_template(
             "account/index.html",
             form=form,
-            tokens=accounts.list_tokens(_me()),
+            tokens=accounts.list_tokens(me),
             confirm=ConfirmForm(),
             new_token=new_token,
             password_form=password_form or PasswordForm(formdata=None),
+            notifications=NotificationsForm(
+                formdata=None,
+                notify_reveal=me.notify_reveal,
+                notify_rescore=me.notify_rescore,
+                notify_invite=me.notify_invite,
+            ),
+            now=utcnow(),
         ),
         status,
     )
@@ -49,7 +58,8 @@ def create_token():
     if not form.validate_on_submit():
         return _page(form, status=400)
     try:
-        _, plaintext = accounts.create_token(_me(), form.name.data)
+        days = int(form.expires_in_days.data) if form.expires_in_days.data else None
+        _, plaintext = accounts.create_token(_me(), form.name.data, expires_in_days=days)
     except ServiceError as exc:
         form.form_errors.append(exc.message)
         return _page(form, status=exc.status)
@@ -79,3 +89,34 @@ def change_password():
     continue_session(generation)  # this browser stays logged in; every other session has ended
     flash("Your password is changed; every other session of yours is signed out.")
     return redirect(url_for("account.index"), code=303)
+
+
+@bp.post("/account/notifications")
+@login_required
+def notifications():
+    form = NotificationsForm()
+    if not form.validate_on_submit():
+        return _page(TokenForm(formdata=None), status=400)
+    accounts.set_notifications(
+        _me(), reveal=form.notify_reveal.data, rescore=form.notify_rescore.data, invite=form.notify_invite.data
+    )
+    flash("Your mail settings are saved.")
+    return redirect(url_for("account.index"), code=303)
+
+
+@bp.post("/account/verify/resend")
+@login_required
+def resend_verification():
+    if not ConfirmForm().validate_on_submit():
+        return redirect(url_for("account.index"), code=303)
+    addresses.resend(_me())
+    flash(f"A new confirmation link is on its way to {_me().email}.")
+    return redirect(url_for("account.index"), code=303)
+
+
+@bp.get("/account/verify/<token>")
+def verify(token: str):
+    # No login needed: the signed link shows the address is its reader's. A bad link is a 400 page.
+    user = addresses.verify(token)
+    flash(f"Thank you: {user.email} is confirmed. You can upload and publish.")
+    return redirect(url_for("account.index") if current_user.is_authenticated else url_for("auth.login"), code=303)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, redirect, render_template, request, session, url_for
+from flask import Blueprint, flash, make_response, redirect, render_template, request, session, url_for
 from flask_login import current_user, logout_user
 
 from app.security import start_session
 from app.services.errors import ServiceError
-from app.services.people import accounts, throttle
-from app.web.forms import LoginForm, RegisterForm
+from app.services.people import accounts, addresses, password_resets, throttle
+from app.web.forms import ForgotPasswordForm, LoginForm, RegisterForm, ResetPasswordForm
 
 bp = Blueprint("auth", __name__)
 
@@ -46,7 +46,7 @@ def register():
     status = 200
     if form.validate_on_submit():
         try:
-            user = accounts.register(form.email.data, form.password.data)
+            user = addresses.register(form.email.data, form.password.data)
         except ServiceError as exc:
             form.form_errors.append(exc.message)
             status = exc.status
@@ -84,3 +84,54 @@ def logout():
     logout_user()
     session.clear()
     return redirect(url_for("public.index"))
+
+
+FORGOT_ANSWER = (
+    "If an account has this address, a link to choose a new password is on its way to it; it works once, for "
+    f"{password_resets.RESET_MINUTES} minutes. No mail after a few minutes? Check the spam folder, or ask again."
+)
+
+
+@bp.route("/password/forgot", methods=["GET", "POST"])
+def forgot_password():
+    form = ForgotPasswordForm()
+    if request.method == "POST":
+        throttle.attempt(f"forgot:{request.remote_addr or 'unknown'}")
+    if form.validate_on_submit():
+        # The same answer for every address: whether one has an account is nobody's business here.
+        password_resets.request_reset(form.email.data)
+        return render_template("auth/forgot.html", form=None, sent=FORGOT_ANSWER)
+    status = 400 if form.is_submitted() else 200
+    return render_template("auth/forgot.html", form=form, sent=None), status
+
+
+@bp.route("/password/reset/<token>", methods=["GET", "POST"])
+def reset_password(token: str):
+    form = ResetPasswordForm()
+    status, link_ok = 200, True
+    if request.method == "POST":
+        throttle.attempt(f"reset:{request.remote_addr or 'unknown'}")
+        if form.validate_on_submit():
+            try:
+                password_resets.reset_password(token, form.new_password.data, revoke_tokens=form.revoke_tokens.data)
+            except ServiceError as exc:
+                form.form_errors.append(exc.message)
+                status, link_ok = exc.status, exc.message != password_resets.LINK_INVALID
+            else:
+                logout_user()
+                session.clear()
+                flash("Your password is changed and every session of the account has ended: log in with it now.")
+                return redirect(url_for("auth.login"), code=303)
+        else:
+            status = 400
+    else:
+        try:
+            password_resets.open_link(token)
+        except ServiceError as exc:
+            form.form_errors.append(exc.message)
+            status, link_ok = exc.status, False
+    response = make_response(render_template("auth/reset.html", form=form, usable=link_ok), status)
+    # The link's secret is in this page's address: neither kept by caches nor sent on to other sites.
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
 from wtforms import BooleanField, EmailField, HiddenField, PasswordField, SelectField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 
 
@@ -53,6 +54,38 @@ class TokenForm(FlaskForm):
         validators=[DataRequired(), Length(max=80)],
         render_kw={"maxlength": 80, "required": True, "placeholder": "e.g. laptop upload script"},
     )
+    expires_in_days = SelectField(
+        "Expires",
+        choices=[
+            SelectChoice("", "never (until revoked)"),
+            SelectChoice("7", "in 7 days"),
+            SelectChoice("30", "in 30 days"),
+            SelectChoice("90", "in 90 days"),
+            SelectChoice("365", "in a year"),
+        ],
+        default="",
+    )
+
+
+class ForgotPasswordForm(FlaskForm):
+    email = EmailField(
+        "Email", validators=[DataRequired(), Length(max=254)], render_kw={"autocomplete": "email", "required": True}
+    )
+
+
+class ResetPasswordForm(FlaskForm):
+    new_password = PasswordField(
+        "New password",
+        validators=[DataRequired()],
+        render_kw={"autocomplete": "new-password", "minlength": 8, "required": True},
+    )
+    revoke_tokens = BooleanField("Also revoke every API token of the account")
+
+
+class NotificationsForm(FlaskForm):
+    notify_reveal = BooleanField("Mail me when a blind-test board my team uploaded to is revealed")
+    notify_rescore = BooleanField("Mail me when labels are corrected and a submission's score moves")
+    notify_invite = BooleanField("Mail me invitations to join a team")
 
 
 class ConfirmForm(FlaskForm):

@@ -40,7 +40,7 @@ def index():
     return render_template("teams/index.html", form=form, teams=me.teams, room=teams.room(me)), status, headers
 
 
-def _team_page(team, invite_url: str | None = None):
+def _team_page(team, invite_url: str | None = None, invited_email: str | None = None):
     response = make_response(
         render_template(
             "teams/detail.html",
@@ -48,6 +48,7 @@ def _team_page(team, invite_url: str | None = None):
             members=teams.members(team),
             confirm=ConfirmForm(),
             invite_url=invite_url,
+            invited_email=invited_email,
         )
     )
     if invite_url:
@@ -66,9 +67,10 @@ def detail(team_id: int):
 @login_required
 def create_invite(team_id: int):
     team = teams.get_team_for(team_id, _me())
-    token = teams.create_invite(team, _me())
+    email = (request.form.get("email") or "").strip() or None
+    token = teams.create_invite(team, _me(), email=email)
     # Shown once, in this response only: the server keeps just the token's digest.
-    return _team_page(team, invite_url=url_for("teams.invite", token=token, _external=True))
+    return _team_page(team, invite_url=url_for("teams.invite", token=token, _external=True), invited_email=email)
 
 
 @bp.post("/teams/<int:team_id>/leave")

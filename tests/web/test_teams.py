@@ -23,7 +23,7 @@ pytestmark = pytest.mark.postgres(
 )
 
 PASSWORD = "correct horse battery"
-INVITE_URL = re.compile(r'value="(http://localhost/invites/([A-Za-z0-9_-]+))"')
+INVITE_URL = re.compile(r'value="(http://localhost/invites/([A-Za-z0-9_.-]+))"')
 
 
 def make_user(app, email: str) -> int:

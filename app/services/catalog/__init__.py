@@ -2,7 +2,9 @@
 hidden gold (label) files (`label_files`), the reference rows of papers (`references`) and rescoring stored
 submissions when a split's scoring inputs change (`rescoring`).
 
-May import: `storage`, `audit`, `errors`.
+Mails the reveal of a held board to the teams that uploaded to it (`notifications`).
+
+May import: `people`, `mail`, `storage`, `audit`, `jobs`, `errors`.
 """
 
 from app.services.catalog.benchmarks import (

@@ -14,7 +14,7 @@ from app.db import db
 from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_task, sealed
 from app.evaluation.subsets import category_subsets, ids_subset
 from app.models import FEEDBACK_POLICIES, Benchmark, Split, Submission, Subset, utcnow
-from app.services.catalog import label_files, rescoring
+from app.services.catalog import label_files, notifications, rescoring
 from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -369,6 +369,7 @@ def reveal_split(benchmark_slug: str, split_slug: str) -> Split:
         raise Conflict(f"{benchmark_slug}/{split_slug} has feedback 'full' and no sealed part: its scores are not held")
     split.revealed_at = utcnow()
     split.board_version += 1
+    notifications.post_reveal(split)
     db.session.commit()
     return split
 

@@ -29,6 +29,7 @@ from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge, check_visible
 from app.services.intake import quotas
+from app.services.people import addresses
 from app.services.storage import checksums, upload_store
 
 MAX_URL = 2000  # characters of a paper or code link
@@ -335,6 +336,7 @@ def submit(
     Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed), TooLarge,
     QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then stored as rejected).
     """
+    addresses.check_verified(user)
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     team = resolve_team(user, team_ref)
     if not split.is_open:
@@ -582,6 +584,7 @@ def publish(
 ) -> Submission:
     """Show a scored submission on the leaderboard; it needs a description or a paper URL."""
     submission = _own(user, submission_id)
+    addresses.check_verified(user)
     if submission.status != "scored":
         raise Conflict("only scored submissions can be published")
     # Every field is checked before any is changed: a refused publish leaves the submission as it was.

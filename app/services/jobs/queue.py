@@ -62,14 +62,19 @@ class Kind:
     # In-process: run right after the commit that queued it (rescoring: its callers read the scores next);
     # else when something asks (a reader of the board, the end of the request that queued it).
     eager_inline: bool = False
+    # In-process: run right after the commit in a thread of its own, so the request does not wait for it
+    # (mail: an SMTP server may take seconds).
+    background_inline: bool = False
 
 
 _kinds: dict[str, Kind] = {}
 
 
-def register(name: str, run: Callable[[dict, Deadline], str], *, eager_inline: bool = False) -> None:
+def register(
+    name: str, run: Callable[[dict, Deadline], str], *, eager_inline: bool = False, background_inline: bool = False
+) -> None:
     """Make a kind of job known (the service that owns the work registers it when imported)."""
-    _kinds[name] = Kind(name, run, eager_inline)
+    _kinds[name] = Kind(name, run, eager_inline, background_inline)
 
 
 def worker_name() -> str:

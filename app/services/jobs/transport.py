@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from app import settings
-from app.db import db, own_session
+from app.db import begin_writes_immediately, db, in_app_context, own_session
 from app.services.jobs import queue
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,39 @@ def hand_over(jobs: list[queue.Queued]) -> None:
         kind = queue._kinds.get(job.kind)
         if kind is not None and kind.eager_inline:
             run_inline(job.id)
+        elif kind is not None and kind.background_inline:
+            _run_beside(job.id)
         # Any other waits for whoever needs it first: a board's reader (board_snapshots), `flask jobs run`.
+
+
+_beside: list[threading.Thread] = []
+_beside_lock = threading.Lock()
+
+
+def _run_beside(job_id: int) -> None:
+    """Run the job in a thread of this process, beside the request that queued it."""
+
+    def work() -> None:
+        # A job reads, then writes: on SQLite, beside the requests' writers, it must take the lock when it
+        # begins (a deferred transaction that writes later fails at once with "database is locked").
+        begin_writes_immediately(True)
+        run_inline(job_id)
+
+    # Not a daemon: a command (`flask splits reveal`) that queued mail waits for it before it exits.
+    thread = threading.Thread(target=in_app_context(work), name=f"holdout-job-{job_id}", daemon=False)
+    with _beside_lock:
+        _beside[:] = [running for running in _beside if running.is_alive()]
+        _beside.append(thread)
+    thread.start()
+
+
+def wait_beside(timeout: float = 30.0) -> bool:
+    """Wait for the jobs running beside requests in this process (tests; a graceful stop). True if all ended."""
+    with _beside_lock:
+        threads = list(_beside)
+    for thread in threads:
+        thread.join(timeout)
+    return not any(thread.is_alive() for thread in threads)
 
 
 def run_inline(job_id: int) -> queue.Outcome:

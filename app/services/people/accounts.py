@@ -1,4 +1,5 @@
-"""Accounts: registration, password checks and API tokens."""
+"""Accounts: making them, password checks, sessions and API tokens (registration with its address check is
+people/addresses.py; password resets, people/password_resets.py)."""
 
 from __future__ import annotations
 
@@ -34,21 +35,30 @@ def get_user_by_email(email: str | None) -> User | None:
 
 
 def create_user(email: str, password: str, *, admin: bool = False) -> User:
-    email = normalise_email(email)
-    if len(email) > 254 or not EMAIL.match(email):
-        raise InvalidInput("enter a valid email address")
-    check_visible("the email address", email)  # shown to teammates and maintainers
-    _check_new_password(password)
-    if get_user_by_email(email) is not None:
-        raise Conflict("an account with this email already exists")
-    user = User(email=email, password_hash=generate_password_hash(password), is_admin=admin)
-    db.session.add(user)
+    """An account made by a maintainer (the CLI): its address counts as verified."""
+    user = new_user(email, password, admin=admin, verified=True)
     db.session.commit()
     return user
 
 
-def register(email: str, password: str) -> User:
-    return create_user(email, password, admin=False)
+def new_user(email: str, password: str, *, admin: bool = False, verified: bool) -> User:
+    """The account, added to the session and not committed (people/addresses.py registers with a letter)."""
+    email = normalise_email(email)
+    if len(email) > 254 or not EMAIL.match(email):
+        raise InvalidInput("enter a valid email address")
+    check_visible("the email address", email)  # shown to teammates and maintainers
+    check_new_password(password)
+    if get_user_by_email(email) is not None:
+        raise Conflict("an account with this email already exists")
+    user = User(
+        email=email,
+        password_hash=generate_password_hash(password),
+        is_admin=admin,
+        email_verified_at=utcnow() if verified else None,
+    )
+    db.session.add(user)
+    db.session.flush()
+    return user
 
 
 @lru_cache(maxsize=1)
@@ -69,14 +79,14 @@ def authenticate(email: str, password: str) -> User | None:
     return user if check_password_hash(user.password_hash, password) else None
 
 
-def _check_new_password(password: str) -> None:
+def check_new_password(password: str) -> None:
     if not password or len(password) < MIN_PASSWORD:
         raise InvalidInput(f"a password needs at least {MIN_PASSWORD} characters")
     if len(password) > MAX_PASSWORD:
         raise InvalidInput(f"a password can have at most {MAX_PASSWORD} characters")
 
 
-def _bump_generation(user_id: int) -> int:
+def bump_generation(user_id: int) -> int:
     """End every session of the user (sessions carry the generation they were started under); returns
     the new generation. An UPDATE ... + 1, so two servers bumping at once both count."""
     db.session.execute(update(User).where(User.id == user_id).values(session_generation=User.session_generation + 1))
@@ -85,7 +95,7 @@ def _bump_generation(user_id: int) -> int:
 
 def end_sessions(user: User) -> None:
     """Log the user out everywhere: every session cookie issued to them so far stops working."""
-    _bump_generation(user.id)
+    bump_generation(user.id)
     db.session.commit()
 
 
@@ -94,21 +104,33 @@ def change_password(user: User, current: str, new: str) -> int:
     the new session generation, for the session that made the change to carry on under."""
     if len(current or "") > MAX_PASSWORD or not check_password_hash(user.password_hash, current or ""):
         raise InvalidInput("the current password is wrong")
-    _check_new_password(new)
+    check_new_password(new)
     db.session.execute(update(User).where(User.id == user.id).values(password_hash=generate_password_hash(new)))
-    generation = _bump_generation(user.id)
+    generation = bump_generation(user.id)
     db.session.commit()
     return generation
 
 
-def create_token(user: User, name: str) -> tuple[ApiToken, str]:
-    """A new API token for the user; returns the row and the plaintext, which is never stored."""
+MAX_TOKEN_DAYS = 3650
+
+
+def create_token(user: User, name: str, expires_in_days: int | None = None) -> tuple[ApiToken, str]:
+    """A new API token for the user, valid until revoked or for `expires_in_days`; returns the row and the
+    plaintext, which is never stored."""
     name = (name or "").strip()
     if not name or len(name) > 80:
-        raise InvalidInput("a token name must have 1 to 80 characters")
+        raise InvalidInput("a token name must have 1 to 80 characters", field="name")
     check_visible("the token name", name)
+    if expires_in_days is not None and not 1 <= expires_in_days <= MAX_TOKEN_DAYS:
+        raise InvalidInput(f"a token expires in 1 to {MAX_TOKEN_DAYS} days", field="expires_in_days")
     plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken(user=user, name=name, token_hash=token_digest(plaintext), prefix=plaintext[:TOKEN_PREFIX_LENGTH])
+    token = ApiToken(
+        user=user,
+        name=name,
+        token_hash=token_digest(plaintext),
+        prefix=plaintext[:TOKEN_PREFIX_LENGTH],
+        expires_at=utcnow() + timedelta(days=expires_in_days) if expires_in_days else None,
+    )
     db.session.add(token)
     db.session.commit()
     return token, plaintext
@@ -145,13 +167,17 @@ def token_digest(token: str) -> str:
 
 
 def user_for_token(token: str) -> User | None:
-    """The owner of a valid, unrevoked API token (noting when it was last used), or None."""
+    """The owner of a valid API token, not revoked nor expired (noting when it was last used), or None."""
     if not token or len(token) > 200:
         return None
     row = (
         db.session.scalars(
             select(ApiToken)
-            .where(ApiToken.token_hash == token_digest(token), ApiToken.revoked_at.is_(None))
+            .where(
+                ApiToken.token_hash == token_digest(token),
+                ApiToken.revoked_at.is_(None),
+                or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > utcnow()),
+            )
             # The owner and their teams in the same query: an API upload needs them next (resolve_team).
             .options(joinedload(ApiToken.user).joinedload(User.memberships).joinedload(Membership.team))
         )
@@ -180,3 +206,9 @@ def _note_use(token_id: int, now) -> None:
             db.session.commit()
     except OperationalError:
         db.session.rollback()
+
+
+def set_notifications(user: User, *, reveal: bool, rescore: bool, invite: bool) -> None:
+    """Which notification mail the user gets (password resets and address checks are always sent)."""
+    user.notify_reveal, user.notify_rescore, user.notify_invite = bool(reveal), bool(rescore), bool(invite)
+    db.session.commit()

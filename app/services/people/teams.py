@@ -22,7 +22,18 @@ from app import settings
 from app.db import db, serialise_on
 from app.models import Invite, Membership, Team, User, as_utc, utcnow
 from app.names import display_name, invisible, mixed_scripts, name_key, reserved_keys, team_slug
-from app.services.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, ServiceError, check_visible
+from app.services.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    QuotaExceeded,
+    ServiceError,
+    Throttled,
+    check_visible,
+)
+from app.services.mail import outbox
+from app.services.mail.delivery import Letter
+from app.services.people import accounts, signed_links, throttle
 from app.services.people.accounts import token_digest
 
 INVITE_LIFETIME = timedelta(days=7)
@@ -263,6 +274,29 @@ def members(team: Team) -> list[User]:
     )
 
 
+NOTIFICATIONS = ("notify_reveal", "notify_rescore", "notify_invite")
+
+
+def mail_recipients(team_ids: Iterable[int], notification: str) -> list[User]:
+    """The members of these teams who get this notification: a verified address and the mail not turned off."""
+    if notification not in NOTIFICATIONS:
+        raise ValueError(notification)
+    ids = sorted(set(team_ids))
+    if not ids:
+        return []
+    return list(
+        db.session.scalars(
+            select(User)
+            .where(
+                User.id.in_(select(Membership.user_id).where(Membership.team_id.in_(ids))),
+                User.email_verified_at.is_not(None),
+                getattr(User, notification).is_(True),
+            )
+            .order_by(User.id)
+        )
+    )
+
+
 def leave_team(team: Team, user: User) -> None:
     membership = db.session.get(Membership, (user.id, team.id))
     if membership is None:
@@ -271,21 +305,72 @@ def leave_team(team: Team, user: User) -> None:
     db.session.commit()
 
 
-def create_invite(team: Team, inviter: User) -> str:
-    """A one-time invite link token for the team, valid for a week; only its digest is stored."""
+INVITE_MAILS_PER_DAY = 20
+
+
+def create_invite(team: Team, inviter: User, email: str | None = None) -> str:
+    """A one-time invite link token for the team, valid for a week; only its digest is stored. With an
+    address, the link is also mailed there (unless its account turned invitation mail off), at most
+    INVITE_MAILS_PER_DAY a day per inviter: the site must not become a way to mail strangers."""
     if not _is_member(team, inviter):
         raise NotFound("no such team")
-    plaintext = secrets.token_urlsafe(32)
-    db.session.add(
-        Invite(
-            team=team,
-            token_hash=token_digest(plaintext),
-            created_by_id=inviter.id,
-            expires_at=utcnow() + INVITE_LIFETIME,
-        )
+    address = accounts.normalise_email(email) or None
+    if address is not None:
+        if len(address) > 254 or not accounts.EMAIL.match(address):
+            raise InvalidInput("enter a valid email address to mail the invitation to", field="email")
+        check_visible("the email address", address, field="email")
+        try:
+            throttle.attempt(f"invite-mail:{inviter.id}", limit=INVITE_MAILS_PER_DAY, window=86400)
+        except Throttled as exc:
+            raise Throttled(
+                f"you mailed {INVITE_MAILS_PER_DAY} invitations in the last day; try again in {exc.retry_after} "
+                "seconds, or hand the link over yourself",
+                exc.retry_after,
+            ) from None
+    expires = utcnow() + INVITE_LIFETIME
+    # Signed from the row's id, so the letter can be written when its job runs without the jobs table
+    # ever holding the link; the placeholder digest is replaced before the commit.
+    invite = Invite(
+        team=team, token_hash=secrets.token_hex(32), created_by_id=inviter.id, expires_at=expires, email=address
     )
+    db.session.add(invite)
+    db.session.flush()
+    plaintext = _invite_token(invite)
+    invite.token_hash = token_digest(plaintext)
+    if address is not None:
+        outbox.post("invite", invite_id=invite.id)
     db.session.commit()
     return plaintext
+
+
+def _invite_token(invite: Invite) -> str:
+    # The expiry too: a row id that came back (SQLite may reuse the highest) does not bring an old link back.
+    return signed_links.sign_for_good(signed_links.INVITE, [invite.id, int(as_utc(invite.expires_at).timestamp())])
+
+
+def _invite_letter(args: dict) -> Letter | None:
+    invite = db.session.get(Invite, int(args["invite_id"]))
+    if invite is None or invite.email is None or invite.used_at is not None or as_utc(invite.expires_at) <= utcnow():
+        return None
+    invited = accounts.get_user_by_email(invite.email)
+    if invited is not None and (not invited.notify_invite or invited.is_member(invite.team_id)):
+        return None
+    inviter = db.session.get(User, invite.created_by_id) if invite.created_by_id else None
+    return Letter(
+        to=invite.email,
+        subject=f"An invitation to join {invite.team.name} on Holdout",
+        body=(
+            f"{inviter.email if inviter else 'A member'} invites you to join the team {invite.team.name} "
+            "on Holdout.\n\n"
+            f"Open this link, logged in (or after making an account), to join; it works once, until "
+            f"{as_utc(invite.expires_at):%Y-%m-%d %H:%M} UTC:\n\n"
+            f"{outbox.link('/invites/' + _invite_token(invite))}\n\n"
+            "Turn off invitation mail on your account page. If you do not know the team, ignore this mail.\n"
+        ),
+    )
+
+
+outbox.writer("invite", _invite_letter)
 
 
 def find_invite(token: str) -> Invite:

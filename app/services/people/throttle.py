@@ -36,12 +36,16 @@ def _count_attempt(key: str, bucket: int) -> None:
     )
 
 
-def _prune(first: int) -> None:
+def _prune(key: str, first: int) -> None:
     # Best effort in a transaction of its own: two servers pruning at once may collide, and losing that
-    # race must not fail a login (the rows go with the next attempt).
+    # race must not fail a login (the rows go with the next attempt). Only the keys of the same action
+    # ("login:...") share this window: a reset mail's hour must not be pruned by a login's minute.
+    action = key.split(":", 1)[0].replace("%", "").replace("_", "")
     try:
         with write_transaction():
-            db.session.execute(delete(AuthAttempt).where(AuthAttempt.bucket < first))
+            db.session.execute(
+                delete(AuthAttempt).where(AuthAttempt.bucket < first, AuthAttempt.key.like(f"{action}:%"))
+            )
             db.session.commit()
     except OperationalError:
         db.session.rollback()
@@ -63,7 +67,7 @@ def attempt(key: str, *, limit: int = AUTH_LIMIT, window: int = AUTH_WINDOW, now
             .order_by(AuthAttempt.bucket)
         ).all()
         db.session.commit()
-    _prune(first)
+    _prune(key, first)
     made = sum(count for _, count in counts)
     if made <= limit:
         return

@@ -1,0 +1,56 @@
+"""Delivering one letter: SMTP through Flask-Mail (MAIL_SERVER, MAIL_PORT, MAIL_USE_TLS/SSL, MAIL_USERNAME,
+MAIL_PASSWORD, MAIL_DEFAULT_SENDER), or the log when no server is set."""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+from dataclasses import dataclass
+from typing import cast
+
+from flask_mail import Connection, Mail, Message
+
+from app import settings
+
+log = logging.getLogger("holdout.mail")
+
+mail = Mail()
+
+
+@dataclass(frozen=True)
+class Letter:
+    to: str
+    subject: str
+    body: str
+
+
+class _TimedConnection(Connection):
+    """Flask-Mail's connection with a timeout: it opens SMTP without one, and a silent server would hold a
+    worker (or, in-process, a thread) for ever."""
+
+    def configure_host(self) -> smtplib.SMTP | smtplib.SMTP_SSL:
+        state, timeout = self.mail, settings.current().mail_timeout
+        host: smtplib.SMTP | smtplib.SMTP_SSL
+        if state.use_ssl:
+            host = smtplib.SMTP_SSL(state.server, state.port, timeout=timeout)
+        else:
+            host = smtplib.SMTP(state.server, state.port, timeout=timeout)
+        if state.use_tls:
+            host.starttls()
+        if state.username and state.password:
+            host.login(state.username, state.password)
+        return host
+
+
+def deliver(letter: Letter) -> str:
+    """Send it (raises on an SMTP failure: the job is tried again); returns how it went, for the job's record."""
+    if not settings.current().mail_server:
+        log.info("mail (no MAIL_SERVER: written here) to %s\nSubject: %s\n\n%s", letter.to, letter.subject, letter.body)
+        return "written to the log (no MAIL_SERVER)"
+    message = Message(subject=letter.subject, recipients=[letter.to], body=letter.body)
+    # Read from the settings at each letter (not once at start-up), like every other setting.
+    # (Connection is typed for the extension object; it reads the same attributes from the settings' state.)
+    state = cast(Mail, mail.init_mail(dict(settings.current().mail_options)))
+    with _TimedConnection(state) as connection:
+        connection.send(message)
+    return "sent"

@@ -1,0 +1,247 @@
+"""Mail through a real SMTP server on loopback (aiosmtpd): password resets, address checks, invitations and
+notifications, sent by jobs beside the request (JOB_QUEUE=inline runs them in a thread of the process)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import pytest
+import time_machine
+
+from app import synthetic
+from app.db import db
+from app.models import Job, Team, User, utcnow
+from app.services import catalog
+from app.services.jobs import transport
+from app.services.maintenance import label_audits, maintainer_actions
+from app.services.people import accounts, teams
+from tests.support.blind_test_world import binary_file
+from tests.support.browser import login, post_form, register
+from tests.support.smtp_sink import SmtpSink
+from tests.support.users import PASSWORD, bearer, make_user
+
+NEW_PASSWORD = "a brand new passphrase"
+
+
+@pytest.fixture(scope="module")
+def sink():
+    running = SmtpSink().start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def mail_app(app, sink):
+    app.config.update(sink.config())
+    with sink.lock:
+        sink.messages.clear()
+    yield app
+    assert transport.wait_beside(), "a mail job still running at the end of the test"
+
+
+def settled() -> None:
+    """Every mail job queued so far has run (they run in threads beside the requests)."""
+    assert transport.wait_beside()
+
+
+def path_of(link: str) -> str:
+    parts = urlsplit(link)
+    assert parts.scheme == "http" and parts.netloc == "localhost", link  # SITE_URL, never the request's Host
+    return parts.path
+
+
+def answer(response) -> str:
+    return re.sub(
+        r"\s+",
+        " ",
+        re.search(r'<div class="alert" role="status">(.*?)</div>', response.get_data(as_text=True), re.S).group(1),
+    )
+
+
+def test_a_reset_link_works_once_ends_every_session_and_unknown_addresses_get_the_same_answer(mail_app, sink):
+    with mail_app.app_context():
+        make_user("ada@example.org")
+        accounts.create_token(db.session.scalar(db.select(User)), "script")[1]
+    elsewhere = mail_app.test_client()
+    assert login(elsewhere, "ada@example.org", PASSWORD).status_code == 302
+    visitor = mail_app.test_client()
+    assert 'href="/password/forgot"' in visitor.get("/login").get_data(as_text=True)
+
+    known = post_form(visitor, "/password/forgot", {"email": "Ada@Example.org "})
+    unknown = post_form(visitor, "/password/forgot", {"email": "nobody@example.org"})
+    assert known.status_code == unknown.status_code == 200
+    assert answer(known) == answer(unknown)
+    settled()
+    assert sink.to("nobody@example.org") == []
+    (letter,) = sink.wait_for("ada@example.org")
+    assert letter["Subject"] == "Reset your Holdout password"
+    (link,) = [link for link in sink.links(letter) if "/password/reset/" in link]
+    reset_path = path_of(link)
+    with mail_app.app_context():  # the jobs table never held the link
+        assert all(reset_path.rsplit("/", 1)[1] not in job.args for job in db.session.scalars(db.select(Job)))
+
+    page = visitor.get(reset_path)
+    assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    assert page.headers["Referrer-Policy"] == "no-referrer"
+    done = post_form(visitor, reset_path, {"new_password": NEW_PASSWORD})
+    assert done.status_code == 303 and done.headers["Location"].endswith("/login")
+
+    again = post_form(visitor, reset_path, {"new_password": "yet another passphrase"}, form_page="/login")
+    assert again.status_code == 422 and "not valid" in again.get_data(as_text=True)
+    assert visitor.get(reset_path).status_code == 422
+    assert elsewhere.get("/account").status_code == 302  # the other browser's session ended
+    assert login(mail_app.test_client(), "ada@example.org", PASSWORD).status_code == 401
+    assert login(mail_app.test_client(), "ada@example.org", NEW_PASSWORD).status_code == 302
+    with mail_app.app_context():  # API tokens stay unless asked
+        assert db.session.scalar(db.select(db.func.count()).select_from(User).where(User.reset_generation == 1)) == 1
+        assert all(token.revoked_at is None for token in db.session.scalar(db.select(User)).tokens)
+
+
+def test_a_reset_link_dies_after_30_minutes_and_can_revoke_the_tokens(mail_app, sink):
+    with mail_app.app_context():
+        user = make_user("bo@example.org")
+        _, plaintext = accounts.create_token(user, "script")
+    client = mail_app.test_client()
+    post_form(client, "/password/forgot", {"email": "bo@example.org"})
+    (first,) = sink.wait_for("bo@example.org")
+    late = path_of(next(link for link in sink.links(first) if "/password/reset/" in link))
+    with time_machine.travel(utcnow() + timedelta(minutes=31)):
+        assert client.get(late).status_code == 422
+    post_form(client, "/password/forgot", {"email": "bo@example.org"})
+    second = sink.wait_for("bo@example.org", 2)[1]
+    fresh = path_of(next(link for link in sink.links(second) if "/password/reset/" in link))
+    assert post_form(client, fresh, {"new_password": NEW_PASSWORD, "revoke_tokens": "y"}).status_code == 303
+    assert client.get("/api/v1/me", headers=bearer(plaintext)).status_code == 401
+    assert client.get(late).status_code == 422  # an older link dies with the use of a newer one
+
+
+def test_asking_too_often_for_one_address_sends_no_more_and_says_the_same(mail_app, sink):
+    with mail_app.app_context():
+        make_user("cy@example.org")
+    answers = set()
+    for _ in range(5):
+        client = mail_app.test_client()  # as if from several browsers
+        answers.add(answer(post_form(client, "/password/forgot", {"email": "cy@example.org"})))
+    settled()
+    assert len(answers) == 1
+    assert len(sink.to("cy@example.org")) == 3
+
+
+def _nlvr2_split():
+    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+    gold = synthetic.nlvr2_gold(120, seed=4)
+    catalog.add_split("nlvr2", "dev", gold)
+    return gold
+
+
+def _upload(client, token, gold, wrong=(), split="dev", **extra):
+    return client.post(
+        "/api/v1/submissions",
+        data={
+            "benchmark": "nlvr2",
+            "split": split,
+            "model_name": "M",
+            **extra,
+            "file": (io.BytesIO(binary_file(gold, wrong)), "predictions.csv"),
+        },
+        headers=bearer(token),
+        content_type="multipart/form-data",
+    )
+
+
+def test_a_new_account_gets_a_confirmation_mail_and_cannot_upload_or_publish_before_following_it(mail_app, sink):
+    with mail_app.app_context():
+        gold = _nlvr2_split()
+    browser = mail_app.test_client()
+    assert register(browser, "dee@example.org", PASSWORD).status_code == 302
+    page = browser.get("/teams").get_data(as_text=True)
+    assert "Confirm your address to upload and publish" in page
+    with mail_app.app_context():
+        user = accounts.get_user_by_email("dee@example.org")
+        assert user.email_verified_at is None
+        teams.create_team("Dee's lab", user)
+        _, token = accounts.create_token(user, "script")
+
+    refused = _upload(browser, token, gold)
+    assert refused.status_code == 403 and "confirm your email address" in refused.get_json()["error"]
+    with mail_app.app_context():
+        assert db.session.scalar(db.select(db.func.count()).select_from(db.text("submissions"))) == 0
+
+    (letter,) = sink.wait_for("dee@example.org")
+    (link,) = [link for link in sink.links(letter) if "/account/verify/" in link]
+    assert browser.get(path_of(link)).status_code == 303
+    assert "Confirm your address" not in browser.get("/teams").get_data(as_text=True)
+    assert _upload(browser, token, gold, description="a model").status_code == 201
+    # The resend button does nothing once verified, and a tampered link is refused.
+    assert post_form(browser, "/account/verify/resend", form_page="/account").status_code == 303
+    settled()
+    assert len(sink.to("dee@example.org")) == 1
+    assert browser.get(path_of(link)[:-3] + "xyz").status_code == 422
+
+
+def test_accounts_made_with_the_cli_are_verified(mail_app, sink):
+    result = mail_app.test_cli_runner().invoke(args=["users", "create", "eve@example.org", "--password", PASSWORD])
+    assert result.exit_code == 0, result.output
+    with mail_app.app_context():
+        assert accounts.get_user_by_email("eve@example.org").email_verified_at is not None
+    settled()
+    assert sink.messages == []
+
+
+def test_invitations_reveals_and_rescorings_are_mailed_to_those_who_want_them(mail_app, sink):
+    with mail_app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+        gold = synthetic.nlvr2_gold(120, split="test", seed=5)
+        catalog.add_split("nlvr2", "test-u", gold, hidden=True)
+        catalog.set_policy("nlvr2", "test-u", feedback="none")
+        lab = Team(name="Lab", slug="lab")
+        db.session.add(lab)
+        db.session.commit()
+        ann, quiet = make_user("ann@example.org", team=lab), make_user("quiet@example.org", team=lab)
+        accounts.set_notifications(quiet, reveal=False, rescore=False, invite=False)
+        make_user("optout@example.org")
+        accounts.set_notifications(
+            accounts.get_user_by_email("optout@example.org"), reveal=True, rescore=True, invite=False
+        )
+        _, token = accounts.create_token(ann, "script")
+    client = mail_app.test_client()
+    uploaded = _upload(client, token, gold, wrong=range(10), split="test-u")
+    assert uploaded.status_code == 201, uploaded.get_data(as_text=True)
+
+    # An invitation by mail: its link joins the team; an account that turned invitations off gets none.
+    assert login(client, "ann@example.org", PASSWORD).status_code == 302
+    invited = post_form(client, "/teams/1/invites", {"email": "new@example.org"}, form_page="/teams/1")
+    assert invited.status_code == 200 and "mailed to new@example.org" in invited.get_data(as_text=True)
+    post_form(client, "/teams/1/invites", {"email": "optout@example.org"}, form_page="/teams/1")
+    (invitation,) = sink.wait_for("new@example.org")
+    assert invitation["Subject"] == "An invitation to join Lab on Holdout"
+    (link,) = [link for link in sink.links(invitation) if "/invites/" in link]
+    newcomer = mail_app.test_client()
+    register(newcomer, "new@example.org", PASSWORD)
+    assert post_form(newcomer, path_of(link)).status_code == 302
+    with mail_app.app_context():
+        assert accounts.get_user_by_email("new@example.org").is_member(1)
+
+    # The reveal of the held board, and a label correction that moves the score (public once revealed).
+    with mail_app.app_context():
+        maintainer_actions.reveal_split(None, "nlvr2", "test-u", via="cli")
+    (revealed,) = sink.wait_for("ann@example.org", 1)
+    assert "board is revealed" in revealed["Subject"] and "/leaderboards/nlvr2/test-u" in revealed.get_content()
+    with mail_app.app_context():
+        rows = [json.loads(line) for line in gold.decode().splitlines()]
+        for row in rows[20:23]:  # labels the submission had right: its score drops
+            row["label"] = "False" if row["label"] == "True" else "True"
+        corrected = "".join(json.dumps(row) + "\n" for row in rows).encode()
+        label_audits.correct_labels(None, "nlvr2", "test-u", corrected, "3 labels fixed")
+    rescored = sink.wait_for("ann@example.org", 2)[1]
+    assert rescored["Subject"] == "Your NLVR2 test-u submission #1 was rescored"
+    assert "->" in rescored.get_content()
+    settled()
+    assert sink.to("quiet@example.org") == []
+    assert sink.to("optout@example.org") == []
+    # The newcomer never confirmed the address: the invitation and the confirmation link, no notification.
+    assert len(sink.to("new@example.org")) == 2
