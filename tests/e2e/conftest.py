@@ -19,6 +19,7 @@ from flask_migrate import upgrade
 from app import synthetic
 from app.db import db
 from tests.load.servers import Deployment, Gunicorn
+from tests.support.smtp_sink import SmtpSink
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -32,6 +33,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ADMIN = ("maintainer@example.org", "maintainer-password")
+MAIL_SITE_URL = "http://holdout.test"  # the server's port is chosen when it starts: links are mapped onto it
 
 
 def _unavailable(reason: str):
@@ -58,10 +60,18 @@ class Site:
     base: str
     deployment: Deployment
     dev_gold: bytes
+    sink: SmtpSink
     seeded: list[int] = field(default_factory=list)
 
     def app(self):
         return self.deployment.app()
+
+    def mailed_link(self, address: str, part: str, count: int = 1) -> str:
+        """The link containing `part` in the `count`th mail to `address` (waiting for it), on this server."""
+        letter = self.sink.wait_for(address, count, timeout=20)[count - 1]
+        (link,) = [link for link in self.sink.links(letter) if part in link]
+        assert link.startswith(MAIL_SITE_URL + "/"), link
+        return self.base + link[len(MAIL_SITE_URL) :]
 
 
 def _prepare(site: Site) -> None:
@@ -106,7 +116,9 @@ def site(sync_api, tmp_path_factory):
     env = deployment.env
     for name in ("WEB_CONCURRENCY", "SESSION_COOKIE_SECURE"):
         env.pop(name, None)
-    site = Site("", deployment, synthetic.nlvr2_gold(800, seed=21))
+    sink = SmtpSink().start()  # mail (address checks, resets) goes to a real SMTP server on loopback
+    env.update({"MAIL_SERVER": "127.0.0.1", "MAIL_PORT": str(sink.port), "SITE_URL": MAIL_SITE_URL})
+    site = Site("", deployment, synthetic.nlvr2_gold(800, seed=21), sink)
     _prepare(site)
     server = Gunicorn(env, folder / "gunicorn.log", workers=2)
     site.base = server.base
@@ -115,6 +127,7 @@ def site(sync_api, tmp_path_factory):
         yield site
     finally:
         server.stop()
+        sink.stop()
 
 
 @pytest.fixture(scope="module")

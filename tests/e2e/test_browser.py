@@ -14,7 +14,7 @@ from sqlalchemy import select
 from app import synthetic
 from app.db import db
 from app.models import Score
-from tests.e2e.conftest import ADMIN, screenshot
+from tests.e2e.conftest import ADMIN, local_page, screenshot
 
 # One gunicorn server and one Chromium for the module (`site`, `browser`), started once: make test hands
 # a module whole to one worker (--dist loadfile).
@@ -64,6 +64,11 @@ def test_participant_uploads_publishes_sorts_and_downloads(page, site, sync_api,
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Create account").click()
     expect(page).to_have_url(re.compile(r"/teams$"))
+    # Until the address is confirmed, uploading is refused; the mailed link confirms it.
+    expect(page.get_by_text("Confirm your address to upload and publish")).to_be_visible()
+    page.goto(site.mailed_link(email, "/account/verify/"))
+    expect(page.get_by_text(f"Thank you: {email} is confirmed.")).to_be_visible()
+    page.goto("/teams")
 
     page.get_by_label("Team name").fill("Vision Lab")
     page.get_by_role("button", name="Create team").click()
@@ -217,6 +222,49 @@ def test_maintainer_adds_a_split_from_the_console(page, site, sync_api):
     expect(page).to_have_url(re.compile(r"/leaderboards/nlvr2/test-p$"))
 
 
+def test_a_forgotten_password_is_reset_from_a_mailed_link_that_works_once(page, site, sync_api, browser):
+    expect = sync_api.expect
+    email = "forgetful@example.org"
+    with site.app().app_context():
+        from app.services.people import accounts
+
+        accounts.create_user(email, "the-old-password")
+        db.engine.dispose()
+    # A second browser is logged in already: the reset ends its session too.
+    with local_page(browser, site) as elsewhere:
+        elsewhere.goto("/login")
+        elsewhere.get_by_label("Email").fill(email)
+        elsewhere.get_by_label("Password").fill("the-old-password")
+        elsewhere.get_by_role("button", name="Log in").click()
+        expect(elsewhere.get_by_text(email)).to_be_visible()
+
+        page.goto("/login")
+        page.get_by_role("link", name="Forgot your password?").click()
+        expect(page).to_have_title("Forgot your password · Holdout")
+        page.get_by_label("Email").fill(email)
+        page.get_by_role("button", name="Mail me a link").click()
+        expect(page.get_by_text("If an account has this address")).to_be_visible()
+        screenshot(page, "password-forgot-sent")
+
+        link = site.mailed_link(email, "/password/reset/")
+        page.goto(link)
+        expect(page).to_have_title("Choose a new password · Holdout")
+        page.get_by_label("New password").fill("the-new-password")
+        screenshot(page, "password-reset")
+        page.get_by_role("button", name="Set the new password").click()
+        expect(page).to_have_url(re.compile(r"/login$"))
+        expect(page.get_by_text("Your password is changed")).to_be_visible()
+        page.get_by_label("Email").fill(email)
+        page.get_by_label("Password").fill("the-new-password")
+        page.get_by_role("button", name="Log in").click()
+        expect(page.get_by_role("button", name="Log out")).to_be_visible()
+
+        elsewhere.goto("/account")
+        expect(elsewhere).to_have_url(re.compile(r"/login"))
+    page.goto(link)  # a second use
+    expect(page.get_by_text("this reset link is not valid")).to_be_visible()
+
+
 def test_error_page_in_the_browser(page, sync_api):
     response = page.goto("/no/such/page")
     assert response.status == 404
@@ -286,6 +334,8 @@ def test_newcomer_follows_submit_downloads_the_sample_and_sees_the_quota_go_down
     page.get_by_label("Email").fill("newcomer@example.org")
     page.get_by_label("Password").fill("newcomer-password")
     page.get_by_role("button", name="Create account").click()
+    page.goto(site.mailed_link("newcomer@example.org", "/account/verify/"))
+    page.goto("/teams")
     page.get_by_label("Team name").fill("Newcomers")
     page.get_by_role("button", name="Create team").click()
     expect(page.get_by_text("Created team Newcomers.")).to_be_visible()

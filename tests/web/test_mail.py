@@ -245,3 +245,24 @@ def test_invitations_reveals_and_rescorings_are_mailed_to_those_who_want_them(ma
     assert sink.to("optout@example.org") == []
     # The newcomer never confirmed the address: the invitation and the confirmation link, no notification.
     assert len(sink.to("new@example.org")) == 2
+
+
+def test_tokens_expire_when_asked_and_the_account_page_keeps_the_mail_settings(mail_app):
+    with mail_app.app_context():
+        make_user("fay@example.org")
+    client = mail_app.test_client()
+    login(client, "fay@example.org", PASSWORD)
+    created = post_form(client, "/account/tokens", {"name": "ci", "expires_in_days": "7"}, form_page="/account")
+    plaintext = re.search(r'id="new-token"[^>]*value="([^"]+)"', created.get_data(as_text=True)).group(1)
+    assert client.get("/api/v1/me", headers=bearer(plaintext)).status_code == 200
+    with time_machine.travel(utcnow() + timedelta(days=8)):
+        assert client.get("/api/v1/me", headers=bearer(plaintext)).status_code == 401
+        page = client.get("/account").get_data(as_text=True)
+        assert "expired" in page
+    assert "Last used" in page and "Expires" in page
+
+    saved = post_form(client, "/account/notifications", {"notify_rescore": "y"}, form_page="/account")
+    assert saved.status_code == 303
+    with mail_app.app_context():
+        fay = accounts.get_user_by_email("fay@example.org")
+        assert (fay.notify_reveal, fay.notify_rescore, fay.notify_invite) == (False, True, False)

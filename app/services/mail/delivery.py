@@ -45,7 +45,13 @@ class _TimedConnection(Connection):
 def deliver(letter: Letter) -> str:
     """Send it (raises on an SMTP failure: the job is tried again); returns how it went, for the job's record."""
     if not settings.current().mail_server:
-        log.info("mail (no MAIL_SERVER: written here) to %s\nSubject: %s\n\n%s", letter.to, letter.subject, letter.body)
+        # A warning: the demo's way to read its mail, and on a real site a mail nobody received.
+        log.warning(
+            "mail not sent (no MAIL_SERVER), written here instead:\nTo: %s\nSubject: %s\n\n%s",
+            letter.to,
+            letter.subject,
+            letter.body,
+        )
         return "written to the log (no MAIL_SERVER)"
     message = Message(subject=letter.subject, recipients=[letter.to], body=letter.body)
     # Read from the settings at each letter (not once at start-up), like every other setting.
