@@ -156,10 +156,11 @@ def _shown(value: float) -> float | None:
     return _finite(value)
 
 
-def _compute(split: Split, version: int) -> Snapshot:
-    """Scores, intervals and rank tiers of every published entry, from the stored predictions."""
+def _compute(split: Split, version: int, until: datetime | None = None) -> Snapshot:
+    """Scores, intervals and rank tiers of every published entry, from the stored predictions (`until`: of the
+    entries on the board as it stood then, see final_snapshot)."""
     task = get_task(split.benchmark.task_type)
-    rows = _published_rows(split)
+    rows = _published_rows(split, until)
     entries: list[Entry] = []
     if rows:
         gold, stacked, wanted, gaps = _scoring_inputs(split, task, rows)
@@ -241,9 +242,10 @@ def _on_board(split: Split) -> tuple:
     )
 
 
-def _published_rows(split: Split) -> Sequence[Any]:
+def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
-    predictions, by submission id."""
+    predictions, by submission id; with `until`, only those uploaded before it and published by then."""
+    kept = () if until is None else (Submission.created_at < until, Submission.published_at <= until)
     return db.session.execute(
         select(
             Submission.id,
@@ -258,7 +260,7 @@ def _published_rows(split: Split) -> Sequence[Any]:
             Submission.team_id,
         )
         .join(Team, Submission.team_id == Team.id)
-        .where(*_on_board(split))
+        .where(*_on_board(split), *kept)
         .order_by(Submission.id)
     ).all()
 
@@ -751,6 +753,27 @@ def published_ranks(split: Split) -> dict[int, int]:
     """Rank of every published entry as the board would show it now, computed afresh (not cached): for
     telling how many ranks a label correction moved, inside its transaction."""
     return {entry.submission_id: entry.rank for entry in _compute(split, split.board_version or 0).entries}
+
+
+_final_memo: LRU[Snapshot] = LRU(16)
+
+
+def final_snapshot(split: Split) -> Snapshot:
+    """The split's final board: its entries as they stood at its closing time (split.closes_at), that is those
+    uploaded before it and published by then that are on the board now (not hidden since, not withdrawn),
+    ranked among themselves with the board's own code. Computed by its reader (a final board is read far less
+    than the board) and kept in this process per board version and closing time."""
+    assert split.closes_at is not None, "only a split with a closing time has a final board"
+    closes_at = as_utc(split.closes_at)
+    version = split.board_version or 0
+    key = (str(db.engine.url), split.id, version, closes_at.isoformat())
+    hit = _final_memo.get(key)
+    if hit is not None:
+        return hit
+    with observability.board_computation():
+        found = _compute(split, version, until=closes_at)
+    found.changelog = changelog(split)
+    return _final_memo.put(key, found)
 
 
 def leaderboard(split: Split) -> list[Entry]:
