@@ -47,8 +47,9 @@ log = logging.getLogger(__name__)
 GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sealed, primary metric)
 # Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names; 5: a
 # blind test's figures before its reveal are the released ones, rounded, without subset intervals, ranked from
-# counts alone; 6: with the decimals each released figure is written to): older rows are then recomputed.
-PAYLOAD_FORMAT = 6
+# counts alone; 6: with the decimals each released figure is written to; 7: each entry's team slug): older rows
+# are then recomputed.
+PAYLOAD_FORMAT = 7
 
 
 @dataclass
@@ -77,6 +78,7 @@ class Entry:
     # sealed on the primary metric) and whether it is larger than sampling explains; None elsewhere.
     gap_p: float | None = None
     gap_marked: bool | None = None
+    team_slug: str | None = None  # the team's public page, /teams/<slug> (None when anonymous)
 
     kind = "entry"
 
@@ -200,6 +202,7 @@ def _compute(split: Split, version: int, until: datetime | None = None) -> Snaps
                     submission_id=row.id,
                     model_name=row.model_name,
                     team=None if row.anonymous else row.name,
+                    team_slug=None if row.anonymous else row.slug,
                     submitted_at=moments[i],
                     paper_url=row.paper_url,
                     code_url=row.code_url,
@@ -252,6 +255,7 @@ def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any
             Submission.model_name,
             Submission.anonymous,
             Team.name,
+            Team.slug,
             Submission.created_at,
             Submission.paper_url,
             Submission.code_url,
@@ -484,6 +488,7 @@ _PAYLOAD_FIELDS = (
     "team_rank_high",
     "gap_p",
     "gap_marked",
+    "team_slug",
 )
 _MOMENT = _PAYLOAD_FIELDS.index("submitted_at")
 
