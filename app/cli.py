@@ -17,7 +17,7 @@ from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
 from app.services import catalog
-from app.services.catalog import references
+from app.services.catalog import phases, references
 from app.services.errors import ServiceError
 from app.services.intake import submissions
 from app.services.jobs import console as jobs_console
@@ -181,6 +181,50 @@ def _policy_text(split) -> str:
         f"{'open' if split.is_open else 'closed'}"
         + (f", sealed part {split.sealed_fraction:g} of its groups" if split.sealed_fraction else "")
     )
+
+
+def _moment(_ctx, param, value):
+    """--opens / --closes read before anything else, so that a malformed one names its option (exit code 2);
+    'none' clears the bound (None), leaving the option out keeps it (UNSET)."""
+    if value is None:
+        return catalog.UNSET
+    try:
+        return phases.parse_moment(value, param.opts[0])
+    except ServiceError as exc:
+        raise click.BadParameter(exc.message, param=param) from exc
+
+
+@splits_cli.command("phase")
+@click.argument("benchmark")
+@click.argument("split")
+@click.option(
+    "--opens",
+    callback=_moment,
+    help="When uploads open: ISO 8601 with a time zone, e.g. 2026-12-01T00:00Z (without a zone the time is UTC; "
+    "a date alone is its midnight UTC), or 'none' to clear it.",
+)
+@click.option(
+    "--closes",
+    callback=_moment,
+    help="When uploads close (after --opens), as --opens; the board keeps a final view as it stood then. "
+    "'none' clears it.",
+)
+def splits_phase(benchmark, split, opens, closes):
+    """Set when SPLIT of BENCHMARK takes uploads (uploads outside are refused, 409); without options, show it."""
+    with _refusals():
+        if opens is catalog.UNSET and closes is catalog.UNSET:
+            updated = catalog.get_split(benchmark, split)
+        else:
+            updated = maintainer_actions.set_phase(None, benchmark, split, opens_at=opens, closes_at=closes, via="cli")
+    click.echo(f"{benchmark}/{updated.slug}: {_phase_text(updated)}")
+
+
+def _phase_text(split) -> str:
+    phase = phases.of(split)
+    opens = f"opens {phases.moment_text(phase.opens_at)}" if phase.opens_at else "no opening time"
+    closes = f"closes {phases.moment_text(phase.closes_at)}" if phase.closes_at else "no closing time"
+    now = {phases.OPEN: "open now", phases.NOT_OPEN_YET: "not open yet", phases.CLOSED: "closed"}[phase.state]
+    return f"{opens}, {closes} ({now})"
 
 
 @splits_cli.command("reveal")

@@ -39,8 +39,17 @@ ERROR_RESPONSES = {
     "400": ("BadRequest", "A malformed query parameter (for example an unknown view)."),
     "401": ("Unauthorized", "No token, a malformed Authorization header, or an unknown or revoked token."),
     "403": ("Forbidden", "The caller is not a member of the team (or not allowed to do this)."),
-    "404": ("NotFound", "Unknown benchmark, split or submission (others' submissions are reported as missing)."),
-    "409": ("Conflict", "The split is closed to submissions, or the submission cannot be published."),
+    "404": (
+        "NotFound",
+        "Unknown benchmark, split or submission (others' submissions are reported as missing), or the final board "
+        "(view=final) of a split whose closing time has not passed.",
+    ),
+    "409": (
+        "Conflict",
+        "The split is closed to submissions or outside its phase (before its opening or from its closing time; "
+        'the error names the date: "Uploads to NLVR2 Test-U closed at 2027-01-31 23:59 UTC", and nothing is '
+        "stored), or the submission cannot be published.",
+    ),
     "413": ("TooLarge", "The body is over its limit: an upload over MAX_UPLOAD_MB, a form field over 128 KB."),
     "422": (
         "Invalid",
@@ -378,8 +387,30 @@ SCHEMAS = {
             },
             "view": {
                 "type": "string",
-                "enum": ["entries", "teams"],
-                "description": "`teams`: each team's best entry, ranked among those.",
+                "enum": ["entries", "teams", "final"],
+                "description": "`teams`: each team's best entry, ranked among those. `final`: the final board, the "
+                "entries as they stood at the split's closing time (uploaded before it, published by then and still "
+                "on the board), ranked among themselves.",
+            },
+            "phase": {
+                "type": "object",
+                "description": "When the split takes uploads, and where it stands at the time of the request (the "
+                "split's open/closed policy is apart: `open` in /benchmarks).",
+                "required": ["opens_at", "closes_at", "state", "text"],
+                "properties": {
+                    "opens_at": _nullable("string", format="date-time", description="Null: no opening time."),
+                    "closes_at": _nullable("string", format="date-time", description="Null: no closing time."),
+                    "state": {
+                        "type": "string",
+                        "enum": ["open", "not_open_yet", "closed"],
+                        "description": "`not_open_yet` before opens_at, `closed` from closes_at on, else `open`.",
+                    },
+                    "text": _nullable(
+                        "string",
+                        description='As the board says it: "Open until <closes>", "Opens <opens>", "Closed since '
+                        '<closes>" (times in UTC); null for a split open with no closing time.',
+                    ),
+                },
             },
             "columns": {
                 "type": "array",
@@ -531,8 +562,10 @@ VIEW_PARAMETER = {
     "name": "view",
     "in": "query",
     "required": False,
-    "schema": {"type": "string", "enum": ["entries", "teams"]},
-    "description": "`teams` keeps each team's best entry (anonymous entries count apart).",
+    "schema": {"type": "string", "enum": ["entries", "teams", "final"]},
+    "description": "`teams` keeps each team's best entry (anonymous entries count apart). `final`: the final board, "
+    "the entries as they stood at the split's closing time, ranked among themselves; only for a split whose closing "
+    "time has passed (otherwise 404). A held blind test's final board stays held until the reveal.",
 }
 
 PATHS = {

@@ -23,6 +23,7 @@ from app.security import bearer_token, check_form_parts, csrf
 from app.services.blind_test import visibility
 from app.services.boards import exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
+from app.services.catalog import phases
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
 from app.services.intake import quotas, submissions
 from app.services.intake.submissions import Upload, timestamp
@@ -290,10 +291,23 @@ def leaderboard(benchmark: str, split: str | None = None):
         "entries": [_entry(entry) for entry in board.entries],
         "references": exports.reference_documents(board),
         "held": _held(board.held),
+        "phase": _phase(board.phase),
         # Set while a newer snapshot is being built: these entries are the board before the latest changes.
         "updating_since": (
             board.snapshot.updating_since.isoformat() if board.snapshot and board.snapshot.updating_since else None
         ),
+    }
+
+
+def _phase(phase: phases.Phase | None) -> dict | None:
+    """When the split takes uploads, and where it stands now (services/catalog/phases.py)."""
+    if phase is None:
+        return None
+    return {
+        "opens_at": timestamp(phase.opens_at) if phase.opens_at else None,
+        "closes_at": timestamp(phase.closes_at) if phase.closes_at else None,
+        "state": phase.state,
+        "text": phase.sentence,
     }
 
 

@@ -6,7 +6,7 @@ from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
 from wtforms import BooleanField, EmailField, HiddenField, PasswordField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
-from wtforms.validators import DataRequired, Length, Optional
+from wtforms.validators import AnyOf, DataRequired, Length, Optional
 
 
 class RegisterForm(FlaskForm):
@@ -90,6 +90,16 @@ class NotificationsForm(FlaskForm):
 
 class ConfirmForm(FlaskForm):
     """A POST-only button: nothing but the CSRF token."""
+
+
+class ShownForm(FlaskForm):
+    """A member's choice to be named on the team's public page: the button sends what it offers ("yes"/"no")."""
+
+    shown = HiddenField(validators=[AnyOf(("yes", "no"))])
+
+    @property
+    def wanted(self) -> bool:
+        return self.shown.data == "yes"
 
 
 class UploadForm(FlaskForm):

@@ -115,9 +115,10 @@ def render(
     references: Sequence[Line] = (),
     title: str = "Best published score over time",
     now: datetime | None = None,
+    title_id: str = "chart-title",
 ) -> str:
     """An <svg> element (a string of markup) or "" when there is nothing to plot. The time axis spans the
-    entries' dates and never reaches past `now`."""
+    entries' dates and never reaches past `now`; `title_id` tells several charts on one page apart."""
     if not points:
         return ""
     now = now or datetime.now(UTC)
@@ -129,8 +130,8 @@ def render(
     frame = _Frame(start, end, *_y_range(values))
     out = [
         f'<svg class="progress-chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="100%" role="img" aria-labelledby="chart-title" font-family={quoteattr(FONT)} font-size="13">',
-        f'<title id="chart-title">{escape(title)}: {escape(metric_label)}</title>',
+        f'width="100%" role="img" aria-labelledby={quoteattr(title_id)} font-family={quoteattr(FONT)} font-size="13">',
+        f"<title id={quoteattr(title_id)}>{escape(title)}: {escape(metric_label)}</title>",
     ]
     out += _axes(frame, metric_label)
     out += _reference_lines(frame, references)
@@ -244,3 +245,17 @@ def for_board(board) -> Markup:
         if metric in r.scores.get("all", {})
     ]
     return Markup(render(points, METRIC_LABELS.get(metric, metric), lines))
+
+
+def for_team_board(board, number: int) -> Markup:
+    """The chart of a team's entries on one split (a services.boards.team_pages.TeamBoard): each entry's primary
+    score as its board shows it, with the team's best so far as the line; `number` tells the page's charts
+    apart."""
+    points = [
+        Point(
+            moment, value, tooltip(entry.model_name, entry.team, value, moment), f"/submissions/{entry.submission_id}"
+        )
+        for moment, value, entry in board.points()
+    ]
+    title = f"{board.benchmark_name} {board.split_name}: the team's best published score over time"
+    return Markup(render(points, board.primary_label, title=title, title_id=f"chart-title-{number}"))

@@ -21,13 +21,7 @@ def _upload_form() -> tuple[UploadForm, list]:
     form = UploadForm()
     choices = quotas.upload_choices(current_user)
     form.team.choices = [(str(team.id), team.name) for team in current_user.teams]
-    form.split.choices = [
-        (
-            f"{c.split.benchmark.slug}/{c.split.slug}",
-            f"{c.split.benchmark.name} — {c.split.name}{' (hidden)' if c.split.hidden else ''}",
-        )
-        for c in choices
-    ]
+    form.split.choices = [(f"{c.split.benchmark.slug}/{c.split.slug}", c.label) for c in choices]
     if request.method == "GET" and request.args.get("split"):
         form.split.data = request.args["split"]
     return form, choices

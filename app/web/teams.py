@@ -1,14 +1,18 @@
-"""Teams: my teams, a team's members, invite links, leaving."""
+"""Teams: my teams, a team's members, invite links, leaving, being named on the team's public page; and that
+public page, /teams/<slug>, for everyone."""
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
+from app import http_caching as caching
+from app.services.boards import page_versions, team_pages
 from app.services.errors import QuotaExceeded, ServiceError
 from app.services.intake.quotas import retry_after_seconds
 from app.services.people import teams
-from app.web.forms import ConfirmForm, TeamForm
+from app.web import progress_chart
+from app.web.forms import ConfirmForm, ShownForm, TeamForm
 
 bp = Blueprint("teams", __name__)
 
@@ -41,6 +45,7 @@ def index():
 
 
 def _team_page(team, invite_url: str | None = None, invited_email: str | None = None):
+    shown = teams.is_shown(team, _me())
     response = make_response(
         render_template(
             "teams/detail.html",
@@ -49,6 +54,8 @@ def _team_page(team, invite_url: str | None = None, invited_email: str | None = 
             confirm=ConfirmForm(),
             invite_url=invite_url,
             invited_email=invited_email,
+            shown=shown,
+            shown_form=ShownForm(formdata=None, shown="no" if shown else "yes"),
         )
     )
     if invite_url:
@@ -71,6 +78,32 @@ def create_invite(team_id: int):
     token = teams.create_invite(team, _me(), email=email)
     # Shown once, in this response only: the server keeps just the token's digest.
     return _team_page(team, invite_url=url_for("teams.invite", token=token, _external=True), invited_email=email)
+
+
+@bp.post("/teams/<int:team_id>/shown")
+@login_required
+def set_shown(team_id: int):
+    """A member names themselves on the team's public page, or stops (their own membership only)."""
+    form = ShownForm()
+    if not form.validate_on_submit():
+        abort(400)
+    team = teams.get_team_for(team_id, _me())
+    teams.set_shown(team, _me(), form.wanted)
+    flash(
+        f"You are named on {team.name}'s public page."
+        if form.wanted
+        else f"You are no longer named on {team.name}'s public page (members are still counted)."
+    )
+    return redirect(url_for("teams.detail", team_id=team.id), code=303)
+
+
+@bp.get("/teams/<team_slug>")
+@caching.public(page_versions.team)
+def public_page(team_slug: str):
+    """Anyone's view of a team (the members' own page is /teams/<id>: an id is all digits, a slug never is)."""
+    page = team_pages.team_page(team_slug)
+    charts = [progress_chart.for_team_board(board, number) for number, board in enumerate(page.boards, 1)]
+    return render_template("teams/public.html", page=page, charts=charts)
 
 
 @bp.post("/teams/<int:team_id>/leave")

@@ -11,6 +11,7 @@ from flask import Flask
 from app.evaluation.display import score_text
 from app.services.blind_test import visibility
 from app.services.boards.leaderboards import Board, Column
+from app.services.catalog import phases
 
 
 def _query(board: Board, **params) -> str:
@@ -35,11 +36,19 @@ def view_link(board: Board, view: str) -> str:
     return _query(board, view=view if view != "entries" else None, page=None)
 
 
+def split_phase(split) -> phases.Phase:
+    """A split's phase: the one a board's page was asked with (leaderboards.SplitInfo.phase, part of its cache
+    keys), else now."""
+    return getattr(split, "phase", None) or phases.of(split)
+
+
 def init_app(app: Flask) -> None:
     for function in (
         sort_link,
         page_link,
         view_link,
+        split_phase,
+        phases.moment_text,
         visibility.scores_are_public,
         visibility.counts_only,
         visibility.release_policy,

@@ -59,12 +59,14 @@ def _contexts(app, world: World) -> list[dict]:
     with app.app_context():
         submission_ids = list(db.session.scalars(select(Submission.id)))
         team_ids = list(db.session.scalars(select(Team.id)))
+        team_slugs = list(db.session.scalars(select(Team.slug)))
         token_ids = list(db.session.scalars(select(ApiToken.id)))
     contexts: list[dict] = [
         {"benchmark": "nlvr2", "benchmark_slug": "nlvr2", "split": split, "split_slug": split} for split in SPLITS
     ]
     contexts += [{"submission_id": i, "earlier_submission_id": i} for i in submission_ids]
     contexts += [{"team_id": i} for i in team_ids]
+    contexts += [{"team_slug": slug} for slug in team_slugs]
     contexts += [{"token_id": i} for i in token_ids]
     contexts += [{"token": world.invite}]
     return contexts

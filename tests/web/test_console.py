@@ -134,6 +134,7 @@ ADMIN_REQUESTS = [
     ("console.index", "GET", "/console/", None, 200),
     ("console.split", "GET", "/console/splits/nlvr2/dev", None, 200),
     ("console.policy", "POST", "/console/splits/nlvr2/dev/policy", "policy", 303),
+    ("console.phase", "POST", "/console/splits/nlvr2/dev/phase", "phase", 303),
     ("console.reveal", "POST", "/console/splits/nlvr2/test-u/reveal", "button", 303),
     ("console.pin_default", "POST", "/console/splits/nlvr2/dev/default", "button", 303),
     ("console.add_subset", "POST", "/console/splits/nlvr2/dev/subsets", "subset", 303),
@@ -183,6 +184,9 @@ def _send(client, site, method: str, path: str, kind: str | None):
         )
     if kind == "hide":
         return post_form(client, path, {"reason": "duplicate"}, form_page="/login")
+    if kind == "phase":
+        fields = {"opens_at": "2026-12-01T00:00", "closes_at": "2027-01-31T23:59"}
+        return post_form(client, path, fields, form_page="/login")
     if kind == "reference":
         fields = {"name": "Human", "scores": '{"all": {"accuracy": 96.1}}', "date": "2019-07-28"}
         return post_form(client, path, fields, form_page="/login")

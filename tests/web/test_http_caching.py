@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.services import catalog
-from app.services.boards import exports, leaderboards, listings, models_view, submission_pages
+from app.services.boards import exports, leaderboards, listings, models_view, submission_pages, team_pages
 from tests.security import crawler
 from tests.support.api_world import build_world, stored_submission
 from tests.support.browser import login, post_form
@@ -27,6 +27,7 @@ CLASSES = {
     "public.models_export": PUBLIC,
     "public.blind_test": PUBLIC,
     "submissions.show": PUBLIC,
+    "teams.public_page": PUBLIC,
     "api_v1.benchmarks": PUBLIC,
     "api_v1.leaderboard": PUBLIC,
     "api_v1.models": PUBLIC,
@@ -127,6 +128,7 @@ READS = [
     ("/leaderboards/nlvr2/models/export.json", exports, "export_models"),
     ("/leaderboards/nlvr2/dev/sample.csv", catalog, "sample_file"),
     ("/submissions/{published}", submission_pages, "page_for"),
+    ("/teams/lab", team_pages, "team_page"),
     ("/api/v1/benchmarks", listings, "benchmarks"),
     ("/api/v1/leaderboards/nlvr2/dev", listings, "leaderboard"),
     ("/api/v1/leaderboards/nlvr2/models", exports, "models_document"),

@@ -47,8 +47,9 @@ log = logging.getLogger(__name__)
 GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sealed, primary metric)
 # Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names; 5: a
 # blind test's figures before its reveal are the released ones, rounded, without subset intervals, ranked from
-# counts alone; 6: with the decimals each released figure is written to): older rows are then recomputed.
-PAYLOAD_FORMAT = 6
+# counts alone; 6: with the decimals each released figure is written to; 7: each entry's team slug): older rows
+# are then recomputed.
+PAYLOAD_FORMAT = 7
 
 
 @dataclass
@@ -77,6 +78,7 @@ class Entry:
     # sealed on the primary metric) and whether it is larger than sampling explains; None elsewhere.
     gap_p: float | None = None
     gap_marked: bool | None = None
+    team_slug: str | None = None  # the team's public page, /teams/<slug> (None when anonymous)
 
     kind = "entry"
 
@@ -156,10 +158,11 @@ def _shown(value: float) -> float | None:
     return _finite(value)
 
 
-def _compute(split: Split, version: int) -> Snapshot:
-    """Scores, intervals and rank tiers of every published entry, from the stored predictions."""
+def _compute(split: Split, version: int, until: datetime | None = None) -> Snapshot:
+    """Scores, intervals and rank tiers of every published entry, from the stored predictions (`until`: of the
+    entries on the board as it stood then, see final_snapshot)."""
     task = get_task(split.benchmark.task_type)
-    rows = _published_rows(split)
+    rows = _published_rows(split, until)
     entries: list[Entry] = []
     if rows:
         gold, stacked, wanted, gaps = _scoring_inputs(split, task, rows)
@@ -199,6 +202,7 @@ def _compute(split: Split, version: int) -> Snapshot:
                     submission_id=row.id,
                     model_name=row.model_name,
                     team=None if row.anonymous else row.name,
+                    team_slug=None if row.anonymous else row.slug,
                     submitted_at=moments[i],
                     paper_url=row.paper_url,
                     code_url=row.code_url,
@@ -241,15 +245,17 @@ def _on_board(split: Split) -> tuple:
     )
 
 
-def _published_rows(split: Split) -> Sequence[Any]:
+def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
-    predictions, by submission id."""
+    predictions, by submission id; with `until`, only those uploaded before it and published by then."""
+    kept = () if until is None else (Submission.created_at < until, Submission.published_at <= until)
     return db.session.execute(
         select(
             Submission.id,
             Submission.model_name,
             Submission.anonymous,
             Team.name,
+            Team.slug,
             Submission.created_at,
             Submission.paper_url,
             Submission.code_url,
@@ -258,7 +264,7 @@ def _published_rows(split: Split) -> Sequence[Any]:
             Submission.team_id,
         )
         .join(Team, Submission.team_id == Team.id)
-        .where(*_on_board(split))
+        .where(*_on_board(split), *kept)
         .order_by(Submission.id)
     ).all()
 
@@ -482,6 +488,7 @@ _PAYLOAD_FIELDS = (
     "team_rank_high",
     "gap_p",
     "gap_marked",
+    "team_slug",
 )
 _MOMENT = _PAYLOAD_FIELDS.index("submitted_at")
 
@@ -751,6 +758,27 @@ def published_ranks(split: Split) -> dict[int, int]:
     """Rank of every published entry as the board would show it now, computed afresh (not cached): for
     telling how many ranks a label correction moved, inside its transaction."""
     return {entry.submission_id: entry.rank for entry in _compute(split, split.board_version or 0).entries}
+
+
+_final_memo: LRU[Snapshot] = LRU(16)
+
+
+def final_snapshot(split: Split) -> Snapshot:
+    """The split's final board: its entries as they stood at its closing time (split.closes_at), that is those
+    uploaded before it and published by then that are on the board now (not hidden since, not withdrawn),
+    ranked among themselves with the board's own code. Computed by its reader (a final board is read far less
+    than the board) and kept in this process per board version and closing time."""
+    assert split.closes_at is not None, "only a split with a closing time has a final board"
+    closes_at = as_utc(split.closes_at)
+    version = split.board_version or 0
+    key = (str(db.engine.url), split.id, version, closes_at.isoformat())
+    hit = _final_memo.get(key)
+    if hit is not None:
+        return hit
+    with observability.board_computation():
+        found = _compute(split, version, until=closes_at)
+    found.changelog = changelog(split)
+    return _final_memo.put(key, found)
 
 
 def leaderboard(split: Split) -> list[Entry]:

@@ -70,7 +70,7 @@ def export(
         "md": to_markdown,
         "tex": lambda b: to_latex(b, intervals=intervals),
     }
-    suffix = "-teams" if board.view == "teams" else ""
+    suffix = "" if board.view == "entries" else f"-{board.view}"  # -teams, -final
     return Export(
         writers[fmt](board).encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}{suffix}.{fmt}"
     )

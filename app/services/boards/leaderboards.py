@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, func, select
 from app.db import begin_reading, db
 from app.evaluation import TASK_TYPES, get_task, sealed
 from app.lru import LRU
-from app.models import Benchmark, LeaderboardCache, Split, Submission, as_utc
+from app.models import Benchmark, LeaderboardCache, Split, Submission, as_utc, utcnow
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards.board_snapshots import (
@@ -26,10 +26,12 @@ from app.services.boards.board_snapshots import (
     ReferenceRow,
     Snapshot,
     changelog,
+    final_snapshot,
     memo_get,
     snapshot,
 )
-from app.services.errors import ServiceError
+from app.services.catalog import phases
+from app.services.errors import NotFound, ServiceError
 from app.services.jobs import transport
 
 PER_PAGE = 100
@@ -44,7 +46,10 @@ METRIC_LABELS = {
 }
 
 
-VIEWS = ("entries", "teams")  # every published entry, or each team's best (anonymous entries count apart)
+# Every published entry, each team's best (anonymous entries count apart), or the final board: the entries as
+# they stood when the split closed (a split whose closing time has passed: board_snapshots.final_snapshot).
+FINAL = "final"
+VIEWS = ("entries", "teams", FINAL)
 
 
 class InvalidQuery(ServiceError):
@@ -89,6 +94,14 @@ class Board:
     changelog: list[ChangelogLine] = field(default_factory=list)
     snapshot: Snapshot | None = None  # every entry of the board, whatever the view (None while held)
     held: Held | None = None  # what a held board tells instead of its entries (None: scores public)
+
+    @property
+    def phase(self) -> phases.Phase | None:
+        """The split's phase as the board was asked for (its SplitInfo's); None without a split."""
+        if self.split is None:
+            return None
+        found = self.split.phase if isinstance(self.split, SplitInfo) else None
+        return found or phases.of(self.split)
 
     @property
     def primary(self) -> Column | None:
@@ -354,6 +367,11 @@ class SplitInfo:
     # The board version of the last finished snapshot (None: none yet): a page served while a newer one is
     # being built changes when it is done, so it is part of what the page depends on (its ETag).
     snapshot_version: int | None = None
+    opens_at: datetime | None = None  # the phase's bounds (services/catalog/phases.py)
+    closes_at: datetime | None = None
+    # The phase when the page was asked for: it changes with time alone, so it is part of the ETag and of the
+    # keys the page is kept under.
+    phase: phases.Phase | None = None
 
 
 @dataclass(frozen=True)
@@ -396,7 +414,13 @@ SPLIT_FIELDS = (
 # build than the query takes to run).
 _BENCHMARK_QUERY = (
     select(
-        *BENCHMARK_FIELDS, *SPLIT_FIELDS, Benchmark.default_split_id, Split.sealed_fraction, LeaderboardCache.version
+        *BENCHMARK_FIELDS,
+        *SPLIT_FIELDS,
+        Benchmark.default_split_id,
+        Split.sealed_fraction,
+        LeaderboardCache.version,
+        Split.opens_at,
+        Split.closes_at,
     )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .outerjoin(LeaderboardCache, LeaderboardCache.split_id == Split.id)
@@ -418,6 +442,7 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
     if not rows:
         raise catalog.unknown_benchmark(slug)
     first = rows[0]
+    now = utcnow()
     splits = tuple(
         SplitInfo(
             row[6],
@@ -435,6 +460,9 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
             bool(row[18]),
             row[20],
             behind_marker(row[21]),
+            as_utc(row[22]) if row[22] is not None else None,
+            as_utc(row[23]) if row[23] is not None else None,
+            phases.phase_of(row[22], row[23], now),
         )
         for row in rows
         if row[6] is not None
@@ -478,7 +506,9 @@ def board(
     if split is None:
         return Board(benchmark, None, [], True)
     asked = _Asked(_parse_page(page), _parse_view(view), chosen, sort, order, paginate)
-    if not visibility.scores_are_public(split):
+    if asked.view == FINAL:
+        _check_final(benchmark, split)
+    if not visibility.scores_are_public(split):  # a held board stays held, its final view too
         return _held_board(benchmark, split, asked)
     return _public_board(benchmark, split, asked)
 
@@ -504,6 +534,19 @@ def _chosen_split(benchmark: BenchmarkInfo, benchmark_slug: str, split_slug: str
     if split is None:
         raise catalog.unknown_split(benchmark_slug, split_slug, [s.slug for s in benchmark.splits])
     return split
+
+
+def _check_final(benchmark: BenchmarkInfo, split: SplitInfo) -> None:
+    """NotFound unless the split's closing time has passed (only then has it a final board)."""
+    phase = split.phase or phases.phase_of(split.opens_at, split.closes_at)
+    if phase.has_final_board:
+        return
+    where = f"{benchmark.name} {split.name}"
+    if split.closes_at is None:
+        raise NotFound(f"{where} has no final board (view=final): it has no closing time")
+    raise NotFound(
+        f"{where} has no final board (view=final) yet: uploads close at {phases.moment_text(split.closes_at)}"
+    )
 
 
 def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
@@ -532,7 +575,7 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
 
 def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board with its scores: one page of its snapshot's rows, in the order asked for."""
-    snap, available, defaults = _snapshot_and_columns(split)
+    snap, available, defaults = _snapshot_and_columns(split, final=asked.view == FINAL)
     cols = choose_columns(available, defaults, asked.chosen)
     column, direction = _parse_sort(cols, asked.sort, asked.order)
     number, shown_view, paginate = asked.page, asked.view, asked.paginate
@@ -551,6 +594,7 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         shown_view,
         tuple(c.key for c in cols),
         paginate,
+        split.closes_at if shown_view == FINAL else None,  # the final board's entries are those at closes_at
     )
     shown, pages = _arranged.get_or_make(
         key,
@@ -578,9 +622,13 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
     )
 
 
-def _snapshot_and_columns(split: SplitInfo) -> tuple[Snapshot, list[Column], list[Column]]:
-    """The split's snapshot (computed when not in memory) and its available and default columns."""
-    snap = memo_get(split.id, split.board_version) or snapshot(db.session.get_one(Split, split.id))
+def _snapshot_and_columns(split: SplitInfo, final: bool = False) -> tuple[Snapshot, list[Column], list[Column]]:
+    """The split's snapshot (computed when not in memory; `final`: its final board's) and its available and
+    default columns."""
+    if final:
+        snap = final_snapshot(db.session.get_one(Split, split.id))
+    else:
+        snap = memo_get(split.id, split.board_version) or snapshot(db.session.get_one(Split, split.id))
     available, defaults = _columns_memo.get((str(db.engine.url), split.id, snap.version)) or _columns_of(
         db.session.get_one(Split, split.id), snap.version
     )

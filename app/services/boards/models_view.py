@@ -65,6 +65,11 @@ class ModelRow:
     def entry(self, column: ModelColumn) -> Entry | None:
         return self.latest.get(column.split_slug)
 
+    @property
+    def team_slug(self) -> str | None:
+        """The team's public page (None for an anonymous entry): a model's entries are all its team's."""
+        return self.newest.team_slug if self.team is not None else None
+
     def cell(self, column: ModelColumn) -> Cell | None:
         entry = self.entry(column)
         if entry is None:

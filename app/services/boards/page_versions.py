@@ -3,7 +3,8 @@
 
 Every value a public page shows changes only with a row read here: what a board shows is bumped into its
 split's board_version (publication, hiding, subsets, references, reveal, policy); the rest is the
-benchmark's and splits' own columns, and for a submission page the submission's and its team's.
+benchmark's and splits' own columns, for a submission page the submission's and its team's, and for a team's
+public page the team's and its members' choices to be named.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.db import begin_reading, db
-from app.models import Benchmark, LeaderboardCache, Split, Submission, Team
+from app.models import Benchmark, LeaderboardCache, Membership, Split, Submission, Team, User
 from app.services.boards import leaderboards
+from app.services.people import teams
 
 _CATALOG_QUERY = (
     select(
@@ -72,3 +74,19 @@ def submission(submission_id: int) -> tuple | None:
         .where(Submission.id == submission_id)
     ).first()
     return None if row is None else tuple(row)
+
+
+def team(team_slug: str) -> tuple | None:
+    """What a team's public page depends on: the team and which members chose to be named, and every board
+    (its entries are rows of their splits' boards)."""
+    if not isinstance(team_slug, str) or not teams.SLUG_SHAPE.match(team_slug):
+        return None
+    begin_reading()
+    people = db.session.execute(
+        select(Team.id, Team.name, User.email, Membership.shown)
+        .outerjoin(Membership, Membership.team_id == Team.id)
+        .outerjoin(User, User.id == Membership.user_id)
+        .where(Team.slug == team_slug)
+        .order_by(User.email)
+    ).all()
+    return (tuple(tuple(row) for row in people), catalog()) if people else None

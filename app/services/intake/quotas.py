@@ -18,6 +18,7 @@ from app import observability
 from app.db import db
 from app.models import Split, Submission, Team, User, as_utc, utcnow
 from app.services import catalog
+from app.services.catalog import phases
 from app.services.errors import QuotaExceeded
 
 # --- quotas --------------------------------------------------------------------------------------------
@@ -231,10 +232,21 @@ def split_under_locks(split_id: int, team_id: int, user_id: int) -> Split:
 
 @dataclass
 class SplitChoice:
-    """An open split on the Submit page, with each of the user's teams' quota on it."""
+    """An open split on the Submit page, with each of the user's teams' quota on it, and its phase now (a split
+    not open yet, or closed since its closing time, is offered marked so: an upload is refused, 409)."""
 
     split: Split
     quotas: dict[int, QuotaStatus]  # team id -> counts now
+    phase: phases.Phase | None = None
+
+    @property
+    def label(self) -> str:
+        """The split as the Submit page's choice names it: 'NLVR2 — Test-U (hidden) — closed since ...'."""
+        split = self.split
+        text = f"{split.benchmark.name} — {split.name}{' (hidden)' if split.hidden else ''}"
+        if self.phase is not None and self.phase.state != phases.OPEN and self.phase.sentence:
+            text += f" — {self.phase.sentence[:1].lower()}{self.phase.sentence[1:]}"
+        return text
 
 
 def upload_choices(user: User, now: datetime | None = None) -> list[SplitChoice]:
@@ -268,7 +280,7 @@ def upload_choices(user: User, now: datetime | None = None) -> list[SplitChoice]
             status = _status(split, counts.get((split.id, team), nothing))
             status.account = _status(split, own.get(split.id, nothing), "account")
             quotas[team] = status
-        choices.append(SplitChoice(split, quotas))
+        choices.append(SplitChoice(split, quotas, phases.of(split, now)))
     return choices
 
 

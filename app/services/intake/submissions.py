@@ -27,6 +27,7 @@ from app.names import invisible
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
+from app.services.catalog import phases
 from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge, check_visible
 from app.services.intake import quotas
 from app.services.people import addresses
@@ -333,14 +334,17 @@ def submit(
     With an idempotency key this account has sent before, nothing is stored: the first upload's answer is
     given again (its result, or its refusal), or InvalidInput if the key came with another upload.
 
-    Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed), TooLarge,
-    QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then stored as rejected).
+    Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed, or outside its phase:
+    nothing is stored), TooLarge, QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then
+    stored as rejected). The upload is judged, and stored, at one moment: `now`, else when this call began.
     """
     addresses.check_verified(user)
+    now = now or utcnow()
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     team = resolve_team(user, team_ref)
     if not split.is_open:
         raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
+    phases.check_accepting(split, now)
     upload = _clean_upload(upload)
     check_size(upload.data)
     key = check_idempotency_key(idempotency_key)

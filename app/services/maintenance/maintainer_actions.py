@@ -17,9 +17,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
-from app.models import Benchmark, Reference, Split, Submission, Team, User
+from app.models import Benchmark, Reference, Split, Submission, Team, User, as_utc
 from app.services import catalog
 from app.services.audit import audit_log as events
+from app.services.catalog import phases
 from app.services.catalog import references as reference_rows
 from app.services.errors import NotFound
 from app.services.intake import submissions
@@ -132,6 +133,38 @@ def set_policy(actor: User | None, benchmark_slug: str, split_slug: str, *, via:
             actor, "split.policy", f"{benchmark_slug}/{split_slug}", {"via": via, **(changes or {"changes": "none"})}
         )
         return catalog.set_policy(benchmark_slug, split_slug, **policy)
+
+    return _undo_on_error(work)
+
+
+def set_phase(
+    actor: User | None,
+    benchmark_slug: str,
+    split_slug: str,
+    *,
+    opens_at=catalog.UNSET,
+    closes_at=catalog.UNSET,
+    via: str = "web",
+) -> Split:
+    """Set or clear a split's opening and closing times (phases.set_phase: a datetime, a text phases.parse_moment
+    reads, None to clear, UNSET to leave). The audit event lists each bound that changes, as "old → new"."""
+
+    def shown(value) -> str:
+        return "none" if value is None else phases.moment_text(value)
+
+    def work() -> Split:
+        split = catalog.get_split(benchmark_slug, split_slug)
+        changes = {}
+        for key, value in (("opens_at", opens_at), ("closes_at", closes_at)):
+            if value is catalog.UNSET:
+                continue
+            new, current = phases.parse_moment(value, key), getattr(split, key)
+            if (new and as_utc(new)) != (current and as_utc(current)):
+                changes[key] = f"{shown(current)} → {shown(new)}"
+        events.record(
+            actor, "split.phase", f"{benchmark_slug}/{split_slug}", {"via": via, **(changes or {"changes": "none"})}
+        )
+        return phases.set_phase(benchmark_slug, split_slug, opens_at=opens_at, closes_at=closes_at)
 
     return _undo_on_error(work)
 

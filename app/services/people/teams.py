@@ -10,6 +10,7 @@ nobody's daily creations.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterable
 from contextlib import contextmanager
@@ -415,3 +416,57 @@ def _is_member(team: Team, user: User | None) -> bool:
     if user is None or user.id is None:
         return False
     return db.session.get(Membership, (user.id, team.id)) is not None
+
+
+# --- the public team page ---------------------------------------------------------------------------------
+
+SLUG_SHAPE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+
+
+def get_team_by_slug(slug: str) -> Team:
+    """The team whose public page is /teams/<slug>; NotFound for any other (a malformed one is not asked)."""
+    if not isinstance(slug, str) or not SLUG_SHAPE.match(slug):
+        raise NotFound("no such team")
+    team = db.session.scalar(select(Team).where(Team.slug == slug))
+    if team is None:
+        raise NotFound("no such team")
+    return team
+
+
+@dataclass(frozen=True)
+class PublicMembers:
+    """What the public page says of a team's people: how many they are, and the members who chose to be named
+    (each by the part of their address before "@", never the whole address); the others are only counted."""
+
+    count: int
+    shown: tuple[str, ...]
+
+    @property
+    def others(self) -> int:
+        return self.count - len(self.shown)
+
+
+def public_members(team: Team) -> PublicMembers:
+    rows = db.session.execute(
+        select(Membership.shown, User.email)
+        .join(User, User.id == Membership.user_id)
+        .where(Membership.team_id == team.id)
+        .order_by(User.email)
+    ).all()
+    return PublicMembers(len(rows), tuple(email.split("@", 1)[0] for shown, email in rows if shown))
+
+
+def is_shown(team: Team, user: User) -> bool:
+    """Whether the user (a member) chose to be named on the team's public page."""
+    membership = db.session.get(Membership, (user.id, team.id))
+    return bool(membership is not None and membership.shown)
+
+
+def set_shown(team: Team, user: User, shown: bool) -> None:
+    """A member names themselves on the team's public page, or stops (their own choice only; NotFound for
+    anyone else)."""
+    membership = db.session.get(Membership, (user.id, team.id))
+    if membership is None:
+        raise NotFound("no such team")
+    membership.shown = bool(shown)
+    db.session.commit()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
 from wtforms import BooleanField, SelectField, StringField, TextAreaField
@@ -10,7 +12,9 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 from wtforms.widgets import TextInput
 
-from app.models import FEEDBACK_POLICIES
+from app.models import FEEDBACK_POLICIES, as_utc
+from app.services.catalog import phases
+from app.services.errors import ServiceError
 
 
 class SignOutForm(FlaskForm):
@@ -97,6 +101,34 @@ class PolicyForm(FlaskForm):
     def validate_feedback(self, field):
         if field.data not in FEEDBACK_POLICIES:
             raise ValidationError(f"choose one of {', '.join(FEEDBACK_POLICIES)}")
+
+
+class MomentField(Field):
+    """A datetime-local input: a date and time in UTC (the page says so), or blank for none. Read with the
+    command line's rule (services/catalog/phases.py parse_moment)."""
+
+    widget = TextInput(input_type="datetime-local")
+    data: datetime | None
+
+    def _value(self) -> str:
+        if self.raw_data:
+            return self.raw_data[0]
+        return "" if self.data is None else as_utc(self.data).astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+    def process_formdata(self, valuelist):
+        raw = (valuelist[0] if valuelist else "").strip()
+        try:
+            self.data = phases.parse_moment(raw, self.name)
+        except ServiceError as exc:
+            self.data = None
+            raise ValueError(exc.message) from exc
+
+
+class PhaseForm(FlaskForm):
+    """When a split takes uploads; a blank field clears its bound."""
+
+    opens_at = MomentField("Uploads open (UTC)")
+    closes_at = MomentField("Uploads close (UTC)")
 
 
 class SplitForm(FlaskForm):

@@ -14,6 +14,7 @@ from app.web.console.blueprint import admin_required, bp
 from app.web.console.forms import (
     ButtonForm,
     HideForm,
+    PhaseForm,
     PolicyForm,
     ReferenceForm,
     SelectChoice,
@@ -41,11 +42,14 @@ def _split_page(
     policy_form: PolicyForm | None = None,
     subset_form: SubsetForm | None = None,
     reference_form: ReferenceForm | None = None,
+    phase_form: PhaseForm | None = None,
 ):
     """The split's page; after a failed POST, the form that was sent keeps what was typed into it."""
     view = maintainer_actions.split_view(benchmark, split)
     if policy_form is None:
         policy_form = PolicyForm(formdata=None, obj=view.split)
+    if phase_form is None:
+        phase_form = PhaseForm(formdata=None, obj=view.split)
     return render_template(
         "console/split.html",
         split=view.split,
@@ -53,6 +57,7 @@ def _split_page(
         error=error,
         risks=view.risks,
         policy_form=policy_form,
+        phase_form=phase_form,
         subset_form=subset_form or SubsetForm(formdata=None),
         reference_form=reference_form or ReferenceForm(formdata=None),
         references=view.references,
@@ -135,6 +140,24 @@ def policy(benchmark: str, split: str):
     except ServiceError as exc:
         return _split_page(benchmark, split, status=exc.status, error=exc, policy_form=form)
     flash(f"Saved the policy of {benchmark}/{split}.")
+    return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
+
+
+@bp.post("/splits/<benchmark>/<split>/phase")
+@admin_required
+def phase(benchmark: str, split: str):
+    form = PhaseForm()
+    if not form.validate_on_submit():
+        return _split_page(benchmark, split, status=_form_status(form), phase_form=form)
+    try:
+        maintainer_actions.set_phase(
+            _me(), benchmark, split, opens_at=form.opens_at.data, closes_at=form.closes_at.data
+        )
+    except ServiceError as exc:
+        if exc.field in form:  # the problem beside the field at fault, as well as at the top
+            form[exc.field].errors = [*form[exc.field].errors, exc.message]
+        return _split_page(benchmark, split, status=exc.status, error=exc, phase_form=form)
+    flash(f"Saved when {benchmark}/{split} takes uploads.")
     return redirect(url_for("console.split", benchmark=benchmark, split=split), code=303)
 
 

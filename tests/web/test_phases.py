@@ -1,0 +1,145 @@
+"""A split's phase (issue 27): uploads outside opens_at..closes_at are refused (409) by the page and the API with
+the dates named and nothing stored; the board and its API say where the split stands; the final board keeps the
+entries as they stood at closing; `flask splits phase` refuses a closing time not after the opening."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import time_machine
+from sqlalchemy import func, select
+
+from app.db import db
+from app.models import AuditEvent, Submission, User
+from app.services.catalog import phases
+from app.services.intake import submissions
+from tests.support.api_world import PASSWORD, build_world, post_file, stored_submission
+from tests.support.browser import csrf_token, login, post_form
+
+OPENS, CLOSES = "2026-12-01T00:00Z", "2027-01-31T23:59Z"
+BEFORE = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+DURING = datetime(2027, 1, 10, 12, 0, tzinfo=UTC)
+AFTER = datetime(2027, 2, 5, 12, 0, tzinfo=UTC)
+
+
+def _world(app):
+    world = build_world(app)
+    with app.app_context():
+        phases.set_phase("nlvr2", "dev", opens_at=OPENS, closes_at=CLOSES)
+    return world
+
+
+def _stored(app) -> int:
+    with app.app_context():
+        return db.session.scalar(select(func.count()).select_from(Submission))
+
+
+def _files(app) -> set[Path]:
+    return {path for path in Path(app.config["SUBMISSIONS_DIR"]).rglob("*") if path.is_file()}
+
+
+def _refused_everywhere(app, world, expected: str) -> None:
+    """The API and the Submit page both answer 409 naming the date; no row is stored and no original kept."""
+    client = app.test_client()
+    before, kept = _stored(app), _files(app)
+    answer = post_file(client, world, "member", world.predictions())
+    assert answer.status_code == 409, answer.get_json()
+    assert expected in answer.get_json()["error"]
+    assert login(client, "member@example.org", PASSWORD).status_code == 302
+    form = {
+        "csrf_token": csrf_token(client, "/submit"),
+        "team": "1",
+        "split": "nlvr2/dev",
+        "model_name": "late",
+        "file": (io.BytesIO(world.predictions()), "p.csv"),
+    }
+    page = client.post("/submit", data=form, content_type="multipart/form-data")
+    assert page.status_code == 409 and expected in page.get_data(as_text=True)
+    assert (_stored(app), _files(app)) == (before, kept)
+
+
+def test_uploads_before_the_opening_are_refused_with_the_date_and_nothing_stored(app):
+    world = _world(app)
+    with time_machine.travel(BEFORE, tick=False):
+        _refused_everywhere(app, world, "Uploads to NLVR2 Dev open at 2026-12-01 00:00 UTC")
+        board = app.test_client().get("/api/v1/leaderboards/nlvr2/dev").get_json()
+        assert board["phase"] == {
+            "opens_at": "2026-12-01T00:00:00+00:00",
+            "closes_at": "2027-01-31T23:59:00+00:00",
+            "state": "not_open_yet",
+            "text": "Opens 2026-12-01 00:00 UTC",
+        }
+
+
+def test_uploads_after_the_closing_are_refused_and_the_board_says_so(app):
+    world = _world(app)
+    with time_machine.travel(DURING, tick=False):
+        page = app.test_client().get("/leaderboards/nlvr2/dev").get_data(as_text=True)
+        assert "Open until 2027-01-31 23:59 UTC" in page and "view=final" not in page
+        assert post_file(app.test_client(), world, "member", world.predictions()).status_code == 201
+    with time_machine.travel(AFTER, tick=False):
+        _refused_everywhere(app, world, "Uploads to NLVR2 Dev closed at 2027-01-31 23:59 UTC")
+        page = app.test_client().get("/leaderboards/nlvr2/dev").get_data(as_text=True)
+        assert "Closed since 2027-01-31 23:59 UTC" in page
+        assert "Final board as at 2027-01-31 23:59 UTC" in page
+        assert app.test_client().get("/api/v1/leaderboards/nlvr2/dev").get_json()["phase"]["state"] == "closed"
+
+
+def test_the_final_board_keeps_the_entries_as_they_stood_at_closing(app):
+    world = _world(app)
+    with time_machine.travel(DURING, tick=False):
+        early = stored_submission(app, world, publish=True, model_name="published-in-time")
+        late = stored_submission(app, world, seed=8, model_name="published-after-closing")
+        api = app.test_client().get("/api/v1/leaderboards/nlvr2/dev?view=final")
+        assert api.status_code == 404 and "uploads close at 2027-01-31 23:59 UTC" in api.get_json()["error"]
+    with time_machine.travel(AFTER, tick=False):
+        with app.app_context():
+            member = db.session.scalar(select(User).where(User.email == "member@example.org"))
+            submissions.publish(member, late, description="after the closing")
+        client = app.test_client()
+        now = client.get("/api/v1/leaderboards/nlvr2/dev").get_json()
+        final = client.get("/api/v1/leaderboards/nlvr2/dev?view=final").get_json()
+        assert {e["submission_id"] for e in now["entries"]} == {early, late}
+        assert [(e["submission_id"], e["rank"]) for e in final["entries"]] == [(early, 1)]
+        assert final["view"] == "final"
+        page = client.get("/leaderboards/nlvr2/dev?view=final").get_data(as_text=True)
+        assert "published-in-time" in page and "published-after-closing" not in page
+        assert "Final board: the entries as they stood" in page
+        # Not on a split without a closing time.
+        assert client.get("/leaderboards/nlvr2/test-u?view=final").status_code == 404
+
+
+def test_the_phase_command_refuses_a_closing_not_after_the_opening(app):
+    build_world(app)
+    runner = app.test_cli_runner()
+    wrong = runner.invoke(args=["splits", "phase", "nlvr2", "dev", "--opens", CLOSES, "--closes", OPENS])
+    assert wrong.exit_code == 2
+    assert "closes_at (2026-12-01 00:00 UTC) must be after opens_at (2027-01-31 23:59 UTC)" in wrong.output
+    garbled = runner.invoke(args=["splits", "phase", "nlvr2", "dev", "--opens", "next tuesday"])
+    assert garbled.exit_code == 2 and "--opens" in garbled.output and "Traceback" not in garbled.output
+    done = runner.invoke(args=["splits", "phase", "nlvr2", "dev", "--opens", "2026-12-01T01:00+01:00"])
+    assert done.exit_code == 0, done.output
+    assert "opens 2026-12-01 00:00 UTC, no closing time" in done.output
+    with app.app_context():
+        events = list(db.session.scalars(select(AuditEvent).where(AuditEvent.action == "split.phase")))
+    assert len(events) == 1
+    assert json.loads(events[0].details) == {"via": "cli", "opens_at": "none → 2026-12-01 00:00 UTC"}
+
+
+def test_the_console_form_names_the_field_it_refuses(app):
+    build_world(app)
+    admin = app.test_client()
+    assert login(admin, "admin@example.org", PASSWORD).status_code == 302
+    path, page = "/console/splits/nlvr2/dev/phase", "/console/splits/nlvr2/dev"
+    wrong = post_form(admin, path, {"opens_at": "2027-01-31T23:59", "closes_at": "2026-12-01T00:00"}, form_page=page)
+    assert wrong.status_code == 422
+    assert "closes_at (2026-12-01 00:00 UTC) must be after opens_at (2027-01-31 23:59 UTC)" in wrong.get_data(True)
+    garbled = post_form(admin, path, {"opens_at": "soon", "closes_at": ""}, form_page=page)
+    assert garbled.status_code == 422 and "opens_at must be a date and time in ISO 8601" in garbled.get_data(True)
+    with app.app_context():
+        assert not db.session.scalar(
+            select(func.count()).select_from(AuditEvent).where(AuditEvent.action == "split.phase")
+        )
