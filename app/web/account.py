@@ -114,9 +114,8 @@ def resend_verification():
     return redirect(url_for("account.index"), code=303)
 
 
-@bp.get("/account/verify/<token>")
-def verify(token: str):
-    # No login needed: the signed link shows the address is its reader's. A bad link is a 400 page.
-    user = addresses.verify(token)
-    flash(f"Thank you: {user.email} is confirmed. You can upload and publish.")
-    return redirect(url_for("account.index") if current_user.is_authenticated else url_for("auth.login"), code=303)
+@bp.get("/account/verify/<verify_token>")
+def verify(verify_token: str):
+    # No login needed: the signed link shows the address is its reader's. A bad link is a 422 page.
+    user = addresses.verify(verify_token)
+    return render_template("account/verified.html", email=user.email)

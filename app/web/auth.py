@@ -105,8 +105,9 @@ def forgot_password():
     return render_template("auth/forgot.html", form=form, sent=None), status
 
 
-@bp.route("/password/reset/<token>", methods=["GET", "POST"])
-def reset_password(token: str):
+@bp.route("/password/reset/<reset_token>", methods=["GET", "POST"])
+def reset_password(reset_token: str):
+    token = reset_token
     form = ResetPasswordForm()
     status, link_ok = 200, True
     if request.method == "POST":

@@ -69,7 +69,24 @@ def _contexts(app, world: World) -> list[dict]:
     contexts += [{"team_slug": slug} for slug in team_slugs]
     contexts += [{"token_id": i} for i in token_ids]
     contexts += [{"token": world.invite}]
+    contexts += [{"reset_token": token, "verify_token": token} for token in _mailed_link_tokens(app)]
     return contexts
+
+
+def _mailed_link_tokens(app) -> list[str]:
+    """A live reset link and address-check link of the first account (as a mail would carry them), so the
+    pages behind them are crawled as they answer a real reader."""
+    from app.models import User
+    from app.services.people import signed_links
+
+    with app.app_context():
+        user = db.session.scalars(select(User).order_by(User.id)).first()
+        if user is None:
+            return []
+        return [
+            signed_links.sign(signed_links.RESET, {"u": user.id, "g": user.reset_generation}),
+            signed_links.sign(signed_links.VERIFY, {"u": user.id, "e": user.email}),
+        ]
 
 
 def _pool(name: str, converter, largest_id: int) -> list:
