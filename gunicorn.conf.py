@@ -70,7 +70,9 @@ if os.environ.get("HOLDOUT_CONTROL_SOCKET"):
 _log_format = os.environ.get("LOG_FORMAT", "text").strip().lower() or "text"
 if _log_format == "json":
     logger_class = "serving.access_log.JsonLogger"
-elif _log_format != "text":
+elif _log_format == "text":
+    logger_class = "serving.access_log.TextLogger"  # the same redactions as the JSON lines
+else:
     sys.exit(f"holdout: LOG_FORMAT must be text or json, got {os.environ['LOG_FORMAT']!r}")
 
 # Metrics (/metrics) from every worker: prometheus_client's multiprocess mode, where each worker writes its

@@ -146,7 +146,7 @@ def _flag(name: str) -> bool:
     return raw in {"1", "true", "yes"}
 
 
-DEMO_SITE_URL = "http://localhost:8000"
+DEMO_SITE_URL = "http://127.0.0.1:8000"  # where `make run` serves
 
 
 def site_url(config) -> str:

@@ -1,9 +1,11 @@
-"""gunicorn's access log as JSON lines (LOG_FORMAT=json, see gunicorn.conf.py).
+"""gunicorn's access log, as text (LOG_FORMAT=text, the default) or JSON lines (LOG_FORMAT=json; see
+gunicorn.conf.py), both redacted.
 
 One object a line: time, method, path, query, status, duration, bytes, remote address (the client's, with
 TRUSTED_PROXIES, as the app sees it). Never a header (so
 no token or cookie), never a body (so no password or file), and never a secret that travels in the URL:
-the invite token in /invites/<token> (also where it is the `next` parameter of the login page) and the
+the token of /invites/<token>, /password/reset/<token> and /account/verify/<token> (also where it is the
+`next` parameter of the login page) and the
 values of query parameters named like a credential are replaced by "[redacted]".
 """
 
@@ -20,7 +22,8 @@ from gunicorn.glogging import Logger
 
 REDACTED = "[redacted]"
 # Routes whose path carries a secret in the segment after this prefix.
-SECRET_PATHS = re.compile(r"^(/invites/)[^/]+")
+# Paths that are credentials: an invitation, a password-reset link, an address-check link.
+SECRET_PATHS = re.compile(r"^(/invites/|/password/reset/|/account/verify/)[^/?]+")
 SECRET_PARAMETERS = re.compile(r"token|password|passwd|secret|key|auth|session|csrf|code", re.IGNORECASE)
 
 
@@ -75,3 +78,18 @@ class JsonLogger(Logger):
             self.access_log.info("%s", json.dumps(line, ensure_ascii=False))
         except Exception:
             self.error(traceback.format_exc())
+
+
+class TextLogger(Logger):
+    """gunicorn's Logger with its text access line (access_log_format) redacted like the JSON one: the
+    request line, path and query carry no invitation, reset or address-check link, nor a credential-named
+    parameter's value."""
+
+    def atoms(self, resp, req, environ, request_time):
+        atoms = super().atoms(resp, req, environ, request_time)
+        path = clean_path(environ.get("PATH_INFO") or "")
+        query = clean_query(environ.get("QUERY_STRING") or "")
+        target = f"{path}?{query}" if query else path
+        atoms["U"], atoms["q"] = path, query
+        atoms["r"] = f"{environ.get('REQUEST_METHOD')} {target} {environ.get('SERVER_PROTOCOL')}"
+        return atoms

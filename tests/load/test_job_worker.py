@@ -34,6 +34,7 @@ from app.services.catalog import label_files
 from app.services.intake import submissions
 from app.services.maintenance import label_audits
 from tests.load.servers import REPO, Deployment, Gunicorn, prepare, send, upload_request
+from tests.support.smtp_sink import SmtpSink
 
 pytestmark = [
     pytest.mark.postgres(reason="procrastinate's workers need PostgreSQL (LISTEN/NOTIFY, its tables and functions)"),
@@ -92,16 +93,19 @@ def deployment(postgres_cluster, tmp_path_factory):
 
         board_snapshots.snapshot(catalog.get_split("nlvr2", "test-p"))
         db.engine.dispose()
+    sink = SmtpSink().start()
     env = deployment.env | {"JOB_QUEUE": "procrastinate", "JOB_HEARTBEAT": str(HEARTBEAT)}
+    env |= {key: str(value) for key, value in sink.config().items()}
     web = Gunicorn(env, folder / "gunicorn.log", workers=2)
     workers = [Worker(env, folder / "worker-0.log")]
     try:
         web.wait_until_up()
-        yield deployment, web, workers, env, folder
+        yield deployment, web, workers, env, folder, sink
     finally:
         web.stop()
         for worker in workers:
             worker.stop()
+        sink.stop()
         postgres_cluster.drop_database(url.rsplit("/", 1)[1])
 
 
@@ -127,7 +131,7 @@ def _wait(what, limit: float, message: str):
 
 
 def test_a_publication_is_on_the_board_within_seconds_and_readers_never_wait(deployment):
-    dep, web, _, _, folder = deployment
+    dep, web, _, _, folder, _ = deployment
     before = _board(web)
     assert before["updating_since"] is None and len(before["entries"]) == ENTRIES
     data = synthetic.predictions("nlvr2", dep.gold, 0.99, seed=999, split="test-p")
@@ -199,7 +203,7 @@ def _expected_scores(app) -> dict[tuple[int, str, str], float]:
 
 
 def test_a_worker_killed_during_rescoring_leaves_every_score_once_and_right(deployment, postgres_cluster):
-    dep, web, workers, env, folder = deployment
+    dep, web, workers, env, folder, _ = deployment
     app = dep.app()
     app.config["JOB_QUEUE"] = "procrastinate"
     lines = dep.gold.decode().splitlines()
@@ -267,3 +271,24 @@ def test_a_worker_killed_during_rescoring_leaves_every_score_once_and_right(depl
     assert len(ids) == len(set(ids)) == ENTRIES + 1
     for entry in board["entries"]:
         assert entry["scores"]["all"]["accuracy"]["value"] == pytest.approx(expected_all[entry["submission_id"]])
+
+
+def test_mail_asked_on_the_web_is_written_and_sent_by_a_worker(deployment):
+    """A password reset asked of the web server (JOB_QUEUE=procrastinate): the request only queues the letter;
+    a worker writes it (the link signed then) and sends it to the SMTP server."""
+    dep, web, workers, env, folder, sink = deployment
+    app = dep.app()
+    app.config.update(JOB_QUEUE="procrastinate", **sink.config())
+    with app.app_context():
+        from app.services.people import accounts, password_resets
+
+        accounts.create_user("worker-mail@example.org", "a long password")
+        password_resets.request_reset("worker-mail@example.org")
+        db.engine.dispose()
+    (letter,) = sink.wait_for("worker-mail@example.org", timeout=20)
+    assert "/password/reset/" in letter.get_content()
+    with app.app_context():
+        job = db.session.scalar(select(Job).where(Job.kind == "mail").order_by(Job.id.desc()))
+        assert job.state == "done" and job.worker and job.result == "reset: sent"
+        assert "/password/reset/" not in job.args
+        db.engine.dispose()

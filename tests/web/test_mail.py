@@ -227,9 +227,11 @@ def test_invitations_reveals_and_rescorings_are_mailed_to_those_who_want_them(ma
         assert accounts.get_user_by_email("new@example.org").is_member(1)
 
     # The reveal of the held board, and a label correction that moves the score (public once revealed).
+    settled()  # the invitation's job: SQLite has one writer at a time (a deferred reader may not become one)
     with mail_app.app_context():
         maintainer_actions.reveal_split(None, "nlvr2", "test-u", via="cli")
     (revealed,) = sink.wait_for("ann@example.org", 1)
+    settled()
     assert "board is revealed" in revealed["Subject"] and "/leaderboards/nlvr2/test-u" in revealed.get_content()
     with mail_app.app_context():
         rows = [json.loads(line) for line in gold.decode().splitlines()]
@@ -266,3 +268,20 @@ def test_tokens_expire_when_asked_and_the_account_page_keeps_the_mail_settings(m
     with mail_app.app_context():
         fay = accounts.get_user_by_email("fay@example.org")
         assert (fay.notify_reveal, fay.notify_rescore, fay.notify_invite) == (False, True, False)
+
+
+def test_an_smtp_server_that_is_down_fails_the_job_not_the_request_and_the_retry_sends(mail_app, sink):
+    with mail_app.app_context():
+        make_user("gil@example.org")
+    mail_app.config["MAIL_PORT"] = SmtpSink().port  # nothing listens there
+    client = mail_app.test_client()
+    assert post_form(client, "/password/forgot", {"email": "gil@example.org"}).status_code == 200
+    settled()
+    with mail_app.app_context():
+        job = db.session.scalar(db.select(Job).where(Job.kind == "mail"))
+        assert (job.state, job.attempts) == ("queued", 1) and "refused" in job.error.lower()
+    mail_app.config["MAIL_PORT"] = sink.port
+    with time_machine.travel(utcnow() + timedelta(seconds=30)), mail_app.app_context():
+        assert transport.run_due_here() == 1  # `flask jobs run`, or a worker after the backoff
+    (letter,) = sink.wait_for("gil@example.org")
+    assert "/password/reset/" in letter.get_content()

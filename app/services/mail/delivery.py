@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import smtplib
 from dataclasses import dataclass
+from email.utils import parseaddr
 from typing import cast
 
 from flask_mail import Connection, Mail, Message
@@ -53,6 +54,9 @@ def deliver(letter: Letter) -> str:
             letter.body,
         )
         return "written to the log (no MAIL_SERVER)"
+    if parseaddr(letter.to)[1] != letter.to:
+        # Mail software would deliver "Bob<ann@x.org>" to ann@x.org: only a plain address is written to.
+        raise ValueError(f"not a plain address: {letter.to!r}")
     message = Message(subject=letter.subject, recipients=[letter.to], body=letter.body)
     # Read from the settings at each letter (not once at start-up), like every other setting.
     # (Connection is typed for the extension object; it reads the same attributes from the settings' state.)

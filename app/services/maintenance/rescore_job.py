@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from app.db import db
 from app.evaluation import get_task
+from app.evaluation.display import score_text
 from app.models import Score, Split, Submission, User
 from app.services.blind_test import integrity, visibility
 from app.services.catalog import label_files, rescoring
@@ -51,9 +52,10 @@ def _headline_scores(split: Split, metric: str) -> dict[int, float]:
 
 
 def _post_moved(split: Split, before: dict[int, float], after: dict[int, float]) -> int:
-    """Mail the members of each team whose submission's score moved, when the team may see its score (a blind
-    test before its reveal keeps even the fact to itself: the board's changelog says labels changed)."""
-    if not visibility.scores_are_public(split):
+    """Mail the members of each team whose submission's score moved, when anyone may see the score: a blind
+    test before its reveal keeps even the fact to itself (its teams know only their released counts, a sealed
+    part's score follows from the whole split's; the board's changelog says labels changed)."""
+    if visibility.counts_only(split) or not visibility.scores_are_public(split):
         return 0
     moved = [sid for sid, value in after.items() if sid in before and not math.isclose(value, before[sid])]
     told = 0
@@ -86,7 +88,7 @@ def _rescore_letter(args: dict) -> Letter | None:
         body=(
             f"Labels of {board} were corrected, and every submission was scored again.\n\n"
             f"Your submission #{submission.id} ({submission.model_name}): {metric} "
-            f"{100 * args['before']:.2f} -> {100 * args['after']:.2f}.\n"
+            f"{score_text(args['before'])} -> {score_text(args['after'])} (%).\n"
             f"Its page: {outbox.link(f'/submissions/{submission.id}')}\n\n"
             f"Turn this mail off on your account page: {outbox.link('/account')}\n"
         ),

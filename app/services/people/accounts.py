@@ -18,7 +18,9 @@ from app.db import db, write_transaction
 from app.models import ApiToken, Membership, User, as_utc, utcnow
 from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# One plain address: no display name, comment, route or list (mail software reads "Bob<ann@x.org>" and
+# "(1)ann@x.org" as ann@x.org, which would give ann's mailbox a second account or slip past an opt-out).
+EMAIL = re.compile(r"^[^@\s<>()\[\],;:\"\\]+@[^@\s<>()\[\],;:\"\\]+\.[^@\s<>()\[\],;:\"\\]+$")
 MIN_PASSWORD = 8
 # Hashing cost grows with the input; a generous cap keeps a login form from becoming a CPU sink.
 MAX_PASSWORD = 1024
@@ -105,7 +107,12 @@ def change_password(user: User, current: str, new: str) -> int:
     if len(current or "") > MAX_PASSWORD or not check_password_hash(user.password_hash, current or ""):
         raise InvalidInput("the current password is wrong")
     check_new_password(new)
-    db.session.execute(update(User).where(User.id == user.id).values(password_hash=generate_password_hash(new)))
+    # Reset links mailed before the change die with it (they carry the reset generation).
+    db.session.execute(
+        update(User)
+        .where(User.id == user.id)
+        .values(password_hash=generate_password_hash(new), reset_generation=User.reset_generation + 1)
+    )
     generation = bump_generation(user.id)
     db.session.commit()
     return generation

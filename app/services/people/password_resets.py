@@ -69,6 +69,7 @@ def reset_password(token: str, new_password: str, *, revoke_tokens: bool = False
     token is revoked)."""
     link = open_link(token)
     accounts.check_new_password(new_password)
+    never_confirmed = link.user.email_verified_at is None
     used = cast(
         CursorResult,
         db.session.execute(
@@ -85,7 +86,9 @@ def reset_password(token: str, new_password: str, *, revoke_tokens: bool = False
         db.session.rollback()
         raise InvalidInput(LINK_INVALID)
     accounts.bump_generation(link.user.id)
-    if revoke_tokens:
+    # An account whose address was never confirmed may have been made by somebody else in its owner's name
+    # (and its tokens with it): taking it back by mail revokes them, ticked or not.
+    if revoke_tokens or never_confirmed:
         db.session.execute(
             update(ApiToken)
             .where(ApiToken.user_id == link.user.id, ApiToken.revoked_at.is_(None))

@@ -34,7 +34,7 @@ from app.services.errors import (
 )
 from app.services.mail import outbox
 from app.services.mail.delivery import Letter
-from app.services.people import accounts, signed_links, throttle
+from app.services.people import accounts, addresses, signed_links, throttle
 from app.services.people.accounts import token_digest
 
 INVITE_LIFETIME = timedelta(days=7)
@@ -317,6 +317,7 @@ def create_invite(team: Team, inviter: User, email: str | None = None) -> str:
         raise NotFound("no such team")
     address = accounts.normalise_email(email) or None
     if address is not None:
+        addresses.check_verified(inviter)  # an account nobody answers for must not make the site mail strangers
         if len(address) > 254 or not accounts.EMAIL.match(address):
             raise InvalidInput("enter a valid email address to mail the invitation to", field="email")
         check_visible("the email address", address, field="email")
