@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+from app.services.boards.leaderboards import MAX_LIMIT, MAX_OFFSET, MAX_QUERY
+
 VERSION = "1.0.0"
 
 
@@ -26,12 +28,13 @@ def _json(schema: dict, description: str, headers: dict | None = None) -> dict:
     return response
 
 
+def _errors(*statuses: str) -> dict:
+    return {status: {"$ref": f"#/components/responses/{ERROR_RESPONSES[status][0]}"} for status in statuses}
+
+
 def _responses(ok: tuple[str, str, dict], *errors: str) -> dict:
     code, description, schema = ok
-    result = {code: _json(schema, description)}
-    for error in errors:
-        result[error] = {"$ref": f"#/components/responses/{ERROR_RESPONSES[error][0]}"}
-    return result
+    return {code: _json(schema, description), **_errors(*errors)}
 
 
 # status -> (component name, description)
@@ -70,6 +73,20 @@ VERDICT_PROPERTIES = {
         "not beat it, until the split is revealed), `none` (nothing: held, rejected, or no figure yet).",
     },
 }
+
+# Beside every list's items (?limit=&offset=): services/boards/leaderboards.Window.
+WINDOW_PROPERTIES = {
+    "total": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Items the whole list holds: after the search `q`, before `limit` and `offset`.",
+    },
+    "limit": _nullable(
+        "integer", description="The `limit` asked for; null when none was (every item from `offset` on)."
+    ),
+    "offset": {"type": "integer", "minimum": 0, "description": "Items skipped before the first one given."},
+}
+WINDOW = ["total", "limit", "offset"]
 
 SCHEMAS = {
     "Error": {
@@ -368,8 +385,9 @@ SCHEMAS = {
     },
     "Leaderboard": {
         "type": "object",
-        "required": ["benchmark", "split", "scores_public", "columns", "entries"],
+        "required": ["benchmark", "split", "scores_public", "columns", "entries", *WINDOW],
         "properties": {
+            **WINDOW_PROPERTIES,
             "benchmark": {"type": "string"},
             "split": {"type": "string"},
             "scores_public": {
@@ -396,7 +414,12 @@ SCHEMAS = {
                     },
                 },
             },
-            "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
+            "entries": {
+                "type": "array",
+                "items": _ref("LeaderboardEntry"),
+                "description": "The entries `q` keeps, in ranking order, the window `limit` and `offset` ask for; "
+                "each with its rank on the whole board.",
+            },
             "held": {
                 "type": ["object", "null"],
                 "description": "While the scores are held (scores_public false): how many published entries, "
@@ -443,7 +466,7 @@ SCHEMAS = {
     },
     "Models": {
         "type": "object",
-        "required": ["benchmark", "ranked_by", "splits", "columns", "models"],
+        "required": ["benchmark", "ranked_by", "splits", "columns", "models", *WINDOW],
         "description": "One row per model (a team and its model name, trimmed, case-insensitive; each anonymous "
         "entry is its own model) with its latest published entry on each split whose scores are "
         "public.",
@@ -486,7 +509,12 @@ SCHEMAS = {
                     },
                 },
             },
-            "references": {"type": "array", "items": _ref("ReferenceRow")},
+            "references": {
+                "type": "array",
+                "items": _ref("ReferenceRow"),
+                "description": "Every reference row, whatever `q`, `limit` and `offset`.",
+            },
+            **WINDOW_PROPERTIES,
         },
     },
 }
@@ -535,22 +563,62 @@ VIEW_PARAMETER = {
     "description": "`teams` keeps each team's best entry (anonymous entries count apart).",
 }
 
+LIMIT_PARAMETER = {
+    "name": "limit",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT},
+    "description": f"At most this many items (0 to {MAX_LIMIT:,}: 0 gives `total` alone). Without it, every item "
+    "from `offset` on, as the list answered before it was paged. Anything else is a 400 naming the parameter.",
+}
+OFFSET_PARAMETER = {
+    "name": "offset",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET},
+    "description": "Items to skip first (default 0). Anything but a whole number in range is a 400 naming it.",
+}
+BOARD_SEARCH = {
+    "name": "q",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "maxLength": MAX_QUERY},
+    "description": "Only the rows whose model name or team name holds this text, ignoring case (an anonymous "
+    "row's team is `Anonymous`); each keeps its rank on the whole board, and `total` counts them. Reference rows "
+    "are not searched.",
+}
+SUBMISSION_SEARCH = {
+    "name": "q",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "maxLength": MAX_QUERY},
+    "description": "Only the submissions whose model name or description holds this text, ignoring case (SQL "
+    "ILIKE: on SQLite for ASCII letters alone); `total` counts them.",
+}
+WINDOW_PARAMETERS = [LIMIT_PARAMETER, OFFSET_PARAMETER]
+
 PATHS = {
     "/benchmarks": {
         "get": {
             "operationId": "listBenchmarks",
             "summary": "Benchmarks and their splits",
             "security": PUBLIC,
+            "parameters": WINDOW_PARAMETERS,
             "responses": _responses(
                 (
                     "200",
-                    "Every benchmark with its splits.",
+                    "The benchmarks, by name, with their splits.",
                     {
                         "type": "object",
-                        "required": ["benchmarks"],
-                        "properties": {"benchmarks": {"type": "array", "items": _ref("Benchmark")}},
+                        "required": ["benchmarks", *WINDOW],
+                        "properties": {
+                            "benchmarks": {"type": "array", "items": _ref("Benchmark")},
+                            **WINDOW_PROPERTIES,
+                        },
                     },
                 ),
+                "400",
+                "422",
             ),
         }
     },
@@ -567,8 +635,8 @@ PATHS = {
             "summary": "The leaderboard of a benchmark's landing split (pinned, else its first hidden split, "
             "else its first split)",
             "security": PUBLIC,
-            "parameters": [BENCHMARK_PARAMETER, VIEW_PARAMETER],
-            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
+            "parameters": [BENCHMARK_PARAMETER, VIEW_PARAMETER, BOARD_SEARCH, *WINDOW_PARAMETERS],
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404", "422"),
         }
     },
     "/leaderboards/{benchmark}/{split}": {
@@ -580,8 +648,10 @@ PATHS = {
                 BENCHMARK_PARAMETER,
                 {"name": "split", "in": "path", "required": True, "schema": {"type": "string"}, "example": "test-u"},
                 VIEW_PARAMETER,
+                BOARD_SEARCH,
+                *WINDOW_PARAMETERS,
             ],
-            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404", "422"),
         }
     },
     "/leaderboards/{benchmark}/models": {
@@ -589,8 +659,8 @@ PATHS = {
             "operationId": "getModels",
             "summary": "One row per model across the benchmark's splits",
             "security": PUBLIC,
-            "parameters": [BENCHMARK_PARAMETER],
-            "responses": _responses(("200", "The models view.", _ref("Models")), "404"),
+            "parameters": [BENCHMARK_PARAMETER, BOARD_SEARCH, *WINDOW_PARAMETERS],
+            "responses": _responses(("200", "The models view.", _ref("Models")), "400", "404", "422"),
         }
     },
     "/submissions": {
@@ -675,17 +745,23 @@ PATHS = {
         "get": {
             "operationId": "listSubmissions",
             "summary": "Submissions of the caller's teams, newest first",
+            "parameters": [SUBMISSION_SEARCH, *WINDOW_PARAMETERS],
             "responses": _responses(
                 (
                     "200",
                     "The submissions.",
                     {
                         "type": "object",
-                        "required": ["submissions"],
-                        "properties": {"submissions": {"type": "array", "items": _ref("SubmissionSummary")}},
+                        "required": ["submissions", *WINDOW],
+                        "properties": {
+                            "submissions": {"type": "array", "items": _ref("SubmissionSummary")},
+                            **WINDOW_PROPERTIES,
+                        },
                     },
                 ),
+                "400",
                 "401",
+                "422",
             ),
         },
     },

@@ -23,6 +23,7 @@ from app.security import bearer_token, check_form_parts, csrf
 from app.services.blind_test import visibility
 from app.services.boards import exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
+from app.services.boards.leaderboards import Listed
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
 from app.services.intake import quotas, submissions
 from app.services.intake.submissions import Upload, timestamp
@@ -159,6 +160,11 @@ def _summary(submission: Submission) -> dict:
     }
 
 
+def _window(listed: Listed) -> dict:
+    """Beside a list's items: how many the whole list holds (after any search) and the window given."""
+    return {"total": listed.total, "limit": listed.window.limit, "offset": listed.window.offset}
+
+
 def _verdict(verdict: submissions.Verdict) -> dict:
     return {"improved": verdict.improved, "released": verdict.released}
 
@@ -247,6 +253,7 @@ def openapi_document():
 @bp.get("/benchmarks")
 @caching.public(page_versions.catalog)
 def benchmarks():
+    listed = listings.benchmark_list(request.args.get("limit"), request.args.get("offset"))
     return {
         "benchmarks": [
             {
@@ -257,8 +264,9 @@ def benchmarks():
                 "paper_url": benchmark.paper_url,
                 "splits": [_split(split) for split in benchmark.splits],
             }
-            for benchmark in listings.benchmarks()
-        ]
+            for benchmark in listed.items
+        ],
+        **_window(listed),
     }
 
 
@@ -276,7 +284,10 @@ def me():
 @bp.get("/leaderboards/<benchmark>/<split>")
 @caching.public(lambda benchmark, **_: page_versions.benchmark(benchmark))
 def leaderboard(benchmark: str, split: str | None = None):
-    board = listings.leaderboard(benchmark, split, request.args.get("view"))
+    args = request.args
+    board, listed = listings.leaderboard(
+        benchmark, split, args.get("view"), q=args.get("q"), limit=args.get("limit"), offset=args.get("offset")
+    )
     assert board.split is not None  # listings.leaderboard refuses a benchmark without splits (404)
     return {
         "benchmark": board.benchmark.slug,
@@ -287,7 +298,8 @@ def leaderboard(benchmark: str, split: str | None = None):
             {"key": c.key, "subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size}
             for c in board.columns
         ],
-        "entries": [_entry(entry) for entry in board.entries],
+        "entries": [_entry(entry) for entry in listed.items],
+        **_window(listed),
         "references": exports.reference_documents(board),
         "held": _held(board.held),
         # Set while a newer snapshot is being built: these entries are the board before the latest changes.
@@ -314,7 +326,8 @@ def _held(held: leaderboards.Held | None) -> dict | None:
 @bp.get("/leaderboards/<benchmark>/models")
 @caching.public(lambda benchmark: page_versions.benchmark(benchmark))
 def models(benchmark: str):
-    return exports.models_document(benchmark)
+    args = request.args
+    return exports.models_document(benchmark, args.get("q"), args.get("limit"), args.get("offset"))
 
 
 @bp.post("/submissions")
@@ -363,7 +376,9 @@ def create_submission():
 @bp.get("/submissions")
 def list_submissions():
     user = _caller()
-    return {"submissions": [_summary(submission) for submission in submissions.list_for(user)]}
+    args = request.args
+    listed = listings.submission_list(user, args.get("q"), args.get("limit"), args.get("offset"))
+    return {"submissions": [_summary(submission) for submission in listed.items], **_window(listed)}
 
 
 @bp.get("/submissions/<int:submission_id>")

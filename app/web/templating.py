@@ -14,7 +14,7 @@ from app.services.boards.leaderboards import Board, Column
 
 
 def _query(board: Board, **params) -> str:
-    base = {"view": board.view if board.view != "entries" else None, "columns": board.chosen}
+    base = {"view": board.view if board.view != "entries" else None, "columns": board.chosen, "q": board.q}
     if board.sort is not None:
         base.update(sort=board.sort.key, order=board.order)
     base.update(params)
@@ -35,11 +35,17 @@ def view_link(board: Board, view: str) -> str:
     return _query(board, view=view if view != "entries" else None, page=None)
 
 
+def search_link(board: Board, q: str | None) -> str:
+    """The board with another search (None: none), from its first page."""
+    return _query(board, q=q, page=None)
+
+
 def init_app(app: Flask) -> None:
     for function in (
         sort_link,
         page_link,
         view_link,
+        search_link,
         visibility.scores_are_public,
         visibility.counts_only,
         visibility.release_policy,
