@@ -53,6 +53,11 @@ ERROR_RESPONSES = {
         "line, then one counting the rest.",
     ),
     "429": ("TooManyRequests", "Over the split's submission quota (or the daily cap on invalid files)."),
+    "503": (
+        "Unavailable",
+        "The upload storage cannot be reached, or a stored file cannot be read or fails its checksum: retry later "
+        "or tell the maintainers.",
+    ),
     "507": ("InsufficientStorage", "The server's upload storage is full or failing: nothing was stored."),
 }
 
@@ -368,7 +373,7 @@ SCHEMAS = {
     },
     "Me": {
         "type": "object",
-        "required": ["email", "maintainer", "teams"],
+        "required": ["email", "maintainer", "teams", "quotas"],
         "properties": {
             "email": {"type": "string"},
             "maintainer": {"type": "boolean"},
@@ -379,6 +384,28 @@ SCHEMAS = {
                     "type": "object",
                     "required": ["id", "name"],
                     "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                },
+            },
+            "quotas": {
+                "type": "array",
+                "description": "Submissions left to the caller on every split open to submissions, one item per "
+                "split and team: the stricter of the team's count and the caller's own through all their teams, "
+                "as an upload is checked (the Submit page shows the same). Null limits and `left` are unlimited. "
+                "Empty for a caller without a team.",
+                "items": {
+                    "allOf": [
+                        {
+                            "type": "object",
+                            "required": ["benchmark", "split", "team_id", "team"],
+                            "properties": {
+                                "benchmark": {"type": "string", "description": "Benchmark slug."},
+                                "split": {"type": "string", "description": "Split slug."},
+                                "team_id": {"type": "integer"},
+                                "team": {"type": "string", "description": "Team name."},
+                            },
+                        },
+                        _ref("Quota"),
+                    ]
                 },
             },
         },
@@ -771,6 +798,33 @@ PATHS = {
             "summary": "One submission (its team's members and maintainers)",
             "parameters": [SUBMISSION_ID],
             "responses": _responses(("200", "The submission.", _ref("Submission")), "401", "404"),
+        }
+    },
+    "/submissions/{submission_id}/file": {
+        "get": {
+            "operationId": "getSubmissionFile",
+            "summary": "The file as uploaded, byte for byte (its team's members and maintainers)",
+            "description": "The exact bytes of a scored submission's upload (their sha256 is the submission's), "
+            "with its task type's media type and a file name `<benchmark>-<split>-submission-<id>.<ext>`. Anyone "
+            "else, another team's member included, gets 404, as for a submission that does not exist; a "
+            "rejected file is not kept (404).",
+            "parameters": [SUBMISSION_ID],
+            "responses": {
+                "200": {
+                    "description": "The file.",
+                    "headers": {
+                        "Content-Disposition": {
+                            "schema": {"type": "string"},
+                            "description": 'attachment; filename="<benchmark>-<split>-submission-<id>.<ext>"',
+                        }
+                    },
+                    "content": {
+                        media_type: {"schema": {"type": "string", "format": "binary"}}
+                        for media_type in ("text/csv", "application/json", "application/jsonl")
+                    },
+                },
+                **_errors("401", "404", "503"),
+            },
         }
     },
     "/submissions/{submission_id}/publish": {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from flask import Blueprint, request, url_for
+from flask import Blueprint, Response, request, url_for
 
 from app import http_caching as caching
 from app.api import openapi
@@ -165,6 +165,14 @@ def _window(listed: Listed) -> dict:
     return {"total": listed.total, "limit": listed.window.limit, "offset": listed.window.offset}
 
 
+def _quota(choice: quotas.SplitChoice, team: dict) -> dict:
+    split = choice.split
+    status = choice.quotas[team["id"]]
+    return {"benchmark": split.benchmark.slug, "split": split.slug, "team_id": team["id"], "team": team["name"]} | (
+        status.as_dict()
+    )
+
+
 def _verdict(verdict: submissions.Verdict) -> dict:
     return {"improved": verdict.improved, "released": verdict.released}
 
@@ -273,10 +281,13 @@ def benchmarks():
 @bp.get("/me")
 def me():
     user = _caller()
+    teams = [{"id": team.id, "name": team.name} for team in user.teams]
     return {
         "email": user.email,
         "maintainer": user.is_admin,
-        "teams": [{"id": team.id, "name": team.name} for team in user.teams],
+        "teams": teams,
+        # Each open split, for each of the caller's teams: what is left (the stricter of the team's and the caller's).
+        "quotas": [_quota(choice, team) for choice in quotas.upload_choices(user) for team in teams],
     }
 
 
@@ -385,6 +396,18 @@ def list_submissions():
 def get_submission(submission_id: int):
     user = _caller()
     return _detail(submissions.get_for(user, _submission_id(submission_id)))
+
+
+@bp.get("/submissions/<int:submission_id>/file")
+def submission_file(submission_id: int):
+    """The file as uploaded, byte for byte: for the team's members and maintainers (404 for anyone else)."""
+    user = _caller()
+    found = submissions.original_file(user, _submission_id(submission_id))
+    return Response(
+        found.data,
+        content_type=f"{found.media_type}; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{found.filename}"'},
+    )
 
 
 @bp.post("/submissions/<int:submission_id>/publish")

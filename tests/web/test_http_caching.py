@@ -45,6 +45,8 @@ CLASSES = {
     "api_v1.me": NO_STORE,
     "api_v1.list_submissions": NO_STORE,
     "api_v1.get_submission": NO_STORE,
+    "api_v1.submission_file": NO_STORE,
+    "submissions.original_file": NO_STORE,
     "console.index": NO_STORE,
     "console.audit_log": NO_STORE,
     "console.jobs": NO_STORE,
