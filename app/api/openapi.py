@@ -890,3 +890,40 @@ DOCUMENT = {
 def document() -> dict:
     """A copy, so no caller can alter the served document."""
     return copy.deepcopy(DOCUMENT)
+
+
+def swagger_ui_document() -> dict:
+    """The same document in OpenAPI 3.0's spelling, for the API docs page: its Swagger UI (4.15.5, the pinned
+    swagger-ui-bundle) reads 3.0 and refuses 3.1. Nothing is added or left out: a type that may be null, written
+    in 3.1 as a list of types (`["integer", "null"]`) or a `oneOf` with `{"type": "null"}`, becomes the type with
+    `nullable: true`; a value that is always null (a reference row's rank), `nullable` with `enum: [null]`."""
+    converted = _as_openapi_30(document())
+    converted["openapi"] = "3.0.3"
+    return converted
+
+
+_ALWAYS_NULL = {"nullable": True, "enum": [None]}
+
+
+def _as_openapi_30(node):
+    if isinstance(node, list):
+        return [_as_openapi_30(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _as_openapi_30(value) for key, value in node.items()}
+    kind = out.get("type")
+    if isinstance(kind, list):  # ["integer", "null"]; every list in this document names one type besides null
+        (single,) = [name for name in kind if name != "null"]
+        out["type"] = single
+        if "null" in kind:
+            out["nullable"] = True
+    elif kind == "null":
+        del out["type"]
+        out.update(_ALWAYS_NULL)
+    options = out.get("oneOf")
+    if isinstance(options, list) and _ALWAYS_NULL in options:
+        rest = [option for option in options if option != _ALWAYS_NULL]
+        del out["oneOf"]
+        out.update({"oneOf": rest} if len(rest) > 1 else {"allOf": rest})
+        out["nullable"] = True
+    return out
