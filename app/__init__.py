@@ -47,6 +47,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     # Imported here: blueprints and the CLI import services, which need the models defined first.
     from app import cli, http_caching, request_limits, security
+    from app.api import docs as api_docs
     from app.api import v1 as api_v1
     from app.web import account, auth, console, errors, metrics, public, teams, templating
     from app.web import submissions as submission_pages
@@ -56,7 +57,8 @@ def create_app(config: dict | None = None) -> Flask:
     security.init_app(app)
     http_caching.init_app(app)  # Cache-Control and ETag of every response
     templating.init_app(app)  # links, the score filter, the visibility predicates
-    for blueprint in (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp):
+    blueprints = (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp, api_docs.bp)
+    for blueprint in blueprints:
         app.register_blueprint(blueprint)
     errors.register(app)
     if app.config.get("TRUSTED_PROXIES"):

@@ -1,7 +1,7 @@
 """HTTP caching: which responses a browser or a shared cache (a CDN, nginx) may keep, and for how long.
 
-Three classes, decided here and nowhere else; the pages (app/web) and the read API (app/api) use the same
-decorator, so it lives beside both rather than inside either:
+Four classes, decided here and nowhere else; the pages (app/web) and the read API (app/api) use the same
+decorators, so they live beside both rather than inside either:
 - public: the public reads (boards, the models view, exports, sample files, public submission pages, the
   home page, the read API) for a visitor without a login or token. They carry a strong ETag derived from
   what the page depends on (app/services/boards/page_versions.py), the build and the request's path and query, and
@@ -12,6 +12,9 @@ decorator, so it lives beside both rather than inside either:
   sets a cookie.
 - no-store: everything else: the console, account, teams, auth and submit pages, anything sent with an
   Authorization header, every non-GET request and every error or redirect.
+- immutable: files whose address names their version (the API docs' Swagger UI files, under the pinned
+  swagger-ui version): `Cache-Control: public, max-age=<a year>, immutable`, for everyone; a new version is a
+  new address. (Flask's own `static` files are public and answer conditional requests.)
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from flask_login import current_user
 
 from app import page_cache
 
-PUBLIC, PRIVATE, NO_STORE = "public", "private", "no-store"
+PUBLIC, PRIVATE, NO_STORE, IMMUTABLE = "public", "private", "no-store", "immutable"
 STALE_WHILE_REVALIDATE = 60
+A_YEAR = 365 * 24 * 3600
 _READS = ("GET", "HEAD")
 _SOURCES = Path(__file__).resolve().parent.parent  # the code and templates that make the pages
 
@@ -81,9 +85,23 @@ def public(depends_on: Callable[..., object] | None = None, *, zips: bool = Fals
     return decorate
 
 
+def immutable(view):
+    """A file at an address that names its version: the same bytes for everyone, for good."""
+
+    @functools.wraps(view)
+    def answer(**values):
+        g.http_cache = IMMUTABLE
+        return view(**values)
+
+    return answer
+
+
 def _headers(response: Response) -> Response:
     if request.endpoint == "static":
         response.cache_control.public = True  # send_file already answers conditional requests
+        return response
+    if g.get("http_cache") == IMMUTABLE and response.status_code in (200, 304) and request.method in _READS:
+        response.headers["Cache-Control"] = f"public, max-age={A_YEAR}, immutable"
         return response
     kind = g.get("http_cache")
     ok = response.status_code in (200, 304) and request.method in _READS

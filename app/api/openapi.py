@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+from app.services.boards.leaderboards import MAX_LIMIT, MAX_OFFSET, MAX_QUERY
+
 VERSION = "1.0.0"
 
 
@@ -26,12 +28,13 @@ def _json(schema: dict, description: str, headers: dict | None = None) -> dict:
     return response
 
 
+def _errors(*statuses: str) -> dict:
+    return {status: {"$ref": f"#/components/responses/{ERROR_RESPONSES[status][0]}"} for status in statuses}
+
+
 def _responses(ok: tuple[str, str, dict], *errors: str) -> dict:
     code, description, schema = ok
-    result = {code: _json(schema, description)}
-    for error in errors:
-        result[error] = {"$ref": f"#/components/responses/{ERROR_RESPONSES[error][0]}"}
-    return result
+    return {code: _json(schema, description), **_errors(*errors)}
 
 
 # status -> (component name, description)
@@ -59,6 +62,11 @@ ERROR_RESPONSES = {
         "line, then one counting the rest.",
     ),
     "429": ("TooManyRequests", "Over the split's submission quota (or the daily cap on invalid files)."),
+    "503": (
+        "Unavailable",
+        "The upload storage cannot be reached, or a stored file cannot be read or fails its checksum: retry later "
+        "or tell the maintainers.",
+    ),
     "507": ("InsufficientStorage", "The server's upload storage is full or failing: nothing was stored."),
 }
 
@@ -79,6 +87,20 @@ VERDICT_PROPERTIES = {
         "not beat it, until the split is revealed), `none` (nothing: held, rejected, or no figure yet).",
     },
 }
+
+# Beside every list's items (?limit=&offset=): services/boards/leaderboards.Window.
+WINDOW_PROPERTIES = {
+    "total": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Items the whole list holds: after the search `q`, before `limit` and `offset`.",
+    },
+    "limit": _nullable(
+        "integer", description="The `limit` asked for; null when none was (every item from `offset` on)."
+    ),
+    "offset": {"type": "integer", "minimum": 0, "description": "Items skipped before the first one given."},
+}
+WINDOW = ["total", "limit", "offset"]
 
 SCHEMAS = {
     "Error": {
@@ -360,7 +382,7 @@ SCHEMAS = {
     },
     "Me": {
         "type": "object",
-        "required": ["email", "maintainer", "teams"],
+        "required": ["email", "maintainer", "teams", "quotas"],
         "properties": {
             "email": {"type": "string"},
             "maintainer": {"type": "boolean"},
@@ -373,12 +395,35 @@ SCHEMAS = {
                     "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
                 },
             },
+            "quotas": {
+                "type": "array",
+                "description": "Submissions left to the caller on every split open to submissions, one item per "
+                "split and team: the stricter of the team's count and the caller's own through all their teams, "
+                "as an upload is checked (the Submit page shows the same). Null limits and `left` are unlimited. "
+                "Empty for a caller without a team.",
+                "items": {
+                    "allOf": [
+                        {
+                            "type": "object",
+                            "required": ["benchmark", "split", "team_id", "team"],
+                            "properties": {
+                                "benchmark": {"type": "string", "description": "Benchmark slug."},
+                                "split": {"type": "string", "description": "Split slug."},
+                                "team_id": {"type": "integer"},
+                                "team": {"type": "string", "description": "Team name."},
+                            },
+                        },
+                        _ref("Quota"),
+                    ]
+                },
+            },
         },
     },
     "Leaderboard": {
         "type": "object",
-        "required": ["benchmark", "split", "scores_public", "columns", "entries"],
+        "required": ["benchmark", "split", "scores_public", "columns", "entries", *WINDOW],
         "properties": {
+            **WINDOW_PROPERTIES,
             "benchmark": {"type": "string"},
             "split": {"type": "string"},
             "scores_public": {
@@ -427,7 +472,12 @@ SCHEMAS = {
                     },
                 },
             },
-            "entries": {"type": "array", "items": _ref("LeaderboardEntry")},
+            "entries": {
+                "type": "array",
+                "items": _ref("LeaderboardEntry"),
+                "description": "The entries `q` keeps, in ranking order, the window `limit` and `offset` ask for; "
+                "each with its rank on the whole board.",
+            },
             "held": {
                 "type": ["object", "null"],
                 "description": "While the scores are held (scores_public false): how many published entries, "
@@ -474,7 +524,7 @@ SCHEMAS = {
     },
     "Models": {
         "type": "object",
-        "required": ["benchmark", "ranked_by", "splits", "columns", "models"],
+        "required": ["benchmark", "ranked_by", "splits", "columns", "models", *WINDOW],
         "description": "One row per model (a team and its model name, trimmed, case-insensitive; each anonymous "
         "entry is its own model) with its latest published entry on each split whose scores are "
         "public.",
@@ -517,7 +567,12 @@ SCHEMAS = {
                     },
                 },
             },
-            "references": {"type": "array", "items": _ref("ReferenceRow")},
+            "references": {
+                "type": "array",
+                "items": _ref("ReferenceRow"),
+                "description": "Every reference row, whatever `q`, `limit` and `offset`.",
+            },
+            **WINDOW_PROPERTIES,
         },
     },
 }
@@ -568,22 +623,62 @@ VIEW_PARAMETER = {
     "time has passed (otherwise 404). A held blind test's final board stays held until the reveal.",
 }
 
+LIMIT_PARAMETER = {
+    "name": "limit",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT},
+    "description": f"At most this many items (0 to {MAX_LIMIT:,}: 0 gives `total` alone). Without it, every item "
+    "from `offset` on, as the list answered before it was paged. Anything else is a 400 naming the parameter.",
+}
+OFFSET_PARAMETER = {
+    "name": "offset",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET},
+    "description": "Items to skip first (default 0). Anything but a whole number in range is a 400 naming it.",
+}
+BOARD_SEARCH = {
+    "name": "q",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "maxLength": MAX_QUERY},
+    "description": "Only the rows whose model name or team name holds this text, ignoring case (an anonymous "
+    "row's team is `Anonymous`); each keeps its rank on the whole board, and `total` counts them. Reference rows "
+    "are not searched.",
+}
+SUBMISSION_SEARCH = {
+    "name": "q",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "maxLength": MAX_QUERY},
+    "description": "Only the submissions whose model name or description holds this text, ignoring case (SQL "
+    "ILIKE: on SQLite for ASCII letters alone); `total` counts them.",
+}
+WINDOW_PARAMETERS = [LIMIT_PARAMETER, OFFSET_PARAMETER]
+
 PATHS = {
     "/benchmarks": {
         "get": {
             "operationId": "listBenchmarks",
             "summary": "Benchmarks and their splits",
             "security": PUBLIC,
+            "parameters": WINDOW_PARAMETERS,
             "responses": _responses(
                 (
                     "200",
-                    "Every benchmark with its splits.",
+                    "The benchmarks, by name, with their splits.",
                     {
                         "type": "object",
-                        "required": ["benchmarks"],
-                        "properties": {"benchmarks": {"type": "array", "items": _ref("Benchmark")}},
+                        "required": ["benchmarks", *WINDOW],
+                        "properties": {
+                            "benchmarks": {"type": "array", "items": _ref("Benchmark")},
+                            **WINDOW_PROPERTIES,
+                        },
                     },
                 ),
+                "400",
+                "422",
             ),
         }
     },
@@ -600,8 +695,8 @@ PATHS = {
             "summary": "The leaderboard of a benchmark's landing split (pinned, else its first hidden split, "
             "else its first split)",
             "security": PUBLIC,
-            "parameters": [BENCHMARK_PARAMETER, VIEW_PARAMETER],
-            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
+            "parameters": [BENCHMARK_PARAMETER, VIEW_PARAMETER, BOARD_SEARCH, *WINDOW_PARAMETERS],
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404", "422"),
         }
     },
     "/leaderboards/{benchmark}/{split}": {
@@ -613,8 +708,10 @@ PATHS = {
                 BENCHMARK_PARAMETER,
                 {"name": "split", "in": "path", "required": True, "schema": {"type": "string"}, "example": "test-u"},
                 VIEW_PARAMETER,
+                BOARD_SEARCH,
+                *WINDOW_PARAMETERS,
             ],
-            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404"),
+            "responses": _responses(("200", "The leaderboard.", _ref("Leaderboard")), "400", "404", "422"),
         }
     },
     "/leaderboards/{benchmark}/models": {
@@ -622,8 +719,8 @@ PATHS = {
             "operationId": "getModels",
             "summary": "One row per model across the benchmark's splits",
             "security": PUBLIC,
-            "parameters": [BENCHMARK_PARAMETER],
-            "responses": _responses(("200", "The models view.", _ref("Models")), "404"),
+            "parameters": [BENCHMARK_PARAMETER, BOARD_SEARCH, *WINDOW_PARAMETERS],
+            "responses": _responses(("200", "The models view.", _ref("Models")), "400", "404", "422"),
         }
     },
     "/submissions": {
@@ -708,17 +805,23 @@ PATHS = {
         "get": {
             "operationId": "listSubmissions",
             "summary": "Submissions of the caller's teams, newest first",
+            "parameters": [SUBMISSION_SEARCH, *WINDOW_PARAMETERS],
             "responses": _responses(
                 (
                     "200",
                     "The submissions.",
                     {
                         "type": "object",
-                        "required": ["submissions"],
-                        "properties": {"submissions": {"type": "array", "items": _ref("SubmissionSummary")}},
+                        "required": ["submissions", *WINDOW],
+                        "properties": {
+                            "submissions": {"type": "array", "items": _ref("SubmissionSummary")},
+                            **WINDOW_PROPERTIES,
+                        },
                     },
                 ),
+                "400",
                 "401",
+                "422",
             ),
         },
     },
@@ -728,6 +831,33 @@ PATHS = {
             "summary": "One submission (its team's members and maintainers)",
             "parameters": [SUBMISSION_ID],
             "responses": _responses(("200", "The submission.", _ref("Submission")), "401", "404"),
+        }
+    },
+    "/submissions/{submission_id}/file": {
+        "get": {
+            "operationId": "getSubmissionFile",
+            "summary": "The file as uploaded, byte for byte (its team's members and maintainers)",
+            "description": "The exact bytes of a scored submission's upload (their sha256 is the submission's), "
+            "with its task type's media type and a file name `<benchmark>-<split>-submission-<id>.<ext>`. Anyone "
+            "else, another team's member included, gets 404, as for a submission that does not exist; a "
+            "rejected file is not kept (404).",
+            "parameters": [SUBMISSION_ID],
+            "responses": {
+                "200": {
+                    "description": "The file.",
+                    "headers": {
+                        "Content-Disposition": {
+                            "schema": {"type": "string"},
+                            "description": 'attachment; filename="<benchmark>-<split>-submission-<id>.<ext>"',
+                        }
+                    },
+                    "content": {
+                        media_type: {"schema": {"type": "string", "format": "binary"}}
+                        for media_type in ("text/csv", "application/json", "application/jsonl")
+                    },
+                },
+                **_errors("401", "404", "503"),
+            },
         }
     },
     "/submissions/{submission_id}/publish": {
@@ -793,3 +923,40 @@ DOCUMENT = {
 def document() -> dict:
     """A copy, so no caller can alter the served document."""
     return copy.deepcopy(DOCUMENT)
+
+
+def swagger_ui_document() -> dict:
+    """The same document in OpenAPI 3.0's spelling, for the API docs page: its Swagger UI (4.15.5, the pinned
+    swagger-ui-bundle) reads 3.0 and refuses 3.1. Nothing is added or left out: a type that may be null, written
+    in 3.1 as a list of types (`["integer", "null"]`) or a `oneOf` with `{"type": "null"}`, becomes the type with
+    `nullable: true`; a value that is always null (a reference row's rank), `nullable` with `enum: [null]`."""
+    converted = _as_openapi_30(document())
+    converted["openapi"] = "3.0.3"
+    return converted
+
+
+_ALWAYS_NULL = {"nullable": True, "enum": [None]}
+
+
+def _as_openapi_30(node):
+    if isinstance(node, list):
+        return [_as_openapi_30(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _as_openapi_30(value) for key, value in node.items()}
+    kind = out.get("type")
+    if isinstance(kind, list):  # ["integer", "null"]; every list in this document names one type besides null
+        (single,) = [name for name in kind if name != "null"]
+        out["type"] = single
+        if "null" in kind:
+            out["nullable"] = True
+    elif kind == "null":
+        del out["type"]
+        out.update(_ALWAYS_NULL)
+    options = out.get("oneOf")
+    if isinstance(options, list) and _ALWAYS_NULL in options:
+        rest = [option for option in options if option != _ALWAYS_NULL]
+        del out["oneOf"]
+        out.update({"oneOf": rest} if len(rest) > 1 else {"allOf": rest})
+        out["nullable"] = True
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from flask import Blueprint, request, url_for
+from flask import Blueprint, Response, request, url_for
 
 from app import http_caching as caching
 from app.api import openapi
@@ -23,6 +23,7 @@ from app.security import bearer_token, check_form_parts, csrf
 from app.services.blind_test import visibility
 from app.services.boards import exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
+from app.services.boards.leaderboards import Listed
 from app.services.catalog import phases
 from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
 from app.services.intake import quotas, submissions
@@ -160,6 +161,19 @@ def _summary(submission: Submission) -> dict:
     }
 
 
+def _window(listed: Listed) -> dict:
+    """Beside a list's items: how many the whole list holds (after any search) and the window given."""
+    return {"total": listed.total, "limit": listed.window.limit, "offset": listed.window.offset}
+
+
+def _quota(choice: quotas.SplitChoice, team: dict) -> dict:
+    split = choice.split
+    status = choice.quotas[team["id"]]
+    return {"benchmark": split.benchmark.slug, "split": split.slug, "team_id": team["id"], "team": team["name"]} | (
+        status.as_dict()
+    )
+
+
 def _verdict(verdict: submissions.Verdict) -> dict:
     return {"improved": verdict.improved, "released": verdict.released}
 
@@ -248,6 +262,7 @@ def openapi_document():
 @bp.get("/benchmarks")
 @caching.public(page_versions.catalog)
 def benchmarks():
+    listed = listings.benchmark_list(request.args.get("limit"), request.args.get("offset"))
     return {
         "benchmarks": [
             {
@@ -258,18 +273,22 @@ def benchmarks():
                 "paper_url": benchmark.paper_url,
                 "splits": [_split(split) for split in benchmark.splits],
             }
-            for benchmark in listings.benchmarks()
-        ]
+            for benchmark in listed.items
+        ],
+        **_window(listed),
     }
 
 
 @bp.get("/me")
 def me():
     user = _caller()
+    teams = [{"id": team.id, "name": team.name} for team in user.teams]
     return {
         "email": user.email,
         "maintainer": user.is_admin,
-        "teams": [{"id": team.id, "name": team.name} for team in user.teams],
+        "teams": teams,
+        # Each open split, for each of the caller's teams: what is left (the stricter of the team's and the caller's).
+        "quotas": [_quota(choice, team) for choice in quotas.upload_choices(user) for team in teams],
     }
 
 
@@ -277,7 +296,10 @@ def me():
 @bp.get("/leaderboards/<benchmark>/<split>")
 @caching.public(lambda benchmark, **_: page_versions.benchmark(benchmark))
 def leaderboard(benchmark: str, split: str | None = None):
-    board = listings.leaderboard(benchmark, split, request.args.get("view"))
+    args = request.args
+    board, listed = listings.leaderboard(
+        benchmark, split, args.get("view"), q=args.get("q"), limit=args.get("limit"), offset=args.get("offset")
+    )
     assert board.split is not None  # listings.leaderboard refuses a benchmark without splits (404)
     return {
         "benchmark": board.benchmark.slug,
@@ -288,7 +310,8 @@ def leaderboard(benchmark: str, split: str | None = None):
             {"key": c.key, "subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size}
             for c in board.columns
         ],
-        "entries": [_entry(entry) for entry in board.entries],
+        "entries": [_entry(entry) for entry in listed.items],
+        **_window(listed),
         "references": exports.reference_documents(board),
         "held": _held(board.held),
         "phase": _phase(board.phase),
@@ -328,7 +351,8 @@ def _held(held: leaderboards.Held | None) -> dict | None:
 @bp.get("/leaderboards/<benchmark>/models")
 @caching.public(lambda benchmark: page_versions.benchmark(benchmark))
 def models(benchmark: str):
-    return exports.models_document(benchmark)
+    args = request.args
+    return exports.models_document(benchmark, args.get("q"), args.get("limit"), args.get("offset"))
 
 
 @bp.post("/submissions")
@@ -377,13 +401,27 @@ def create_submission():
 @bp.get("/submissions")
 def list_submissions():
     user = _caller()
-    return {"submissions": [_summary(submission) for submission in submissions.list_for(user)]}
+    args = request.args
+    listed = listings.submission_list(user, args.get("q"), args.get("limit"), args.get("offset"))
+    return {"submissions": [_summary(submission) for submission in listed.items], **_window(listed)}
 
 
 @bp.get("/submissions/<int:submission_id>")
 def get_submission(submission_id: int):
     user = _caller()
     return _detail(submissions.get_for(user, _submission_id(submission_id)))
+
+
+@bp.get("/submissions/<int:submission_id>/file")
+def submission_file(submission_id: int):
+    """The file as uploaded, byte for byte: for the team's members and maintainers (404 for anyone else)."""
+    user = _caller()
+    found = submissions.original_file(user, _submission_id(submission_id))
+    return Response(
+        found.data,
+        content_type=f"{found.media_type}; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{found.filename}"'},
+    )
 
 
 @bp.post("/submissions/<int:submission_id>/publish")

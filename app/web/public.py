@@ -56,6 +56,7 @@ def _board(benchmark: str, split: str | None) -> leaderboards.Board:
         page=request.args.get("page"),
         view=request.args.get("view"),
         chosen=_columns(),
+        q=request.args.get("q"),
     )
 
 

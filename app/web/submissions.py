@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
 from app import http_caching as caching
@@ -99,6 +99,18 @@ def mine():
 @caching.public(page_versions.submission)
 def show(submission_id: int):
     return _show_page(submission_id)
+
+
+@bp.get("/submissions/<int:submission_id>/file")
+def original_file(submission_id: int):
+    """The file as uploaded, byte for byte: for the team's members and maintainers; everyone else, a visitor
+    who is not logged in included, gets 404, whether the submission exists or not. Never cached (no-store)."""
+    found = submissions.original_file(current_user, submission_id)
+    return Response(
+        found.data,
+        content_type=f"{found.media_type}; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{found.filename}"'},
+    )
 
 
 def _show_page(

@@ -15,7 +15,7 @@ from app.services.catalog import phases
 
 
 def _query(board: Board, **params) -> str:
-    base = {"view": board.view if board.view != "entries" else None, "columns": board.chosen}
+    base = {"view": board.view if board.view != "entries" else None, "columns": board.chosen, "q": board.q}
     if board.sort is not None:
         base.update(sort=board.sort.key, order=board.order)
     base.update(params)
@@ -42,6 +42,11 @@ def split_phase(split) -> phases.Phase:
     return getattr(split, "phase", None) or phases.of(split)
 
 
+def search_link(board: Board, q: str | None) -> str:
+    """The board with another search (None: none), from its first page."""
+    return _query(board, q=q, page=None)
+
+
 def init_app(app: Flask) -> None:
     for function in (
         sort_link,
@@ -49,6 +54,7 @@ def init_app(app: Flask) -> None:
         view_link,
         split_phase,
         phases.moment_text,
+        search_link,
         visibility.scores_are_public,
         visibility.counts_only,
         visibility.release_policy,

@@ -15,6 +15,7 @@ MATRIX = {
     "GET /submissions": (401, 200, 200, 200),
     "POST /submissions": (401, 403, 201, 403),
     "GET /submissions/{id}": (401, 404, 200, 200),
+    "GET /submissions/{id}/file": (401, 404, 200, 200),
     "POST /submissions/{id}/publish": (401, 404, 200, 403),
     "POST /submissions/{id}/unpublish": (401, 404, 200, 403),
 }
@@ -36,7 +37,7 @@ def test_access(app, client, endpoint, role, expected):
     else:
         response = client.open(path, method=method, headers=world.headers(role))
     assert response.status_code == expected, response.get_data(as_text=True)
-    assert response.mimetype == "application/json"
+    assert response.mimetype == ("text/csv" if path.endswith("/file") and expected == 200 else "application/json")
     if expected >= 400:
         assert set(response.json) >= {"error", "details"}
 

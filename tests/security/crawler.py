@@ -26,6 +26,10 @@ from tests.support.users import PASSWORD
 # Values tried for URL parts the world has no row for (an export format, say); unknown ones answer 404.
 FORMAT_GUESSES = ("csv", "json", "md", "tex", "jsonl", "tsv", "txt", "html", "xml", "bib")
 SPLITS = ("dev", *HIDDEN)
+# Endpoints that serve a pinned package's files as they are, whatever the world, the role or the query: the API
+# docs' Swagger UI (tests/web/test_api_docs.py checks they are the package's bytes). A megabyte of script:
+# checks that send a route many queries leave them out (nothing there reads a query).
+VENDORED_FILES = frozenset({"api_docs.script", "api_docs.stylesheet"})
 MAX_PER_RULE = 60
 MAX_LINKS_PER_ROLE = 400
 _LINK = re.compile(r"""\b(?:href|src)\s*=\s*["']([^"']+)["']""", re.IGNORECASE)

@@ -19,6 +19,7 @@ from app import create_app
 from app.config import from_environment
 from app.db import db
 from app.models import Split, Submission
+from app.services.storage import checksums
 from tests.security import crawler
 from tests.security.leaks import LeakDetector
 from tests.support.security_world import HIDDEN, ROLES, build
@@ -77,6 +78,11 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
         for visit in crawler.crawl(app, world, role, urls):
             statuses[(role, visit.url)] = visit.status
             assert visit.status < 500, f"{role} GET {visit.url} answered {visit.status}"
+            if visit.endpoint in OWN_FILES and visit.status == 200 and role != "admin":
+                # A team's own prediction file, byte for byte, holds labels only as far as the team's guesses do:
+                # nothing it did not send. It must be its own, though.
+                assert _own_upload(app, world, role, visit), f"{role} GET {visit.url}: another team's file"
+                continue
             found = detector.gold_bytes(visit.text) if role == "admin" else detector.leaks(visit.text)
             problems += [f"{role} GET {visit.url}: {leak}" for leak in found]
     for role, what, body in world.answers:
@@ -93,6 +99,11 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
             assert statuses[("owner", f"/submissions/{sid}")] == 200
             assert statuses[("owner", f"/api/v1/submissions/{sid}")] == 200
             assert statuses[("other", f"/api/v1/submissions/{sid}")] == 404
+            if kind != "rejected":  # a rejected file is not kept
+                assert statuses[("owner", f"/api/v1/submissions/{sid}/file")] == 200
+                assert statuses[("owner", f"/submissions/{sid}/file")] == 200
+            assert statuses[("other", f"/api/v1/submissions/{sid}/file")] == 404
+            assert statuses[("anonymous", f"/submissions/{sid}/file")] == 404
     assert statuses[("admin", "/console/")] == 200
     assert statuses[("anonymous", "/leaderboards/nlvr2/test-full")] == 200
     # Maintainer-only pages that name gold labels (the label audit): the crawl reached them as a
@@ -101,6 +112,21 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
         audit_page = f"/console/splits/nlvr2/{split}/labels"
         assert statuses[("admin", audit_page)] == 200
         assert {statuses.get((role, audit_page)) for role in ROLES if role != "admin"} <= {302, 403}
+
+
+OWN_FILES = {"api_v1.submission_file", "submissions.original_file"}  # a submission's file as uploaded (issue 27)
+
+
+def _own_upload(app, world, role: str, visit) -> bool:
+    """Whether a file answered to a team's member is one of its team's uploads, byte for byte."""
+    submission_id = int(visit.url.split("/submissions/")[1].split("/")[0])
+    with app.app_context():
+        submission = db.session.get(Submission, submission_id)
+        return (
+            submission is not None
+            and submission.team_id == world.team_ids[role]
+            and checksums.sha256(visit.body) == submission.file_sha256
+        )
 
 
 @pytest.mark.one_backend

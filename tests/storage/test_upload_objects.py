@@ -88,6 +88,17 @@ def test_an_upload_lands_in_the_bucket_under_its_hash_as_the_folder_would_keep_i
     assert gzip.decompress(_object(moto_app, key)) == data
 
 
+def test_the_team_downloads_its_file_from_the_bucket_byte_for_byte(moto_app, world):
+    """GET /api/v1/submissions/<id>/file (issue 27) reads the original from whichever store keeps it."""
+    client = moto_app.test_client()
+    data = b"\xef\xbb\xbf" + world.predictions(seed=3).replace(b"\n", b"\r\n")  # a BOM, CRLF line ends
+    sid = post_file(client, world, "member", data).json["id"]
+    assert _folder_files(moto_app) == []  # in the bucket alone
+    answer = client.get(f"/api/v1/submissions/{sid}/file", headers=world.headers("member"))
+    assert answer.status_code == 200 and answer.get_data() == data
+    assert client.get(f"/api/v1/submissions/{sid}/file", headers=world.headers("other")).status_code == 404
+
+
 def test_the_object_is_written_before_the_commit_and_removed_when_nothing_is_stored(moto_app, bucket):
     data = b"some predictions\n"
     digest = checksums.sha256(data)

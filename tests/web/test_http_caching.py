@@ -14,8 +14,9 @@ from tests.support.browser import login, post_form
 from tests.support.security_world import EMAILS, build
 from tests.support.users import PASSWORD
 
-PUBLIC, PRIVATE, NO_STORE = "public", "private", "no-store"
+PUBLIC, PRIVATE, NO_STORE, IMMUTABLE = "public", "private", "no-store", "immutable"
 PUBLIC_CONTROL = "public, max-age=0, stale-while-revalidate=60"  # LEADERBOARD_PAGE_TTL is 0 in tests
+IMMUTABLE_CONTROL = "public, max-age=31536000, immutable"  # files whose address names their version
 # Every GET endpoint and its class for a visitor without a session or token. A new route must be added here
 # (the walk fails otherwise), which is where its caching is decided.
 CLASSES = {
@@ -32,6 +33,10 @@ CLASSES = {
     "api_v1.leaderboard": PUBLIC,
     "api_v1.models": PUBLIC,
     "api_v1.openapi_document": PUBLIC,
+    "api_docs.page": PUBLIC,
+    "api_docs.document": PUBLIC,
+    "api_docs.stylesheet": IMMUTABLE,
+    "api_docs.script": IMMUTABLE,
     "static": PUBLIC,
     "public.healthz": NO_STORE,
     "metrics.metrics": NO_STORE,
@@ -49,6 +54,8 @@ CLASSES = {
     "api_v1.me": NO_STORE,
     "api_v1.list_submissions": NO_STORE,
     "api_v1.get_submission": NO_STORE,
+    "api_v1.submission_file": NO_STORE,
+    "submissions.original_file": NO_STORE,
     "console.index": NO_STORE,
     "console.audit_log": NO_STORE,
     "console.jobs": NO_STORE,
@@ -93,6 +100,8 @@ def test_every_get_route_has_its_cache_class(app):
             if response.status_code != 200 or expected == NO_STORE:
                 assert _class(response) == NO_STORE, where
                 assert "ETag" not in response.headers or endpoint == "static", where
+            elif expected == IMMUTABLE:  # the same for every visitor, token or not
+                assert response.headers["Cache-Control"] == IMMUTABLE_CONTROL, where
             elif endpoint == "static":
                 assert _class(response) == PUBLIC, where
             elif visitor == "anonymous":
@@ -107,7 +116,7 @@ def test_every_get_route_has_its_cache_class(app):
     # Each class was seen on a real page, not only on errors: public reads answered 200 to a visitor,
     # the rest to a member or the maintainer by session or token.
     for endpoint, visitors in seen_ok.items():
-        wanted = {"anonymous"} if CLASSES[endpoint] == PUBLIC else set()
+        wanted = {"anonymous"} if CLASSES[endpoint] in (PUBLIC, IMMUTABLE) else set()
         assert visitors and wanted <= visitors, f"{endpoint}: no 200 answer to check ({visitors})"
 
 

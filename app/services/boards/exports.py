@@ -333,16 +333,26 @@ def gap_document(entry: Entry) -> dict | None:
     return {"metric": metric, "value": value, "p": entry.gap_p, "larger_than_sampling": entry.gap_marked}
 
 
-def models_document(benchmark_slug: str) -> dict:
-    """The models view as the API and the JSON export give it."""
-    return _models_body(models_view.models_table(benchmark_slug))
+def models_document(
+    benchmark_slug: str, q: str | None = None, limit: str | None = None, offset: str | None = None
+) -> dict:
+    """The models view as the API gives it: the rows whose model or team name holds `q` (as on a board:
+    leaderboards.matches), the window asked for of them (each keeps its rank), and `total`, `limit` and
+    `offset` (InvalidQuery naming a bad q, limit or offset)."""
+    window = leaderboards.window(limit, offset)
+    needle = leaderboards.search_text(q)
+    table = models_view.models_table(benchmark_slug)
+    found = [row for row in table.entries if needle is None or leaderboards.matches(needle, row.model_name, row.team)]
+    body = _models_body(table, window.of(found))
+    return body | {"total": len(found), "limit": window.limit, "offset": window.offset}
 
 
 def models_json(table: models_view.ModelsTable) -> str:
     return json.dumps(_models_body(table), ensure_ascii=False, indent=2) + "\n"
 
 
-def _models_body(table: models_view.ModelsTable) -> dict:
+def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow] | None = None) -> dict:
+    """The models view as JSON: every model row, or `rows` of them (the reference rows always, in place)."""
     return {
         "benchmark": table.benchmark.slug,
         "ranked_by": table.ranking_split.slug if table.ranking_split else None,
@@ -372,7 +382,7 @@ def _models_body(table: models_view.ModelsTable) -> dict:
                     if (cell := row.cell(column)) is not None
                 },
             }
-            for row in table.entries
+            for row in (table.entries if rows is None else rows)
         ],
         "references": reference_documents(table),
     }

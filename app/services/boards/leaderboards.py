@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import overload
+from typing import Generic, TypeVar, overload
 
 from sqlalchemy import bindparam, func, select
 
@@ -50,6 +50,10 @@ METRIC_LABELS = {
 # they stood when the split closed (a split whose closing time has passed: board_snapshots.final_snapshot).
 FINAL = "final"
 VIEWS = ("entries", "teams", FINAL)
+MAX_LIMIT = 1000  # items one page of an API list may ask for (?limit=)
+MAX_OFFSET = 2**31 - 1  # an offset a database's OFFSET takes on every backend
+MAX_QUERY = 200  # characters of a search (?q=)
+T = TypeVar("T")
 
 
 class InvalidQuery(ServiceError):
@@ -94,6 +98,14 @@ class Board:
     changelog: list[ChangelogLine] = field(default_factory=list)
     snapshot: Snapshot | None = None  # every entry of the board, whatever the view (None while held)
     held: Held | None = None  # what a held board tells instead of its entries (None: scores public)
+    q: str | None = None  # the search (?q=) as applied: entries whose model or team name holds it
+    # The entries the search keeps, in ranking order (None: every entry); each keeps its rank on the board.
+    matching: list[Entry] | None = None
+
+    @property
+    def found(self) -> list[Entry]:
+        """The entries the search keeps (every entry without a search), in ranking order, on every page."""
+        return self.entries if self.matching is None else self.matching
 
     @property
     def phase(self) -> phases.Phase | None:
@@ -306,6 +318,59 @@ def _parse_page(page: str | int | None) -> int:
     return number
 
 
+@dataclass(frozen=True)
+class Window:
+    """The part of a list an API caller asked for (?limit=&offset=): `limit` items from `offset` on, every
+    item from `offset` on when no limit was given (as the lists answered before they were paged)."""
+
+    limit: int | None = None
+    offset: int = 0
+
+    def of(self, items: Sequence[T]) -> list[T]:
+        end = None if self.limit is None else self.offset + self.limit
+        return list(items[self.offset : end])
+
+
+@dataclass(frozen=True)
+class Listed(Generic[T]):
+    """One window of a list, with the number of items the whole list holds (after any search)."""
+
+    items: list[T]
+    total: int
+    window: Window
+
+
+def _whole_number(name: str, raw: str | int | None, largest: int) -> int | None:
+    if raw is None or raw == "":
+        return None
+    text = str(raw)
+    # ASCII digits only: int() would also take " 5", "+5", "5_000" and other scripts' digits.
+    if not (text.isascii() and text.isdigit()) or int(text) > largest:
+        raise InvalidQuery(f"{name} must be a whole number from 0 to {largest:,}, got {text[:40]!r}")
+    return int(text)
+
+
+def window(limit: str | int | None = None, offset: str | int | None = None) -> Window:
+    """?limit=&offset= checked: InvalidQuery (400) naming the parameter for a negative, non-integer or too
+    large value (limit at most MAX_LIMIT)."""
+    return Window(_whole_number("limit", limit, MAX_LIMIT), _whole_number("offset", offset, MAX_OFFSET) or 0)
+
+
+def search_text(q: str | None) -> str | None:
+    """?q= checked: None when empty (no search); InvalidQuery (400) when over MAX_QUERY characters."""
+    text = (q or "").strip()
+    if len(text) > MAX_QUERY:
+        raise InvalidQuery(f"q must be at most {MAX_QUERY} characters, got {len(text):,}")
+    return text or None
+
+
+def matches(needle: str, model_name: str, team: str | None) -> bool:
+    """Whether a board row's model name or team name, as the board shows them ("Anonymous" for an anonymous
+    entry, never its team's name), holds the search, ignoring case."""
+    needle = needle.casefold()
+    return needle in model_name.casefold() or needle in (team if team is not None else "Anonymous").casefold()
+
+
 def _ordered(rows: list, column: Column, order: str) -> list:
     """Entries and reference rows sorted by a column: rows without a value last, ties in ranking order."""
     present = [row for row in rows if row.value(column) is not None]
@@ -493,10 +558,12 @@ def board(
     view: str | None = None,
     chosen: str | Sequence[str] | None = None,
     paginate: bool = True,
+    q: str | None = None,
 ) -> Board:
-    """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort, order, page, view
-    or columns. `view="teams"` keeps each team's best entry (ranked among those); `chosen` names the
-    columns; `paginate=False` puts every row on one page (exports).
+    """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort, order, page, view,
+    columns or search. `view="teams"` keeps each team's best entry (ranked among those); `chosen` names the
+    columns; `paginate=False` puts every row on one page (exports); `q` keeps the entries whose model or
+    team name holds it (`matches`), paged among themselves, each with its rank on the whole board.
 
     Once the split's snapshot is in memory this is one query (the benchmark and its splits).
     """
@@ -505,7 +572,7 @@ def board(
     split = _chosen_split(benchmark, benchmark_slug, split_slug)
     if split is None:
         return Board(benchmark, None, [], True)
-    asked = _Asked(_parse_page(page), _parse_view(view), chosen, sort, order, paginate)
+    asked = _Asked(_parse_page(page), _parse_view(view), chosen, sort, order, paginate, search_text(q))
     if asked.view == FINAL:
         _check_final(benchmark, split)
     if not visibility.scores_are_public(split):  # a held board stays held, its final view too
@@ -524,6 +591,7 @@ class _Asked:
     sort: str | None
     order: str | None
     paginate: bool
+    q: str | None = None
 
 
 def _chosen_split(benchmark: BenchmarkInfo, benchmark_slug: str, split_slug: str | None) -> SplitInfo | None:
@@ -570,6 +638,7 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         chosen=_given(asked.chosen),
         changelog=changelog(full),
         held=held_facts(split),
+        q=asked.q,
     )
 
 
@@ -595,11 +664,17 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         tuple(c.key for c in cols),
         paginate,
         split.closes_at if shown_view == FINAL else None,  # the final board's entries are those at closes_at
+        asked.q,
     )
-    shown, pages = _arranged.get_or_make(
-        key,
-        lambda: _arrange(entries, snap.references, available, benchmark.task_type, column, direction, number, paginate),
-    )
+
+    def arrange() -> tuple[list, int, list[Entry]]:
+        needle = asked.q
+        kept = entries if needle is None else [e for e in entries if matches(needle, e.model_name, e.team)]
+        task_type = benchmark.task_type
+        shown, pages = _arrange(kept, snap.references, available, task_type, column, direction, number, paginate)
+        return shown, pages, kept
+
+    shown, pages, kept = _arranged.get_or_make(key, arrange)
     facts = (benchmark.slug, split.slug, split.name, split.hidden, split.example_count)
     return Board(
         benchmark,
@@ -619,6 +694,8 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         _given(asked.chosen),
         snap.changelog,
         snap,
+        q=asked.q,
+        matching=kept,
     )
 
 
@@ -656,7 +733,8 @@ def _arrange(
     return _paginate(rows, number) if paginate else (rows, 1)
 
 
-_arranged: LRU[tuple[list, int]] = LRU(128)  # rows in display order per board version, sort, page and view
+# Rows in display order per board version, sort, page, view and search, and the entries the search keeps.
+_arranged: LRU[tuple[list, int, list[Entry]]] = LRU(128)
 _columns_memo: LRU[tuple[list[Column], list[Column]]] = LRU(64)
 
 

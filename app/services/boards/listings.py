@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
@@ -16,6 +16,8 @@ from app.models import Benchmark, Split, Submission, User
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, leaderboards
+from app.services.boards.board_snapshots import Entry
+from app.services.boards.leaderboards import Listed
 from app.services.errors import NotFound
 from app.services.intake import submissions
 
@@ -27,15 +29,64 @@ def benchmarks() -> list[Benchmark]:
     return list(db.session.scalars(select(Benchmark).options(selectinload(Benchmark.splits)).order_by(Benchmark.name)))
 
 
-def leaderboard(benchmark_slug: str, split_slug: str | None, view: str | None = None) -> leaderboards.Board:
-    """A split's ranked published entries, every one or each team's best (NotFound for unknown slugs,
-    InvalidQuery for an unknown view). Without a split: the benchmark's landing split, as on its page."""
+def benchmark_list(limit: str | None = None, offset: str | None = None) -> Listed[Benchmark]:
+    """The benchmarks in name order, the window asked for (InvalidQuery naming a bad limit or offset)."""
+    window = leaderboards.window(limit, offset)
+    found = benchmarks()  # a handful: counted and cut here
+    return Listed(window.of(found), len(found), window)
+
+
+def leaderboard(
+    benchmark_slug: str,
+    split_slug: str | None,
+    view: str | None = None,
+    *,
+    q: str | None = None,
+    limit: str | None = None,
+    offset: str | None = None,
+) -> tuple[leaderboards.Board, Listed[Entry]]:
+    """A split's ranked published entries, every one or each team's best, those whose model or team name
+    holds `q`, and the window asked for of them; each entry keeps its rank on the whole board (NotFound for
+    unknown slugs, InvalidQuery for an unknown view or a bad q, limit or offset). Without a split: the
+    benchmark's landing split, as on its page."""
+    window = leaderboards.window(limit, offset)
     if split_slug is not None:
         catalog.get_split(benchmark_slug, split_slug)  # NotFound names the benchmark or the split
-    board = leaderboards.board(benchmark_slug, split_slug, view=view, paginate=False)
+    board = leaderboards.board(benchmark_slug, split_slug, view=view, paginate=False, q=q)
     if board.split is None:
         raise NotFound(f"benchmark {benchmark_slug!r} has no splits yet")
-    return board
+    found = board.found
+    return board, Listed(window.of(found), len(found), window)
+
+
+def submission_list(
+    user: User, q: str | None = None, limit: str | None = None, offset: str | None = None
+) -> Listed[Submission]:
+    """The submissions of every team the user belongs to, newest first, those whose model name or description
+    holds `q` (ignoring case: SQL's ILIKE, which folds ASCII letters alone on SQLite), the window asked for
+    (InvalidQuery naming a bad q, limit or offset). One query counts them and one reads the window."""
+    window = leaderboards.window(limit, offset)
+    needle = leaderboards.search_text(q)
+    team_ids = [membership.team_id for membership in user.memberships]
+    if not team_ids:
+        return Listed([], 0, window)
+    conditions: list[ColumnElement[bool]] = [Submission.team_id.in_(team_ids)]
+    if needle is not None:
+        conditions.append(
+            Submission.model_name.icontains(needle, autoescape=True)
+            | Submission.description.icontains(needle, autoescape=True)
+        )
+    total = db.session.scalar(select(func.count()).select_from(Submission).where(*conditions)) or 0
+    query = (
+        select(Submission)
+        .where(*conditions)
+        .options(joinedload(Submission.split).joinedload(Split.benchmark), joinedload(Submission.team))
+        .order_by(Submission.id.desc())
+        .offset(window.offset)
+    )
+    if window.limit is not None:
+        query = query.limit(window.limit)
+    return Listed(list(db.session.scalars(query)), total, window)
 
 
 # --- a team's submissions ------------------------------------------------------------------------------

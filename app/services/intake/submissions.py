@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -28,7 +29,15 @@ from app.services import catalog
 from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
 from app.services.catalog import phases
-from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, TooLarge, check_visible
+from app.services.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    StorageFailed,
+    TooLarge,
+    check_visible,
+)
 from app.services.intake import quotas
 from app.services.people import addresses
 from app.services.storage import checksums, upload_store
@@ -557,6 +566,48 @@ def list_for(user: User) -> list[Submission]:
             .order_by(Submission.id.desc())
         )
     )
+
+
+@dataclass(frozen=True)
+class OriginalFile:
+    """A submission's file as its team uploaded it."""
+
+    data: bytes  # byte for byte the upload (its sha256 is the submission's)
+    filename: str  # "<benchmark>-<split>-submission-<id>.<the task type's extension>"
+    media_type: str  # the task type's: text/csv, application/json, application/jsonl
+
+
+def original_file(user: User | None, submission_id: int) -> OriginalFile:
+    """The exact bytes uploaded for a scored submission, from whichever store keeps the originals (the folder or
+    the bucket), for the submission's team's members and for maintainers, who may open any submission
+    (`get_for`); everyone else gets NotFound, as for the submission itself. A rejected file is not kept
+    (NotFound says so); an original missing from the store is NotFound, one that cannot be read or does not
+    match its checksum is StorageFailed (503)."""
+    submission = get_for(user, submission_id)
+    if submission.status != "scored":
+        raise NotFound(f"submission {submission_id} was rejected, and rejected files are not kept")
+    digest = submission.file_sha256
+    try:
+        data = upload_store.read_original(digest)
+    except FileNotFoundError:
+        raise NotFound(
+            f"the file of submission {submission_id} is missing from the upload store; the maintainers can find "
+            "such files with `flask uploads check`"
+        ) from None
+    except (OSError, EOFError, zlib.error) as exc:  # a damaged gzip file (BadGzipFile is an OSError), or cut short
+        raise StorageFailed(
+            f"the file of submission {submission_id} could not be read from the upload store ({type(exc).__name__})",
+            unavailable=True,
+        ) from exc
+    if checksums.sha256(data) != digest:
+        raise StorageFailed(
+            f"the stored file of submission {submission_id} does not match its sha256; it is not served",
+            unavailable=True,
+        )
+    split = submission.split
+    task = get_task(split.benchmark.task_type)
+    name = f"{split.benchmark.slug}-{split.slug}-submission-{submission.id}.{task.file_suffix}"
+    return OriginalFile(data, name, task.media_type)
 
 
 def problems_of(submission: Submission) -> list[dict]:
