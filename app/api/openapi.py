@@ -41,7 +41,11 @@ def _responses(ok: tuple[str, str, dict], *errors: str) -> dict:
 ERROR_RESPONSES = {
     "400": ("BadRequest", "A malformed query parameter (for example an unknown view)."),
     "401": ("Unauthorized", "No token, a malformed Authorization header, or an unknown or revoked token."),
-    "403": ("Forbidden", "The caller is not a member of the team (or not allowed to do this)."),
+    "403": (
+        "Forbidden",
+        "The caller is not a member of the team, has not confirmed their address yet (uploading and publishing "
+        "need it), or is not allowed to do this.",
+    ),
     "404": (
         "NotFound",
         "Unknown benchmark, split or submission (others' submissions are reported as missing), or the final board "
@@ -382,9 +386,14 @@ SCHEMAS = {
     },
     "Me": {
         "type": "object",
-        "required": ["email", "maintainer", "teams", "quotas"],
+        "required": ["email", "email_verified", "maintainer", "teams", "quotas"],
         "properties": {
             "email": {"type": "string"},
+            "email_verified": {
+                "type": "boolean",
+                "description": "Whether the address is confirmed (the mailed link followed); until it is, uploads and "
+                "publishing are refused with 403.",
+            },
             "maintainer": {"type": "boolean"},
             "teams": {
                 "type": "array",

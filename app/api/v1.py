@@ -285,6 +285,7 @@ def me():
     teams = [{"id": team.id, "name": team.name} for team in user.teams]
     return {
         "email": user.email,
+        "email_verified": user.email_verified_at is not None,  # uploading and publishing need it
         "maintainer": user.is_admin,
         "teams": teams,
         # Each open split, for each of the caller's teams: what is left (the stricter of the team's and the caller's).

@@ -11,7 +11,12 @@ def test_me_names_the_user_and_their_teams(app, client):
     world = build_world(app)
     me = client.get("/api/v1/me", headers=world.headers("member")).json
     quotas = me.pop("quotas")  # what is left on each open split (tests/api/test_team_self_service.py)
-    assert me == {"email": "member@example.org", "maintainer": False, "teams": [{"id": 1, "name": "Lab"}]}
+    assert me == {
+        "email": "member@example.org",
+        "email_verified": True,
+        "maintainer": False,
+        "teams": [{"id": 1, "name": "Lab"}],
+    }
     assert [(q["split"], q["team"]) for q in quotas] == [("dev", "Lab"), ("test-u", "Lab")]
     admin = client.get("/api/v1/me", headers=world.headers("admin")).json
     assert admin["maintainer"] is True and admin["teams"] == []
