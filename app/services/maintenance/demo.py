@@ -18,7 +18,7 @@ from app.db import db
 from app.evaluation import get_task
 from app.models import Benchmark, Reference, Split, Submission, Team, utcnow
 from app.services import catalog
-from app.services.catalog import references
+from app.services.catalog import phases, references
 from app.services.errors import NotFound
 from app.services.intake import submissions
 from app.services.people import accounts, teams
@@ -218,6 +218,7 @@ def _ensure_teams_and_users(created: dict[str, int]) -> dict[str, Team]:
             user = accounts.create_user(email, password, admin=admin)
             if member_of:
                 teams.add_member(by_name[member_of], user)
+                teams.set_shown(by_name[member_of], user, True)  # named on the team's public page
             created["users"] += 1
     return by_name
 
@@ -297,7 +298,7 @@ def _ensure_split(
         pass
     annotations = synthetic.nlvr2_annotations(gold(), 100, seed=seed) if split_spec.annotations else None
     created["splits"] += 1
-    return catalog.add_split(
+    split = catalog.add_split(
         spec.slug,
         split_spec.slug,
         gold(),
@@ -306,6 +307,10 @@ def _ensure_split(
         annotations=annotations,
         subset_field=spec.subset_field,
     )
+    if split_spec.hidden:  # a blind test runs as a challenge: open for 90 days from the demo's making
+        closes = (utcnow() + timedelta(days=90)).replace(hour=23, minute=59, second=0, microsecond=0)
+        split = phases.set_phase(spec.slug, split_spec.slug, closes_at=closes)
+    return split
 
 
 def _gold_bytes(spec: DemoBenchmark, split_spec: DemoSplit, seed: int) -> bytes:
