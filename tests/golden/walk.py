@@ -104,14 +104,22 @@ def _contexts(app) -> list[dict]:
         pairs = [(b.slug, s.slug) for b in benchmarks for s in sorted(b.splits, key=lambda s: s.id)]
         submission_ids = sorted(db.session.scalars(select(Submission.id)))
         team_ids = sorted(db.session.scalars(select(Team.id)))
+        team_slugs = list(db.session.scalars(select(Team.slug).order_by(Team.id)))
         user_ids = sorted(db.session.scalars(select(User.id)))
     contexts: list[dict] = [
         {"benchmark": b, "benchmark_slug": b, "slug": b, "split": s, "split_slug": s} for b, s in pairs
     ]
     contexts += [{"submission_id": i} for i in submission_ids]
     contexts += [{"team_id": i} for i in team_ids]
+    contexts += [{"team_slug": slug} for slug in team_slugs]
     contexts += [{"user_id": i} for i in user_ids]
     return contexts
+
+
+# Not walked: files served as they are (the site's static files, Swagger UI's vendored bundle). A submission's
+# original file, the same route for each id, is walked for a few ids: the rest of the walk is worth more.
+NOT_WALKED = {"static", "api_docs.script", "api_docs.stylesheet"}
+FEW_SEEDS = {"api_v1.submission_file": 6, "submissions.original_file": 6}
 
 
 def seed_urls(app) -> list[str]:
@@ -120,10 +128,11 @@ def seed_urls(app) -> list[str]:
     urls: list[str] = []
     with app.test_request_context():
         for rule in sorted(app.url_map.iter_rules(), key=lambda r: (r.rule, r.endpoint)):
-            if "GET" not in (rule.methods or ()) or rule.endpoint == "static":
+            if "GET" not in (rule.methods or ()) or rule.endpoint in NOT_WALKED:
                 continue
             args = set(rule.arguments)
             candidates = [{}] if not args else [ctx for ctx in contexts if args <= ctx.keys()]
+            candidates = candidates[: FEW_SEEDS.get(rule.endpoint, len(candidates))]
             for ctx in candidates:
                 try:
                     url = url_for(rule.endpoint, **{name: ctx[name] for name in args})
@@ -177,7 +186,7 @@ def walk_role(app, role: str, seeds: list[str], folder: Path) -> list[Answer]:
     while queue and len(answers) < MAX_PAGES_PER_ROLE:
         url = queue.pop(0)
         # /metrics counts this process's requests and their durations: never the same twice.
-        if url in seen or urlsplit(url).path in ("/logout", "/metrics"):
+        if url in seen or urlsplit(url).path in ("/logout", "/metrics") or "/swagger-ui-" in url:
             continue
         seen.add(url)
         response = client.get(url, headers=headers if url.startswith("/api/") else {})
@@ -298,7 +307,9 @@ def save(answers: list[Answer], path: Path = RECORDING) -> None:
 
 def load(path: Path = RECORDING) -> list[Answer]:
     text = lzma.decompress(path.read_bytes()).decode("utf-8")
-    return [Answer(**json.loads(line)) for line in text.splitlines()]
+    # Lines end at "\n" alone: splitlines() would also cut at U+2028 and the like, which bodies may hold raw
+    # (Swagger UI's bundle does).
+    return [Answer(**json.loads(line)) for line in text.split("\n") if line]
 
 
 def pairs(recorded: list[Answer], current: list[Answer]) -> Iterator[tuple[str, Answer | None, Answer | None]]:
