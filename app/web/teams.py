@@ -102,7 +102,11 @@ def set_shown(team_id: int):
 def public_page(team_slug: str):
     """Anyone's view of a team (the members' own page is /teams/<id>: an id is all digits, a slug never is)."""
     page = team_pages.team_page(team_slug)
-    charts = [progress_chart.for_team_board(board, number) for number, board in enumerate(page.boards, 1)]
+    # A chart needs two entries to show progress; one entry is its table row.
+    charts = [
+        progress_chart.for_team_board(board, number) if len(board.entries) > 1 else None
+        for number, board in enumerate(page.boards, 1)
+    ]
     return render_template("teams/public.html", page=page, charts=charts)
 
 

@@ -13,6 +13,7 @@ from tests.support.browser import login, post_form
 def test_the_public_page_shows_published_entries_only_and_members_by_choice(app):
     world = build_world(app)
     stored_submission(app, world, publish=True, model_name="shown-model", paper_url="https://papers.test/lab")
+    stored_submission(app, world, seed=7, publish=True, model_name="later-model", description="a second one")
     stored_submission(app, world, seed=8, model_name="draft-model")  # never published
     stored_submission(app, world, seed=9, publish=True, anonymous=True, model_name="anonymous-model")
     stored_submission(app, world, split="test-u", publish=True, model_name="held-model")  # ladder: held
@@ -29,7 +30,7 @@ def test_the_public_page_shows_published_entries_only_and_members_by_choice(app)
     assert "1 member." in text
     # The board links the team's name to its page; its anonymous entry links nothing.
     board = visitor.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
-    assert board.count(f'href="/teams/{slug}"') == 1 and "Anonymous" in board
+    assert board.count(f'href="/teams/{slug}"') == 2 and "Anonymous" in board  # its two named entries
 
     # A member chooses to be named (CSRF-protected form on the members' own page), by the address's local part.
     member = app.test_client()
