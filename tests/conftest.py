@@ -580,6 +580,28 @@ def ctx(app):
         yield app
 
 
+@pytest.fixture(scope="session")
+def sink():
+    """A real SMTP server on loopback (tests/support/smtp_sink.py), one per test process."""
+    from tests.support.smtp_sink import SmtpSink
+
+    running = SmtpSink().start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def mail_app(app, sink):
+    """The test's app sending its mail to `sink` (emptied first); the test ends with no mail job running."""
+    from app.services.jobs import transport
+
+    app.config.update(sink.config())
+    with sink.lock:
+        sink.messages.clear()
+    yield app
+    assert transport.wait_beside(), "a mail job still running at the end of the test"
+
+
 @pytest.fixture
 def client(app):
     return app.test_client()

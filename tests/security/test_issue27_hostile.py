@@ -25,35 +25,14 @@ from app.services.catalog import phases
 from app.services.errors import InvalidInput
 from app.services.intake import submissions
 from app.services.intake.submissions import Upload
-from app.services.jobs import transport
 from app.services.maintenance import label_audits
 from app.services.people import accounts, password_resets, signed_links, teams
 from tests.support.blind_test_world import binary_file
 from tests.support.browser import csrf_token, login, post_form, register
-from tests.support.smtp_sink import SmtpSink
+from tests.support.smtp_sink import SmtpSink, settled
 from tests.support.users import PASSWORD, bearer, make_user
 
 NEW_PASSWORD = "a brand new passphrase"
-
-
-@pytest.fixture(scope="module")
-def sink():
-    running = SmtpSink().start()
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-def mail_app(app, sink):
-    app.config.update(sink.config())
-    with sink.lock:
-        sink.messages.clear()
-    yield app
-    assert transport.wait_beside(), "a mail job still running at the end of the test"
-
-
-def settled() -> None:
-    assert transport.wait_beside()
 
 
 def _public_split(n: int = 120) -> bytes:

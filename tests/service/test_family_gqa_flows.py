@@ -77,7 +77,7 @@ def test_a_board_a_sealed_hidden_split_and_a_label_audit(app, runner, tmp_path):
         for seed, share in enumerate((0.4, 0.6, 0.8, 0.9)):
             data = GQA.synthetic_predictions(dev, share, seed=seed)
             submissions.store_scored(split, team, data, model_name=f"m{seed}", publish=True)
-        board = listings.leaderboard("gqa", "dev")
+        board, _ = listings.leaderboard("gqa", "dev")
         assert len(board.entries) == 4 and board.entries[0].model_name == "m3"
         entry = board.entries[0]
         for metric in ("accuracy", "binary", "open"):

@@ -70,3 +70,10 @@ class SmtpSink:
     @staticmethod
     def links(message: EmailMessage) -> list[str]:
         return LINK.findall(message.get_content())
+
+
+def settled() -> None:
+    """Every mail job queued so far in this process has run (inline, they run in threads beside the requests)."""
+    from app.services.jobs import transport
+
+    assert transport.wait_beside(), "a mail job is still running"

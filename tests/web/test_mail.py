@@ -9,7 +9,6 @@ import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-import pytest
 import time_machine
 
 from app import synthetic
@@ -21,31 +20,10 @@ from app.services.maintenance import label_audits, maintainer_actions
 from app.services.people import accounts, teams
 from tests.support.blind_test_world import binary_file
 from tests.support.browser import login, post_form, register
-from tests.support.smtp_sink import SmtpSink
+from tests.support.smtp_sink import SmtpSink, settled
 from tests.support.users import PASSWORD, bearer, make_user
 
 NEW_PASSWORD = "a brand new passphrase"
-
-
-@pytest.fixture(scope="module")
-def sink():
-    running = SmtpSink().start()
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-def mail_app(app, sink):
-    app.config.update(sink.config())
-    with sink.lock:
-        sink.messages.clear()
-    yield app
-    assert transport.wait_beside(), "a mail job still running at the end of the test"
-
-
-def settled() -> None:
-    """Every mail job queued so far has run (they run in threads beside the requests)."""
-    assert transport.wait_beside()
 
 
 def path_of(link: str) -> str:
