@@ -31,6 +31,7 @@ SPLITS = ("dev", *HIDDEN)
 # checks that send a route many queries leave them out (nothing there reads a query).
 VENDORED_FILES = frozenset({"api_docs.script", "api_docs.stylesheet"})
 MAX_PER_RULE = 60
+FEW_PER_RULE = {"api_v1.submission_file": 8, "submissions.original_file": 8}
 MAX_LINKS_PER_ROLE = 400
 _LINK = re.compile(r"""\b(?:href|src)\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 
@@ -131,15 +132,18 @@ def _assignments(rule, contexts: list[dict], largest_id: int) -> Iterable[dict]:
                 return
 
 
-def get_urls(app, world: World) -> list[tuple[str, str]]:
-    """(endpoint, URL) for every GET rule, filled with the world's values."""
+def get_urls(app, world: World, *, vendored: bool = False) -> list[tuple[str, str]]:
+    """(endpoint, URL) for every GET rule, filled with the world's values; the vendored files only if asked
+    (checks of headers and caching want them; checks of what a body says have nothing to find in a package's
+    own bytes). A submission's original file, the same route for each id, is fetched for a few ids."""
     contexts = _contexts(app, world)
     largest_id = max([1, *[v for ctx in contexts for k, v in ctx.items() if k.endswith("_id")]])
     found: list[tuple[str, str]] = []
     with app.test_request_context():
         for rule in app.url_map.iter_rules():
-            if "GET" not in rule.methods:
+            if "GET" not in rule.methods or (rule.endpoint in VENDORED_FILES and not vendored):
                 continue
+            taken = 0
             for values in _assignments(rule, contexts, largest_id):
                 try:
                     url = url_for(rule.endpoint, **values)
@@ -147,6 +151,9 @@ def get_urls(app, world: World) -> list[tuple[str, str]]:
                     continue
                 if (rule.endpoint, url) not in found:
                     found.append((rule.endpoint, url))
+                    taken += 1
+                    if taken >= FEW_PER_RULE.get(rule.endpoint, MAX_PER_RULE):
+                        break
     return found
 
 
@@ -194,9 +201,13 @@ def crawl(app, world: World, role: str, urls: list[tuple[str, str]] | None = Non
         )
         visits.append(visit)
         for link in _links(visit):
-            if link not in seen and discovered < MAX_LINKS_PER_ROLE:
-                discovered += 1
-                queue.append(link)
+            if link in seen or discovered >= MAX_LINKS_PER_ROLE:
+                continue
+            # Found by link, not by get_urls: a vendored file or another id's original file adds nothing.
+            if _endpoint(app, link) in VENDORED_FILES | FEW_PER_RULE.keys():
+                continue
+            discovered += 1
+            queue.append(link)
     return visits
 
 
