@@ -131,7 +131,7 @@ def run_due_here() -> int:
 
 # --- procrastinate -----------------------------------------------------------------------------------------
 
-_apps: dict[tuple[int, str], Any] = {}
+_apps: dict[tuple[int, str, str], Any] = {}
 _flask_app: Any = None  # the worker's application: its tasks run in an app context of it
 
 
@@ -140,18 +140,25 @@ def _conninfo() -> str:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def procrastinate_app():
-    """This process's procrastinate App for the database in use (made once per process and database)."""
+def procrastinate_app(role: str = "worker"):
+    """This process's procrastinate App for the database in use (made once per process, database and role).
+
+    Two roles, two Apps: "worker" is the one `flask worker` runs (its connector's async pool belongs to the
+    worker's event loop); "defer" hands jobs over from plain threads (a web request, a job's own commit in a
+    worker's task thread, the sweep) through a sync pool of its own. Deferring through the worker's async pool
+    from another thread bridges sync to async on that loop, which under load was seen to hang the worker."""
     import os
 
     import procrastinate
 
-    key = (os.getpid(), _conninfo())
+    key = (os.getpid(), _conninfo(), role)
     found = _apps.get(key)
     if found is None:
-        # A small pool: each web process only defers (one connection at a time); a worker's own needs are
-        # its concurrency plus the connection it listens on.
-        found = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=key[1], min_size=1, max_size=8))
+        # Small pools: deferring takes one connection at a time; a worker's own needs are its concurrency plus
+        # the connection it listens on.
+        found = procrastinate.App(
+            connector=procrastinate.PsycopgConnector(conninfo=key[1], min_size=1, max_size=8 if role == "worker" else 4)
+        )
 
         @found.task(name=TASK_NAME, queue=QUEUE_NAME)
         def run_job(job_id: int) -> None:
@@ -165,9 +172,9 @@ def defer(job: queue.Queued) -> bool:
     """Hand the job to the workers (its own procrastinate job: queueing_lock keeps it to one waiting)."""
     import procrastinate.exceptions
 
-    app = procrastinate_app()
+    app = procrastinate_app("defer")
     try:
-        if app.connector._async_pool is None:  # a web process: its pool of sync connections (open once)
+        if app.connector._sync_connector is None:  # its sync pool, opened once per process
             app.open()
         task = app.tasks[TASK_NAME]
         task.configure(queueing_lock=f"job:{job.id}", schedule_in={"seconds": job.delay} if job.delay else None).defer(
