@@ -27,37 +27,12 @@ from app.services.intake import submissions
 from app.services.intake.submissions import Upload
 from app.services.maintenance import label_audits
 from app.services.people import accounts, password_resets, signed_links, teams
-from tests.support.blind_test_world import binary_file
+from tests.support.blind_test_world import api_upload, binary_file, public_split
 from tests.support.browser import csrf_token, login, post_form, register
 from tests.support.smtp_sink import SmtpSink, settled
 from tests.support.users import PASSWORD, bearer, make_user
 
 NEW_PASSWORD = "a brand new passphrase"
-
-
-def _public_split(n: int = 120) -> bytes:
-    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
-    gold = synthetic.nlvr2_gold(n, seed=4)
-    catalog.add_split("nlvr2", "dev", gold)
-    return gold
-
-
-def _api_upload(client, token, gold, *, split="dev", wrong=(), key=None, **extra):
-    headers = bearer(token)
-    if key:
-        headers["Idempotency-Key"] = key
-    return client.post(
-        "/api/v1/submissions",
-        data={
-            "benchmark": "nlvr2",
-            "split": split,
-            "model_name": "M",
-            **extra,
-            "file": (io.BytesIO(binary_file(gold, wrong)), "predictions.csv"),
-        },
-        headers=headers,
-        content_type="multipart/form-data",
-    )
 
 
 def _count(model) -> int:
@@ -197,7 +172,7 @@ def test_an_api_token_made_before_the_address_was_verified_dies_when_the_owner_t
     FAILS: password_resets.reset_password keeps API tokens unless the box is ticked, even for an account whose
     address nobody had proved until this reset."""
     with mail_app.app_context():
-        gold = _public_split()
+        gold = public_split()
     attacker = mail_app.test_client()
     assert register(attacker, "victim@example.org", "attacker's password").status_code == 302
     with mail_app.app_context():
@@ -205,13 +180,13 @@ def test_an_api_token_made_before_the_address_was_verified_dies_when_the_owner_t
         teams.create_team("Attackers", planted)
         _, token = accounts.create_token(planted, "planted")
         reset = signed_links.sign(signed_links.RESET, {"u": planted.id, "g": planted.reset_generation})
-    assert _api_upload(attacker, token, gold).status_code == 403  # unverified: refused, as it should be
+    assert api_upload(attacker, token, gold).status_code == 403  # unverified: refused, as it should be
 
     victim = mail_app.test_client()
     assert post_form(victim, f"/password/reset/{reset}", {"new_password": NEW_PASSWORD}).status_code == 303
     with mail_app.app_context():
         assert accounts.get_user_by_email("victim@example.org").email_verified_at is not None
-    uploaded = _api_upload(attacker, token, gold)
+    uploaded = api_upload(attacker, token, gold)
     assert uploaded.status_code == 401, "the attacker's pre-verification token uploads as the victim"
 
 
@@ -220,7 +195,7 @@ def test_an_api_token_made_before_the_address_was_verified_dies_when_the_owner_t
 
 def test_an_unverified_account_uploads_and_publishes_through_no_path(mail_app):
     with mail_app.app_context():
-        gold = _public_split()
+        gold = public_split()
         lab = Team(name="Lab", slug="lab")
         db.session.add(lab)
         db.session.commit()
@@ -229,14 +204,14 @@ def test_an_unverified_account_uploads_and_publishes_through_no_path(mail_app):
         _, lead_token = accounts.create_token(lead, "lead")
         _, newbie_token = accounts.create_token(newbie, "newbie")
     client = mail_app.test_client()
-    first = _api_upload(client, lead_token, gold, key="same-key")
+    first = api_upload(client, lead_token, gold, key="same-key")
     assert first.status_code == 201
     submission_id = first.get_json()["id"]
 
     # API: a plain upload, one with an idempotency key (also the key the teammate used), and a publish.
-    assert _api_upload(client, newbie_token, gold).status_code == 403
-    assert _api_upload(client, newbie_token, gold, key="same-key").status_code == 403
-    assert _api_upload(client, newbie_token, gold, key="new-key").status_code == 403
+    assert api_upload(client, newbie_token, gold).status_code == 403
+    assert api_upload(client, newbie_token, gold, key="same-key").status_code == 403
+    assert api_upload(client, newbie_token, gold, key="new-key").status_code == 403
     published = client.post(
         f"/api/v1/submissions/{submission_id}/publish", json={"description": "x"}, headers=bearer(newbie_token)
     )
@@ -434,7 +409,7 @@ def test_a_rescore_mail_writes_the_score_as_the_board_does(mail_app, sink):
     FAILS (a correctness bug, not a leak): rescore_job._rescore_letter multiplies stored percentages by 100
     again ("accuracy 8500.00 -> 8250.00")."""
     with mail_app.app_context():
-        gold = _public_split(200)
+        gold = public_split(200)
         lab = Team(name="Lab", slug="lab")
         db.session.add(lab)
         db.session.commit()
@@ -467,7 +442,7 @@ def test_the_access_log_never_writes_a_reset_or_confirmation_link():
 
 def test_expired_api_tokens_are_refused_at_the_second_they_expire(mail_app):
     with mail_app.app_context():
-        gold = _public_split()
+        gold = public_split()
         lab = Team(name="Lab", slug="lab")
         db.session.add(lab)
         db.session.commit()
@@ -476,12 +451,12 @@ def test_expired_api_tokens_are_refused_at_the_second_they_expire(mail_app):
     client = mail_app.test_client()
     with time_machine.travel(expires.replace(tzinfo=UTC) if expires.tzinfo is None else expires, tick=False):
         assert client.get("/api/v1/me", headers=bearer(token)).status_code == 401
-        assert _api_upload(client, token, gold).status_code == 401
+        assert api_upload(client, token, gold).status_code == 401
 
 
 def test_an_upload_at_exactly_closes_at_and_a_replay_after_it_store_nothing(mail_app):
     with mail_app.app_context():
-        gold = _public_split()
+        gold = public_split()
         lab = Team(name="Lab", slug="lab")
         db.session.add(lab)
         db.session.commit()
@@ -489,11 +464,11 @@ def test_an_upload_at_exactly_closes_at_and_a_replay_after_it_store_nothing(mail
         phases.set_phase("nlvr2", "dev", opens_at="2026-12-01T00:00Z", closes_at="2027-01-31T23:59Z")
     client = mail_app.test_client()
     with time_machine.travel(datetime(2026, 12, 1, tzinfo=UTC), tick=False):  # exactly opens_at: open
-        assert _api_upload(client, token, gold, key="k1").status_code == 201
+        assert api_upload(client, token, gold, key="k1").status_code == 201
     with time_machine.travel(datetime(2027, 1, 31, 23, 59, tzinfo=UTC), tick=False):  # exactly closes_at
-        assert _api_upload(client, token, gold, wrong=[1]).status_code == 409
-        assert _api_upload(client, token, gold, key="k1").status_code == 409  # a replay after close
-        assert _api_upload(client, token, gold, wrong=[2], key="k2").status_code == 409
+        assert api_upload(client, token, gold, wrong=[1]).status_code == 409
+        assert api_upload(client, token, gold, key="k1").status_code == 409  # a replay after close
+        assert api_upload(client, token, gold, wrong=[2], key="k2").status_code == 409
     with mail_app.app_context():
         assert _count(Submission) == 1
 
@@ -518,7 +493,7 @@ def test_the_final_board_of_a_held_blind_test_shows_no_entry(mail_app):
 
 def test_the_public_team_page_drops_an_entry_a_maintainer_hid_and_never_names_unshown_members(mail_app):
     with mail_app.app_context():
-        gold = _public_split()
+        gold = public_split()
         lab = Team(name="Lab", slug="lab")
         db.session.add(lab)
         db.session.commit()
@@ -545,7 +520,7 @@ def test_the_public_team_page_drops_an_entry_a_maintainer_hid_and_never_names_un
 
 def test_hostile_tokens_and_addresses_never_answer_500(mail_app):
     with mail_app.app_context():
-        _public_split()
+        public_split()
         lead = make_user("lead@example.org")
         teams.create_team("Lab", lead)
     visitor = mail_app.test_client()

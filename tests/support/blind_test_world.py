@@ -3,6 +3,7 @@ prediction files wrong exactly where a test says (for the release, Ladder, probi
 
 from __future__ import annotations
 
+import io
 import json
 
 from app import synthetic
@@ -52,3 +53,30 @@ def build_blind_test_world() -> dict:
 def submit(world, wrong, *, split="test-u", who="member", benchmark="nlvr2", data=None):
     upload = Upload(data=data if data is not None else binary_file(world["gold"][split], wrong), model_name="M")
     return submissions.submit(world[who], None, benchmark, split, upload)
+
+
+def public_split(n: int = 120) -> bytes:
+    """NLVR2 with a public `dev` split of `n` examples (in an application context); its gold file."""
+    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+    gold = synthetic.nlvr2_gold(n, seed=4)
+    catalog.add_split("nlvr2", "dev", gold)
+    return gold
+
+
+def api_upload(client, token, gold, *, split="dev", wrong=(), key=None, **extra):
+    """POST /api/v1/submissions with a file wrong exactly at `wrong`, as the token's owner."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if key:
+        headers["Idempotency-Key"] = key
+    return client.post(
+        "/api/v1/submissions",
+        data={
+            "benchmark": "nlvr2",
+            "split": split,
+            "model_name": "M",
+            **extra,
+            "file": (io.BytesIO(binary_file(gold, wrong)), "predictions.csv"),
+        },
+        headers=headers,
+        content_type="multipart/form-data",
+    )

@@ -3,7 +3,6 @@ notifications, sent by jobs beside the request (JOB_QUEUE=inline runs them in a 
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from datetime import timedelta
@@ -18,7 +17,7 @@ from app.services import catalog
 from app.services.jobs import transport
 from app.services.maintenance import label_audits, maintainer_actions
 from app.services.people import accounts, teams
-from tests.support.blind_test_world import binary_file
+from tests.support.blind_test_world import api_upload, public_split
 from tests.support.browser import login, post_form, register
 from tests.support.smtp_sink import SmtpSink, settled
 from tests.support.users import PASSWORD, bearer, make_user
@@ -109,31 +108,9 @@ def test_asking_too_often_for_one_address_sends_no_more_and_says_the_same(mail_a
     assert len(sink.to("cy@example.org")) == 3
 
 
-def _nlvr2_split():
-    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
-    gold = synthetic.nlvr2_gold(120, seed=4)
-    catalog.add_split("nlvr2", "dev", gold)
-    return gold
-
-
-def _upload(client, token, gold, wrong=(), split="dev", **extra):
-    return client.post(
-        "/api/v1/submissions",
-        data={
-            "benchmark": "nlvr2",
-            "split": split,
-            "model_name": "M",
-            **extra,
-            "file": (io.BytesIO(binary_file(gold, wrong)), "predictions.csv"),
-        },
-        headers=bearer(token),
-        content_type="multipart/form-data",
-    )
-
-
 def test_a_new_account_gets_a_confirmation_mail_and_cannot_upload_or_publish_before_following_it(mail_app, sink):
     with mail_app.app_context():
-        gold = _nlvr2_split()
+        gold = public_split()
     browser = mail_app.test_client()
     assert register(browser, "dee@example.org", PASSWORD).status_code == 302
     page = browser.get("/teams").get_data(as_text=True)
@@ -144,7 +121,7 @@ def test_a_new_account_gets_a_confirmation_mail_and_cannot_upload_or_publish_bef
         teams.create_team("Dee's lab", user)
         _, token = accounts.create_token(user, "script")
 
-    refused = _upload(browser, token, gold)
+    refused = api_upload(browser, token, gold)
     assert refused.status_code == 403 and "confirm your email address" in refused.get_json()["error"]
     with mail_app.app_context():
         assert db.session.scalar(db.select(db.func.count()).select_from(db.text("submissions"))) == 0
@@ -153,7 +130,7 @@ def test_a_new_account_gets_a_confirmation_mail_and_cannot_upload_or_publish_bef
     (link,) = [link for link in sink.links(letter) if "/account/verify/" in link]
     assert browser.get(path_of(link)).status_code == 200
     assert "Confirm your address" not in browser.get("/teams").get_data(as_text=True)
-    assert _upload(browser, token, gold, description="a model").status_code == 201
+    assert api_upload(browser, token, gold, description="a model").status_code == 201
     # The resend button does nothing once verified, and a tampered link is refused.
     assert post_form(browser, "/account/verify/resend", form_page="/account").status_code == 303
     settled()
@@ -187,7 +164,7 @@ def test_invitations_reveals_and_rescorings_are_mailed_to_those_who_want_them(ma
         )
         _, token = accounts.create_token(ann, "script")
     client = mail_app.test_client()
-    uploaded = _upload(client, token, gold, wrong=range(10), split="test-u")
+    uploaded = api_upload(client, token, gold, wrong=range(10), split="test-u")
     assert uploaded.status_code == 201, uploaded.get_data(as_text=True)
 
     # An invitation by mail: its link joins the team; an account that turned invitations off gets none.
