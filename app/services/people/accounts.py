@@ -43,12 +43,19 @@ def create_user(email: str, password: str, *, admin: bool = False) -> User:
     return user
 
 
-def new_user(email: str, password: str, *, admin: bool = False, verified: bool) -> User:
-    """The account, added to the session and not committed (people/addresses.py registers with a letter)."""
+def checked_email(email: str | None, *, invalid: str = "enter a valid email address", field: str | None = None) -> str:
+    """The address normalised, when it is one plain address with no invisible character (InvalidInput with
+    `invalid` otherwise): what an account may be made with, and what mail may be sent to."""
     email = normalise_email(email)
     if len(email) > 254 or not EMAIL.match(email):
-        raise InvalidInput("enter a valid email address")
-    check_visible("the email address", email)  # shown to teammates and maintainers
+        raise InvalidInput(invalid, field=field)
+    check_visible("the email address", email, field=field)  # shown to teammates and maintainers
+    return email
+
+
+def new_user(email: str, password: str, *, admin: bool = False, verified: bool) -> User:
+    """The account, added to the session and not committed (people/addresses.py registers with a letter)."""
+    email = checked_email(email)
     check_new_password(password)
     if get_user_by_email(email) is not None:
         raise Conflict("an account with this email already exists")

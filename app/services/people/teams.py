@@ -318,9 +318,9 @@ def create_invite(team: Team, inviter: User, email: str | None = None) -> str:
     address = accounts.normalise_email(email) or None
     if address is not None:
         addresses.check_verified(inviter)  # an account nobody answers for must not make the site mail strangers
-        if len(address) > 254 or not accounts.EMAIL.match(address):
-            raise InvalidInput("enter a valid email address to mail the invitation to", field="email")
-        check_visible("the email address", address, field="email")
+        address = accounts.checked_email(
+            address, invalid="enter a valid email address to mail the invitation to", field="email"
+        )
         try:
             throttle.attempt(f"invite-mail:{inviter.id}", limit=INVITE_MAILS_PER_DAY, window=86400)
         except Throttled as exc:
