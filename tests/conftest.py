@@ -30,6 +30,7 @@ from pathlib import Path
 import jinja2
 import jinja2.bccache
 import pytest
+from flask.testing import FlaskClient
 from flask_migrate import upgrade
 
 from app import create_app, observability, synthetic
@@ -550,11 +551,28 @@ class _SharedTemplateCode(jinja2.BytecodeCache):
 _template_code = _SharedTemplateCode()
 
 
+class SettledClient(FlaskClient):
+    """A test client whose request has ended only once the jobs it started beside it (inline mail) have run.
+
+    A test calls services directly, outside any request, so its transactions begin deferred (only requests
+    that write begin as writers): on SQLite such a transaction that reads, then writes after a job beside
+    it committed, fails at once with "database is locked". A browser's next request begins as a writer and
+    waits instead; the test's next step should not depend on the mail thread's timing either."""
+
+    def open(self, *args, **kwargs):
+        from app.services.jobs import transport
+
+        response = super().open(*args, **kwargs)
+        assert transport.wait_beside(), "a job started by the request is still running"
+        return response
+
+
 @pytest.fixture
 def app(tmp_path, database_url):
     """A new app for each test (a test may change its configuration), with the test's own folders."""
     app = create_app(make_config(tmp_path, database_url))
     app.jinja_env.bytecode_cache = _template_code
+    app.test_client_class = SettledClient
     yield app
     with app.app_context():
         db.engine.dispose()

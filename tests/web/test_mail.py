@@ -240,3 +240,25 @@ def test_an_smtp_server_that_is_down_fails_the_job_not_the_request_and_the_retry
         assert transport.run_due_here() == 1  # `flask jobs run`, or a worker after the backoff
     (letter,) = sink.wait_for("gil@example.org")
     assert "/password/reset/" in letter.get_content()
+
+
+def test_no_transaction_is_open_while_a_letter_goes_to_the_smtp_server(mail_app, sink, monkeypatch):
+    """Inline on SQLite the job's transactions begin as writers: one held open while the SMTP server answers
+    (up to MAIL_TIMEOUT) would make every upload of the site wait for the mail."""
+    from app.services.mail import outbox
+
+    seen: list[bool] = []
+    real = outbox.deliver
+
+    def watched(letter):
+        seen.append(db.session().in_transaction())
+        return real(letter)
+
+    monkeypatch.setattr(outbox, "deliver", watched)
+    with mail_app.app_context():
+        make_user("hal@example.org")
+    client = mail_app.test_client()
+    assert post_form(client, "/password/forgot", {"email": "hal@example.org"}).status_code == 200
+    sink.wait_for("hal@example.org")
+    settled()
+    assert seen == [False]

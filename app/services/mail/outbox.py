@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Callable
 
 from app import settings
+from app.db import db
 from app.services.jobs import queue
 from app.services.mail.delivery import Letter, deliver
 
@@ -48,6 +49,10 @@ def _send(args: dict, deadline: queue.Deadline) -> str:
     if letter is None:
         return f"{args['letter']}: not sent (no longer wanted)"
     deadline.check()
+    # The letter is written: end the reading transaction before talking to the SMTP server, which may take up
+    # to MAIL_TIMEOUT. Inline on SQLite the job's transactions begin as writers, and every writer of the site
+    # would wait for this one's mail.
+    db.session.rollback()
     return f"{args['letter']}: {deliver(letter)}"
 
 
