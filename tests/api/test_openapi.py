@@ -106,19 +106,37 @@ FUZZ_CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def schema(module_app):
+    """The document as schemathesis reads it, loaded once: every app of the run serves the same one."""
+    return schemathesis.openapi.from_wsgi("/api/v1/openapi.json", module_app)
+
+
+@pytest.fixture(scope="module")
+def reading_world(module_app):
+    """One world for the operations that only read (their fuzzing changes nothing another one reads)."""
+    world = build_world(module_app)
+    return module_app, world, stored_submission(module_app, world, description="d", publish=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "path", "mode"), FUZZ_CASES)
-def test_fuzzing_finds_no_server_errors_and_responses_match_the_document(app, method, path, mode):
+def test_fuzzing_finds_no_server_errors_and_responses_match_the_document(request, schema, method, path, mode):
     """Schemathesis over every operation, as a real member on a database like the demo's, with data that
     fits the document (positive) and, where there is input to violate, data that does not (negative).
+    Operations that write get a world of their own; those that read share one.
 
     The operations are driven through hypothesis here rather than with `schemathesis.pytest.from_fixture`,
     whose lazy loader fails under pytest 9 (it sets the private `Function._nodeid`).
     """
-    world = build_world(app)
-    submission_id = stored_submission(app, world, description="d", publish=True)
+    if method == "GET":
+        app, world, submission_id = request.getfixturevalue("reading_world")
+    else:
+        app = request.getfixturevalue("app")
+        world = build_world(app)
+        submission_id = stored_submission(app, world, description="d", publish=True)
     headers = {"Authorization": f"Bearer {world.tokens['member']}"}
-    operation = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app)[path][method]
+    operation = schema[path][method]
     checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
     strategy = operation.as_strategy(mode)
     if "{submission_id}" in path and mode is GenerationMode.POSITIVE:
@@ -131,6 +149,6 @@ def test_fuzzing_finds_no_server_errors_and_responses_match_the_document(app, me
     @given(case=strategy)
     @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     def run(case):
-        case.call_and_validate(headers=headers, checks=checks)
+        case.call_and_validate(headers=headers, checks=checks, app=app)
 
     run()
