@@ -176,7 +176,10 @@ class Gunicorn:
             if self.process.poll() is not None:
                 pytest.fail(f"gunicorn exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(f"{self.base}/healthz", timeout=2) as response:
+                # A long timeout: a check given up on while a busy worker still answers it is counted later
+                # (tests count the /healthz requests each worker served).
+                wait = max(deadline - time.monotonic(), 1.0)
+                with urllib.request.urlopen(f"{self.base}/healthz", timeout=wait) as response:
                     if response.status == 200:
                         return
             except OSError:
