@@ -574,6 +574,9 @@ def app(tmp_path, database_url):
     app.jinja_env.bytecode_cache = _template_code
     app.test_client_class = SettledClient
     yield app
+    from app.services.jobs import transport
+
+    transport.cancel_retries()  # a failed mail's retry, waiting beside: its database goes with the test
     with app.app_context():
         db.engine.dispose()
 

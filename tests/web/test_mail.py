@@ -262,3 +262,25 @@ def test_no_transaction_is_open_while_a_letter_goes_to_the_smtp_server(mail_app,
     sink.wait_for("hal@example.org")
     settled()
     assert seen == [False]
+
+
+def test_without_workers_a_failed_mail_is_tried_again_in_the_process_after_its_backoff(mail_app, sink, monkeypatch):
+    """Inline (SQLite, `make run`) no worker takes the retry: the process does, once the backoff is over."""
+    from app.services.jobs import queue
+
+    monkeypatch.setattr(queue, "BACKOFF_SECONDS", 0.5)
+    with mail_app.app_context():
+        make_user("ida@example.org")
+    mail_app.config["MAIL_PORT"] = SmtpSink().port  # nothing listens there
+    client = mail_app.test_client()
+    assert post_form(client, "/password/forgot", {"email": "ida@example.org"}).status_code == 200
+    with mail_app.app_context():
+        job = db.session.scalar(db.select(Job).where(Job.kind == "mail"))
+        assert (job.state, job.attempts) == ("queued", 1)
+    mail_app.config["MAIL_PORT"] = sink.port
+    (letter,) = sink.wait_for("ida@example.org")  # nobody ran `flask jobs run`
+    assert "/password/reset/" in letter.get_content()
+    settled()
+    with mail_app.app_context():
+        db.session.expire_all()
+        assert db.session.scalar(db.select(Job.state).where(Job.id == job.id)) == "done"

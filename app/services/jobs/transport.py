@@ -58,17 +58,21 @@ def hand_over(jobs: list[queue.Queued]) -> None:
 
 
 _beside: list[threading.Thread] = []
+_retries: list[threading.Timer] = []
 _beside_lock = threading.Lock()
 
 
 def _run_beside(job_id: int) -> None:
-    """Run the job in a thread of this process, beside the request that queued it."""
+    """Run the job in a thread of this process, beside the request that queued it; a failed attempt is tried
+    again here after its backoff (no worker will)."""
 
     def work() -> None:
         # A job reads, then writes: on SQLite, beside the requests' writers, it must take the lock when it
         # begins (a deferred transaction that writes later fails at once with "database is locked").
         begin_writes_immediately(True)
-        run_inline(job_id)
+        outcome = run_inline(job_id)
+        if outcome.state == "queued" and outcome.job is not None:
+            _retry_beside(job_id, outcome.job.delay)
 
     # Not a daemon: a command (`flask splits reveal`) that queued mail waits for it before it exits.
     thread = threading.Thread(target=in_app_context(work), name=f"holdout-job-{job_id}", daemon=False)
@@ -76,6 +80,25 @@ def _run_beside(job_id: int) -> None:
         _beside[:] = [running for running in _beside if running.is_alive()]
         _beside.append(thread)
     thread.start()
+
+
+def _retry_beside(job_id: int, delay: float) -> None:
+    # A daemon timer: a process that exits before it fires leaves the job queued and due, for `flask jobs run`
+    # (the console's Jobs page lists it).
+    timer = threading.Timer(delay, in_app_context(lambda: _run_beside(job_id)))
+    timer.daemon = True
+    with _beside_lock:
+        _retries[:] = [waiting for waiting in _retries if waiting.is_alive()]
+        _retries.append(timer)
+    timer.start()
+
+
+def cancel_retries() -> None:
+    """Forget the retries waiting in this process (tests: an app whose database is gone)."""
+    with _beside_lock:
+        waiting, _retries[:] = list(_retries), []
+    for timer in waiting:
+        timer.cancel()
 
 
 def wait_beside(timeout: float = 30.0) -> bool:
