@@ -91,7 +91,9 @@ def new():
 @login_required
 def mine():
     args = request.args
-    listing = listings.team_submissions(current_user, args.get("benchmark"), args.get("split"), args.get("page"))
+    listing = listings.team_submissions(
+        current_user, args.get("benchmark"), args.get("split"), args.get("page"), args.get("q")
+    )
     return render_template("submissions/list.html", listing=listing, metric_labels=leaderboards.METRIC_LABELS)
 
 

@@ -20,6 +20,7 @@ from app.models import Score, Submission, utcnow
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards.listings import SUBMISSIONS_PER_PAGE
+from app.services.intake import submissions as intake
 from app.services.people import accounts, teams
 from tests.support.browser import login, post_form
 from tests.support.users import bearer
@@ -159,6 +160,43 @@ def test_an_empty_filter_says_nothing_matches(client, site):
     _api_upload(client, site, "dev", 0.8, seed=1)
     login(client, "member@example.org", PASSWORD)
     assert "No submissions match this filter." in client.get("/submissions?benchmark=other").get_data(as_text=True)
+
+
+def test_the_search_keeps_the_model_names_and_descriptions_that_hold_it_on_every_page(app, client, site):
+    """?q= as in the API: model name or description, ignoring case; with the benchmark filter; kept by the pager;
+    a LIKE wildcard is a plain character; another team's matching submission is never listed."""
+    kept = {
+        _api_upload(client, site, "dev", 0.8, seed=1, model_name="ResNet-50 baseline")["id"],
+        _api_upload(client, site, "test-u", 0.8, seed=2, model_name="vit", description="a RESNET backbone")["id"],
+        _api_upload(client, site, "dev", 0.7, seed=3, benchmark="other", model_name="resnet small")["id"],
+    }
+    dropped = _api_upload(client, site, "dev", 0.7, seed=4, model_name="bert 100%")["id"]
+    with app.app_context():
+        rival = accounts.get_user_by_email("other@example.org")
+        intake.store_scored(  # the rivals' file, through the service
+            catalog.get_split("nlvr2", "dev"),
+            teams.find_team("Rivals"),
+            synthetic.predictions("nlvr2", site["gold"]["dev"], 0.9, seed=5),
+            model_name="resnet of the rivals",
+            user=rival,
+        )
+    login(client, "member@example.org", PASSWORD)
+    page = client.get("/submissions?q=resnet").get_data(as_text=True)
+    assert set(_rows(page)) == kept
+    assert 'value="resnet"' in page and "3 submissions" in page
+    assert set(_rows(client.get("/submissions?q=resnet&benchmark=nlvr2").get_data(as_text=True))) == kept - {max(kept)}
+    assert set(_rows(client.get("/submissions?q=%25").get_data(as_text=True))) == {dropped}
+    assert "No submissions match this filter." in client.get("/submissions?q=nothing-like-it").get_data(as_text=True)
+    long = client.get("/submissions?q=" + "x" * 201)
+    assert long.status_code == 400 and "q must be at most 200 characters" in long.get_data(as_text=True)
+
+
+def test_the_pager_keeps_the_search(app, client, site):
+    _many(app, site, SUBMISSIONS_PER_PAGE + 20)  # "model 0" ... : every name holds "model"
+    login(client, "member@example.org", PASSWORD)
+    first = client.get("/submissions?q=model").get_data(as_text=True)
+    assert 'rel="next" href="/submissions?q=model&amp;page=2"' in first
+    assert len(_rows(client.get("/submissions?q=model&page=2").get_data(as_text=True))) == 20
 
 
 # --- 10,000 submissions -----------------------------------------------------------------------------------

@@ -72,10 +72,7 @@ def submission_list(
         return Listed([], 0, window)
     conditions: list[ColumnElement[bool]] = [Submission.team_id.in_(team_ids)]
     if needle is not None:
-        conditions.append(
-            Submission.model_name.icontains(needle, autoescape=True)
-            | Submission.description.icontains(needle, autoescape=True)
-        )
+        conditions.append(_holds(needle))
     total = db.session.scalar(select(func.count()).select_from(Submission).where(*conditions)) or 0
     query = (
         select(Submission)
@@ -87,6 +84,14 @@ def submission_list(
     if window.limit is not None:
         query = query.limit(window.limit)
     return Listed(list(db.session.scalars(query)), total, window)
+
+
+def _holds(needle: str) -> ColumnElement[bool]:
+    """A submission's search (?q=, API and page alike): its model name or description holds the text, ignoring
+    case (SQL's ILIKE, which folds ASCII letters alone on SQLite)."""
+    return Submission.model_name.icontains(needle, autoescape=True) | Submission.description.icontains(
+        needle, autoescape=True
+    )
 
 
 # --- a team's submissions ------------------------------------------------------------------------------
@@ -109,6 +114,7 @@ class SubmissionList:
     total: int  # submissions matching the filter, on every page
     benchmark: str | None  # the filter as applied (slugs)
     split: str | None
+    q: str | None  # the search as applied: model name or description holds it
     benchmarks: list[Benchmark]  # what the filter offers
 
     @property
@@ -146,19 +152,27 @@ def _filtered_splits(known: list[Benchmark], benchmark: str | None, split: str |
 
 
 def team_submissions(
-    user: User, benchmark: str | None = None, split: str | None = None, page: str | int | None = None
+    user: User,
+    benchmark: str | None = None,
+    split: str | None = None,
+    page: str | int | None = None,
+    q: str | None = None,
 ) -> SubmissionList:
     """The submissions of the user's teams, newest first, SUBMISSIONS_PER_PAGE a page, optionally on one
-    benchmark or split (InvalidQuery for an unknown slug or a bad page). One query counts them and one reads
-    the page (LIMIT, in the order of the (team_id, id) index), however many the teams have sent."""
+    benchmark or split and those whose model name or description holds `q` (InvalidQuery for an unknown slug,
+    a bad q or a bad page). One query counts them and one reads the page (LIMIT, in the order of the
+    (team_id, id) index), however many the teams have sent."""
     number = _page_number(page)
+    needle = leaderboards.search_text(q)
     known = benchmarks()
     benchmark, split = (benchmark or "").strip() or None, (split or "").strip() or None
     split_ids = _filtered_splits(known, benchmark, split)
     team_ids = [membership.team_id for membership in user.memberships]
-    conditions = [Submission.team_id.in_(team_ids)]
+    conditions: list[ColumnElement[bool]] = [Submission.team_id.in_(team_ids)]
     if split_ids is not None:
         conditions.append(Submission.split_id.in_(split_ids))
+    if needle is not None:
+        conditions.append(_holds(needle))
     total = db.session.scalar(select(func.count()).select_from(Submission).where(*conditions)) if team_ids else 0
     pages = max(1, math.ceil((total or 0) / SUBMISSIONS_PER_PAGE))
     if number > pages:
@@ -180,7 +194,7 @@ def team_submissions(
             )
         )
     return SubmissionList(
-        [_row(submission) for submission in found], number, pages, total or 0, benchmark, split, known
+        [_row(submission) for submission in found], number, pages, total or 0, benchmark, split, needle, known
     )
 
 
