@@ -24,7 +24,8 @@ _writers: dict[str, Callable[[dict], Letter | None]] = {}
 
 
 def writer(name: str, write: Callable[[dict], Letter | None]) -> None:
-    """Make a kind of letter known (its owner registers it when imported)."""
+    """Make a kind of letter known (its owner registers it when imported). A writer only reads: its
+    transaction is rolled back before the letter goes out."""
     _writers[name] = write
 
 
