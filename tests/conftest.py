@@ -30,7 +30,7 @@ from pathlib import Path
 import jinja2
 import jinja2.bccache
 import pytest
-from flask.testing import FlaskClient
+from flask.testing import FlaskClient, FlaskCliRunner
 from flask_migrate import upgrade
 
 from app import create_app, observability, synthetic
@@ -567,12 +567,25 @@ class SettledClient(FlaskClient):
         return response
 
 
+class SettledCliRunner(FlaskCliRunner):
+    """The same for a command (`flask splits reveal` mails the teams): a real command's process waits for its
+    mail before it exits; a test's runner returns once the mail is sent too."""
+
+    def invoke(self, *args, **kwargs):
+        from app.services.jobs import transport
+
+        result = super().invoke(*args, **kwargs)
+        assert transport.wait_beside(), "a job started by the command is still running"
+        return result
+
+
 @pytest.fixture
 def app(tmp_path, database_url):
     """A new app for each test (a test may change its configuration), with the test's own folders."""
     app = create_app(make_config(tmp_path, database_url))
     app.jinja_env.bytecode_cache = _template_code
     app.test_client_class = SettledClient
+    app.test_cli_runner_class = SettledCliRunner
     yield app
     from app.services.jobs import transport
 
