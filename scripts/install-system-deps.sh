@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs, installed only when missing: Chromium (browser tests), the
 # PostgreSQL server (the suite runs again on a throwaway cluster), pdflatex with booktabs and tabularx
-# (a test compiles the LaTeX export) and Node.js with npm, which install s3rver (a Node.js S3 server that
-# keeps objects on disk) for the S3 upload-store tests: SeaweedFS has no Debian package and its releases
-# cannot be downloaded here. s3rver goes into a cache folder outside the clone, like the virtualenv. Needs
-# root for apt-get, as on CI; otherwise it says what is missing and the tests that need it skip with that
-# reason.
+# (a test compiles the LaTeX export), openssl (a certificate for the mail-over-TLS tests) and Node.js with
+# npm, which install s3rver (a Node.js S3 server that keeps objects on disk) for the S3 upload-store tests:
+# SeaweedFS has no Debian package and its releases cannot be downloaded here. s3rver goes into a cache
+# folder outside the clone, like the virtualenv. Needs root for apt-get, as on CI; otherwise it says what is
+# missing and the tests that need it skip with that reason.
 set -euo pipefail
 
 S3RVER_VERSION=3.7.1
@@ -17,6 +17,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pdflatex >/dev/null 2>&1 && kpsewhich booktabs.sty >/dev/null 2>&1 || missing+=(texlive-latex-recommended)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # a certificate for the mail-over-TLS tests
 # npm only to install s3rver: not needed once it is there.
 s3rver_installed || command -v npm >/dev/null 2>&1 || missing+=(npm)
 

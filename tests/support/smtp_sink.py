@@ -33,11 +33,13 @@ class _Keeper:
 
 
 class SmtpSink:
-    def __init__(self) -> None:
+    def __init__(self, **smtp_options) -> None:
+        """`smtp_options` go to aiosmtpd's Controller: tls_context and require_starttls (STARTTLS),
+        ssl_context (TLS from the start), authenticator (AUTH), ..."""
         self.messages: list[tuple[list[str], EmailMessage]] = []
         self.lock = threading.Lock()
         self._port = _free_port()
-        self.controller = Controller(_Keeper(self), hostname="127.0.0.1", port=self._port)
+        self.controller = Controller(_Keeper(self), hostname="127.0.0.1", port=self._port, **smtp_options)
 
     def start(self) -> SmtpSink:
         self.controller.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import smtplib
+import ssl
 from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import cast
@@ -26,18 +27,21 @@ class Letter:
 
 
 class _TimedConnection(Connection):
-    """Flask-Mail's connection with a timeout: it opens SMTP without one, and a silent server would hold a
-    worker (or, in-process, a thread) for ever."""
+    """Flask-Mail's connection with a timeout (it opens SMTP without one, and a silent server would hold a
+    worker, or in-process a thread, for ever) and with the server's certificate checked: smtplib's own TLS
+    (Flask-Mail's) accepts any certificate, so anyone on the path could read the reset links it carries."""
 
     def configure_host(self) -> smtplib.SMTP | smtplib.SMTP_SSL:
         state, timeout = self.mail, settings.current().mail_timeout
+        # The system's CAs (SSL_CERT_FILE names others) and the server's name checked against MAIL_SERVER.
+        context = ssl.create_default_context()
         host: smtplib.SMTP | smtplib.SMTP_SSL
         if state.use_ssl:
-            host = smtplib.SMTP_SSL(state.server, state.port, timeout=timeout)
+            host = smtplib.SMTP_SSL(state.server, state.port, timeout=timeout, context=context)
         else:
             host = smtplib.SMTP(state.server, state.port, timeout=timeout)
         if state.use_tls:
-            host.starttls()
+            host.starttls(context=context)
         if state.username and state.password:
             host.login(state.username, state.password)
         return host
