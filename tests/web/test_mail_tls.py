@@ -61,24 +61,18 @@ def _server_context(certificate) -> ssl.SSLContext:
     return context
 
 
-@pytest.fixture
-def starttls(certificate):
-    logins = _Logins()
-    sink = SmtpSink(
-        tls_context=_server_context(certificate), require_starttls=True, authenticator=logins, auth_required=True
-    ).start()
-    yield sink, logins
-    sink.stop()
-
-
-@pytest.fixture
-def implicit_tls(certificate):
-    logins = _Logins()
-    # aiosmtpd counts only STARTTLS as TLS when it offers AUTH; the login records what the connection was.
-    sink = SmtpSink(
-        ssl_context=_server_context(certificate), authenticator=logins, auth_required=True, auth_require_tls=False
-    ).start()
-    yield sink, logins
+@pytest.fixture(params=["MAIL_USE_TLS", "MAIL_USE_SSL"])
+def tls_server(request, certificate):
+    """An SMTP server that wants a login, by STARTTLS (MAIL_USE_TLS) or TLS from the start (MAIL_USE_SSL):
+    (sink, logins seen, the setting that reaches it)."""
+    logins, context = _Logins(), _server_context(certificate)
+    if request.param == "MAIL_USE_TLS":
+        options = {"tls_context": context, "require_starttls": True}
+    else:
+        # aiosmtpd counts only STARTTLS as TLS when it offers AUTH; the login records what the connection was.
+        options = {"ssl_context": context, "auth_require_tls": False}
+    sink = SmtpSink(authenticator=logins, auth_required=True, **options).start()
+    yield sink, logins, request.param
     sink.stop()
 
 
@@ -95,31 +89,20 @@ def _job(app) -> Job:
         return db.session.scalar(db.select(Job).where(Job.kind == "mail"))
 
 
-def test_starttls_to_a_server_whose_certificate_is_trusted_delivers_with_the_login_inside_tls(
-    app, starttls, certificate, monkeypatch
+def test_a_server_whose_certificate_is_trusted_gets_the_letter_with_the_login_inside_tls(
+    app, tls_server, certificate, monkeypatch
 ):
-    sink, logins = starttls
+    sink, logins, mode = tls_server
     monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))  # as an operator names the CA of a private server
-    _ask_for_a_reset(app, sink, MAIL_USE_TLS=True)
+    _ask_for_a_reset(app, sink, **{mode: True})
     (letter,) = sink.wait_for("tls@example.org")
     assert "/password/reset/" in letter.get_content()
     assert logins.seen == [(LOGIN, SECRET, True)]
 
 
-def test_tls_from_the_start_delivers_too(app, implicit_tls, certificate, monkeypatch):
-    sink, logins = implicit_tls
-    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
-    _ask_for_a_reset(app, sink, MAIL_USE_SSL=True)
-    sink.wait_for("tls@example.org")
-    assert logins.seen == [(LOGIN, SECRET, True)]
-
-
-@pytest.mark.parametrize("mode", ["MAIL_USE_TLS", "MAIL_USE_SSL"])
-def test_a_server_with_a_certificate_nobody_vouches_for_gets_no_password_and_no_letter(
-    app, starttls, implicit_tls, mode
-):
+def test_a_server_with_a_certificate_nobody_vouches_for_gets_no_password_and_no_letter(app, tls_server):
     """The system's CAs do not know the certificate (someone on the path answering for the mail server)."""
-    sink, logins = starttls if mode == "MAIL_USE_TLS" else implicit_tls
+    sink, logins, mode = tls_server
     _ask_for_a_reset(app, sink, **{mode: True})
     job = _job(app)
     assert job.state == "queued" and "CERTIFICATE_VERIFY_FAILED" in job.error, job.error
