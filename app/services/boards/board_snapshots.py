@@ -247,8 +247,9 @@ def _on_board(split: Split) -> tuple:
 
 def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
-    predictions, by submission id; with `until`, only those uploaded before it and published by then."""
-    kept = () if until is None else (Submission.created_at < until, Submission.published_at <= until)
+    predictions, by submission id; with `until` (a closing time: closed from that instant on, as for uploads),
+    only those uploaded and published before it."""
+    kept = () if until is None else (Submission.created_at < until, Submission.published_at < until)
     return db.session.execute(
         select(
             Submission.id,

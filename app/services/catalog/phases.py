@@ -100,13 +100,14 @@ def parse_moment(value: str | datetime | None, field: str) -> datetime | None:
         if len(text) > 40:
             raise ValueError(text)
         moment = datetime.fromisoformat(text + ("T00:00" if _DATE_ONLY.match(text) else ""))
-    except ValueError:
+        # In UTC here: an offset can carry a moment past year 1 or 9999 (OverflowError), refused the same way.
+        return as_utc(moment).astimezone(UTC)
+    except (ValueError, OverflowError):
         raise InvalidInput(
-            f"{field} must be a date and time in ISO 8601, e.g. 2026-12-01T00:00Z (no zone: UTC), or 'none' to "
-            f"clear it; got {text[:40]!r}",
+            f"{field} must be a date and time in ISO 8601 between the years 1 and 9999 in UTC, e.g. "
+            f"2026-12-01T00:00Z (no zone: UTC), or 'none' to clear it; got {text[:40]!r}",
             field=field,
         ) from None
-    return as_utc(moment).astimezone(UTC)
 
 
 def set_phase(

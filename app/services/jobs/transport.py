@@ -11,7 +11,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import event
@@ -57,29 +60,48 @@ def hand_over(jobs: list[queue.Queued]) -> None:
         # Any other waits for whoever needs it first: a board's reader (board_snapshots), `flask jobs run`.
 
 
-_beside: list[threading.Thread] = []
+BESIDE_THREADS = 4  # jobs run at once beside the requests of one process (inline), the rest wait their turn
+
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0
+_beside: list[Future] = []
 _retries: list[threading.Timer] = []
 _beside_lock = threading.Lock()
 
 
+def _threads() -> ThreadPoolExecutor:
+    """This process's few threads for jobs beside its requests (made after a fork: a server's worker has its
+    own). Their threads are not daemons: a command (`flask splits reveal`) that queued mail waits for it
+    before it exits. A reveal that mails a thousand members queues a thousand jobs, not a thousand threads."""
+    global _pool, _pool_pid
+    if _pool is None or _pool_pid != os.getpid():
+        _pool, _pool_pid = ThreadPoolExecutor(BESIDE_THREADS, thread_name_prefix="holdout-job"), os.getpid()
+    return _pool
+
+
 def _run_beside(job_id: int) -> None:
-    """Run the job in a thread of this process, beside the request that queued it; a failed attempt is tried
+    """Run the job on a thread of this process, beside the request that queued it; a failed attempt is tried
     again here after its backoff (no worker will)."""
 
     def work() -> None:
         # A job reads, then writes: on SQLite, beside the requests' writers, it must take the lock when it
         # begins (a deferred transaction that writes later fails at once with "database is locked").
         begin_writes_immediately(True)
-        outcome = run_inline(job_id)
+        try:
+            outcome = run_inline(job_id)
+        finally:
+            begin_writes_immediately(False)  # the thread runs other work next
         if outcome.state == "queued" and outcome.job is not None:
             _retry_beside(job_id, outcome.job.delay)
 
-    # Not a daemon: a command (`flask splits reveal`) that queued mail waits for it before it exits.
-    thread = threading.Thread(target=in_app_context(work), name=f"holdout-job-{job_id}", daemon=False)
     with _beside_lock:
-        _beside[:] = [running for running in _beside if running.is_alive()]
-        _beside.append(thread)
-    thread.start()
+        try:
+            future = _threads().submit(in_app_context(work))
+        except RuntimeError:  # the interpreter is shutting down: the job stays queued for `flask jobs run`
+            log.warning("job %s left queued: this process is stopping", job_id)
+            return
+        _beside[:] = [running for running in _beside if not running.done()]
+        _beside.append(future)
 
 
 def _retry_beside(job_id: int, delay: float) -> None:
@@ -102,12 +124,11 @@ def cancel_retries() -> None:
 
 
 def wait_beside(timeout: float = 30.0) -> bool:
-    """Wait for the jobs running beside requests in this process (tests; a graceful stop). True if all ended."""
+    """Wait for the jobs running or waiting beside requests in this process (tests; a graceful stop). True if
+    all ended."""
     with _beside_lock:
-        threads = list(_beside)
-    for thread in threads:
-        thread.join(timeout)
-    return not any(thread.is_alive() for thread in threads)
+        pending = list(_beside)
+    return not futures.wait(pending, timeout).not_done
 
 
 def run_inline(job_id: int) -> queue.Outcome:

@@ -61,7 +61,10 @@ def deliver(letter: Letter) -> str:
     if parseaddr(letter.to)[1] != letter.to:
         # Mail software would deliver "Bob<ann@x.org>" to ann@x.org: only a plain address is written to.
         raise ValueError(f"not a plain address: {letter.to!r}")
-    message = Message(subject=letter.subject, recipients=[letter.to], body=letter.body)
+    # A subject is one line: names in it (a benchmark's, a team's) may hold line breaks, which Flask-Mail
+    # would refuse as header injection on every attempt, and the letter would never go.
+    subject = " ".join(letter.subject.split())
+    message = Message(subject=subject, recipients=[letter.to], body=letter.body)
     # Read from the settings at each letter (not once at start-up), like every other setting.
     # (Connection is typed for the extension object; it reads the same attributes from the settings' state.)
     state = cast(Mail, mail.init_mail(dict(settings.current().mail_options)))
