@@ -589,7 +589,10 @@ def app(tmp_path, database_url):
     yield app
     from app.services.jobs import transport
 
-    transport.cancel_retries()  # a failed mail's retry, waiting beside: its database goes with the test
+    # The jobs the test started beside it end before its database goes (the job threads serve the next test),
+    # and a failed mail's retry waiting beside is dropped.
+    transport.wait_beside()
+    transport.cancel_retries()
     with app.app_context():
         db.engine.dispose()
 

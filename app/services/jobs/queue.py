@@ -181,7 +181,7 @@ class _Heartbeat:
     def __init__(self, job_id: int):
         self.job_id, self.engine, self.stopped = job_id, db.engine, threading.Event()
         self.every = heartbeat_seconds()
-        self.thread = threading.Thread(target=self._beat, name=f"holdout-job-{job_id}", daemon=True)
+        self.thread = threading.Thread(target=self._beat, name=f"holdout-heartbeat-{job_id}", daemon=True)
         self.thread.start()
 
     def _beat(self) -> None:
