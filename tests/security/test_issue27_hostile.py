@@ -1,9 +1,9 @@
 """Hostile review of issue 27 ("teams serve themselves"): mail, password resets, verified addresses, mailed
 invitations, notifications, token expiry, phases and public team pages.
 
-A test that FAILS here demonstrates a problem found in the review; one that passes pins behaviour that held
-under attack and is worth keeping. Mail goes to a real SMTP server on loopback (tests/support/smtp_sink.py);
-jobs run beside the request (JOB_QUEUE=inline).
+A test whose docstring says FAILS demonstrated a problem found in the review (each is fixed, and the test now
+guards the fix); every other one pins behaviour that held under attack and is worth keeping. Mail goes to a
+real SMTP server on loopback (tests/support/smtp_sink.py); jobs run beside the request (JOB_QUEUE=inline).
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """Second hostile look at issue 27: phases and the final board, public team pages, searches, downloads of one's
 own files, API token expiry, and mail jobs. Complements tests/security/test_issue27_hostile.py (not repeated
-here). A test whose docstring says FAILS demonstrates a problem found in the review; every other one pins a
-behaviour that held under attack."""
+here). A test whose docstring says FAILS demonstrated a problem found in the review (each is fixed, and the test
+now guards the fix); every other one pins a behaviour that held under attack."""
 
 from __future__ import annotations
 
 import re
-import socket
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,7 +16,7 @@ from sqlalchemy import func, select, update
 
 from app import synthetic
 from app.db import db
-from app.models import ApiToken, AuditEvent, Job, Split, Team, User, utcnow
+from app.models import ApiToken, AuditEvent, Job, Split, Team, utcnow
 from app.services import catalog
 from app.services.catalog import phases
 from app.services.intake import submissions
@@ -30,7 +28,7 @@ from tests.support.api_world import PASSWORD as WORLD_PASSWORD
 from tests.support.api_world import build_world, post_file, stored_submission
 from tests.support.blind_test_world import binary_file, public_split
 from tests.support.browser import csrf_token, login, post_form
-from tests.support.smtp_sink import settled
+from tests.support.smtp_sink import SmtpSink, settled
 from tests.support.users import PASSWORD, bearer, make_user
 
 CLOSES = "2027-01-31T23:59Z"
@@ -38,16 +36,6 @@ CLOSES_AT = datetime(2027, 1, 31, 23, 59, tzinfo=UTC)
 DURING = datetime(2027, 1, 10, 12, 0, tzinfo=UTC)
 AFTER = datetime(2027, 2, 5, 12, 0, tzinfo=UTC)
 HOSTILE_MODEL = '</title><script>alert(1)</script><svg onload="alert(2)">'
-
-
-def _user(email: str) -> User:
-    return db.session.scalar(select(User).where(User.email == email))
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # --- phases -------------------------------------------------------------------------------------------
@@ -124,7 +112,7 @@ def test_an_entry_published_at_the_closing_instant_is_not_on_the_final_board(app
     with time_machine.travel(CLOSES_AT, tick=False):
         assert post_file(app.test_client(), world, "member", world.predictions()).status_code == 409
         with app.app_context():
-            submissions.publish(_user("member@example.org"), late, description="at the bell")
+            submissions.publish(accounts.get_user_by_email("member@example.org"), late, description="at the bell")
     with time_machine.travel(AFTER, tick=False):
         final = app.test_client().get("/api/v1/leaderboards/nlvr2/dev?view=final").get_json()
     assert final["entries"] == [], [e["model_name"] for e in final["entries"]]
@@ -252,13 +240,13 @@ def test_a_former_member_and_the_public_never_get_a_teams_file_published_or_hidd
     assert login(session, "leaver@example.org", WORLD_PASSWORD).status_code == 302
     assert session.get(web).get_data() == data
     with app.app_context():
-        teams.leave_team(teams.find_team("Lab"), _user("leaver@example.org"))
+        teams.leave_team(teams.find_team("Lab"), accounts.get_user_by_email("leaver@example.org"))
     assert client.get(api, headers=bearer(leaver_token)).status_code == 404
     assert session.get(web).status_code == 404
     for hidden in (False, True):
         if hidden:
             with app.app_context():
-                submissions.hide(_user("admin@example.org"), sid, "moderated")
+                submissions.hide(accounts.get_user_by_email("admin@example.org"), sid, "moderated")
         assert client.get(api, headers=world.headers("other")).status_code == 404
         assert app.test_client().get(web).status_code == 404
         assert client.get(api).status_code == 401
@@ -307,7 +295,7 @@ def test_a_failed_letter_retried_by_the_timer_and_by_jobs_run_at_once_is_sent_on
     """The in-process retry (transport._retry_beside) and `flask jobs run` (transport.run_due_here) both find
     the failed letter due at the same moment: the claim lets one of them send it."""
     live_port = mail_app.config["MAIL_PORT"]
-    mail_app.config.update(MAIL_PORT=_free_port(), MAIL_TIMEOUT=2)  # nothing listens there: the first try fails
+    mail_app.config.update(MAIL_PORT=SmtpSink().port, MAIL_TIMEOUT=2)  # nothing listens there: the first try fails
     with mail_app.app_context():
         ann = make_user("ann@example.org")
         outbox.post("reset", user_id=ann.id, generation=ann.reset_generation)
@@ -332,9 +320,8 @@ def test_a_failed_letter_retried_by_the_timer_and_by_jobs_run_at_once_is_sent_on
     other.start()
     with mail_app.app_context():
         start.wait()
-        transport._retry_beside(job_id, 0)
+        transport._run_beside(job_id)  # what the retry's timer runs when it fires
     other.join(30)
-    time.sleep(0.2)  # the timer has fired and its run is under way
     settled()
     with mail_app.app_context():
         assert db.session.get(Job, job_id).state == "done"
@@ -436,7 +423,9 @@ def test_a_member_who_turns_reveal_mail_off_after_it_was_queued_is_not_mailed(ma
         from app.services.maintenance import maintainer_actions
 
         maintainer_actions.reveal_split(None, "nlvr2", "test-u", via="cli")
-        accounts.set_notifications(_user("m001@example.org"), reveal=False, rescore=True, invite=True)
+        accounts.set_notifications(
+            accounts.get_user_by_email("m001@example.org"), reveal=False, rescore=True, invite=True
+        )
     monkeypatch.setattr(transport, "hand_over", real_hand_over)
     assert len(held) == 2
     with mail_app.app_context():
