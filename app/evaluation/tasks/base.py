@@ -73,7 +73,7 @@ class TaskType:
     # Metrics where less is better (GQA's distribution, a chi-square): a board's best value is their least.
     lower_is_better: tuple[str, ...] = ()
     # How a board explains the test its ranks come from (statistics.view_ranks; paired_view_ranks for points).
-    rank_test = "a one-sided exact McNemar test on {metric} (the examples only one of the two got right)"
+    rank_test = "an exact McNemar test on {metric} (the examples only one of the two got right)"
     # Which derived subsets a board shows by default (the rest a visitor may choose): None, all of them (NLVR2's
     # bias subsets); else those of these gold fields (VQA v2: answer_type, not its 65 question types).
     default_subset_fields: tuple[str, ...] | None = None

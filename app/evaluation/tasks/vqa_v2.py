@@ -290,7 +290,7 @@ class VQAv2(FixedDtypeTask):
         "humans disagree"
     )
     rank_test = (
-        "a one-sided paired permutation test on {metric} (each question's difference in points, its sign "
+        "a paired permutation test on {metric} (each question's difference in points, its sign "
         "flipped at random under the null; normal approximation)"
     )
     file_suffix = "json"
