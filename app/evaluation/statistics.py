@@ -1,5 +1,6 @@
 """Uncertainty for leaderboards: cluster-bootstrap intervals of scores; ranks and rank intervals from one
-procedure, pairwise one-sided tests with Holm's correction (view_ranks; count_ranks before a reveal).
+procedure: one test per pair of entries and Holm's procedure over all the board's pairs (PairFamily;
+view_ranks, paired_view_ranks, and count_ranks before a reveal).
 
 Pure (numpy and the standard library). Every metric of a task is a ratio of per-group sums:
 accuracy on a subset is (correct judgements of the subset's examples in each group) over (how many
@@ -508,39 +509,122 @@ def one_sided_p(better: np.ndarray, worse: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Ranks:
-    """A table's (or view's) ranks and rank intervals, in table order, from one procedure (view_ranks)."""
+    """A board's (or view's) ranks and rank intervals, in table order, from one procedure (pair_decisions)."""
 
-    ranks: np.ndarray  # (k,) the rank shown: 1 + entries significantly better (see view_ranks for ties)
+    ranks: np.ndarray  # (k,) the rank shown: 1 + B
     lows: np.ndarray  # (k,) the interval's best end: the rank itself
-    highs: np.ndarray  # (k,) the interval's worst end: k - entries significantly worse
-    better: np.ndarray  # (k,) B: entries significantly better (after Holm), before the table's adjustments
-    worse: np.ndarray  # (k,) W: entries significantly worse (after Holm), before the table's adjustments
+    highs: np.ndarray  # (k,) the interval's worst end: k - W
+    better: np.ndarray  # (k,) B: entries decided better than this one
+    worse: np.ndarray  # (k,) W: entries decided worse than this one
+    # (d, 2) every decided pair as (better, worse) positions, only where asked for (view_ranks(pairs=True)):
+    # what each row says of the others, for checking that rows agree.
+    decided: np.ndarray | None = None
 
 
-def shown_ranks(
-    better: np.ndarray, worse: np.ndarray, primary: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ranks, lows, highs) shown for a table in order from B and W (Al Mohamad, Goeman and van Zwet 2022):
-    rank = 1 + B, interval [1 + B, K - W]; 1 + B_j <= K - W_j always, the two sets being disjoint.
+def shown_ranks(better: np.ndarray, worse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ranks, lows, highs) from B and W (Al Mohamad, Goeman and van Zwet 2022): rank = 1 + B, interval
+    [1 + B, K - W]. Nothing is adjusted: every pair is decided once for the whole board (PairFamily), so
+    what one row says of another is what that row says of it, and sum(low - 1) = sum(K - high)."""
+    k = np.asarray(better).size
+    ranks = 1 + np.asarray(better, dtype=np.int64)
+    return ranks, ranks.copy(), k - np.asarray(worse, dtype=np.int64)
 
-    Two adjustments, both keeping every rank inside its own interval. Holm's step-down can, rarely, count an
-    entry lower down fewer entries significantly better than one above it (its comparisons pair differently):
-    ranks and interval ends are carried down the table (running maxima), so that neither improves down it.
-    Entries with the same primary score are a tie, never ordered: they share the first one's rank and the
-    widest end of the group's intervals."""
-    k = better.size
-    if k == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty.copy(), empty.copy()
-    ranks = np.maximum.accumulate(1 + np.asarray(better, dtype=np.int64))
-    highs = np.maximum.accumulate(k - np.asarray(worse, dtype=np.int64))
-    primary = np.asarray(primary, dtype=np.float64)
-    starts = np.r_[True, primary[1:] != primary[:-1]]
-    ends = np.r_[primary[1:] != primary[:-1], True]
-    first = np.maximum.accumulate(np.where(starts, np.arange(k), 0))
-    last = np.minimum.accumulate(np.where(ends, np.arange(k), k)[::-1])[::-1]
-    ranks, highs = ranks[first], highs[last]
-    return ranks, ranks.copy(), highs
+
+def _ranks(better: np.ndarray, worse: np.ndarray, decided: np.ndarray | None = None) -> Ranks:
+    ranks, lows, highs = shown_ranks(better, worse)
+    return Ranks(ranks, lows, highs, np.asarray(better, dtype=np.int64), np.asarray(worse, dtype=np.int64), decided)
+
+
+class PairFamily:
+    """One board's family of pair decisions: each of its K(K - 1)/2 pairs of entries gets one test, and Holm's
+    step-down over all of them at alpha decides which pairs differ (and so which of the two is better).
+
+    A pair's p-value is two-sided (twice the one-sided p in the direction of the two scores): the decision is
+    "i is better than j" or "j is better than i" or neither, once, whichever row it is read from. Entries are
+    the board's positions 0..K-1. Pairs whose one-sided p is surely under the strictest threshold, alpha / (2M)
+    with M = K(K - 1)/2, are rejected whatever the others are (Holm rejects every p under its first threshold):
+    a caller counts them with add_sure without computing them. Pairs whose one-sided p exceeds alpha / 2 are
+    never rejected and need not be added. The rest are added (add) and sorted once (decide)."""
+
+    def __init__(self, size: int, alpha: float = ALPHA, *, keep_pairs: bool = False) -> None:
+        self.size = int(size)
+        self.keep_pairs = keep_pairs  # Ranks.decided: the decided pairs themselves (small boards, for checks)
+        self._sure_pairs: list[tuple[np.ndarray, np.ndarray]] = []
+        self.pairs = self.size * (self.size - 1) // 2
+        self.alpha = alpha
+        self.sure = 0
+        self.better = np.zeros(self.size, dtype=np.int64)  # B so far (sure pairs)
+        self.worse = np.zeros(self.size, dtype=np.int64)  # W so far (sure pairs)
+        self._p: list[np.ndarray] = []
+        self._above: list[np.ndarray] = []
+        self._below: list[np.ndarray] = []
+
+    @property
+    def strictest(self) -> float:
+        """Holm's first threshold, as a one-sided p: alpha / (2M)."""
+        return self.alpha / (2.0 * max(self.pairs, 1))
+
+    @property
+    def loosest(self) -> float:
+        """No pair with a larger one-sided p is ever rejected: alpha / 2."""
+        return self.alpha / 2.0
+
+    def add_sure(self, sure_above: np.ndarray) -> None:
+        """For each entry j, its first sure_above[j] entries are surely better than it (rejected whatever the
+        other p-values are)."""
+        sure_above = np.asarray(sure_above, dtype=np.int64)
+        if self.keep_pairs:
+            below = np.repeat(np.arange(self.size), sure_above)
+            self._sure_pairs.append(
+                (np.arange(below.size) - np.repeat(np.cumsum(sure_above) - sure_above, sure_above), below)
+            )
+        self.sure += int(sure_above.sum())
+        self.better += sure_above
+        counts = np.bincount(sure_above, minlength=self.size + 1)
+        # Entry i is surely better than every j whose sure_above[j] > i.
+        self.worse += counts[::-1].cumsum()[::-1][1 : self.size + 1]
+
+    def add_sure_pairs(self, above: np.ndarray, below: np.ndarray) -> None:
+        """Pairs known rejected (above surely better than below), given one by one."""
+        above, below = np.asarray(above, dtype=np.int64), np.asarray(below, dtype=np.int64)
+        if self.keep_pairs:
+            self._sure_pairs.append((above, below))
+        self.sure += above.size
+        self.better += np.bincount(below, minlength=self.size)
+        self.worse += np.bincount(above, minlength=self.size)
+
+    def add(self, p: np.ndarray, above: np.ndarray, below: np.ndarray) -> None:
+        """Tested pairs: one-sided p-values that `above` is better than `below` (positions). Those over alpha / 2
+        are dropped here (never rejected); those under the strictest threshold may be added too."""
+        p = np.asarray(p, dtype=np.float64)
+        keep = p <= self.loosest
+        if keep.any():
+            self._p.append(p[keep])
+            self._above.append(np.asarray(above, dtype=np.int32)[keep])
+            self._below.append(np.asarray(below, dtype=np.int32)[keep])
+
+    def decide(self) -> Ranks:
+        """Holm's step-down over every pair: the j-th smallest two-sided p (counting the sure pairs first) is
+        rejected when it and every smaller one is at most alpha / (M - j + 1). B, W and the ranks shown."""
+        better, worse = self.better.copy(), self.worse.copy()
+        decided = [np.stack([a, b], axis=1).astype(np.int64) for a, b in self._sure_pairs]
+        if self._p:
+            p = np.concatenate(self._p)
+            sorted_p = np.sort(p)
+            remaining = self.pairs - self.sure - np.arange(sorted_p.size)
+            fails = sorted_p > self.alpha / (2.0 * np.maximum(remaining, 1))
+            count = int(np.argmax(fails)) if fails.any() else sorted_p.size
+            if count:
+                # Thresholds only grow along the order, so equal p-values are rejected together: a cut-off on p
+                # is the same as a cut-off on the sorted position.
+                rejected = p <= sorted_p[count - 1]
+                above, below = np.concatenate(self._above)[rejected], np.concatenate(self._below)[rejected]
+                better += np.bincount(below, minlength=self.size)
+                worse += np.bincount(above, minlength=self.size)
+                decided.append(np.stack([above, below], axis=1).astype(np.int64))
+        if not self.keep_pairs:
+            return _ranks(better, worse)
+        return _ranks(better, worse, np.concatenate([np.zeros((0, 2), dtype=np.int64), *decided]))
 
 
 @dataclass(frozen=True)
@@ -571,15 +655,14 @@ class PackedJudgements:
 
 _RANK_BLOCK = 64  # entries compared with those above them at a time: small blocks keep the exact window narrow
 _SURE_MARGIN = 0.99  # a pair is settled without its test only this far under the threshold (betainc's rounding)
+# A pair this many standard errors apart has a one-sided p under 1e-13, under Holm's strictest threshold for any
+# board (alpha / (2M): 5e-10 for 10,000 entries' 5 x 10^7 pairs): it is rejected without computing its p.
+_SURE_Z = 7.5
 
 
 def significance_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = ALPHA) -> Ranks:
-    """Ranks and rank intervals of k entries already in table order, from one procedure.
-
-    Each entry is tested against every other entry, one-sided in the direction of their primary scores (an
-    exact McNemar test on the judgements only one of the two got right), Holm-corrected over its own k - 1
-    comparisons at alpha 0.05: B = the entries significantly better, W = those significantly worse; rank
-    1 + B, interval [1 + B, k - W] (shown_ranks). Entries with identical primary scores never separate (p = 1).
+    """Ranks and rank intervals of k entries already in table order, from one procedure (view_ranks of the
+    whole table): one exact McNemar test per pair of entries, Holm over all k(k - 1)/2 pairs.
 
     correct: (k, units) bool, per-judgement correctness on the primary metric; primary: (k,) scores, the
     share of `correct` right (table order is primary descending).
@@ -594,22 +677,21 @@ def view_ranks(
     alpha: float = ALPHA,
     *,
     order: np.ndarray | None = None,
+    pairs: bool = False,
 ) -> list[Ranks]:
-    """significance_ranks of the table (a view None) and of sub-tables of it (a view: the ascending positions
-    of its entries, as view=teams keeps each team's best), on the same pair counts: a sub-table's entry is
-    compared with its view's entries alone, Holm over those comparisons.
+    """The ranks of the table (a view None) and of sub-tables of it (a view: the ascending positions of its
+    entries, as view=teams keeps each team's best), each its own board: its own K and its own family of
+    K(K - 1)/2 pair decisions (PairFamily), on the same pair counts.
 
-    The discordant counts come from the bit-packed correctness rows (popcounts of ANDed words), in blocks of
-    entries, for the pairs whose test can matter: entries so far above (below) that no pairing of their
-    judgements could make the difference insignificant at Holm's strictest threshold are counted as better
-    (worse) without a test (see _sure_counts; a p-value that low is rejected whatever the others are); the
-    rest are tested, their p-values computed once per distinct pair of counts (_PTable). With `order`, the
-    table's rows are correct[order] (primary is in table order): the rows are reordered once packed, 64 times
-    smaller. `correct` may come packed already (PackedJudgements), so that a caller need not hold the bool
-    matrix meanwhile.
-
-    Long because it is one hot loop over blocks of entries that updates every view's counts in place (the
-    windows and indices it shares are its state)."""
+    Each pair is tested once, by an exact McNemar test on the judgements only one of the two got right, in the
+    direction of the table (the entry above against the one below; two-sided p = twice that). The discordant
+    counts come from the bit-packed correctness rows (popcounts of ANDed words), in blocks of entries, each row
+    against the entries above it only, and only for the pairs whose test can matter: entries so far above that
+    no pairing of their judgements could make the difference insignificant at Holm's strictest threshold are
+    counted as better without a test (_sure_counts); the rest are tested, their p-values computed once per
+    distinct pair of counts (_PTable). With `order`, the table's rows are correct[order] (primary is in table
+    order): the rows are reordered once packed, 64 times smaller. `correct` may come packed already. With
+    `pairs`, each Ranks also holds its decided pairs (Ranks.decided)."""
     judgements = correct if isinstance(correct, PackedJudgements) else PackedJudgements.of(correct)
     del correct
     primary = np.asarray(primary, dtype=np.float64)
@@ -617,72 +699,50 @@ def view_ranks(
     del judgements  # reordered below: the unordered rows are then let go of
     k = right.size
     members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
-    better = [np.zeros(m.size, dtype=np.int64) for m in members]
-    worse = [np.zeros(m.size, dtype=np.int64) for m in members]
     if order is not None and k:
         packed, right = packed[order], right[order]
     table = _PTable(units)
-    # Per view: each table position's index in the view (-1: not in it), and each member's window of
-    # comparisons to test, [first, last) in view indices; members outside it are surely better or worse.
-    index, first, last = [], [], []
-    for m, b, w in zip(members, better, worse, strict=True):
+    # Per view: its family, each table position's index in the view (-1: not in it), and each member's first
+    # view index still to test (those above it are surely better, counted in the family).
+    families, index, first = [], [], []
+    for m in members:
+        family = PairFamily(m.size, alpha, keep_pairs=pairs)
         at = np.full(k, -1, dtype=np.int64)
         at[m] = np.arange(m.size)
+        above = _sure_counts(right[m], units, family.strictest * _SURE_MARGIN, table)
+        family.add_sure(above)
+        families.append(family)
         index.append(at)
-        level = alpha / max(m.size - 1, 1) * _SURE_MARGIN  # Holm's strictest threshold for m.size - 1 tests
-        above = _sure_counts(right[m], units, level, table)
-        # Surely worse: the same bound with the table upside down and right and wrong swapped.
-        below = _sure_counts((units - right[m])[::-1], units, level, table)[::-1]
-        b += above
-        w += below
         first.append(above)
-        last.append(m.size - below)
     for start in range(0, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
         rows = [at[start:stop] for at in index]  # view indices of the block's rows (-1: not in the view)
-        spans = [
-            (m[f[r[r >= 0]]], m[np.maximum(e[r[r >= 0]], 1) - 1] + 1)
-            for m, f, e, r in zip(members, first, last, rows, strict=True)
-            if (r >= 0).any()
+        starts = [
+            int(m[f[r[r >= 0]]].min())
+            for m, f, r in zip(members, first, rows, strict=True)
+            if (r >= 0).any() and (f[r[r >= 0]] < r[r >= 0]).any()
         ]
-        if not spans:
-            continue
-        lo = int(min(f.min() for f, _ in spans))
-        hi = int(max(e.max() for _, e in spans))
-        lo, hi = min(lo, start), max(hi, stop)
-        both = _both_right(packed[start:stop], packed[lo:hi])  # (b, hi - lo): right on both
-        columns_right, rows_right = right[None, lo:hi], right[start:stop, None]
-        # One-sided in the direction of the table: a column above a row is tested as better, one below as worse.
-        is_above = np.arange(lo, hi)[None, :] < np.arange(start, stop)[:, None]
-        column_only, row_only = columns_right - both, rows_right - both
-        p = _decisive_p(np.where(is_above, column_only, row_only), np.where(is_above, row_only, column_only), table)
-        p[primary[None, lo:hi] == primary[start:stop, None]] = 1.0  # equal scores never separate
-        for v, m in enumerate(members):
+        if not starts:
+            continue  # every pair of the block's rows is settled already (or it has no row of any view)
+        lo = min(starts)
+        both = _both_right(packed[start:stop], packed[lo:stop])  # (rows, columns): right on both
+        column_only = right[None, lo:stop] - both  # the column (above) right alone
+        row_only = right[start:stop, None] - both
+        p = _decisive_p(column_only, row_only, table)  # one-sided: the column is better than the row
+        p[primary[None, lo:stop] == primary[start:stop, None]] = 1.0  # equal scores never separate
+        for v, family in enumerate(families):
             at, row = index[v], rows[v]
             inside = np.flatnonzero(row >= 0)
             if inside.size == 0:
                 continue
-            columns = np.flatnonzero(at[lo:hi] >= 0)
+            columns = np.flatnonzero(at[lo:stop] >= 0)
             js = row[inside][:, None]  # each row's view index
-            column_js = at[lo:hi][columns][None, :]
+            column_js = at[lo:stop][columns][None, :]
+            tested = (column_js >= first[v][js]) & (column_js < js)  # above the row, past its sure ones
             view_p = p[np.ix_(inside, columns)]
-            # Only the row's own window is tested: itself and the sure ones (already counted) are left out.
-            tested = (column_js >= first[v][js]) & (column_js < last[v][js]) & (column_js != js)
-            view_p[~tested] = np.inf  # sorts last, never rejected
-            sorted_at = np.argsort(view_p, axis=1, kind="stable")
-            sorted_p = np.take_along_axis(view_p, sorted_at, axis=1)
-            steps = (first[v][js] + (m.size - last[v][js])) + np.arange(columns.size)[None, :]
-            thresholds = alpha / np.maximum(m.size - 1 - steps, 1)
-            fails = np.concatenate([sorted_p > thresholds, np.ones((inside.size, 1), bool)], axis=1)
-            rejected = np.arange(columns.size)[None, :] < np.argmax(fails, axis=1)[:, None]  # Holm's first failure
-            side_above = np.take_along_axis(np.broadcast_to(column_js < js, view_p.shape), sorted_at, axis=1)
-            better[v][row[inside]] += (rejected & side_above).sum(axis=1)
-            worse[v][row[inside]] += (rejected & ~side_above).sum(axis=1)
-    result = []
-    for m, b, w in zip(members, better, worse, strict=True):
-        ranks, lows, highs = shown_ranks(b, w, primary[m])
-        result.append(Ranks(ranks, lows, highs, b, w))
-    return result
+            where = np.nonzero(tested & (view_p <= family.loosest))
+            family.add(view_p[where], column_js[0, where[1]], js[where[0], 0])
+    return [family.decide() for family in families]
 
 
 _PAIRED_ROWS = 256  # entries whose pair statistics are held at once: (rows, k) float64 arrays
@@ -696,16 +756,17 @@ def paired_view_ranks(
     alpha: float = ALPHA,
     *,
     order: np.ndarray | None = None,
+    pairs: bool = False,
 ) -> list[Ranks]:
     """view_ranks for units scored in points rather than right or wrong (TaskType.unit_points > 1: VQA v2's
     0/9/18/27/30 of 30 a question), where McNemar's test does not apply.
 
-    Each pair is tested by a paired permutation test on the units: under the null hypothesis the sign of each
-    unit's difference d = a - b is as likely flipped, so T = sum(d) has mean 0 and variance sum(d^2) over the
-    sign flips; z = T / sqrt(sum(d^2)) and the one-sided p = 1 - Phi(z) (the permutation distribution's normal
-    approximation; on 0/1 units this is McNemar's normal approximation), exact where a pair differs on at most
-    64 units and could be rejected (_exact_sign_flip_p). Holm's correction over each entry's
-    comparisons, B and W, and the ranks shown are as view_ranks (the same rule, the same shown_ranks).
+    Each pair is tested once by a paired permutation test on the units: under the null hypothesis the sign of
+    each unit's difference d = a - b is as likely flipped, so T = sum(d) has mean 0 and variance sum(d^2) over
+    the sign flips; z = T / sqrt(sum(d^2)) and the one-sided p = 1 - Phi(z) in the direction of the table (the
+    permutation distribution's normal approximation; on 0/1 units this is McNemar's normal approximation),
+    exact where a pair differs on at most 64 units and could be rejected (_exact_sign_flip_p). Each view is its
+    own board: Holm over all its pairs (PairFamily), as view_ranks.
 
     scores: (k, units) integer points; primary: (k,) scores in table order; `order`: the table's rows are
     scores[order]. sum(d^2) = Q_a + Q_b - 2 G_ab with G the points' Gram matrix, exact in float32 per block of
@@ -728,36 +789,31 @@ def paired_view_ranks(
     members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
     result = []
     for m in members:
-        better, worse = np.zeros(m.size, dtype=np.int64), np.zeros(m.size, dtype=np.int64)
+        family = PairFamily(m.size, alpha, keep_pairs=pairs)
         for start in range(0, m.size, _PAIRED_ROWS):
             rows = m[start : start + _PAIRED_ROWS]
-            variance = squares[rows, None] + squares[None, m] - 2.0 * gram[np.ix_(rows, m)]
-            ahead = totals[None, m] - totals[rows, None]  # how far each column is ahead of each row
-            above = np.arange(m.size)[None, :] < np.arange(start, start + rows.size)[:, None]
-            toward = np.where(above, ahead, -ahead)  # in the table's direction: above tested as better
+            columns = m[: start + rows.size]  # the entries above each row (and the block itself)
+            variance = squares[rows, None] + squares[None, columns] - 2.0 * gram[np.ix_(rows, columns)]
+            ahead = totals[None, columns] - totals[rows, None]  # how far each column (above) is ahead of each row
             with np.errstate(divide="ignore", invalid="ignore"):
-                p = ndtr(-toward / np.sqrt(variance))
-            p[(variance <= 0) | (primary[None, m] == primary[rows, None])] = 1.0  # equal never separate
+                p = ndtr(-ahead / np.sqrt(variance))
+            p[(variance <= 0) | (primary[None, columns] == primary[rows, None])] = 1.0  # equal never separate
+            above = np.arange(columns.size)[None, :] < np.arange(start, start + rows.size)[:, None]
+            p[~above] = 1.0  # each pair once: from its lower row
             # Where few units differ the normal approximation is too bold (three questions apart: 0.04 where the
             # exact p is 1/8): a pair that could be rejected and differs on at most _EXACT_UNITS units gets its
             # exact permutation p. Any pair differing on fewer units has a variance of at most that many largest
             # squared differences, so the rest keep the approximation.
             few = (p <= alpha) & (variance <= _EXACT_UNITS * top * top)
             for r, c in zip(*np.nonzero(few), strict=True):
-                differences = points[m[c]].astype(np.int64) - points[rows[r]].astype(np.int64)
+                differences = points[columns[c]].astype(np.int64) - points[rows[r]].astype(np.int64)
                 if np.count_nonzero(differences) <= _EXACT_UNITS:
-                    p[r, c] = _exact_sign_flip_p(differences if above[r, c] else -differences)
-            p[np.arange(rows.size), np.arange(start, start + rows.size)] = np.inf  # itself: never tested
-            sorted_at = np.argsort(p, axis=1, kind="stable")
-            sorted_p = np.take_along_axis(p, sorted_at, axis=1)
-            thresholds = alpha / np.maximum(m.size - 1 - np.arange(m.size), 1)
-            fails = np.concatenate([sorted_p > thresholds[None, :], np.ones((rows.size, 1), bool)], axis=1)
-            rejected = np.arange(m.size)[None, :] < np.argmax(fails, axis=1)[:, None]  # Holm's first failure
-            side_above = np.take_along_axis(above, sorted_at, axis=1)
-            better[start : start + rows.size] = (rejected & side_above).sum(axis=1)
-            worse[start : start + rows.size] = (rejected & ~side_above).sum(axis=1)
-        ranks, lows, highs = shown_ranks(better, worse, primary[m])
-        result.append(Ranks(ranks, lows, highs, better, worse))
+                    p[r, c] = _exact_sign_flip_p(differences)
+            r_at, c_at = np.nonzero(p <= family.loosest)
+            sure = p[r_at, c_at] <= family.strictest
+            family.add_sure_pairs(c_at[sure], start + r_at[sure])
+            family.add(p[r_at[~sure], c_at[~sure]], c_at[~sure], start + r_at[~sure])
+        result.append(family.decide())
     return result
 
 
@@ -787,10 +843,10 @@ def _exact_sign_flip_p(differences: np.ndarray) -> float:
 class _PTable:
     """Exact one-sided p-values by (discordant judgements n, difference d), each computed once for a board:
     a board repeats the same pairs of counts many times (10,000 entries: ~10^7 pairs tested, a few 10^5
-    distinct). Only the band _decisive_p computes exactly is held: d <= 1 + 6 sqrt(n) (28 MB for 6,970 units)."""
+    distinct). Only the band _decisive_p computes exactly is held: d <= 1 + 7.5 sqrt(n) (35 MB for 6,970 units)."""
 
     def __init__(self, units: int) -> None:
-        self.width = int(6.0 * np.sqrt(max(units, 1))) + 3
+        self.width = int(_SURE_Z * np.sqrt(max(units, 1))) + 3
         self.units = units
         self.values = np.full((units + 1) * self.width, np.nan)
 
@@ -811,13 +867,13 @@ class _PTable:
 def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable | None = None) -> np.ndarray:
     """One-sided exact McNemar p-values where they can decide a rank; elsewhere a stand-in on the same side
     of every threshold: 1 where the entry above is not ahead by a standard error (z < 1, so p > 0.15 while
-    Holm's thresholds are at most 0.05), 0 where it is ahead by more than six (p < 1e-9, under alpha over
-    any number of comparisons a board has; the binomial's tails are lighter than the normal's there)."""
+    Holm's thresholds are at most 0.025 one-sided), 0 where it is ahead by more than _SURE_Z (p < 1e-13, under
+    Holm's strictest threshold on any board; the binomial's tails are lighter than the normal's there)."""
     n = above_only + below_only
     z = (above_only - below_only - 1.0) / np.sqrt(np.maximum(n, 1.0))
     p = np.ones(n.shape)
-    p[z > 6.0] = 0.0
-    band = (z >= 1.0) & (z <= 6.0)
+    p[z > _SURE_Z] = 0.0
+    band = (z >= 1.0) & (z <= _SURE_Z)
     above, below = above_only[band], below_only[band]
     if table is not None:
         p[band] = table.lookup(above, below)
@@ -835,7 +891,7 @@ def _sure_counts(right: np.ndarray, units: int, level: float, table: _PTable | N
     With counts r_a > r_b, the discordant judgements n are at most min(r_a + r_b, 2 units - r_a - r_b) and the
     one-sided McNemar p for a difference r_a - r_b is largest at the largest n (_largest_p); it only falls as
     r_a grows, so the sure entries are found by bisection on the fewest right among the first t. Where that
-    largest p is under `level` (Holm's strictest threshold for the entry, alpha over its comparisons, with a
+    largest p is under `level` (Holm's strictest threshold for the board, PairFamily.strictest, with a
     margin), the exact test cannot come out otherwise (in any order, a p that low is rejected)."""
     k = right.size
     table = table if table is not None else _PTable(units)
@@ -921,56 +977,62 @@ def count_ranks(
     values: (k,) primary percentages in table order (descending), each 100 c / units of a count c of `units`
     judgements (a released value identifies its count: ladder.count_decimals).
 
-    One procedure for the rank and its interval (Al Mohamad, Goeman and van Zwet 2022, as the board's after the
-    reveal): each entry is tested one-sided against every other entry of its view in the direction of their
-    counts (unpaired_p), Holm-corrected over those comparisons at alpha; B = entries significantly better, W =
-    significantly worse; rank = 1 + B, interval [1 + B, K - W]. Why unpaired: a paired test (McNemar's) reads
-    how two entries' right judgements overlap, which the counts a blind test releases do not tell; the board
-    would then show more than its figures (two entries with one released value ranked apart). Both entries
-    are judged on the same units, so the independent-binomial variance overstates that of the difference
-    whenever their correctness is not negatively correlated (models' errors share hard examples): the test
-    separates fewer entries than the paired one, never an order the counts alone do not support. Everything
-    depends on the counts and `units` alone: entries with equal counts get equal ranks and intervals.
-
-    Shown as every board's ranks are (shown_ranks: running maxima down the table, ties sharing a rank)."""
+    The same procedure as the board's after the reveal (one test per pair, Holm over all K(K - 1)/2 pairs of
+    the view, rank = 1 + B, interval [1 + B, K - W]), with an unpaired test (unpaired_p, two-sided): a paired
+    test (McNemar's) reads how two entries' right judgements overlap, which the counts a blind test releases do
+    not tell; the board would then show more than its figures. Both entries are judged on the same units, so
+    the independent-binomial variance overstates that of the difference whenever their correctness is not
+    negatively correlated (models' errors share hard examples): the test separates fewer entries than the
+    paired one, never an order the counts alone do not support. Everything depends on the counts and `units`
+    alone: entries with equal counts get equal ranks and intervals."""
     counts = np.rint(np.asarray(values, dtype=np.float64) * units / 100.0).astype(np.int64)
     result = []
     for view in views:
         members = np.arange(counts.size) if view is None else np.asarray(view, dtype=np.int64)
-        shown = counts[members]
-        better, worse = _count_tests(shown, units, alpha)
-        result.append(shown_ranks(better, worse, shown))
+        better, worse = _count_tests(counts[members], units, alpha)
+        result.append(shown_ranks(better, worse))
     return result
 
 
 def _count_tests(counts: np.ndarray, units: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """(B, W) of each entry: how many entries have counts significantly above its own, how many below, after
-    Holm's correction over its K - 1 comparisons. Worked out once per distinct count (a count's tests are those
-    of every entry holding it), the other entries by distinct count with their multiplicities."""
+    """(B, W) of each entry after Holm over every pair of entries (as PairFamily), worked out per pair of
+    distinct counts: the pairs of one pair of counts share their p-value, so they are rejected together (Holm's
+    thresholds only grow along its order) and are counted with their multiplicity."""
     k = counts.size
     if k < 2:
         return np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
     distinct, inverse, weight = np.unique(counts, return_inverse=True, return_counts=True)
-    comparisons = k - 1
-    better = np.zeros(distinct.size, dtype=np.int64)
+    pairs = k * (k - 1) // 2
+    strictest, loosest = alpha / (2.0 * pairs), alpha / 2.0
+    better = np.zeros(distinct.size, dtype=np.int64)  # per distinct count
     worse = np.zeros(distinct.size, dtype=np.int64)
+    sure = 0
+    found_p, found_high, found_low = [], [], []
     for start in range(0, distinct.size, _COUNT_BLOCK):
         rows = np.arange(start, min(distinct.size, start + _COUNT_BLOCK))
-        mine, theirs = distinct[rows, None], distinct[None, :]
-        p = unpaired_p(np.maximum(mine, theirs), np.minimum(mine, theirs), units)  # (rows, distinct)
-        others = np.broadcast_to(weight, p.shape).copy()
-        others[np.arange(rows.size), rows] -= 1  # an entry is not compared with itself (p = 1 with its ties)
-        order = np.argsort(p, axis=1, kind="stable")
-        sorted_p = np.take_along_axis(p, order, axis=1)
-        sorted_w = np.take_along_axis(others, order, axis=1)
-        before = np.cumsum(sorted_w, axis=1) - sorted_w  # comparisons with smaller p-values
-        # Holm: the j-th smallest p is rejected if it and every smaller one is under alpha / (m - j + 1). Equal
-        # p-values of one distinct count pass or fail together (the first of them faces the strictest threshold).
-        passes = (sorted_p <= alpha / np.maximum(comparisons - before, 1)) | (sorted_w == 0)
-        failed = np.concatenate([~passes, np.ones((rows.size, 1), dtype=bool)], axis=1)
-        rejected = np.arange(distinct.size)[None, :] < np.argmax(failed, axis=1)[:, None]
-        counted = np.zeros(p.shape, dtype=np.int64)
-        np.put_along_axis(counted, order, np.where(rejected, sorted_w, 0), axis=1)
-        better[rows] = (counted * (theirs > mine)).sum(axis=1)
-        worse[rows] = (counted * (theirs < mine)).sum(axis=1)
+        # Each row (a count) against the counts below it: p that the row's count is better.
+        p = unpaired_p(distinct[rows, None], distinct[None, :], units)  # (rows, distinct); 1 where not below
+        high, low = np.nonzero(p <= loosest)
+        high = rows[high]
+        values = p[high - start, low]
+        many = weight[high] * weight[low]
+        settled = values <= strictest
+        sure += int(many[settled].sum())
+        np.add.at(better, low[settled], weight[high[settled]])
+        np.add.at(worse, high[settled], weight[low[settled]])
+        found_p.append(values[~settled])
+        found_high.append(high[~settled])
+        found_low.append(low[~settled])
+    p = np.concatenate(found_p)
+    if p.size:
+        high, low = np.concatenate(found_high), np.concatenate(found_low)
+        many = weight[high] * weight[low]
+        by_p = np.argsort(p, kind="stable")
+        before = sure + np.cumsum(many[by_p]) - many[by_p]  # pairs ahead of each group's first pair
+        fails = p[by_p] > alpha / (2.0 * np.maximum(pairs - before, 1))
+        count = int(np.argmax(fails)) if fails.any() else p.size
+        if count:
+            rejected = p <= p[by_p][count - 1]
+            np.add.at(better, low[rejected], weight[high[rejected]])
+            np.add.at(worse, high[rejected], weight[low[rejected]])
     return better[inverse], worse[inverse]

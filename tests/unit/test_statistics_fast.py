@@ -36,32 +36,22 @@ def _board(rng: np.random.Generator, k: int, units: int, spread: tuple[float, fl
 
 
 def _exact_ranks(correct: np.ndarray, primary: np.ndarray, alpha: float = statistics.ALPHA):
-    """Every p-value computed exactly, Holm over each entry's own k - 1 comparisons (one-sided in the
-    direction of the table), as the README states it: (ranks, lows, highs, B, W)."""
+    """Every pair's p-value computed exactly, once (two-sided exact McNemar, the pair's entry above against the
+    one below), Holm over all k(k - 1)/2 pairs, pair by pair, as the README states it: (ranks, lows, highs, B, W)."""
     k = correct.shape[0]
     right = correct.sum(axis=1)
+    above, below = np.triu_indices(k, 1)
+    both = (correct[above] & correct[below]).sum(axis=1)
+    p = np.minimum(1.0, 2.0 * statistics.one_sided_p(right[above] - both, right[below] - both))
+    p[primary[above] == primary[below]] = 1.0
     better = np.zeros(k, dtype=np.int64)
     worse = np.zeros(k, dtype=np.int64)
-    for i in range(k):
-        others = np.flatnonzero(np.arange(k) != i)
-        both = (correct[others] & correct[i]).sum(axis=1)
-        above = others < i
-        p = np.where(
-            above,
-            statistics.one_sided_p(right[others] - both, right[i] - both),
-            statistics.one_sided_p(right[i] - both, right[others] - both),
-        )
-        p[primary[others] == primary[i]] = 1.0
-        by_p = np.argsort(p, kind="stable")
-        rejected = p[by_p] <= alpha / (k - 1 - np.arange(k - 1))
-        count = k - 1 if rejected.all() else int(np.argmin(rejected))
-        better[i] = above[by_p[:count]].sum()
-        worse[i] = count - better[i]
-    ranks = np.maximum.accumulate(1 + better)
-    highs = np.maximum.accumulate(k - worse)
-    first = np.maximum.accumulate(np.where(np.r_[True, primary[1:] != primary[:-1]], np.arange(k), 0))
-    last = np.minimum.accumulate(np.where(np.r_[primary[1:] != primary[:-1], True], np.arange(k), k)[::-1])[::-1]
-    return ranks[first], ranks[first], highs[last], better, worse
+    for step, pair in enumerate(np.argsort(p, kind="stable")):
+        if p[pair] > alpha / (p.size - step):
+            break  # Holm's first failure: this pair and every later one stand undecided
+        better[below[pair]] += 1
+        worse[above[pair]] += 1
+    return 1 + better, 1 + better, k - worse, better, worse
 
 
 def _assert_ranks_equal(found: statistics.Ranks, expected) -> None:
@@ -133,10 +123,13 @@ def test_decisive_p_computes_each_distinct_pair_once_with_the_same_values():
     decisive = statistics._decisive_p(above, below)
     n = above + below
     z = (above - below - 1.0) / np.sqrt(np.maximum(n, 1.0))
-    band = (z >= 1.0) & (z <= 6.0)
+    band = (z >= 1.0) & (z <= statistics._SURE_Z)
     assert band.sum() > 1000
     np.testing.assert_array_equal(decisive[band], statistics.one_sided_p(above[band], below[band]))
-    assert (decisive[z > 6.0] == 0).all() and (decisive[z < 1.0] == 1).all()
+    assert (decisive[z > statistics._SURE_Z] == 0).all() and (decisive[z < 1.0] == 1).all()
+    # The stand-in 0 is under Holm's strictest threshold of a board far larger than any: 10^6 entries.
+    far = z > statistics._SURE_Z
+    assert far.any() and statistics.one_sided_p(above[far], below[far]).max() < 0.05 / 10**12
 
 
 def test_group_sums_equal_a_per_group_count():
@@ -263,29 +256,27 @@ def test_two_ratios_in_one_product_equal_each_alone(nlvr2_small, monkeypatch):
 
 
 def _plain_count_ranks(counts: np.ndarray, units: int, alpha: float = statistics.ALPHA):
-    """count_ranks as its docstring states it, entry by entry: every comparison's p-value from the formula,
-    Holm over the entry's K - 1 comparisons, then the running maxima down the table."""
+    """count_ranks as its docstring states it, pair by pair: every pair's two-sided p-value from the formula,
+    Holm over all k(k - 1)/2 pairs; (ranks, highs)."""
     import math
 
     k = counts.size
-    better, worse = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
+    tests = []
     for i in range(k):
-        tests = []
-        for j in range(k):
-            if j == i:
-                continue
+        for j in range(i + 1, k):
             high, low = max(counts[i], counts[j]), min(counts[i], counts[j])
             variance = (high + low) * (2 * units - high - low) / (2 * units)
             z = (high - low - 1) / math.sqrt(variance) if variance > 0 else 0.0
             p = 1.0 if high == low or variance <= 0 else 0.5 * math.erfc(z / 2**0.5)
-            tests.append((p, int(np.sign(counts[j] - counts[i]))))
-        tests.sort(key=lambda test: test[0])
-        for step, (p, side) in enumerate(tests):
-            if p > alpha / (k - 1 - step):
-                break
-            better[i] += side > 0
-            worse[i] += side < 0
-    return np.maximum.accumulate(1 + better), np.maximum.accumulate(k - worse)
+            tests.append((min(1.0, 2 * p), i if counts[i] > counts[j] else j, j if counts[i] > counts[j] else i))
+    tests.sort(key=lambda test: test[0])
+    better, worse = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
+    for step, (p, winner, loser) in enumerate(tests):
+        if p > alpha / (len(tests) - step):
+            break
+        better[loser] += 1
+        worse[winner] += 1
+    return 1 + better, k - worse
 
 
 @pytest.mark.parametrize("seed", range(6))
