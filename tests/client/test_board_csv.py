@@ -60,8 +60,8 @@ def _cli_csv(capsysbinary, *argv: str) -> bytes:
     return capsysbinary.readouterr().out
 
 
-def _web_csv(app, benchmark: str, split: str, view: str | None) -> bytes:
-    query = {"view": view} if view else {}
+def _web_csv(app, benchmark: str, split: str, view: str | None, columns: tuple[str, ...] = ()) -> bytes:
+    query = [*((("view", view),) if view else ()), *(("columns", key) for key in columns)]
     response = app.test_client().get(f"/leaderboards/{benchmark}/{split}/export.csv", query_string=query)
     assert response.status_code == 200
     return response.get_data()
@@ -97,6 +97,20 @@ def nlvr2_world(app, served):
 def test_the_commands_csv_is_the_web_export_byte_for_byte(app, nlvr2_world, capsysbinary, split, view):
     printed = _cli_csv(capsysbinary, "nlvr2", split, *(["--view", view] if view else []))
     assert printed == _web_csv(app, "nlvr2", split, view)
+
+
+def test_the_chosen_columns_in_their_order(app, nlvr2_world, capsysbinary):
+    columns = ("unbalanced:accuracy", "all:consistency")
+    chosen = [arg for key in columns for arg in ("--columns", key)]
+    for split in ("dev", "test-u"):
+        printed = _cli_csv(capsysbinary, "nlvr2", split, "--view", "teams", *chosen)
+        assert printed == _web_csv(app, "nlvr2", split, "teams", columns)
+        assert printed.startswith(b"rank,model,team,date,unbalanced:accuracy,unbalanced:accuracy ci_low,")
+    # The table and JSON are the API's board, which has its default columns: a usage error, not a silent one.
+    assert cli.main(["leaderboard", "nlvr2", "dev", "--columns", "all:accuracy"]) == 2
+    assert b"--columns applies to --format csv, markdown and latex" in capsysbinary.readouterr().err
+    assert cli.main(["leaderboard", "nlvr2", "dev", "--format", "csv", "--columns", "all:nope"]) == 1
+    assert b"unknown column 'all:nope'" in capsysbinary.readouterr().err
 
 
 def test_the_export_compared_has_what_the_issue_names(app, nlvr2_world, capsysbinary):

@@ -253,6 +253,8 @@ def cmd_leaderboard(args) -> int:
     path = f"/leaderboards/{urllib.parse.quote(args.benchmark, safe='')}"
     if args.split:
         path += f"/{urllib.parse.quote(args.split, safe='')}"
+    if args.columns and args.format not in EXPORTS:
+        raise UsageError("--columns applies to --format csv, markdown and latex (the server's exports of the board)")
     query = {"view": args.view} if args.view else None
     client = _client(need_token=False)
     board = client.get(path, query)  # also names the landing split when none was given
@@ -264,7 +266,8 @@ def cmd_leaderboard(args) -> int:
         # The board's own export, byte for byte: one writer (the server's) for the header, figures, intervals,
         # rank intervals, reference rows, quoting and escaping, so the file equals the web's download.
         benchmark, split = (urllib.parse.quote(board[key], safe="") for key in ("benchmark", "split"))
-        _write_bytes(client.get_export(f"/leaderboards/{benchmark}/{split}/export.{EXPORTS[args.format]}", query))
+        pairs = [*(query or {}).items(), *(("columns", key) for key in args.columns or ())]
+        _write_bytes(client.get_export(f"/leaderboards/{benchmark}/{split}/export.{EXPORTS[args.format]}", pairs))
     held = held_board(board)
     if held is not None and args.format != "table":  # the table says so itself
         _err(held)
@@ -338,6 +341,13 @@ def parser() -> argparse.ArgumentParser:
     board.add_argument("split", nargs="?", help="default: the benchmark's landing split, as on its page")
     board.add_argument("--view", choices=["teams"], help="teams: one row per team")
     board.add_argument("--format", choices=["table", "csv", "json", "markdown", "latex"], default="table")
+    board.add_argument(
+        "--columns",
+        action="append",
+        metavar="KEY",
+        help="a column of the export (csv, markdown, latex) as the board's chooser names it, e.g. all:accuracy or "
+        "balanced:accuracy; repeat it for several, in order (default: the board's columns)",
+    )
     board.set_defaults(run=cmd_leaderboard)
     return top
 
