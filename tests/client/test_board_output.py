@@ -109,11 +109,12 @@ def test_markdown_and_latex_are_the_boards_own_exports(app, world, served, capsy
 
 def test_exports_are_fetched_without_the_token(app, world, served, capsys, monkeypatch):
     monkeypatch.setenv("HOLDOUT_TOKEN", world["tokens"]["Lab"])
-    assert run(capsys, "leaderboard", "nlvr2", "test-u", "--format", "latex")[0] == 0
-    assert served[-2:] == [
-        ("/api/v1/leaderboards/nlvr2/test-u", True),
-        ("/leaderboards/nlvr2/test-u/export.tex", False),
-    ]
+    for fmt, suffix in (("latex", "tex"), ("csv", "csv")):
+        assert run(capsys, "leaderboard", "nlvr2", "test-u", "--format", fmt)[0] == 0
+        assert served[-2:] == [
+            ("/api/v1/leaderboards/nlvr2/test-u", True),
+            (f"/leaderboards/nlvr2/test-u/export.{suffix}", False),
+        ]
 
 
 def test_show_prints_the_pages_figures(app, world, capsys, monkeypatch):
