@@ -14,7 +14,6 @@ import io
 import json
 import re
 import sys
-import urllib.parse
 
 import pytest
 
@@ -25,47 +24,10 @@ from tests.support.one_number import COLUMNS, N, board_page, build, figure_and_i
 from tests.support.users import bearer
 
 sys.path.insert(0, str(CLIENT))
-from holdout_client import api, cli  # noqa: E402  (the client is not installed in this venv)
+from holdout_client import cli  # noqa: E402  (the client is not installed in this venv)
 
 ENTRIES = 9
 LABELS = ["Accuracy", "Consistency", "Balanced accuracy", "Unbalanced accuracy"]
-
-
-@pytest.fixture
-def served(app, monkeypatch, tmp_path):
-    """The client's requests answered by `app` in process (uploads too: the multipart body the client builds);
-    returns the (path, sent a token) of each."""
-    pages = app.test_client()
-    sent: list[tuple[str, bool]] = []
-
-    def fetch(self, request, authorized=True):
-        parts = urllib.parse.urlsplit(request.full_url)
-        headers = dict(request.header_items())
-        if self.token and authorized:
-            headers["Authorization"] = f"Bearer {self.token}"
-        sent.append((parts.path, "Authorization" in headers))
-        response = pages.open(
-            parts.path, query_string=parts.query, method=request.get_method(), data=request.data, headers=headers
-        )
-        if response.status_code >= 400:
-            raise api._error(response.status_code, response.get_data())
-        return response.get_data()
-
-    def upload_once(self, fields, file_name, file_data, progress, key):
-        parts, content_type = api.multipart(fields, file_name, file_data)
-        headers = {"Content-Type": content_type, "Idempotency-Key": key, "Authorization": f"Bearer {self.token}"}
-        sent.append(("/api/v1/submissions", True))
-        response = pages.post("/api/v1/submissions", data=b"".join(parts), headers=headers)
-        if response.status_code >= 400:
-            raise api._error(response.status_code, response.get_data())
-        return response.json
-
-    monkeypatch.setattr(api.Client, "_fetch", fetch)
-    monkeypatch.setattr(api.Client, "_upload_once", upload_once)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("HOLDOUT_URL", "http://localhost")
-    monkeypatch.delenv("HOLDOUT_TOKEN", raising=False)
-    return sent
 
 
 @pytest.fixture
@@ -116,12 +78,14 @@ def test_the_table_and_csv_print_the_boards_columns_and_figures(app, world, caps
 
     code, out, _ = run(capsys, "leaderboard", "nlvr2", "test-u", "--format", "csv")
     assert code == 0
-    for row in csv.DictReader(io.StringIO(out)):
-        sid = sid_of[row["model_name"]]
+    rows = list(csv.DictReader(io.StringIO(out, newline="")))
+    assert len(rows) == ENTRIES
+    for row in rows:
+        sid = sid_of[row["model"]]
         for key in COLUMNS:
             figure, interval = board[(sid, key)]
-            low, high = row[f"{key}:ci_low"], row[f"{key}:ci_high"]
-            assert (row[key], f"{low}–{high}" if low else None) == (figure, interval), (row["model_name"], key)
+            low, high = row[f"{key} ci_low"], row[f"{key} ci_high"]
+            assert (row[key], f"{low}–{high}" if low else None) == (figure, interval), (row["model"], key)
 
 
 def test_markdown_and_latex_are_the_boards_own_exports(app, world, served, capsys):
@@ -145,11 +109,12 @@ def test_markdown_and_latex_are_the_boards_own_exports(app, world, served, capsy
 
 def test_exports_are_fetched_without_the_token(app, world, served, capsys, monkeypatch):
     monkeypatch.setenv("HOLDOUT_TOKEN", world["tokens"]["Lab"])
-    assert run(capsys, "leaderboard", "nlvr2", "test-u", "--format", "latex")[0] == 0
-    assert served[-2:] == [
-        ("/api/v1/leaderboards/nlvr2/test-u", True),
-        ("/leaderboards/nlvr2/test-u/export.tex", False),
-    ]
+    for fmt, suffix in (("latex", "tex"), ("csv", "csv")):
+        assert run(capsys, "leaderboard", "nlvr2", "test-u", "--format", fmt)[0] == 0
+        assert served[-2:] == [
+            ("/api/v1/leaderboards/nlvr2/test-u", True),
+            (f"/leaderboards/nlvr2/test-u/export.{suffix}", False),
+        ]
 
 
 def test_show_prints_the_pages_figures(app, world, capsys, monkeypatch):

@@ -1,4 +1,5 @@
-"""The client's parts that need no server: the progress bar, the upload body, CSV and the config file."""
+"""The client's parts that need no server: the progress bar, the upload body and the config file. (Its CSV is the
+server's export: tests/client/test_board_csv.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from tests.client.conftest import CLIENT
 
 sys.path.insert(0, str(CLIENT))
-from holdout_client import api, config, output  # noqa: E402  (the client is not installed in this venv)
+from holdout_client import api, config  # noqa: E402  (the client is not installed in this venv)
 
 
 class Terminal(io.StringIO):
@@ -39,27 +40,6 @@ def test_progress_bar_for_large_files_on_a_terminal_only():
 def test_file_name_cannot_break_the_multipart_header():
     parts, _ = api.multipart({}, 'a"\r\nX-Evil: 1.csv', b"data")
     assert b'filename="a___X-Evil: 1.csv"' in parts[0]
-
-
-def test_csv_cells_a_spreadsheet_would_run_are_quoted():
-    board = {
-        "entries": [
-            {
-                "rank": 1,
-                "submission_id": 3,
-                "model_name": '=HYPERLINK("x")',
-                "team": "@lab",
-                "submitted_at": "2026-11-23T05:00:00Z",
-                "paper_url": None,
-                "code_url": None,
-                "scores": {"all": {"accuracy": {"value": 81.5, "ci_low": 80.0, "ci_high": 83.0}}},
-            }
-        ]
-    }
-    text = output.board_csv(board)
-    header, row = text.splitlines()
-    assert header.startswith("rank,submission_id,model_name,team") and "all:accuracy:ci_high" in header
-    assert "'=HYPERLINK" in row and ",'@lab," in row and row.endswith("81.5,80.0,83.0")
 
 
 def test_config_is_written_for_the_user_only(tmp_path, monkeypatch):

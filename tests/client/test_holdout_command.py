@@ -40,12 +40,15 @@ class Holdout:
         self.env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / "config")}
         self.config = home / "config" / "holdout" / "config.json"
 
-    def __call__(self, *args, stdin: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
+    def __call__(
+        self, *args, stdin: str = "", env: dict | None = None, binary: bool = False
+    ) -> subprocess.CompletedProcess:
+        """`binary`: stdout and stderr as bytes, line ends untranslated."""
         return subprocess.run(
             [str(self.command), *map(str, args)],
-            input=stdin,
+            input=stdin.encode() if binary else stdin,
             capture_output=True,
-            text=True,
+            text=not binary,
             env=self.env | (env or {}),
             timeout=120,
         )
@@ -171,14 +174,18 @@ def test_a_team_works_through_the_command(server, holdout_command, tmp_path):
     assert [e["model_name"] for e in board["entries"]] == ["CLI model", "second"] or [
         e["model_name"] for e in board["entries"]
     ] == ["second", "CLI model"]
-    as_csv = holdout("leaderboard", "nlvr2", "test-p", "--format", "csv")
-    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
-    assert [row["model_name"] for row in rows] == [e["model_name"] for e in board["entries"]]
+    # CSV: the web's export of the board, byte for byte (CRLF line ends included).
+    as_csv = holdout("leaderboard", "nlvr2", "test-p", "--format", "csv", binary=True)
+    assert as_csv.returncode == 0, as_csv
+    with urllib.request.urlopen(f"{server.base}/leaderboards/nlvr2/test-p/export.csv", timeout=60) as page:
+        assert as_csv.stdout == page.read()
+    rows = list(csv.DictReader(io.StringIO(as_csv.stdout.decode(), newline="")))
+    assert [row["model"] for row in rows] == [e["model_name"] for e in board["entries"]]
     top = board["entries"][0]["scores"]["all"]["accuracy"]
-    # The board's figures, as its page writes them (one decimal), not the stored value's digits.
-    assert rows[0]["all:accuracy"] == top["text"] and re.fullmatch(r"\d+\.\d", top["text"])
-    assert float(rows[0]["all:accuracy"]) == pytest.approx(top["value"], abs=0.05)
-    assert rows[0]["all:accuracy:ci_low"] == top["ci_low_text"]
+    # The stored value to six decimals (as the web's CSV writes it), which rounds to the board's figure.
+    assert re.fullmatch(r"\d+\.\d", top["text"])
+    assert float(rows[0]["all:accuracy"]) == pytest.approx(top["value"], abs=1e-6)
+    assert float(rows[0]["all:accuracy ci_low"]) == pytest.approx(top["ci_low"], abs=1e-6)
     as_table = holdout("leaderboard", "nlvr2", "test-p")
     assert as_table.returncode == 0
     assert as_table.stdout.splitlines()[0] == "nlvr2 test-p"

@@ -1,3 +1,3 @@
 """holdout-client: the `holdout` command for teams submitting to a Holdout leaderboard server."""
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"

@@ -1,5 +1,5 @@
 """Talking to a Holdout server with the standard library (urllib): its JSON API v1, and the public exports of a
-board (Markdown, LaTeX), which the server writes as its pages do."""
+board (CSV, Markdown, LaTeX), which the server writes as its pages do."""
 
 from __future__ import annotations
 
@@ -127,14 +127,16 @@ class Client:
             url += "?" + urllib.parse.urlencode(query)
         return self._send(urllib.request.Request(url, method="GET"))
 
-    def get_text(self, path: str, query: dict[str, str] | None = None) -> str:
-        """A public page outside the API (a board's export), as UTF-8 text."""
+    def get_export(self, path: str, query: list[tuple[str, str]] | None = None) -> bytes:
+        """A public page outside the API (a board's export), its bytes as the server sent them; `query` as pairs,
+        as a parameter may repeat (one `columns` a column, as the page's chooser sends them)."""
         url = f"{self.url}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)
         request = urllib.request.Request(url, method="GET")
-        request.add_header("Accept", "text/markdown, application/x-tex, text/plain")
-        return self._fetch(request, authorized=False).decode("utf-8")
+        # JSON after the export's own types: a refusal (an unknown column, say) then comes as the server's words.
+        request.add_header("Accept", "text/csv, text/markdown, application/x-tex, text/plain, application/json;q=0.5")
+        return self._fetch(request, authorized=False)
 
     def post_json(self, path: str, body: dict | None = None) -> Any:
         data = json.dumps(body or {}).encode()

@@ -1,5 +1,5 @@
 """The `holdout` command: log in, submit prediction files, follow, publish and unpublish submissions, read
-leaderboards (as a table, CSV or JSON, or the server's own Markdown and LaTeX exports of the board).
+leaderboards (as a table or the API's JSON, or the server's own CSV, Markdown and LaTeX exports of the board).
 
 Exit codes: 0 done; 1 the server refused the request (or could not be reached); 2 usage or file errors.
 Results go to stdout, messages about problems to stderr.
@@ -20,7 +20,6 @@ from holdout_client import __version__, config
 from holdout_client.api import ApiError, Client, Progress
 from holdout_client.config import UsageError
 from holdout_client.output import (
-    board_csv,
     board_table,
     held_board,
     held_scores,
@@ -240,13 +239,22 @@ def cmd_unpublish(args) -> int:
     return OK
 
 
-EXPORTS = {"markdown": "md", "latex": "tex"}  # formats the server writes itself, as its board's export
+EXPORTS = {"csv": "csv", "markdown": "md", "latex": "tex"}  # formats the server writes itself, as its board's export
+
+
+def _write_bytes(data: bytes) -> None:
+    """Bytes to stdout unchanged: no newline translation or re-encoding (the CSV's lines end in CRLF)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
 
 
 def cmd_leaderboard(args) -> int:
     path = f"/leaderboards/{urllib.parse.quote(args.benchmark, safe='')}"
     if args.split:
         path += f"/{urllib.parse.quote(args.split, safe='')}"
+    if args.columns and args.format not in EXPORTS:
+        raise UsageError("--columns applies to --format csv, markdown and latex (the server's exports of the board)")
     query = {"view": args.view} if args.view else None
     client = _client(need_token=False)
     board = client.get(path, query)  # also names the landing split when none was given
@@ -254,12 +262,12 @@ def cmd_leaderboard(args) -> int:
         _out(json.dumps(board, indent=2))
     elif args.format == "table":
         _out(board_table(board))
-    elif args.format == "csv":
-        sys.stdout.write(board_csv(board))
     else:
-        # The board's own export: figures, intervals, escaping and caption exactly as the server writes them.
+        # The board's own export, byte for byte: one writer (the server's) for the header, figures, intervals,
+        # rank intervals, reference rows, quoting and escaping, so the file equals the web's download.
         benchmark, split = (urllib.parse.quote(board[key], safe="") for key in ("benchmark", "split"))
-        sys.stdout.write(client.get_text(f"/leaderboards/{benchmark}/{split}/export.{EXPORTS[args.format]}", query))
+        pairs = [*(query or {}).items(), *(("columns", key) for key in args.columns or ())]
+        _write_bytes(client.get_export(f"/leaderboards/{benchmark}/{split}/export.{EXPORTS[args.format]}", pairs))
     held = held_board(board)
     if held is not None and args.format != "table":  # the table says so itself
         _err(held)
@@ -325,13 +333,21 @@ def parser() -> argparse.ArgumentParser:
     board = sub.add_parser(
         "leaderboard",
         help="a leaderboard (no login needed)",
-        description="Scores are written as the board writes them (its columns and decimals). markdown and latex "
-        "print the server's own export of the board (a Markdown table; a LaTeX table float for a paper).",
+        description="Scores are written as the board writes them (its columns and decimals). csv, markdown and "
+        "latex print the server's own export of the board, byte for byte as the web's download (CSV; a Markdown "
+        "table; a LaTeX table float for a paper).",
     )
     board.add_argument("benchmark")
     board.add_argument("split", nargs="?", help="default: the benchmark's landing split, as on its page")
     board.add_argument("--view", choices=["teams"], help="teams: one row per team")
     board.add_argument("--format", choices=["table", "csv", "json", "markdown", "latex"], default="table")
+    board.add_argument(
+        "--columns",
+        action="append",
+        metavar="KEY",
+        help="a column of the export (csv, markdown, latex) as the board's chooser names it, e.g. all:accuracy or "
+        "balanced:accuracy; repeat it for several, in order (default: the board's columns)",
+    )
     board.set_defaults(run=cmd_leaderboard)
     return top
 

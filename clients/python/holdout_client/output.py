@@ -1,4 +1,5 @@
-"""Plain-text tables and CSV for the terminal (pure formatting, no I/O).
+"""Plain-text tables for the terminal (pure formatting, no I/O). CSV is not written here: the command prints
+the server's own CSV export of the board (cli.py), so that it equals the web's byte for byte.
 
 Scores are printed as the server writes them on its pages (the `text` of each score, `scores_text` of a
 submission): the client never rounds, so a figure has the board's decimals ("51" for a blind test's whole
@@ -8,11 +9,6 @@ percent, "81.25" at its count resolution, one decimal elsewhere). A score the se
 
 from __future__ import annotations
 
-import csv
-import io
-
-# A spreadsheet runs a cell that starts with one of these as a formula; team-written names may.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 HELD = "held"  # withheld by the split's feedback policy (until the maintainers reveal the split)
 NONE = "–"  # no value (as the board writes it)
 
@@ -152,31 +148,3 @@ def board_table(board: dict) -> str:
         row.append((entry.get("submitted_at") or "")[:10])
         rows.append(row)
     return f"{title}\n" + table(headers, rows)
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    text = str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def board_csv(board: dict) -> str:
-    """Every entry with the board's columns, each score and its 95% interval as the board writes them."""
-    columns = board_columns(board)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    fields = ("rank", "submission_id", "model_name", "team", "submitted_at", "rank_low", "rank_high")
-    header = [*fields, "paper_url", "code_url"]
-    for subset, metric, _ in columns:
-        header += [f"{subset}:{metric}", f"{subset}:{metric}:ci_low", f"{subset}:{metric}:ci_high"]
-    writer.writerow(header)
-    for entry in board.get("entries", []):
-        row = [_cell(_team(entry) if key == "team" else entry.get(key)) for key in fields]
-        row += [_cell(entry.get("paper_url")), _cell(entry.get("code_url"))]
-        for subset, metric, _ in columns:
-            score = _score(entry, subset, metric)
-            value = "" if not score else score_text(score)
-            row += [value, _cell(_bound(score, "ci_low")), _cell(_bound(score, "ci_high"))]
-        writer.writerow(row)
-    return out.getvalue()
