@@ -17,6 +17,7 @@ from flask.cli import AppGroup, with_appcontext
 
 from app.evaluation import TASK_TYPES
 from app.services import catalog
+from app.services.boards import power
 from app.services.catalog import phases, references
 from app.services.errors import ServiceError
 from app.services.intake import submissions
@@ -236,6 +237,33 @@ def splits_reveal(benchmark, split):
     with _refusals():
         revealed = maintainer_actions.reveal_split(None, benchmark, split, via="cli")
     click.echo(f"{benchmark}/{revealed.slug} revealed on {revealed.revealed_at:%Y-%m-%d %H:%M} UTC")
+
+
+@splits_cli.command("power")
+@click.argument("benchmark")
+@click.argument("split")
+@click.option("--entries", required=True, type=int, help="Entries the board would rank (2 or more).")
+@click.option(
+    "--discordance",
+    type=float,
+    default=None,
+    help="Share of the units two close entries disagree on (default: measured on the current board, else 0.25).",
+)
+def splits_power(benchmark, split, entries, discordance):
+    """How much a board of N entries on SPLIT can tell apart: the smallest difference, in points, that its pair
+    decisions (one test per pair, Holm over all pairs) detect with 80% power; for planning a split."""
+    with _refusals():
+        found = power.plan(benchmark, split, entries, discordance)
+    if found.measured_on is not None:
+        source = f"spread measured between neighbours of the current board's {found.measured_on:,} entries"
+    else:
+        given = "given" if discordance is not None else "assumed"
+        source = f"{given}: close entries disagree on {found.discordance:.0%} of the units"
+    click.echo(
+        f"{found.benchmark}/{found.split}: {found.entries:,} entries ({found.pairs:,} pairs) on {found.units:,} units\n"
+        f"entries closer than {found.resolution:.1f} points are usually tied (80% power, alpha 0.05 over all "
+        f"pairs; {source})"
+    )
 
 
 @splits_cli.command("list")

@@ -325,21 +325,22 @@ SCHEMAS = {
             "rank": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "1 + the number of entries significantly better on the primary metric: a one-sided "
-                "exact McNemar test (a paired permutation test on points for soft scores: VQA v2) against every "
-                "other entry, Holm-corrected over that entry's own "
-                "comparisons (alpha 0.05); equal primary scores share a rank. Never decreases down "
-                "the table. On a blind test before its reveal, from the counts alone: a one-sided "
-                "two-proportion z-test against every other entry, Holm-corrected.",
+                "description": "1 + B, B the entries decided better on the primary metric. Each pair of entries of "
+                "the board (of the view: view=teams and the final board are boards of their own) gets one test, an "
+                "exact McNemar test (a paired permutation test on points for soft scores: VQA v2; before a blind "
+                "test's reveal a two-proportion z-test on the counts alone), and Holm's procedure over all N(N-1)/2 "
+                "pairs (alpha 0.05) decides it once, so what one row says of another the other says of it "
+                "(`rank_method` says it for the board). Entries far apart are decided apart; a lower row may show a "
+                "better rank than one above it when fewer entries are decided better than it.",
             },
             "rank_low": _nullable(
                 "integer",
-                description="Lower end of the rank interval: the rank itself (1 + the entries significantly better, "
-                "from the same tests as the rank).",
+                description="Lower end of the rank interval: the rank itself (1 + the entries decided better, from "
+                "the same pair decisions as the rank). The intervals of a board hold simultaneously at 95%.",
             ),
             "rank_high": _nullable(
                 "integer",
-                description="Upper end of the rank interval: the number of entries less those significantly worse.",
+                description="Upper end of the rank interval: N less the entries decided worse.",
             ),
             "submission_id": {"type": "integer", "description": "Its public page is /submissions/{id}."},
             "model_name": {"type": "string"},
@@ -439,6 +440,15 @@ SCHEMAS = {
                 "type": "boolean",
                 "description": "False while a hidden split's scores are held; entries is then empty.",
             },
+            "rank_method": _nullable(
+                "string", description="How this board's ranks and rank intervals are made, in one sentence."
+            ),
+            "resolution": _nullable(
+                "number",
+                description="The smallest difference between two entries, in points, that this board's own pair "
+                "decisions detect with 80% power at its size (entries closer are usually tied); null with fewer "
+                "than two entries or while the scores are held.",
+            ),
             "view": {
                 "type": "string",
                 "enum": ["entries", "teams", "final"],

@@ -313,6 +313,8 @@ def leaderboard(benchmark: str, split: str | None = None):
         ],
         "entries": [_entry(entry) for entry in listed.items],
         **_window(listed),
+        "rank_method": board.rank_method,
+        "resolution": board.resolution,
         "references": exports.reference_documents(board),
         "held": _held(board.held),
         "phase": _phase(board.phase),

@@ -519,6 +519,10 @@ class Ranks:
     # (d, 2) every decided pair as (better, worse) positions, only where asked for (view_ranks(pairs=True)):
     # what each row says of the others, for checking that rows agree.
     decided: np.ndarray | None = None
+    # The smallest difference, in points, this board's own procedure detects with 80% power (see resolution);
+    # None where it cannot be said (fewer than two entries).
+    resolution: float | None = None
+    spread: float | None = None  # the standard deviation of one unit's difference between neighbours (resolution)
 
 
 def shown_ranks(better: np.ndarray, worse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -533,6 +537,42 @@ def shown_ranks(better: np.ndarray, worse: np.ndarray) -> tuple[np.ndarray, np.n
 def _ranks(better: np.ndarray, worse: np.ndarray, decided: np.ndarray | None = None) -> Ranks:
     ranks, lows, highs = shown_ranks(better, worse)
     return Ranks(ranks, lows, highs, np.asarray(better, dtype=np.int64), np.asarray(worse, dtype=np.int64), decided)
+
+
+POWER = 0.8  # the power a board's resolution is stated at
+
+
+def resolution(
+    units: int, size: int, decided: int, spread: float, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """The smallest difference between two entries, in points of a percentage, that a board's own procedure
+    detects with `power`: a pair still undecided is tested at Holm's next threshold once the board's `decided`
+    pairs are rejected, alpha / (M - decided) two-sided for M = size(size - 1)/2 pairs, and its test statistic is
+    about the difference over spread / sqrt(units), spread being the standard deviation of one unit's difference
+    between two entries (a McNemar pair: the square root of the share of units only one of the two got right).
+    So the difference is (z(1 - level / 2) + z(power)) spread / sqrt(units). None for fewer than two entries, no
+    units or no spread (every pair alike)."""
+    pairs = size * (size - 1) // 2
+    if pairs == 0 or units <= 0 or not spread > 0:
+        return None
+    level = alpha / max(pairs - decided, 1)
+    z = _normal_quantile(1.0 - level / 2.0) + _normal_quantile(power)
+    return float(100.0 * z * spread / np.sqrt(units))
+
+
+def _typical(values: np.ndarray) -> float:
+    """A board's typical spread among neighbours: the median, or the mean where most neighbours are alike."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return 0.0
+    middle = float(np.median(values))
+    return middle if middle > 0 else float(values.mean())
+
+
+def _with_resolution(ranks: Ranks, units: int, spread: float, alpha: float) -> Ranks:
+    size = ranks.ranks.size
+    found = resolution(units, size, int(ranks.better.sum()), spread, alpha)
+    return Ranks(ranks.ranks, ranks.lows, ranks.highs, ranks.better, ranks.worse, ranks.decided, found, spread)
 
 
 class PairFamily:
@@ -742,7 +782,13 @@ def view_ranks(
             view_p = p[np.ix_(inside, columns)]
             where = np.nonzero(tested & (view_p <= family.loosest))
             family.add(view_p[where], column_js[0, where[1]], js[where[0], 0])
-    return [family.decide() for family in families]
+    result = []
+    for m, family in zip(members, families, strict=True):
+        # The share of units only one of two neighbours got right: the spread of a McNemar pair's difference.
+        both = np.bitwise_count(packed[m[:-1]] & packed[m[1:]]).sum(axis=1, dtype=np.int64)
+        discordant = (right[m[:-1]] + right[m[1:]] - 2 * both) / max(units, 1)
+        result.append(_with_resolution(family.decide(), units, float(np.sqrt(_typical(discordant))), alpha))
+    return result
 
 
 _PAIRED_ROWS = 256  # entries whose pair statistics are held at once: (rows, k) float64 arrays
@@ -757,6 +803,7 @@ def paired_view_ranks(
     *,
     order: np.ndarray | None = None,
     pairs: bool = False,
+    full_points: float | None = None,
 ) -> list[Ranks]:
     """view_ranks for units scored in points rather than right or wrong (TaskType.unit_points > 1: VQA v2's
     0/9/18/27/30 of 30 a question), where McNemar's test does not apply.
@@ -769,7 +816,8 @@ def paired_view_ranks(
     own board: Holm over all its pairs (PairFamily), as view_ranks.
 
     scores: (k, units) integer points; primary: (k,) scores in table order; `order`: the table's rows are
-    scores[order]. sum(d^2) = Q_a + Q_b - 2 G_ab with G the points' Gram matrix, exact in float32 per block of
+    scores[order]; full_points: a unit's full points (30 for VQA v2; the largest found where not given), for
+    the board's resolution. sum(d^2) = Q_a + Q_b - 2 G_ab with G the points' Gram matrix, exact in float32 per block of
     _PAIRED_UNITS units and summed in float64."""
     from scipy.special import ndtr
 
@@ -813,7 +861,11 @@ def paired_view_ranks(
             sure = p[r_at, c_at] <= family.strictest
             family.add_sure_pairs(c_at[sure], start + r_at[sure])
             family.add(p[r_at[~sure], c_at[~sure]], c_at[~sure], start + r_at[~sure])
-        result.append(family.decide())
+        # A unit's squared difference between neighbours, in full units: the spread of a pair's difference.
+        differences = squares[m[:-1]] + squares[m[1:]] - 2.0 * gram[m[:-1], m[1:]]
+        full = full_points or top or 1.0
+        spread = float(np.sqrt(_typical(differences / max(points.shape[1], 1)))) / full
+        result.append(_with_resolution(family.decide(), points.shape[1], spread, alpha))
     return result
 
 
@@ -970,8 +1022,8 @@ def unpaired_p(higher: np.ndarray, lower: np.ndarray, units: int) -> np.ndarray:
 
 def count_ranks(
     values: np.ndarray, units: int, views: Sequence[np.ndarray | None], alpha: float = ALPHA
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(ranks, rank lows, rank highs) of a table (a view None) and of sub-tables (ascending positions, as in
+) -> list[Ranks]:
+    """The Ranks of a table (a view None) and of sub-tables (ascending positions, as in
     view_ranks) from each entry's count alone: what a blind test's board shows before its reveal.
 
     values: (k,) primary percentages in table order (descending), each 100 c / units of a count c of `units`
@@ -990,7 +1042,10 @@ def count_ranks(
     for view in views:
         members = np.arange(counts.size) if view is None else np.asarray(view, dtype=np.int64)
         better, worse = _count_tests(counts[members], units, alpha)
-        result.append(shown_ranks(better, worse))
+        # Two independent binomials at the board's typical share right: the spread of the unpaired difference.
+        share = float(np.median(counts[members])) / max(units, 1) if members.size else 0.0
+        spread = float(np.sqrt(2.0 * share * (1.0 - share)))
+        result.append(_with_resolution(_ranks(better, worse), units, spread, alpha))
     return result
 
 

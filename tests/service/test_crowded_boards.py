@@ -4,6 +4,7 @@ view=teams, the duplicate refusal, subset columns with n, the pinned landing spl
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -93,8 +94,8 @@ def test_ranks_on_a_crowded_board(module_app, crowded):
         board = leaderboards.board("nlvr2", "test-p", paginate=False)
         entries = board.entries
         assert len(entries) == 102
-        ranks = [entry.rank for entry in entries]
-        assert ranks == sorted(ranks)  # non-decreasing down the table
+        # Each pair decided once for the board: as many "surely better than me" as "surely worse than me".
+        assert sum(e.rank_low - 1 for e in entries) == sum(len(entries) - e.rank_high for e in entries) > 0
         lowest = next(e for e in entries if e.submission_id == crowded["ids"][0])
         assert lowest.rank > 50
         accuracy = {e.submission_id: e.scores["all"]["accuracy"] for e in entries}
@@ -159,6 +160,37 @@ def test_every_rank_lies_inside_its_own_interval_in_every_view_and_export(module
             by_interval.setdefault((low, high), set()).add(rank)
         assert all(len(ranks) == 1 for ranks in by_interval.values()), name
     assert tables["api"] == tables["json"] == tables["csv"] == tables["board"]
+
+
+@pytest.mark.one_backend
+def test_the_crowded_board_says_how_much_it_can_tell_apart(module_app, crowded):
+    """Issue 34: under the board (and in its JSON as `resolution`) the smallest difference its own pair decisions
+    detect with 80% power; the same figure from `flask splits power` at the board's size on its measured spread,
+    larger for a larger board; the method sentence is the one rank_method writes, on the page and in the JSON."""
+    client = module_app.test_client()
+    body = client.get("/api/v1/leaderboards/nlvr2/test-p").get_json()
+    resolution = body["resolution"]
+    # 100 entries a third of a point apart on 6,967 examples: a couple of points, not a fraction, not dozens.
+    assert 0.5 < resolution < 6, resolution
+    assert "Holm's procedure over all N(N\u22121)/2 pairs" in body["rank_method"]
+    page = html.unescape(client.get("/leaderboards/nlvr2/test-p").get_data(as_text=True))
+    assert f"Entries closer than {resolution:.1f} points are usually tied here" in page
+    assert "Each pair of entries is compared once, by an exact McNemar test on accuracy" in page
+    runner = module_app.test_cli_runner()
+    planned = runner.invoke(args=["splits", "power", "nlvr2", "test-p", "--entries", "102"])
+    assert planned.exit_code == 0, planned.output
+    figure = float(re.search(r"closer than ([0-9.]+) points", planned.output).group(1))
+    # The plan asks Holm's first threshold (nothing decided yet): at least the board's own figure.
+    assert resolution <= figure < resolution + 1.5, (resolution, planned.output)
+    larger = runner.invoke(args=["splits", "power", "nlvr2", "test-p", "--entries", "1000"])
+    assert float(re.search(r"closer than ([0-9.]+) points", larger.output).group(1)) > figure
+    assumed = runner.invoke(args=["splits", "power", "nlvr2", "test-p", "--entries", "10", "--discordance", "0.3"])
+    assert assumed.exit_code == 0 and "given: close entries disagree on 30% of the units" in assumed.output
+    for bad, field in ((["--entries", "1"], "--entries"), (["--entries", "5", "--discordance", "0"], "--discordance")):
+        refused = runner.invoke(args=["splits", "power", "nlvr2", "test-p", *bad])
+        assert refused.exit_code == 2 and field in refused.output, refused.output
+    unknown = runner.invoke(args=["splits", "power", "nlvr2", "nope", "--entries", "5"])
+    assert unknown.exit_code == 2
 
 
 @pytest.fixture
@@ -366,6 +398,41 @@ def test_models_view_latest_published_per_split(app, client, small):
         response = client.get(f"/leaderboards/nlvr2/models/export.{fmt}")
         assert response.status_code == 200 and b"ViLT" in response.data, fmt
     assert client.get("/api/v1/leaderboards/nope/models").status_code == 404
+
+
+def _agree(rows: list[tuple[int, int, int]]) -> None:
+    """A board's rows agree: rank = low, every rank inside its interval, sum(low - 1) = sum(N - high)."""
+    n = len(rows)
+    assert all(rank == low and 1 <= low <= high <= n for rank, low, high in rows), rows
+    assert sum(low - 1 for _, low, _ in rows) == sum(n - high for _, _, high in rows), rows
+
+
+@pytest.mark.one_backend
+def test_the_teams_and_models_views_are_boards_of_their_own(app, client, small):
+    """Issue 34: view=teams and the models view each decide their own pairs (their own N): their rows agree among
+    themselves, intervals end at their own N, and the models view ranks a model by its latest entry among the
+    models' latest entries, not by that entry's rank among every entry."""
+    with app.app_context():
+        for seed, accuracy in enumerate((0.9, 0.6, 0.62, 0.64, 0.66), start=1):
+            _store("test-u", "Lab", small, accuracy, seed, model_name="ViLT")  # one model, five versions: latest 0.66
+        for seed, accuracy in enumerate((0.85, 0.7), start=10):
+            _store("test-u", "Other", small, accuracy, seed, model_name=f"M{seed}")
+        board = leaderboards.board("nlvr2", "test-u", paginate=False)
+        teams_board = leaderboards.board("nlvr2", "test-u", view="teams", paginate=False)
+        table = models_view.models_table("nlvr2")
+    _agree([(e.rank, e.rank_low, e.rank_high) for e in board.entries])
+    _agree([(e.rank, e.rank_low, e.rank_high) for e in teams_board.entries])
+    assert len(teams_board.entries) == 2 and max(e.rank_high for e in teams_board.entries) <= 2
+    ranked = [row for row in table.entries if row.rank is not None]
+    assert len(ranked) == 3  # Lab's ViLT (its latest, 0.66), Other's M10 and M11
+    _agree([(row.rank, row.rank_low, row.rank_high) for row in ranked])
+    vilt = next(row for row in ranked if row.model_name == "ViLT")
+    latest = next(e for e in board.entries if e.submission_id == vilt.latest["test-u"].submission_id)
+    assert latest.scores["all"]["accuracy"] < 70 and vilt.rank_high <= 3 < latest.rank_high
+    body = client.get("/api/v1/leaderboards/nlvr2/test-u?view=teams").get_json()
+    assert body["resolution"] == teams_board.resolution and body["resolution"] is not None
+    page = html.unescape(client.get("/leaderboards/nlvr2/models").get_data(as_text=True))
+    assert table.resolution_text is not None and table.resolution_text in page
 
 
 @pytest.mark.one_backend

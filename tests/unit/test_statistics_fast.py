@@ -289,7 +289,9 @@ def test_count_ranks_equal_the_plain_computation(seed):
     counts = np.sort(counts)[::-1]
     values = 100.0 * counts / units
     best = np.flatnonzero(np.r_[True, counts[1:] != counts[:-1]])  # a sub-table: the first of each count
-    (ranks, lows, highs), (view_ranks, view_lows, view_highs) = statistics.count_ranks(values, units, [None, best])
+    whole, sub = statistics.count_ranks(values, units, [None, best])
+    ranks, lows, highs = whole.ranks, whole.lows, whole.highs
+    view_ranks, view_highs = sub.ranks, sub.highs
     expected_ranks, expected_highs = _plain_count_ranks(counts, units)
     np.testing.assert_array_equal(ranks, expected_ranks)
     np.testing.assert_array_equal(highs, expected_highs)
@@ -307,7 +309,8 @@ def test_count_ranks_equal_the_plain_computation(seed):
 def test_count_ranks_separate_counts_far_apart_and_never_close_ones():
     units = 6967
     counts = np.array([6000, 5990, 5400, 5400, 3500])
-    ranks, lows, highs = statistics.count_ranks(100.0 * counts / units, units, [None])[0]
+    found = statistics.count_ranks(100.0 * counts / units, units, [None])[0]
+    ranks, highs = found.ranks, found.highs
     assert ranks.tolist() == [1, 1, 3, 3, 5]
     assert highs.tolist() == [2, 2, 4, 4, 5]
     assert statistics.unpaired_p(np.array([5000]), np.array([5000]), units)[0] == 1.0

@@ -44,17 +44,19 @@ from app.services.jobs import queue, transport
 
 log = logging.getLogger(__name__)
 
+VIEW_NAMES = ("entries", "teams", "models")  # the boards a snapshot ranks: each a family of its own
 GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sealed, primary metric)
 # Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names; 5: a
 # blind test's figures before its reveal are the released ones, rounded, without subset intervals, ranked from
-# counts alone; 6: with the decimals each released figure is written to; 7: each entry's team slug): older rows
+# counts alone; 6: with the decimals each released figure is written to; 7: each entry's team slug; 8: one
+# decision per pair of each view, the models view's own ranks and each view's resolution): older rows
 # are then recomputed.
-PAYLOAD_FORMAT = 7
+PAYLOAD_FORMAT = 8
 
 
 @dataclass
 class Entry:
-    rank: int  # 1 + entries significantly better (statistics.significance_ranks)
+    rank: int  # 1 + entries decided better (statistics: one decision per pair of the board)
     submission_id: int
     model_name: str
     team: str | None  # None when the team chose to appear anonymously
@@ -66,7 +68,7 @@ class Entry:
     # (ci_low, ci_high) per subset and metric; None bounds where no interval exists
     intervals: dict[str, dict[str, tuple[float | None, float | None]]] = field(default_factory=dict)
     position: int = 0  # 1-based place in the default ranking
-    rank_low: int | None = None  # the rank interval [1 + B, k - W] (statistics.view_ranks): rank_low is the rank
+    rank_low: int | None = None  # the rank interval [1 + B, N - W] (statistics.view_ranks): rank_low is the rank
     rank_high: int | None = None
     team_key: str = ""  # what view=teams groups by: "team:<id>", or "anonymous:<submission id>"
     model_key: str = ""  # what the models view groups by: the team key plus the model name, trimmed, folded
@@ -79,6 +81,11 @@ class Entry:
     gap_p: float | None = None
     gap_marked: bool | None = None
     team_slug: str | None = None  # the team's public page, /teams/<slug> (None when anonymous)
+    # Ranks among each model's latest entry (the models view, a board of its own); None for an entry that is not
+    # its model's latest.
+    model_rank: int | None = None
+    model_rank_low: int | None = None
+    model_rank_high: int | None = None
 
     kind = "entry"
 
@@ -137,6 +144,10 @@ class Snapshot:
     changelog: list[ChangelogLine] = field(default_factory=list)  # label corrections..., newest first
     # Set on a snapshot served while a newer one is being built: when the oldest change not in it was made.
     updating_since: datetime | None = None
+    # Per view ("entries", "teams", "models"): the smallest difference in points its own pair decisions detect
+    # with 80% power (statistics.resolution); None with fewer than two entries.
+    resolutions: dict[str, float | None] = field(default_factory=dict)
+    spreads: dict[str, float | None] = field(default_factory=dict)  # what each resolution came from (a unit's sd)
 
     @cached_property
     def team_entries(self) -> list[Entry]:
@@ -167,10 +178,14 @@ def _compute(split: Split, version: int, until: datetime | None = None) -> Snaps
     if rows:
         gold, stacked, wanted, gaps = _scoring_inputs(split, task, rows)
         moments = [as_utc(row.created_at) for row in rows]
-        table, order, team_keys, best, by_view = _statistics(task, gold, stacked, wanted, rows, moments, split)
+        table, order, placed, by_view = _statistics(task, gold, stacked, wanted, rows, moments, split)
         del stacked  # not needed again (70 MB on a 10,000-entry board)
-        ranked, team_ranked = by_view[0], by_view[-1]
-        by_position = {position: index for index, position in enumerate(best)}
+        team_keys = placed["team_keys"]
+        ranked, team_ranked, model_ranked = by_view["entries"], by_view["teams"], by_view["models"]
+        resolutions = {name: view.resolution for name, view in by_view.items()}
+        spreads = {name: view.spread for name, view in by_view.items()}
+        by_position = {position: index for index, position in enumerate(placed["best"])}
+        by_latest = {position: index for index, position in enumerate(placed["latest"])}
         # Python floats once per column (indexing numpy arrays entry by entry costs more than the rest here), as
         # anyone may read them (on a blind test before its reveal: the released figures, visibility.released_column).
         subsets = {name: indices for name, (indices, _) in wanted.items() if indices is not None}
@@ -196,9 +211,10 @@ def _compute(split: Split, version: int, until: datetime | None = None) -> Snaps
             scores, intervals = _row_scores(columns, i)
             gap_p, gap_marked = _add_gap(task, gaps, i, scores, intervals)
             team_index = by_position.get(position)
+            model_index = by_latest.get(position)
             entries.append(
                 Entry(
-                    rank=ranked[0][position],
+                    rank=ranked.ranks[position],
                     submission_id=row.id,
                     model_name=row.model_name,
                     team=None if row.anonymous else row.name,
@@ -210,17 +226,21 @@ def _compute(split: Split, version: int, until: datetime | None = None) -> Snaps
                     scores=scores,
                     intervals=intervals,
                     position=position + 1,
-                    rank_low=ranked[1][position],
-                    rank_high=ranked[2][position],
+                    rank_low=ranked.lows[position],
+                    rank_high=ranked.highs[position],
                     team_key=team_keys[position],
                     model_key=model_key(team_keys[position], row.model_name),
-                    team_rank=None if team_index is None else team_ranked[0][team_index],
-                    team_rank_low=None if team_index is None else team_ranked[1][team_index],
-                    team_rank_high=None if team_index is None else team_ranked[2][team_index],
+                    team_rank=None if team_index is None else team_ranked.ranks[team_index],
+                    team_rank_low=None if team_index is None else team_ranked.lows[team_index],
+                    team_rank_high=None if team_index is None else team_ranked.highs[team_index],
+                    model_rank=None if model_index is None else model_ranked.ranks[model_index],
+                    model_rank_low=None if model_index is None else model_ranked.lows[model_index],
+                    model_rank_high=None if model_index is None else model_ranked.highs[model_index],
                     gap_p=gap_p,
                     gap_marked=gap_marked,
                 )
             )
+        return Snapshot(version, entries, _references(split), resolutions=resolutions, spreads=spreads)
     return Snapshot(version, entries, _references(split))
 
 
@@ -311,8 +331,9 @@ def _row_scores(columns: list, i: int) -> tuple[dict, dict]:
 def _statistics(
     task, gold, stacked: np.ndarray, wanted: dict, rows: Sequence, moments: list[datetime], split: Split
 ) -> tuple:
-    """Every column's scores and intervals, the table order, each row's team key (table order), the positions of
-    each team's best entry, and the board's and its teams view's (ranks, rank lows, rank highs) in table order.
+    """Every column's scores and intervals, the table order, what was placed with it (each row's team key in table
+    order, the positions of each team's best entry and of each model's latest), and each view's ranks by name
+    (entries, teams, models: each a board of its own, _by_name).
 
     The significance ranks need only the judgements and the table order (the primary and tie-break columns'
     values, counted before any interval is drawn): they are worked out on a second thread while the columns are
@@ -341,8 +362,7 @@ def _statistics(
         order = handover.placed["order"]
         # Ranks and rank intervals both from the paired tests (statistics.view_ranks): one procedure.
         ranks = ranking.result()
-    by_view = [(r.ranks.tolist(), r.lows.tolist(), r.highs.tolist()) for r in ranks]
-    return table, order, handover.placed["team_keys"], handover.placed["best"], by_view
+    return table, order, handover.placed, _by_name(handover.placed["view_names"], ranks)
 
 
 def _count_statistics(task, gold, stacked: np.ndarray, wanted: dict, handover: _Handover) -> tuple:
@@ -356,11 +376,31 @@ def _count_statistics(task, gold, stacked: np.ndarray, wanted: dict, handover: _
     assert found is not None  # the whole split's primary metric always has a count
     units, _ = found
     primary = handover.values[handover.primary_key][order]
-    by_view = [
-        (ranks.tolist(), low.tolist(), high.tolist())
-        for ranks, low, high in statistics.count_ranks(primary, units, views)
-    ]
-    return table, order, handover.placed["team_keys"], handover.placed["best"], by_view
+    ranks = statistics.count_ranks(primary, units, views)
+    return table, order, handover.placed, _by_name(handover.placed["view_names"], ranks)
+
+
+@dataclass(frozen=True)
+class _ViewRanks:
+    """One view's ranks as plain lists (table order within the view), and its resolution."""
+
+    ranks: list[int]
+    lows: list[int]
+    highs: list[int]
+    resolution: float | None
+    spread: float | None
+
+
+def _by_name(names: list[str], found: list[statistics.Ranks]) -> dict[str, _ViewRanks]:
+    """{view name: its ranks}; a view that is the whole board (every entry its team's best, or its model's latest)
+    is the board's own."""
+    by_name = {
+        name: _ViewRanks(r.ranks.tolist(), r.lows.tolist(), r.highs.tolist(), r.resolution, r.spread)
+        for name, r in zip(names, found, strict=True)
+    }
+    for name in VIEW_NAMES:
+        by_name.setdefault(name, by_name["entries"])
+    return by_name
 
 
 class _Handover:
@@ -386,10 +426,17 @@ class _Handover:
         )
         team_keys = [f"anonymous:{rows[i].id}" if rows[i].anonymous else f"team:{rows[i].team_id}" for i in order]
         best = _first_of_each(team_keys)  # positions of each team's best entry
-        # Every entry its team's best (the usual board): the teams view is the board itself. Else the teams view is
-        # ranked on the board's pair counts and resamples, in the same pass (statistics.view_ranks).
-        views: list[np.ndarray | None] = [None] if len(best) == len(order) else [None, np.asarray(best)]
-        self.placed.update(order=order, team_keys=team_keys, best=best, views=views)
+        model_keys = [model_key(team, rows[i].model_name) for team, i in zip(team_keys, order, strict=True)]
+        latest = _latest_of_each(model_keys, [self.moments[i] for i in order], [rows[i].id for i in order])
+        # Each view is a board of its own (its own N, its own pair decisions), ranked on the board's pair counts
+        # in the same pass (statistics.view_ranks); a view holding every entry is the board itself.
+        names: list[str] = ["entries"]
+        views: list[np.ndarray | None] = [None]
+        for name, positions in (("teams", best), ("models", latest)):
+            if len(positions) != len(order):
+                names.append(name)
+                views.append(np.asarray(positions))
+        self.placed.update(order=order, team_keys=team_keys, best=best, latest=latest, views=views, view_names=names)
         self.ordered.set()
 
 
@@ -402,7 +449,9 @@ def _rank(task, gold, stacked: np.ndarray, handover: _Handover) -> list[statisti
             return []
         order = handover.placed["order"]
         primary = handover.values[handover.primary_key][order]
-        return statistics.paired_view_ranks(scores, primary, handover.placed["views"], order=order)
+        return statistics.paired_view_ranks(
+            scores, primary, handover.placed["views"], order=order, full_points=task.unit_points(gold)
+        )
     # Meanwhile, what needs no order: the judgements packed, the tests' library loaded.
     judgements = [statistics.PackedJudgements.of_predictions(task, gold, stacked)]
     statistics.load_tests()
@@ -421,6 +470,16 @@ def _table_order(rows: Sequence, moments: list[datetime], primary: np.ndarray, t
     times = np.array([moment.timestamp() for moment in moments])
     ids = np.array([row.id for row in rows])
     return np.lexsort((ids, times, -np.nan_to_num(tie, nan=-1.0), -np.nan_to_num(primary, nan=-1.0)))
+
+
+def _latest_of_each(keys: list[str], moments: list[datetime], ids: list[int]) -> list[int]:
+    """Ascending positions of each key's latest entry (by submission time, then id): the models view's rows."""
+    latest: dict[str, int] = {}
+    for position, key in enumerate(keys):
+        current = latest.get(key)
+        if current is None or (moments[position], ids[position]) > (moments[current], ids[current]):
+            latest[key] = position
+    return sorted(latest.values())
 
 
 def _first_of_each(keys: list[str]) -> list[int]:
@@ -490,6 +549,9 @@ _PAYLOAD_FIELDS = (
     "gap_p",
     "gap_marked",
     "team_slug",
+    "model_rank",
+    "model_rank_low",
+    "model_rank_high",
 )
 _MOMENT = _PAYLOAD_FIELDS.index("submitted_at")
 
@@ -499,6 +561,8 @@ def _encode(snapshot: Snapshot) -> bytes:
         "format": PAYLOAD_FORMAT,
         "entries": [_encoded_entry(e) for e in snapshot.entries],
         "decimals": _figure_decimals(snapshot.entries),
+        "resolutions": snapshot.resolutions,
+        "spreads": snapshot.spreads,
         "references": [
             [
                 r.id,
@@ -557,7 +621,7 @@ def _decode(version: int, payload: bytes) -> Snapshot | None:
     for entry in entries:
         _as_figures(entry, body["decimals"])
     references = [_decoded_reference(values) for values in body["references"]]
-    return Snapshot(version, entries, references)
+    return Snapshot(version, entries, references, resolutions=body["resolutions"], spreads=body["spreads"])
 
 
 def _decoded_reference(values: list) -> ReferenceRow:

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar, overload
 from sqlalchemy import bindparam, func, select
 
 from app.db import begin_reading, db
-from app.evaluation import TASK_TYPES, get_task, sealed
+from app.evaluation import TASK_TYPES, get_task, rank_method, sealed
 from app.lru import LRU
 from app.models import Benchmark, LeaderboardCache, Split, Submission, as_utc, utcnow
 from app.services import catalog
@@ -114,6 +114,29 @@ class Board:
             return None
         found = self.split.phase if isinstance(self.split, SplitInfo) else None
         return found or phases.of(self.split)
+
+    @property
+    def resolution(self) -> float | None:
+        """The smallest difference in points this view's own pair decisions detect with 80% power (None: fewer
+        than two entries, or a held board)."""
+        if self.snapshot is None or self.held is not None:
+            return None
+        value = self.snapshot.resolutions.get("teams" if self.view == "teams" else "entries")
+        return None if value is None else round(float(value), 1)
+
+    @property
+    def resolution_text(self) -> str | None:
+        return rank_method.resolution_text(self.resolution, len(self.entries))
+
+    @property
+    def rank_method(self) -> str | None:
+        """How this board's ranks are made, in one sentence (rank_method: the one place that writes it)."""
+        primary = self.primary
+        if self.split is None or primary is None:
+            return None
+        task = get_task(self.benchmark.task_type)
+        label = primary.label.lower() if primary.metric in ("accuracy", "consistency") else primary.label
+        return rank_method.sentence(task.rank_test, visibility.counts_only(self.split), label)
 
     @property
     def primary(self) -> Column | None:

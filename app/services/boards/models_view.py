@@ -3,8 +3,9 @@
 A model is a team plus its model name (trimmed, case-insensitive); each anonymous entry is its own model.
 Each row holds the model's latest published entry on each split whose scores are public: the primary metric
 of every split, and every default column of the ranking split (the benchmark's landing split, or the first
-split whose scores are public when the landing split's are held). Rows are ranked by the ranking split's
-board order and carry that entry's board rank; models without an entry there follow, by name. Reference rows
+split whose scores are public when the landing split's are held). Rows are ordered by the ranking split's
+board order and ranked among the models' latest entries there, a board of its own (its own N, its own pair
+decisions: Entry.model_rank); models without an entry there follow, by name. Reference rows
 (human performance, baselines) of the public splits are rows too, one per name, unranked, standing where their
 score on the ranking split's primary metric falls, as on the boards. Everything is read from the split boards'
 snapshots (board_snapshots.snapshot), so it agrees with them number for number.
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from app.db import begin_reading, db
-from app.evaluation import get_task
+from app.evaluation import get_task, rank_method
 from app.models import Split
 from app.names import name_key
 from app.services.blind_test import visibility
@@ -158,6 +159,17 @@ class ModelsTable:
     references: list[ReferenceModelRow] = field(default_factory=list)
     rows: list = field(default_factory=list)  # entries and reference rows in display order (references in place)
     primary: ModelColumn | None = None  # the ranking split's primary column: what the rows are ordered by
+    # The smallest difference in points the models' own pair decisions detect with 80% power (None: fewer than 2).
+    resolution: float | None = None
+
+    @property
+    def ranked_models(self) -> int:
+        return sum(1 for row in self.entries if row.rank is not None)
+
+    @property
+    def resolution_text(self) -> str | None:
+        value = None if self.resolution is None else round(float(self.resolution), 1)
+        return rank_method.resolution_text(value, self.ranked_models)
 
     @property
     def split(self) -> _Title:
@@ -191,12 +203,13 @@ def models_table(benchmark_slug: str) -> ModelsTable:
     ranked = sorted(rows.values(), key=order)
     for row in ranked:
         latest = row.latest.get(ranking.slug) if ranking else None
-        if latest is not None:
-            row.rank, row.rank_low, row.rank_high = latest.rank, latest.rank_low, latest.rank_high
+        if latest is not None:  # ranked among the models' latest entries: a board of its own (board_snapshots)
+            row.rank, row.rank_low, row.rank_high = latest.model_rank, latest.model_rank_low, latest.model_rank_high
     references = _reference_rows(public, snapshots)
     primary = next((c for c in columns if ranking is not None and c.split_slug == ranking.slug), None)
     shown = leaderboards.interleave(ranked, references, primary)
-    return ModelsTable(benchmark, public, ranking, columns, ranked, held, references, shown, primary)
+    resolution = snapshots[ranking.slug].resolutions.get("models") if ranking else None
+    return ModelsTable(benchmark, public, ranking, columns, ranked, held, references, shown, primary, resolution)
 
 
 def _reference_rows(public: list[SplitInfo], snapshots: dict[str, Snapshot]) -> list[ReferenceModelRow]:
