@@ -4,8 +4,8 @@ Run from the repository root: `.venv/bin/python benchmarks/leaderboard.py`. Prin
 
 1. Cold computation of a board's statistics on synthetic NLVR2 Test-U-size predictions (6,970 examples,
    1,743 sentence groups, packed as stored): decode, scores and 95% cluster-bootstrap intervals of every
-   column (1,000 shared resamples), ranking, significance-aware ranks (one-sided exact McNemar against every
-   entry above, Holm per entry) and 95% rank intervals, for the whole board and for view=teams; and the
+   column (1,000 shared resamples), ranking, significance-aware ranks (one exact McNemar test per pair of
+   entries, Holm over all the board's pairs) and simultaneous 95% rank intervals; and the
    ranks with their intervals alone. Also the whole service step on a database (read the rows, compute,
    store the compressed payload).
 2. A gunicorn server (2 workers, a free loopback port) on a temporary SQLite database prepared with the
