@@ -19,7 +19,7 @@ from app.db import db
 from app.evaluation.display import score_text
 from app.models import Submission
 from app.services import catalog
-from app.services.boards import leaderboards, models_view
+from app.services.boards import latex_text, leaderboards, models_view
 from app.services.errors import Conflict
 from app.services.intake import submissions
 from app.services.people import accounts, teams
@@ -321,10 +321,10 @@ def test_one_number_everywhere(app, client, small):
             md_row = next(line for line in markdown.splitlines() if f"| {entry.model_name} |" in line)
             assert f"| {accuracy} [" in md_row and f"| {consistency} [" in md_row
             tex_lines = latex.splitlines()
-            tex_row = next(
-                line for line in tex_lines if line.split(" & ")[1:2] == [f"\\hspace{{0pt}}{entry.model_name}"]
-            )
-            assert f"{{\\scriptsize {entry.team}}}" in tex_lines[tex_lines.index(tex_row) + 1]  # the team beneath
+            name = latex_text.latex_text(entry.model_name, whole_words=True)  # whole: its tokens in \\mbox
+            tex_row = next(line for line in tex_lines if line.split(" & ")[1:2] == [name])
+            team = latex_text.latex_text(entry.team, whole_words=True)
+            assert f"\\selectfont {team}}}" in tex_lines[tex_lines.index(tex_row) + 1]  # the team beneath
             assert re.search(rf"(\\textbf{{)?{re.escape(accuracy)}\}}? &", tex_row)
             assert f'href="/submissions/{sid}">{accuracy}</a>' in models or split != "test-u"
 

@@ -479,12 +479,26 @@ def latex_escape(text: str | None) -> str:
     return latex_text.latex_text(text)
 
 
-# The table is set in 8 pt type (7 pt beneath: teams and intervals) whatever the paper's size, so that widths
-# estimated here hold in a 10, 11 or 12 pt paper alike (\footnotesize would be 10 pt in a 12 pt paper, and a
-# token is never broken to make up for it). Ems as latex_text counts them (a digit is half an em): Computer
-# Modern's at those sizes.
-MAIN_FONT, SMALL_FONT = r"\fontsize{8}{9.5}\selectfont", r"\fontsize{7}{8}\selectfont"
-MAIN_EM, SMALL_EM = 8.5, 8.0
+@dataclass(frozen=True)
+class _Style:
+    """How a table's cells are set: its type (names and values; teams and intervals in smaller type beneath),
+    with the ems of each as latex_text counts them (a digit is half an em; Computer Modern's), and whether
+    it is compact: each interval on two lines ("70.1--" over "72.5"), the rank's beneath the rank."""
+
+    main_font: str
+    small_font: str
+    main_em: float
+    small_em: float
+    sep: float  # \tabcolsep, in points
+    compact: bool
+
+
+# The type is set in points whatever the paper's size, so that the widths estimated here hold in a 10, 11 or
+# 12 pt paper alike (\footnotesize is 10 pt in a 12 pt paper, and a token is never broken to make up for it):
+# 8 pt (7 pt beneath), the size of a 10 pt paper's footnotes; for a table a column holds only so, 7 pt (6 pt).
+_EIGHT = (r"\fontsize{8}{9.5}\selectfont", r"\fontsize{7}{8}\selectfont", 8.5, 8.0, 2.5)
+_SEVEN = (r"\fontsize{7}{8}\selectfont", r"\fontsize{6}{7}\selectfont", 8.0, 7.33, 2.0)
+STYLES = (_Style(*_EIGHT, compact=False), _Style(*_EIGHT, compact=True), _Style(*_SEVEN, compact=True))
 
 
 @dataclass(frozen=True)
@@ -498,7 +512,6 @@ class _Paper:
 # ACL's two-column papers, the narrowest of the usual ones (a standard article's column is 229.5 pt, its text
 # 469 pt): a table laid out for them fits the others too, tabularx giving the model column what is left.
 PAPER = _Paper(column=219.0, text=455.0)
-SEP_PT = 2.5  # \tabcolsep
 MIN_MODEL_EM = 4.5  # the model column at its narrowest: "Transformer" on a line of its own
 SCALED_MODEL_PT = 130.0  # the model column of a table too wide even for the page, before it is scaled down
 # The rows one float holds, in lines: with the two header lines, the rules and a caption of up to seven lines
@@ -512,7 +525,7 @@ class _Layout:
     environment: str  # table (a column) or table* (the page)
     width: str  # \columnwidth or \textwidth
     scaled: bool  # too wide even for the page: a tabular at its natural width, scaled down to \textwidth
-    compact: bool  # each interval on two lines ("70.1--" over "72.5"), the rank's beneath the rank
+    style: _Style
     model_pt: float  # the model column's width in the narrowest paper, in points
 
 
@@ -595,30 +608,30 @@ def _interval_lines(low: float, high: float, compact: bool) -> list[str]:
     return [f"{score_text(low)}–{score_text(high)}"]
 
 
-def _column_pt(column: Column, rows: list, intervals: bool, compact: bool) -> float:
+def _column_pt(column: Column, rows: list, intervals: bool, style: _Style) -> float:
     """A number column's width: its header's lines, its values (bold: a tenth wider) and its intervals."""
-    widths = [_em(line) * MAIN_EM for line in _latex_header(column)]
+    widths = [_em(line) * style.main_em for line in _latex_header(column)]
     for row in rows:
         value = row.value(column)
         if value is not None:
             dagger = 0.4 if column.subset == GAP else 0.0
-            widths.append((_em(score_text(value)) * 1.1 + dagger) * MAIN_EM)  # bold: a tenth wider
+            widths.append((_em(score_text(value)) * 1.1 + dagger) * style.main_em)
         low, high = row.interval(column)
         if intervals and low is not None and high is not None:
-            widths += [_em(line) * SMALL_EM for line in _interval_lines(low, high, compact)]
+            widths += [_em(line) * style.small_em for line in _interval_lines(low, high, style.compact)]
     return max(widths)
 
 
-def _rank_pt(rows: list, compact: bool) -> float:
+def _rank_pt(rows: list, style: _Style) -> float:
     """The rank column's width: '12 (10--15)' on a line, or compact, the interval in small type beneath."""
     widths = [0.0]
     for row in rows:
         if row.kind != "entry":
             continue
-        if compact:
-            widths += [_em(_rank_text(row.rank)) * MAIN_EM, _em(f"({row.rank_interval})") * SMALL_EM]
+        if style.compact:
+            widths += [_em(_rank_text(row.rank)) * style.main_em, _em(f"({row.rank_interval})") * style.small_em]
         else:
-            widths.append(_em(_rank_cell(row)) * MAIN_EM)
+            widths.append(_em(_rank_cell(row)) * style.main_em)
     return max(widths)
 
 
@@ -636,30 +649,31 @@ def _beneath_parts(row) -> list[latex_text.Piece]:
     return latex_text.pieces(_team(row))
 
 
-def _model_min_pt(rows: list) -> float:
+def _model_min_pt(rows: list, style: _Style) -> float:
     """The narrowest the model column may be: no token of a name or team sticks out of it."""
-    names = max((latex_text.widest_token(_name_parts(row)) for row in rows), default=0.0) * MAIN_EM
-    beneath = max((latex_text.widest_token(_beneath_parts(row)) for row in rows), default=0.0) * SMALL_EM
-    return max(MIN_MODEL_EM * MAIN_EM, names, beneath) + 1.0  # the estimates run 5-10% wide: a point is enough
+    names = max((latex_text.widest_token(_name_parts(row)) for row in rows), default=0.0) * style.main_em
+    beneath = max((latex_text.widest_token(_beneath_parts(row)) for row in rows), default=0.0) * style.small_em
+    return max(MIN_MODEL_EM * style.main_em, names, beneath) + 1.0  # the estimates run 5-10% wide: 1 pt is enough
 
 
-def _fixed_pt(board, rows: list, intervals: bool, compact: bool) -> float:
+def _fixed_pt(board, rows: list, intervals: bool, style: _Style) -> float:
     """The width of everything but the model column: ranks, number columns and the space between columns."""
-    numbers = sum(_column_pt(column, rows, intervals, compact) for column in board.columns)
-    return numbers + _rank_pt(rows, compact) + 2 * SEP_PT * (len(board.columns) + 1)  # between every two
+    numbers = sum(_column_pt(column, rows, intervals, style) for column in board.columns)
+    return numbers + _rank_pt(rows, style) + 2 * style.sep * (len(board.columns) + 1)  # between every two
 
 
 def _layout(board, rows: list, intervals: bool) -> _Layout:
     """The narrowest float the table fits in the narrowest paper, with its model column no narrower than the
-    widest token of a name: a column, the page, else the page with the table scaled down; in each, the
-    intervals on one line if they fit, else compact (a board of six columns or fewer fits a column so)."""
-    least = _model_min_pt(rows)
+    widest token of a name: a column, the page, else the page with the table scaled down; in each the first
+    of STYLES it fits in (a board of six columns or fewer fits a column so, unless a name has a token too
+    wide for what is left)."""
     for environment, width, total in (("table", r"\columnwidth", PAPER.column), ("table*", r"\textwidth", PAPER.text)):
-        for compact in (False, True):
-            model = total - _fixed_pt(board, rows, intervals, compact)
-            if model >= least:
-                return _Layout(environment, width, False, compact, model)
-    return _Layout("table*", r"\textwidth", True, False, max(SCALED_MODEL_PT, least))
+        for style in STYLES:
+            model = total - _fixed_pt(board, rows, intervals, style)
+            if model >= _model_min_pt(rows, style):
+                return _Layout(environment, width, False, style, model)
+    style = STYLES[0]
+    return _Layout("table*", r"\textwidth", True, style, max(SCALED_MODEL_PT, _model_min_pt(rows, style)))
 
 
 def _latex_value(row, column: Column, best: dict[str, float]) -> str:
@@ -672,32 +686,32 @@ def _latex_value(row, column: Column, best: dict[str, float]) -> str:
     return f"\\textbf{{{text}}}" if best.get(column.key) == value else text
 
 
-def _small(text: str) -> str:
-    return f"{{{SMALL_FONT} {text}}}" if text else ""
+def _small(text: str, style: _Style) -> str:
+    return f"{{{style.small_font} {text}}}" if text else ""
 
 
-def _stacked(lines: list[str]) -> str:
+def _stacked(lines: list[str], style: _Style) -> str:
     """Lines of small type in one cell, right-aligned, hanging from the row's baseline."""
     if len(lines) == 1:
-        return _small(lines[0])
+        return _small(lines[0], style)
     body = " \\\\ ".join(lines)
-    return _small(f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{body}\\end{{tabular}}")
+    return _small(f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{body}\\end{{tabular}}", style)
 
 
-def _latex_interval(row, column: Column, compact: bool) -> tuple[str, int]:
+def _latex_interval(row, column: Column, style: _Style) -> tuple[str, int]:
     """The interval beneath a value, and the lines it takes."""
     low, high = row.interval(column)
     if low is None or high is None:
         return "", 0
-    lines = [latex_escape(line) for line in _interval_lines(low, high, compact)]
-    return _stacked(lines), len(lines)
+    lines = [latex_escape(line) for line in _interval_lines(low, high, style.compact)]
+    return _stacked(lines, style), len(lines)
 
 
 def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_LatexRow]:
     """Each entry on two lines (rank, model and scores; the team, the rank interval when compact, and the
     intervals beneath), each reference row (unranked, in italics) with "reference" and its date beneath.
     Names are whole, broken at their spaces only (latex_text)."""
-    best = board.best
+    best, style = board.best, layout.style
     result = []
     for row in rows:
         reference = row.kind == "reference"
@@ -708,14 +722,16 @@ def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_La
         else:
             under = latex_text.latex(_beneath_parts(row), whole_words=True)
         model = latex_text.latex(name, whole_words=True)
-        rank = "" if reference else (_rank_text(row.rank, "--") if layout.compact else latex_escape(_rank_cell(row)))
+        rank = "" if reference else (_rank_text(row.rank, "--") if style.compact else latex_escape(_rank_cell(row)))
         first = [rank, f"\\textit{{{model}}}" if reference else model]
         first += [_latex_value(row, column, best) for column in board.columns]
-        cells = [_latex_interval(row, column, layout.compact) if intervals else ("", 0) for column in board.columns]
-        interval = row.rank_interval if layout.compact and not reference else ""
-        second = [_small(f"({latex_escape(interval)})" if interval else ""), _small(under), *(c for c, _ in cells)]
-        under_lines = len(latex_text.wrap(_beneath_parts(row), layout.model_pt / SMALL_EM))
-        height = len(latex_text.wrap(name, layout.model_pt / MAIN_EM)) + max([under_lines, *(n for _, n in cells)])
+        cells = [_latex_interval(row, column, style) if intervals else ("", 0) for column in board.columns]
+        interval = f"({latex_escape(row.rank_interval)})" if style.compact and not reference else ""
+        second = [_small(interval, style), _small(under, style), *(cell for cell, _ in cells)]
+        under_lines = len(latex_text.wrap(_beneath_parts(row), layout.model_pt / style.small_em))
+        height = len(latex_text.wrap(name, layout.model_pt / style.main_em)) + max(
+            [under_lines, *(n for _, n in cells)]
+        )
         result.append(_LatexRow((" & ".join(first) + " \\\\", " & ".join(second) + " \\\\"), height))
     return result
 
@@ -767,7 +783,7 @@ def _latex_caption(board, title: str, intervals: bool, references: bool, today: 
     method = latex_escape(rank_method.caption(*_method_terms(board)[:2]))
     key = _latex_key(board)
     return (
-        f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold"
+        f"\\caption{{{title} leaderboard (Holdout, \\mbox{{{today:%Y-%m-%d}}}): scores in \\%{what}; best in bold"
         f"{_latex_gap_words(board)}{'; reference rows (italics) are not ranked' if references else ''}. "
         f"{method[:1].upper()}{method[1:]}{_ranked_on(board, latex_escape)}.{f' {key}.' if key else ''}}}"
     )
@@ -820,8 +836,8 @@ def _latex_float(board, layout: _Layout, rows: list[_LatexRow], before: list[str
     lines = [
         f"\\begin{{{layout.environment}}}[{'tbp' if layout.environment == 'table' else 'tp'}]",
         "\\centering",
-        MAIN_FONT,
-        f"\\setlength{{\\tabcolsep}}{{{SEP_PT:g}pt}}",
+        layout.style.main_font,
+        f"\\setlength{{\\tabcolsep}}{{{layout.style.sep:g}pt}}",
         *before,
     ]
     if layout.scaled:
@@ -831,7 +847,7 @@ def _latex_float(board, layout: _Layout, rows: list[_LatexRow], before: list[str
     lines += [
         "\\toprule",
         " & ".join(["", "Model", *(latex_escape(top) for top, _ in headers)]) + " \\\\",
-        " & ".join(["", _small("team"), *(latex_escape(bottom) for _, bottom in headers)]) + " \\\\",
+        " & ".join(["", _small("team", layout.style), *(latex_escape(bottom) for _, bottom in headers)]) + " \\\\",
         "\\midrule",
     ]
     for row in rows:
