@@ -547,9 +547,10 @@ _LATEX_SHORT = (
 _LATEX_FIELDS = ("Answer type",)
 
 
-def _abbreviate(label: str) -> tuple[str, list[tuple[str, str]]]:
+def _abbreviate(label: str, compact: bool = False) -> tuple[str, list[tuple[str, str]]]:
     """A column's label with its long words abbreviated (any case), and the key's items it needs: (short,
-    what it stands for); a field left out gives (its value, "<field>")."""
+    what it stands for); a field left out gives (its value, "<field>"). Compact, any other word of more than
+    six letters is cut to its first four (three before a vowel): "Negation" -> "Neg.", "Universal" -> "Univ."."""
     used = []
     if label.endswith(")") and " (" in label:  # "Distribution (lower is better)": the note in the key
         label, note = label[:-1].split(" (", 1)
@@ -563,30 +564,39 @@ def _abbreviate(label: str) -> tuple[str, list[tuple[str, str]]]:
             if long_form in label:
                 label = label.replace(long_form, short_form)
                 used.append((short, word.lower()))
+    if compact:
+        words = []
+        for word in label.split(" "):
+            if len(word) > 6 and word.isalpha():
+                short = (word[:3] if word[3].lower() in "aeiou" else word[:4]) + "."
+                used.append((short, word.lower()))
+                word = short
+            words.append(word)
+        label = " ".join(words)
     if used and used[0][1].endswith(")"):  # the note's header as abbreviated, and no second key item for it
         used = [(label, used[0][1]), *(item for item in used[1:] if item[0] != label)]
     return label, used
 
 
-def _latex_header(column: Column) -> tuple[str, str]:
+def _latex_header(column: Column, compact: bool = False) -> tuple[str, str]:
     """A column's header on two lines, abbreviated, broken where its wider line is narrowest."""
     if column.subset == GAP:
         return "", "Gap"  # the caption says what it is
-    words = _abbreviate(column.label)[0].split()
+    words = _abbreviate(column.label, compact)[0].split()
     if len(words) < 2:
         return "", " ".join(words)
     cut = min(range(1, len(words)), key=lambda i: max(_em(" ".join(words[:i])), _em(" ".join(words[i:]))))
     return " ".join(words[:cut]), " ".join(words[cut:])
 
 
-def _latex_key(board) -> str:
+def _latex_key(board, compact: bool) -> str:
     """The key to the abbreviated headers: 'Acc. = accuracy; Bal. = balanced; yes/no, number: answer type'."""
     shorts: dict[str, str] = {}
     fields: dict[str, list[str]] = {}
     for column in board.columns:
         if column.subset == GAP:
             continue
-        for short, meaning in _abbreviate(column.label)[1]:
+        for short, meaning in _abbreviate(column.label, compact)[1]:
             if meaning in (name.lower() for name in _LATEX_FIELDS):
                 fields.setdefault(meaning, []).append(short)
             else:
@@ -610,7 +620,7 @@ def _interval_lines(low: float, high: float, compact: bool) -> list[str]:
 
 def _column_pt(column: Column, rows: list, intervals: bool, style: _Style) -> float:
     """A number column's width: its header's lines, its values (bold: a tenth wider) and its intervals."""
-    widths = [_em(line) * style.main_em for line in _latex_header(column)]
+    widths = [_em(line) * style.main_em for line in _latex_header(column, style.compact)]
     for row in rows:
         value = row.value(column)
         if value is not None:
@@ -777,11 +787,11 @@ def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
     return [f"% {package}" for package in packages]
 
 
-def _latex_caption(board, title: str, intervals: bool, references: bool, today: datetime) -> str:
+def _latex_caption(board, title: str, intervals: bool, references: bool, compact: bool, today: datetime) -> str:
     """What the table shows, the key to its headers, and how its ranks are made (rank_method's words)."""
     what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
     method = latex_escape(rank_method.caption(*_method_terms(board)[:2]))
-    key = _latex_key(board)
+    key = _latex_key(board, compact)
     return (
         f"\\caption{{{title} leaderboard (Holdout, \\mbox{{{today:%Y-%m-%d}}}): scores in \\%{what}; best in bold"
         f"{_latex_gap_words(board)}{'; reference rows (italics) are not ranked' if references else ''}. "
@@ -815,7 +825,7 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         "% Greek words and Cyrillic transliterated; what pdflatex's standard fonts cannot set (CJK, emoji, ...) is",
         '% written "?". Names are whole, broken only at their spaces. The CSV and JSON exports have them as written.',
     ]
-    caption = _latex_caption(board, title, intervals, len(rows) > entries, today)
+    caption = _latex_caption(board, title, intervals, len(rows) > entries, layout.style.compact, today)
     shown = 0
     for number, chunk in enumerate(floats):
         if number == 0:
@@ -832,7 +842,7 @@ def _latex_float(board, layout: _Layout, rows: list[_LatexRow], before: list[str
     """One float of the table: its header and rows, with `before` above the table and `after` below it."""
     model = f"p{{{layout.model_pt:g}pt}}" if layout.scaled else "X"
     spec = f"@{{}}r>{{\\raggedright\\arraybackslash}}{model}{'r' * len(board.columns)}@{{}}"
-    headers = [_latex_header(column) for column in board.columns]
+    headers = [_latex_header(column, layout.style.compact) for column in board.columns]
     lines = [
         f"\\begin{{{layout.environment}}}[{'tbp' if layout.environment == 'table' else 'tp'}]",
         "\\centering",
