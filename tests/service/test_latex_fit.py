@@ -309,12 +309,12 @@ def test_every_family_exports_whole_names_at_column_width_in_balanced_floats():
 
 
 def test_floats_share_the_rows_out_evenly():
-    """The rows a float holds are balanced: 18 rows of 4 lines (72 lines, 36 a float) make 9 + 9, and a
+    """The rows a float holds are balanced: 18 rows of 4 lines (72 lines, 40 a float) make 9 + 9, and a
     table one row too long for a float makes two floats of about half, never a float of one row."""
     row = exports._LatexRow(("", ""), 4)
     assert [len(chunk) for chunk in exports._floats([row] * 18)] == [9, 9]
-    assert [len(chunk) for chunk in exports._floats([row] * 10)] == [5, 5]
-    assert [len(chunk) for chunk in exports._floats([row] * 9)] == [9]
+    assert sorted(len(chunk) for chunk in exports._floats([row] * 11)) == [5, 6]  # not 10 + 1
+    assert [len(chunk) for chunk in exports._floats([row] * 10)] == [10]
     tall = exports._LatexRow(("", ""), 7)
     mixed = [row, tall] * 12 + [row]
     sizes = [sum(r.height for r in chunk) for chunk in exports._floats(mixed)]

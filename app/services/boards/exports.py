@@ -514,10 +514,10 @@ class _Paper:
 PAPER = _Paper(column=219.0, text=455.0)
 MIN_MODEL_EM = 4.5  # the model column at its narrowest: "Transformer" on a line of its own
 SCALED_MODEL_PT = 130.0  # the model column of a table too wide even for the page, before it is scaled down
-# The rows one float holds, in lines: with the two header lines, the rules and a caption of up to seven lines
-# of 12 pt type, a float stays inside the text height of a 10, 11 or 12 pt paper (541 pt at the least). A
-# longer table continues in further floats of as nearly equal length as the rows allow.
-FLOAT_LINES = 36
+# The rows one float holds, in lines (9.5 pt at the most): with the two header lines, the rules and a caption
+# of up to eight lines of 12 pt type, a float stays inside the text height of a 10, 11 or 12 pt paper (541 pt
+# at the least). A longer table continues in further floats of as nearly equal length as the rows allow.
+FLOAT_LINES = 40
 
 
 @dataclass(frozen=True)
