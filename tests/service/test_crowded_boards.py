@@ -511,6 +511,9 @@ def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, c
             s["slug"] for b in landing["benchmarks"] if b["slug"] == slug for s in b["splits"] if not s["hidden"]
         )
         tables.append(client.get(f"/leaderboards/{slug}/{split}/export.tex").get_data(as_text=True))
+        # Issue 34: the demo's boards (six columns or fewer) keep to a column, ranks with their intervals.
+        assert "\\begin{table}[tbp]" in tables[-1] and "table*" not in tables[-1], (slug, tables[-1][:3000])
+        assert re.search(r"^\d+ \(\d+(--\d+)?\) & |selectfont \(\d+(--\d+)?\)\} & ", tables[-1], re.M), slug
     # One run for every table (a page each): pdflatex's start-up is most of a small table's time.
     log = _latex_document(tables, tmp_path)
     for number, slug in enumerate(slugs):
