@@ -356,3 +356,25 @@ def test_every_family_compiles_in_a_two_column_article_with_no_overfull_box(tmp_
     assert "Overfull \\hbox" not in log, re.findall(r"Overfull \\hbox.*", log)[:5]
     assert "Float too large" not in log and "X Columns too narrow" not in log
     assert "Missing character" not in log
+
+
+def test_compact_headers_cut_long_words_apart_and_the_caption_keys_them():
+    """Two words that share their first letters are cut where they differ; the key says what each stands for."""
+    columns = [
+        Column("category:coreference", "accuracy", "Coreference accuracy"),
+        Column("category:correlation", "accuracy", "Correlation accuracy"),
+        Column("category:negation", "accuracy", "Negation accuracy"),
+        Column("all", "distribution", "Distribution (lower is better)"),
+    ]
+    cuts = exports._cuts(columns)
+    assert [exports._latex_header(column, cuts) for column in columns] == [
+        ("Core.", "acc."),
+        ("Corr.", "acc."),
+        ("Neg.", "acc."),
+        ("", "Distr."),
+    ]
+    assert exports._latex_key(SimpleNamespace(columns=columns), cuts) == (
+        "Acc.\\ = accuracy; Core.\\ = coreference; Corr.\\ = correlation; Neg.\\ = negation; "
+        "Distr.\\ = distribution (lower is better)"
+    )
+    assert exports._latex_header(columns[0]) == ("Coreference", "acc.")  # a table with room keeps the word

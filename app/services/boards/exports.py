@@ -547,10 +547,10 @@ _LATEX_SHORT = (
 _LATEX_FIELDS = ("Answer type",)
 
 
-def _abbreviate(label: str, compact: bool = False) -> tuple[str, list[tuple[str, str]]]:
+def _abbreviate(label: str, cuts: dict[str, str] | None = None) -> tuple[str, list[tuple[str, str]]]:
     """A column's label with its long words abbreviated (any case), and the key's items it needs: (short,
-    what it stands for); a field left out gives (its value, "<field>"). Compact, any other word of more than
-    six letters is cut to its first four (three before a vowel): "Negation" -> "Neg.", "Universal" -> "Univ."."""
+    what it stands for); a field left out gives (its value, "<field>"). With `cuts` (_cuts: compact tables),
+    other long words are cut short too."""
     used = []
     if label.endswith(")") and " (" in label:  # "Distribution (lower is better)": the note in the key
         label, note = label[:-1].split(" (", 1)
@@ -564,39 +564,54 @@ def _abbreviate(label: str, compact: bool = False) -> tuple[str, list[tuple[str,
             if long_form in label:
                 label = label.replace(long_form, short_form)
                 used.append((short, word.lower()))
-    if compact:
-        words = []
-        for word in label.split(" "):
-            if len(word) > 6 and word.isalpha():
-                short = (word[:3] if word[3].lower() in "aeiou" else word[:4]) + "."
-                used.append((short, word.lower()))
-                word = short
-            words.append(word)
-        label = " ".join(words)
+    if cuts:
+        words = label.split(" ")
+        used += [(cuts[word], word.lower()) for word in words if word in cuts]
+        label = " ".join(cuts.get(word, word) for word in words)
     if used and used[0][1].endswith(")"):  # the note's header as abbreviated, and no second key item for it
         used = [(label, used[0][1]), *(item for item in used[1:] if item[0] != label)]
     return label, used
 
 
-def _latex_header(column: Column, compact: bool = False) -> tuple[str, str]:
+def _cuts(columns: list[Column]) -> dict[str, str]:
+    """Each word of more than six letters in the headers, cut to its first four letters (three before a
+    vowel: "Negation" -> "Neg.", "Universal" -> "Univ."), or as many more as keep two words apart."""
+    words = sorted(
+        {
+            word
+            for column in columns
+            for word in _abbreviate(column.label)[0].split()
+            if len(word) > 6 and word.isalpha()
+        }
+    )
+    cuts = {}
+    for word in words:
+        size = 3 if word[3].lower() in "aeiou" else 4
+        while size < len(word) and any(o != word and o[:size].lower() == word[:size].lower() for o in words):
+            size += 1
+        cuts[word] = word if size >= len(word) - 1 else word[:size] + "."
+    return {word: short for word, short in cuts.items() if short != word}
+
+
+def _latex_header(column: Column, cuts: dict[str, str] | None = None) -> tuple[str, str]:
     """A column's header on two lines, abbreviated, broken where its wider line is narrowest."""
     if column.subset == GAP:
         return "", "Gap"  # the caption says what it is
-    words = _abbreviate(column.label, compact)[0].split()
+    words = _abbreviate(column.label, cuts)[0].split()
     if len(words) < 2:
         return "", " ".join(words)
     cut = min(range(1, len(words)), key=lambda i: max(_em(" ".join(words[:i])), _em(" ".join(words[i:]))))
     return " ".join(words[:cut]), " ".join(words[cut:])
 
 
-def _latex_key(board, compact: bool) -> str:
+def _latex_key(board, cuts: dict[str, str] | None) -> str:
     """The key to the abbreviated headers: 'Acc. = accuracy; Bal. = balanced; yes/no, number: answer type'."""
     shorts: dict[str, str] = {}
     fields: dict[str, list[str]] = {}
     for column in board.columns:
         if column.subset == GAP:
             continue
-        for short, meaning in _abbreviate(column.label, compact)[1]:
+        for short, meaning in _abbreviate(column.label, cuts)[1]:
             if meaning in (name.lower() for name in _LATEX_FIELDS):
                 fields.setdefault(meaning, []).append(short)
             else:
@@ -618,9 +633,14 @@ def _interval_lines(low: float, high: float, compact: bool) -> list[str]:
     return [f"{score_text(low)}–{score_text(high)}"]
 
 
-def _column_pt(column: Column, rows: list, intervals: bool, style: _Style) -> float:
+def _header_cuts(board, style: _Style) -> dict[str, str] | None:
+    """Compact tables cut their headers' long words short (_cuts); others keep them."""
+    return _cuts(board.columns) if style.compact else None
+
+
+def _column_pt(column: Column, rows: list, intervals: bool, style: _Style, cuts: dict[str, str] | None) -> float:
     """A number column's width: its header's lines, its values (bold: a tenth wider) and its intervals."""
-    widths = [_em(line) * style.main_em for line in _latex_header(column, style.compact)]
+    widths = [_em(line) * style.main_em for line in _latex_header(column, cuts)]
     for row in rows:
         value = row.value(column)
         if value is not None:
@@ -668,7 +688,8 @@ def _model_min_pt(rows: list, style: _Style) -> float:
 
 def _fixed_pt(board, rows: list, intervals: bool, style: _Style) -> float:
     """The width of everything but the model column: ranks, number columns and the space between columns."""
-    numbers = sum(_column_pt(column, rows, intervals, style) for column in board.columns)
+    cuts = _header_cuts(board, style)
+    numbers = sum(_column_pt(column, rows, intervals, style, cuts) for column in board.columns)
     return numbers + _rank_pt(rows, style) + 2 * style.sep * (len(board.columns) + 1)  # between every two
 
 
@@ -787,11 +808,11 @@ def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
     return [f"% {package}" for package in packages]
 
 
-def _latex_caption(board, title: str, intervals: bool, references: bool, compact: bool, today: datetime) -> str:
+def _latex_caption(board, title: str, intervals: bool, references: bool, style: _Style, today: datetime) -> str:
     """What the table shows, the key to its headers, and how its ranks are made (rank_method's words)."""
     what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
     method = latex_escape(rank_method.caption(*_method_terms(board)[:2]))
-    key = _latex_key(board, compact)
+    key = _latex_key(board, _header_cuts(board, style))
     return (
         f"\\caption{{{title} leaderboard (Holdout, \\mbox{{{today:%Y-%m-%d}}}): scores in \\%{what}; best in bold"
         f"{_latex_gap_words(board)}{'; reference rows (italics) are not ranked' if references else ''}. "
@@ -825,7 +846,7 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         "% Greek words and Cyrillic transliterated; what pdflatex's standard fonts cannot set (CJK, emoji, ...) is",
         '% written "?". Names are whole, broken only at their spaces. The CSV and JSON exports have them as written.',
     ]
-    caption = _latex_caption(board, title, intervals, len(rows) > entries, layout.style.compact, today)
+    caption = _latex_caption(board, title, intervals, len(rows) > entries, layout.style, today)
     shown = 0
     for number, chunk in enumerate(floats):
         if number == 0:
@@ -842,7 +863,8 @@ def _latex_float(board, layout: _Layout, rows: list[_LatexRow], before: list[str
     """One float of the table: its header and rows, with `before` above the table and `after` below it."""
     model = f"p{{{layout.model_pt:g}pt}}" if layout.scaled else "X"
     spec = f"@{{}}r>{{\\raggedright\\arraybackslash}}{model}{'r' * len(board.columns)}@{{}}"
-    headers = [_latex_header(column, layout.style.compact) for column in board.columns]
+    cuts = _header_cuts(board, layout.style)
+    headers = [_latex_header(column, cuts) for column in board.columns]
     lines = [
         f"\\begin{{{layout.environment}}}[{'tbp' if layout.environment == 'table' else 'tp'}]",
         "\\centering",
