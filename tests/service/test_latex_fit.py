@@ -155,7 +155,10 @@ def test_the_models_export_fits_the_page(crowded, tmp_path, options):
     assert "\\begin{table*}[tp]" in table and "\\begin{tabularx}{\\textwidth}" in table
     assert "resizebox" not in table and table.isascii()
     assert len(re.findall(r"^\d+( \(\d+(--\d+)?\))? & ", table, re.M)) == ENTRIES
-    assert "\\textit{\\mbox{Human} \\mbox{performance}" in table  # the reference rows are in the models view
+    assert "\\textit{\\mbox{Human} \\mbox{performance}" in table
+    # The ranks are the ranking split's, by the board's own method (app/evaluation/rank_method.py).
+    assert "Rank (interval) from one exact McNemar test per pair of entries, Holm over all pairs" in table
+    assert "simultaneous 95\\% rank intervals on Dev." in table  # the reference rows are in the models view
     _fits(_compile(table, tmp_path / "paper", options))
 
 
