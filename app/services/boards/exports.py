@@ -512,7 +512,7 @@ class _Paper:
 # ACL's two-column papers, the narrowest of the usual ones (a standard article's column is 229.5 pt, its text
 # 469 pt): a table laid out for them fits the others too, tabularx giving the model column what is left.
 PAPER = _Paper(column=219.0, text=455.0)
-MIN_MODEL_EM = 4.5  # the model column at its narrowest: "Transformer" on a line of its own
+MIN_MODEL_EM = 4.5  # the model column at its narrowest (38 pt in 8 pt type): a short word or two a line
 SCALED_MODEL_PT = 130.0  # the model column of a table too wide even for the page, before it is scaled down
 # The rows one float holds, in lines (9.5 pt at the most): with the two header lines, the rules and a caption
 # of up to eight lines of 12 pt type, a float stays inside the text height of a 10, 11 or 12 pt paper (541 pt
