@@ -20,7 +20,7 @@ from app.db import db
 from app.evaluation.display import score_text
 from app.models import Submission
 from app.services import catalog
-from app.services.boards import leaderboards, models_view
+from app.services.boards import latex_text, leaderboards, models_view
 from app.services.errors import Conflict
 from app.services.intake import submissions
 from app.services.people import accounts, teams
@@ -353,10 +353,10 @@ def test_one_number_everywhere(app, client, small):
             md_row = next(line for line in markdown.splitlines() if f"| {entry.model_name} |" in line)
             assert f"| {accuracy} [" in md_row and f"| {consistency} [" in md_row
             tex_lines = latex.splitlines()
-            tex_row = next(
-                line for line in tex_lines if line.split(" & ")[1:2] == [f"\\hspace{{0pt}}{entry.model_name}"]
-            )
-            assert f"{{\\scriptsize {entry.team}}}" in tex_lines[tex_lines.index(tex_row) + 1]  # the team beneath
+            name = latex_text.latex_text(entry.model_name, whole_words=True)  # whole: its tokens in \\mbox
+            tex_row = next(line for line in tex_lines if line.split(" & ")[1:2] == [name])
+            team = latex_text.latex_text(entry.team, whole_words=True)
+            assert f"\\selectfont {team}}}" in tex_lines[tex_lines.index(tex_row) + 1]  # the team beneath
             assert re.search(rf"(\\textbf{{)?{re.escape(accuracy)}\}}? &", tex_row)
             assert f'href="/submissions/{sid}">{accuracy}</a>' in models or split != "test-u"
 
@@ -578,6 +578,9 @@ def test_latex_export_compiles_and_fits_a_column_for_every_seed_benchmark(app, c
             s["slug"] for b in landing["benchmarks"] if b["slug"] == slug for s in b["splits"] if not s["hidden"]
         )
         tables.append(client.get(f"/leaderboards/{slug}/{split}/export.tex").get_data(as_text=True))
+        # Issue 34: the demo's boards (six columns or fewer) keep to a column, ranks with their intervals.
+        assert "\\begin{table}[tbp]" in tables[-1] and "table*" not in tables[-1], (slug, tables[-1][:3000])
+        assert re.search(r"^\d+ \(\d+(--\d+)?\) & |selectfont \(\d+(--\d+)?\)\} & ", tables[-1], re.M), slug
     # One run for every table (a page each): pdflatex's start-up is most of a small table's time.
     log = _latex_document(tables, tmp_path)
     for number, slug in enumerate(slugs):

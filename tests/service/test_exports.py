@@ -12,8 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from app import synthetic
+from app.evaluation import rank_method
+from app.evaluation.tasks import get_task
 from app.services import catalog
-from app.services.boards import exports, latex_text
+from app.services.boards import exports
 from app.services.boards.board_snapshots import Entry, ReferenceRow
 from app.services.boards.leaderboards import Board, Column
 from app.services.catalog import references
@@ -39,6 +41,8 @@ def _entry(rank: int, model: str, team: str | None, **kw) -> Entry:
         paper_url=kw.get("paper_url"),
         code_url=kw.get("code_url"),
         description="",
+        rank_low=rank,
+        rank_high=kw.get("rank_high", rank),
         scores={"all": {"accuracy": 71.25, "consistency": 30.5}, "balanced": {"accuracy": 70.0}},
         intervals={
             "all": {"accuracy": (70.0, 72.5), "consistency": (28.0, 33.0)},
@@ -107,7 +111,7 @@ def test_latex_escapes_every_special_character():
 
 def test_latex_table_is_a_booktabs_float_with_escaped_team_strings():
     board = _board(
-        _entry(1, LATEX_SPECIALS, "Team_1 & 50%", paper_url="https://example.org/~x#y"),
+        _entry(1, LATEX_SPECIALS, "Team_1 & 50%", paper_url="https://example.org/~x#y", rank_high=3),
         refs=(
             ReferenceRow(1, "Human {best}", None, WHEN, {"all": {"accuracy": 96.1}}, date(2019, 7, 28)),
             ReferenceRow(2, "Chance", None, WHEN, {"all": {"accuracy": 50.0}}),
@@ -118,26 +122,39 @@ def test_latex_table_is_a_booktabs_float_with_escaped_team_strings():
     assert "\\begin{tabularx}{\\columnwidth}{@{}r>{\\raggedright\\arraybackslash}Xrrr@{}}" in text
     assert "\\toprule" in text and "\\bottomrule" in text and text.count("\\midrule") == 1
     assert "% \\usepackage{booktabs}\n% \\usepackage{tabularx}\n" in text and "fontenc" not in text
-    assert "\\caption{NLVR2 Test-U leaderboard (Holdout, 2025-03-14)" in text and "\\label{tab:nlvr2-test-u}" in text
+    assert "\\caption{NLVR2 Test-U leaderboard (Holdout, \\mbox{2025-03-14})" in text
+    assert "\\label{tab:nlvr2-test-u}" in text
+    # The board's method, from the one place that writes it; the abbreviated headers' key.
+    assert "Rank (interval) from one exact McNemar test per pair of entries, Holm over all pairs" in text
+    assert "Acc.\\ = accuracy; Cons.\\ = consistency; Bal.\\ = balanced." in text
+    assert "significantly better" not in text
     lines = text.splitlines()
+    # A name of one long token: the intervals go on two lines so that the table keeps to the column.
     row = next(line for line in lines if line.startswith("1 & "))
     cells = row.removesuffix(" \\\\").split(" & ")
     assert len(cells) == 2 + len(COLUMNS)  # no stray & splits a cell
-    assert cells[1] == "\\hspace{0pt}" + latex_text.latex_text(LATEX_SPECIALS, breaks=True)
+    assert cells[1] == "\\mbox{" + exports.latex_escape(LATEX_SPECIALS) + "}"  # whole: one token, one box
     assert cells[2] == r"\textbf{71.3}"  # the column's best value, rounded half up once
-    beneath = lines[lines.index(row) + 1]
-    assert beneath.startswith(" & {\\scriptsize Team\\_\\allowbreak{}1 \\& 50\\%} & {\\scriptsize 70.0--72.5}")
+    beneath = lines[lines.index(row) + 1].split(" & ")
+    assert beneath[0] == "{\\fontsize{7}{8}\\selectfont (1--3)}"  # the rank's interval
+    assert beneath[1] == "{\\fontsize{7}{8}\\selectfont \\mbox{Team\\_1} \\mbox{\\&} \\mbox{50\\%}}"
+    assert beneath[2] == "{\\fontsize{7}{8}\\selectfont \\begin{tabular}[t]{@{}r@{}}70.0-- \\\\ 72.5\\end{tabular}}"
     # The references stand where their scores fall, unranked, in italics, with their dates.
     human = lines.index(next(line for line in lines if "Human" in line))
     chance = lines.index(next(line for line in lines if "Chance" in line))
     assert human < lines.index(row) < chance
-    assert lines[human] == " & \\textit{\\hspace{0pt}Human \\{best\\}} & \\textit{96.1} & -- & -- \\\\"
-    assert lines[human + 1].startswith(" & {\\scriptsize reference, \\mbox{2019-07-28}} & ")
-    assert lines[chance + 1].startswith(" & {\\scriptsize reference} & ")
+    assert lines[human] == " & \\textit{\\mbox{Human} \\mbox{\\{best\\}}} & \\textit{96.1} & -- & -- \\\\"
+    assert lines[human + 1].startswith(" & {\\fontsize{7}{8}\\selectfont reference, \\mbox{2019-07-28}} & ")
+    assert lines[chance + 1].startswith(" & {\\fontsize{7}{8}\\selectfont reference} & ")
     assert "example.org" not in text  # links are left out
     # No unescaped special character is left in the team-written cell.
-    model = cells[1]
+    model = cells[1].removeprefix("\\mbox{").removesuffix("}")
     assert not re.search(r"(?<!\\)[&%$#_{}~^]", re.sub(r"\\[a-z]+\{[^}]*\}|\\[{}$&#_%]", "", model)), model
+    # A short name leaves room for each rank's interval beside it and each interval on one line.
+    short = exports.to_latex(_board(_entry(1, "ViLT lr=1e-5", "Lab", rank_high=3)), today=WHEN).splitlines()
+    row = next(line for line in short if line.startswith("1 (1--3) & "))
+    assert row.split(" & ")[1] == "\\mbox{ViLT} \\mbox{lr=1e-5}"
+    assert short[short.index(row) + 1].split(" & ")[2] == "{\\fontsize{7}{8}\\selectfont 70.0--72.5}"
     assert "70.0--72.5" not in exports.to_latex(board, intervals=False)
     assert "Q$\\to$A" in exports.to_latex(
         Board(
@@ -158,7 +175,7 @@ def test_markdown_escapes_pipes_and_backslashes():
     text = exports.to_markdown(board)
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("| Rank"))
-    row = next(line for line in lines if line.startswith("| 1 |"))
+    row = next(line for line in lines if line.startswith("| 1 (1) |"))
     # Split on pipes not preceded by a backslash: the row has as many cells as the header.
     split = lambda line: re.split(r"(?<!\\)\|", line.strip().strip("|"))  # noqa: E731
     assert len(split(row)) == len(split(header)) == 4 + len(COLUMNS) + 2
@@ -166,6 +183,37 @@ def test_markdown_escapes_pipes_and_backslashes():
     assert "[paper](<https://example.org/a%7Cb>)" in row
     assert "71.2 [70.0, 72.5]" in row or "71.3 [70.0, 72.5]" in row
     assert exports.markdown_escape("*bold* _it_ [l](u) <b>") == "\\*bold\\* \\_it\\_ \\[l\\](u) \\<b\\>"
+
+
+def test_markdown_and_latex_print_each_rank_with_its_interval_and_the_boards_own_method():
+    """Ranks as the board shows them ("2 (2–4)"; "1 (1)" for a single-point interval) and the method in the
+    words of app/evaluation/rank_method.py: the family's own paired test (VQA v2: a paired permutation test),
+    a count test on a blind test before its reveal."""
+    entries = [_entry(1, "A", "Lab"), _entry(2, "B", "Lab", rank_high=4), _entry(2, "C", "Lab", rank_high=4)]
+    vqa = Board(
+        SimpleNamespace(slug="vqa", name="VQA v2", task_type="vqa-v2"),
+        SimpleNamespace(slug="test-dev", name="Test-dev", hidden=False, revealed_at=None),
+        entries,
+        True,
+        [Column("all", "accuracy", "Accuracy")],
+    )
+    markdown = exports.to_markdown(vqa)
+    ranks = [line.split(" | ")[0] for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
+    assert ranks == ["| Rank", "| 1 (1)", "| 2 (2–4)", "| 2 (2–4)"]
+    assert rank_method.sentence(get_task("vqa-v2").rank_test, False, "accuracy") in markdown.replace("\\", "")
+    assert "paired permutation test" in markdown and "McNemar" not in markdown
+    latex = exports.to_latex(vqa, today=WHEN)
+    assert [line.split(" & ")[0] for line in latex.splitlines() if line[:1].isdigit()] == [
+        "1 (1)",
+        "2 (2--4)",
+        "2 (2--4)",
+    ]
+    assert "Rank (interval) from one paired permutation test per pair of entries, Holm over all pairs" in latex
+    assert "McNemar" not in latex
+    blind = _board(*entries)
+    blind.split = SimpleNamespace(slug="test-u", name="Test-U", hidden=True, revealed_at=None)
+    assert "a two-proportion z-test on the accuracy counts" in exports.to_markdown(blind)
+    assert "from one two-proportion z-test on the counts per pair of entries" in exports.to_latex(blind)
 
 
 # --- JSON ------------------------------------------------------------------------------------------------

@@ -105,20 +105,28 @@ def _markdown_export(client, sid_of: dict[str, int]) -> dict:
     return found
 
 
+# An interval beneath its value in small type: "low--high" on a line, or compact, "low--" over "high" (a
+# tabular of one column).
+_LATEX_INTERVAL = re.compile(
+    r"\{\\fontsize\{\d+\}\{\d+\}\\selectfont (?:\\begin\{tabular\}\[t\]\{@\{\}r@\{\}\})?"
+    r"(.*?)-- ?(?:\\\\ )?(.*?)(?:\\end\{tabular\})?\}"
+)
+
+
 def _latex_export(client, sid_of: dict[str, int]) -> dict:
     text = client.get(f"/leaderboards/nlvr2/test-u/export.tex?{QUERY}").get_data(as_text=True)
     found = {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
         cells = [cell.strip() for cell in line.removesuffix(" \\\\").split(" & ")]
-        # The model cell: "\hspace{0pt}" and break hints around the (escaped) name; the team is beneath it.
-        plain = re.sub(r"\\hspace\{0pt\}|\\allowbreak\{\}", "", cells[1]) if len(cells) > 1 else ""
+        # The model cell: each token of the (escaped) name in an \mbox; the team is beneath it.
+        plain = re.sub(r"\\mbox\{([^{}]*)\}", r"\1", cells[1]) if len(cells) > 1 else ""
         model = re.sub(r"\\_", "_", plain).split(" (", 1)[0]
         if model not in sid_of:
             continue
         beneath = [c.strip() for c in lines[i + 1].removesuffix(" \\\\").split(" & ")][2:]
         for j, (key, cell) in enumerate(zip(COLUMNS, cells[2:], strict=True)):
-            interval = re.fullmatch(r"\{\\scriptsize (.*)--(.*)\}", beneath[j]) if j < len(beneath) else None
+            interval = _LATEX_INTERVAL.fullmatch(beneath[j]) if j < len(beneath) else None
             value = re.sub(r"\\textbf\{(.*)\}", r"\1", cell)
             found[(sid_of[model], key)] = (value, f"{interval.group(1)}–{interval.group(2)}" if interval else None)
     return found

@@ -155,7 +155,7 @@ def test_a_reference_stands_at_its_place_everywhere(client, board):
     assert [("Human" if "*Human*" in r else "Chance" if "*Chance*" in r else "entry") for r in table] == expected
     assert any(line.startswith("| – | *Human* (reference) |  | 2019-07-28 | 75.0 | 40.0 |") for line in table)
     latex = client.get("/leaderboards/nlvr2/dev/export.tex").get_data(as_text=True).splitlines()
-    firsts = [line for line in latex if re.match(r"^(\d+)? & (\\textit\{)?\\hspace", line)]
+    firsts = [line for line in latex if re.match(r"^(\d+( \(\d+(--\d+)?\))?)? & (\\textit\{)?\\mbox", line)]
     assert [("Human" if "Human" in r else "Chance" if "Chance" in r else "entry") for r in firsts] == expected
     human_line = latex.index(next(line for line in latex if "Human" in line))
     assert latex[human_line].startswith(" & ") and "reference, \\mbox{2019-07-28}" in latex[human_line + 1]

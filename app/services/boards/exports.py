@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from app.evaluation import rank_method
 from app.evaluation.display import Figure, score_text
+from app.evaluation.tasks import get_task
 from app.services.blind_test import visibility
 from app.services.boards import latex_text, leaderboards, models_view
 from app.services.boards.board_snapshots import GAP, Entry, ReferenceRow
@@ -154,13 +156,35 @@ def _interval_words(board) -> str:
     return "cluster-bootstrap intervals"
 
 
-def _rank_test_words(board) -> str:
-    """The test behind the ranks: before a blind test's reveal, one on the released counts alone (a models
-    table's ranks are its ranking split's)."""
-    split = board.split if isinstance(board, Board) else getattr(board, "ranking_split", None)
-    if split is not None and visibility.counts_only(split):
-        return "one-sided two-proportion z-test on the counts, Holm"
-    return "one-sided exact McNemar, Holm"
+def _ranking_split(board):
+    """The split whose entries the ranks compare: a board's own; a models table's ranking split."""
+    return board.split if isinstance(board, Board) else getattr(board, "ranking_split", None)
+
+
+def _method_terms(board) -> tuple[str, bool, str]:
+    """What rank_method needs to word the board's ranks: the family's paired test, whether the ranks come
+    from counts alone (a blind test before its reveal) and the primary metric as the board page names it."""
+    split = _ranking_split(board)
+    counts_only = split is not None and visibility.counts_only(split)
+    task = get_task(board.benchmark.task_type)
+    label = leaderboards.METRIC_LABELS.get(task.primary_metric, task.primary_metric)
+    metric = label.lower() if task.primary_metric in ("accuracy", "consistency") else label  # as _board.html
+    return task.rank_test, counts_only, metric
+
+
+def _ranked_on(board, escape: Callable[[str], str]) -> str:
+    """' on Test-P' for a models table, whose ranks are its ranking split's; '' for a board."""
+    split = None if isinstance(board, Board) else getattr(board, "ranking_split", None)
+    return "" if split is None else f" on {escape(split.name)}"
+
+
+def _rank_cell(row, dash: str = "–") -> str:
+    """'2 (2–4)': the rank and its simultaneous 95% interval, as the board page shows them (a single-point
+    interval too: '1 (1)'); a dash for a model with no entry on the ranking split (models view)."""
+    if row.rank is None:
+        return dash
+    interval = getattr(row, "rank_interval", "")
+    return f"{row.rank} ({interval})" if interval else str(row.rank)
 
 
 def _is_web(url: str | None) -> bool:
@@ -414,8 +438,9 @@ def to_markdown(board: Board) -> str:
     header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     lines = [
-        f"**{title}**: scores in %, "
-        f"95% {_interval_words(board)} in brackets; ranks count the entries significantly better{_gap_words(board)}.",
+        f"**{title}**: scores in %, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
+        f"Rank (95% rank interval){_ranked_on(board, markdown_escape)}: "
+        f"{markdown_escape(rank_method.sentence(*_method_terms(board)))}",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---"]) + "|",
@@ -423,7 +448,7 @@ def to_markdown(board: Board) -> str:
     for row in _rows(board):
         if row.kind == "entry":
             cells = [
-                _rank_text(row.rank),
+                _rank_cell(row),
                 markdown_escape(row.model_name),
                 markdown_escape(_team(row)),
                 _date(row),
@@ -455,31 +480,44 @@ def latex_escape(text: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class _Style:
+    """How a table's cells are set: its type (names and values; teams and intervals in smaller type beneath),
+    with the ems of each as latex_text counts them (a digit is half an em; Computer Modern's), and whether
+    it is compact: each interval on two lines ("70.1--" over "72.5"), the rank's beneath the rank."""
+
+    main_font: str
+    small_font: str
+    main_em: float
+    small_em: float
+    sep: float  # \tabcolsep, in points
+    compact: bool
+
+
+# The type is set in points whatever the paper's size, so that the widths estimated here hold in a 10, 11 or
+# 12 pt paper alike (\footnotesize is 10 pt in a 12 pt paper, and a token is never broken to make up for it):
+# 8 pt (7 pt beneath), the size of a 10 pt paper's footnotes; for a table a column holds only so, 7 pt (6 pt).
+_EIGHT = (r"\fontsize{8}{9.5}\selectfont", r"\fontsize{7}{8}\selectfont", 8.5, 8.0, 2.5)
+_SEVEN = (r"\fontsize{7}{8}\selectfont", r"\fontsize{6}{7}\selectfont", 8.0, 7.33, 2.0)
+STYLES = (_Style(*_EIGHT, compact=False), _Style(*_EIGHT, compact=True), _Style(*_SEVEN, compact=True))
+
+
+@dataclass(frozen=True)
 class _Paper:
-    """The page a table is laid out for: its column and text widths, and the ems of its footnote size (names
-    and scores) and script size (teams and intervals), in points."""
+    """The widths a table is laid out for, in points: a column of a two-column paper, and the page."""
 
     column: float
     text: float
-    main_em: float
-    small_em: float
 
 
-# Whether a table fits a column or the page is judged for a two-column article in 10pt type; how many lines its
-# names take, for ACL's 11pt papers (narrower columns, larger type), so that a table's floats and shortened
-# names are never taller there than estimated. Widths are Computer Modern's (latex_text), the widest of the
-# usual paper fonts. tabularx gives the model column whatever is left: the table is exactly as wide as its
-# float in any paper.
-ARTICLE = _Paper(column=229.5, text=469.0, main_em=8.5, small_em=8.0)
-NARROW = _Paper(column=219.0, text=455.0, main_em=9.25, small_em=8.5)
-SEP_PT = 2.5  # \tabcolsep
-MIN_MODEL_EM = 6.0  # the model column at its narrowest, in the article: a short word or two a line
+# ACL's two-column papers, the narrowest of the usual ones (a standard article's column is 229.5 pt, its text
+# 469 pt): a table laid out for them fits the others too, tabularx giving the model column what is left.
+PAPER = _Paper(column=219.0, text=455.0)
+MIN_MODEL_EM = 4.5  # the model column at its narrowest (38 pt in 8 pt type): a short word or two a line
 SCALED_MODEL_PT = 130.0  # the model column of a table too wide even for the page, before it is scaled down
-NAME_LINES, TEAM_LINES = 3, 1  # a name is shortened ("...") past three lines, a team past one
-# The rows one float holds, in lines as estimated for 11pt type: with the two header lines, the rules and a
-# caption of five lines, a float stays inside the text height of an 11pt or 12pt paper (541 and 548 pt, at 11
-# and 12 pt a line). A longer table continues in further floats.
-FLOAT_LINES = 32
+# The rows one float holds, in lines (9.5 pt at the most): with the two header lines, the rules and a caption
+# of up to eight lines of 12 pt type, a float stays inside the text height of a 10, 11 or 12 pt paper (541 pt
+# at the least). A longer table continues in further floats of as nearly equal length as the rows allow.
+FLOAT_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -487,8 +525,8 @@ class _Layout:
     environment: str  # table (a column) or table* (the page)
     width: str  # \columnwidth or \textwidth
     scaled: bool  # too wide even for the page: a tabular at its natural width, scaled down to \textwidth
-    name_em: float  # the model column's width in the narrow paper, in ems of the names' type
-    team_em: float  # the same in ems of the teams' type
+    style: _Style
+    model_pt: float  # the model column's width in the narrowest paper, in points
 
 
 @dataclass(frozen=True)
@@ -497,67 +535,176 @@ class _LatexRow:
     height: int  # in lines, as estimated
 
 
+# Abbreviated header words (a column of numbers is no wider than its header); the caption gives the key. A
+# field's name before its values ("Answer type yes/no accuracy") is left out, the key naming it.
 _LATEX_SHORT = (
     ("Unbalanced", "Unbal."),
-    ("unbalanced", "unbal."),
     ("Balanced", "Bal."),
-    ("balanced", "bal."),
     ("Accuracy", "Acc."),
-    ("accuracy", "acc."),
     ("Consistency", "Cons."),
-    ("consistency", "cons."),
+    ("Distribution", "Distr."),
 )
+_LATEX_FIELDS = ("Answer type",)
 
 
-def _latex_header(column: Column) -> tuple[str, str]:
-    """A column's header on two lines (the last word beneath), abbreviated, so that it is no wider than the
-    column's numbers need."""
+def _abbreviate(label: str, cuts: dict[str, str] | None = None) -> tuple[str, list[tuple[str, str]]]:
+    """A column's label with its long words abbreviated (any case), and the key's items it needs: (short,
+    what it stands for); a field left out gives (its value, "<field>"). With `cuts` (_cuts: compact tables),
+    other long words are cut short too."""
+    used = []
+    if label.endswith(")") and " (" in label:  # "Distribution (lower is better)": the note in the key
+        label, note = label[:-1].split(" (", 1)
+        used.append((label, f"{label.lower()} ({note})"))
+    for field_name in _LATEX_FIELDS:
+        if label.startswith(field_name + " "):
+            label = label[len(field_name) + 1 :]
+            used.append((label.split()[0], field_name.lower()))
+    for word, short in _LATEX_SHORT:
+        for long_form, short_form in ((word, short), (word.lower(), short.lower())):
+            if long_form in label:
+                label = label.replace(long_form, short_form)
+                used.append((short, word.lower()))
+    if cuts:
+        words = label.split(" ")
+        used += [(cuts[word], word.lower()) for word in words if word in cuts]
+        label = " ".join(cuts.get(word, word) for word in words)
+    if used and used[0][1].endswith(")"):  # the note's header as abbreviated, and no second key item for it
+        used = [(label, used[0][1]), *(item for item in used[1:] if item[0] != label)]
+    return label, used
+
+
+def _cuts(columns: list[Column]) -> dict[str, str]:
+    """Each word of more than six letters in the headers, cut to its first four letters (three before a
+    vowel: "Negation" -> "Neg.", "Universal" -> "Univ."), or as many more as keep two words apart."""
+    words = sorted(
+        {
+            word
+            for column in columns
+            for word in _abbreviate(column.label)[0].split()
+            if len(word) > 6 and word.isalpha()
+        }
+    )
+    cuts = {}
+    for word in words:
+        size = 3 if word[3].lower() in "aeiou" else 4
+        while size < len(word) and any(o != word and o[:size].lower() == word[:size].lower() for o in words):
+            size += 1
+        cuts[word] = word if size >= len(word) - 1 else word[:size] + "."
+    return {word: short for word, short in cuts.items() if short != word}
+
+
+def _latex_header(column: Column, cuts: dict[str, str] | None = None) -> tuple[str, str]:
+    """A column's header on two lines, abbreviated, broken where its wider line is narrowest."""
     if column.subset == GAP:
         return "", "Gap"  # the caption says what it is
-    label = column.label
-    for word, short in _LATEX_SHORT:
-        label = label.replace(word, short)
-    words = label.split()
-    return " ".join(words[:-1]), " ".join(words[-1:])
+    words = _abbreviate(column.label, cuts)[0].split()
+    if len(words) < 2:
+        return "", " ".join(words)
+    cut = min(range(1, len(words)), key=lambda i: max(_em(" ".join(words[:i])), _em(" ".join(words[i:]))))
+    return " ".join(words[:cut]), " ".join(words[cut:])
+
+
+def _latex_key(board, cuts: dict[str, str] | None) -> str:
+    """The key to the abbreviated headers: 'Acc. = accuracy; Bal. = balanced; yes/no, number: answer type'."""
+    shorts: dict[str, str] = {}
+    fields: dict[str, list[str]] = {}
+    for column in board.columns:
+        if column.subset == GAP:
+            continue
+        for short, meaning in _abbreviate(column.label, cuts)[1]:
+            if meaning in (name.lower() for name in _LATEX_FIELDS):
+                fields.setdefault(meaning, []).append(short)
+            else:
+                shorts[short] = meaning
+    # "\\ ": an abbreviation's period does not end a sentence.
+    items = [f"{latex_escape(short)}\\ = {latex_escape(meaning)}" for short, meaning in shorts.items()]
+    items += [f"{latex_escape(', '.join(values))}: {latex_escape(meaning)}" for meaning, values in fields.items()]
+    return "; ".join(items)
 
 
 def _em(text: str) -> float:
     return latex_text.width(latex_text.pieces(text))
 
 
-def _column_pt(column: Column, rows: list, intervals: bool, paper: _Paper) -> float:
+def _interval_lines(low: float, high: float, compact: bool) -> list[str]:
+    """An interval as it is set beneath its value: '70.1--72.5', or over two lines ('70.1--', '72.5')."""
+    if compact:
+        return [f"{score_text(low)}–", score_text(high)]
+    return [f"{score_text(low)}–{score_text(high)}"]
+
+
+def _header_cuts(board, style: _Style) -> dict[str, str] | None:
+    """Compact tables cut their headers' long words short (_cuts); others keep them."""
+    return _cuts(board.columns) if style.compact else None
+
+
+def _column_pt(column: Column, rows: list, intervals: bool, style: _Style, cuts: dict[str, str] | None) -> float:
     """A number column's width: its header's lines, its values (bold: a tenth wider) and its intervals."""
-    widths = [_em(line) * paper.main_em for line in _latex_header(column)]
+    widths = [_em(line) * style.main_em for line in _latex_header(column, cuts)]
     for row in rows:
         value = row.value(column)
         if value is not None:
-            widths.append((_em(score_text(value)) * 1.1 + 0.4) * paper.main_em)  # 0.4: a † mark
+            dagger = 0.4 if column.subset == GAP else 0.0
+            widths.append((_em(score_text(value)) * 1.1 + dagger) * style.main_em)
         low, high = row.interval(column)
         if intervals and low is not None and high is not None:
-            widths.append(_em(f"{score_text(low)}–{score_text(high)}") * paper.small_em)
+            widths += [_em(line) * style.small_em for line in _interval_lines(low, high, style.compact)]
     return max(widths)
 
 
-def _fixed_pt(board, rows: list, intervals: bool, paper: _Paper) -> float:
+def _rank_pt(rows: list, style: _Style) -> float:
+    """The rank column's width: '12 (10--15)' on a line, or compact, the interval in small type beneath."""
+    widths = [0.0]
+    for row in rows:
+        if row.kind != "entry":
+            continue
+        if style.compact:
+            widths += [_em(_rank_text(row.rank)) * style.main_em, _em(f"({row.rank_interval})") * style.small_em]
+        else:
+            widths.append(_em(_rank_cell(row)) * style.main_em)
+    return max(widths)
+
+
+def _name_parts(row) -> list[latex_text.Piece]:
+    return latex_text.pieces(row.name if row.kind == "reference" else row.model_name)
+
+
+def _beneath_parts(row) -> list[latex_text.Piece]:
+    """What stands beneath a name: its team, or 'reference' and the day (kept on one line)."""
+    if row.kind == "reference":
+        day = _date(row)
+        return latex_text.pieces("reference," if day else "reference") + (
+            [latex_text.SPACE, latex_text.Piece(day, _em(day))] if day else []
+        )
+    return latex_text.pieces(_team(row))
+
+
+def _model_min_pt(rows: list, style: _Style) -> float:
+    """The narrowest the model column may be: no token of a name or team sticks out of it."""
+    names = max((latex_text.widest_token(_name_parts(row)) for row in rows), default=0.0) * style.main_em
+    beneath = max((latex_text.widest_token(_beneath_parts(row)) for row in rows), default=0.0) * style.small_em
+    return max(MIN_MODEL_EM * style.main_em, names, beneath) + 1.0  # the estimates run 5-10% wide: 1 pt is enough
+
+
+def _fixed_pt(board, rows: list, intervals: bool, style: _Style) -> float:
     """The width of everything but the model column: ranks, number columns and the space between columns."""
-    numbers = sum(_column_pt(column, rows, intervals, paper) for column in board.columns)
-    ranks = max([_em(_rank_text(row.rank, "--")) * paper.main_em for row in rows if row.kind == "entry"] or [0.0])
-    return numbers + ranks + 2 * SEP_PT * (len(board.columns) + 1)  # between every two of the columns
+    cuts = _header_cuts(board, style)
+    numbers = sum(_column_pt(column, rows, intervals, style, cuts) for column in board.columns)
+    return numbers + _rank_pt(rows, style) + 2 * style.sep * (len(board.columns) + 1)  # between every two
 
 
 def _layout(board, rows: list, intervals: bool) -> _Layout:
-    """The narrowest float the table fits in the article: a column, the page, else the page with the table
-    scaled down; and how wide its model column is in the narrow paper."""
-    fixed, narrow = _fixed_pt(board, rows, intervals, ARTICLE), _fixed_pt(board, rows, intervals, NARROW)
-    for environment, width, total, narrow_total in (
-        ("table", r"\columnwidth", ARTICLE.column, NARROW.column),
-        ("table*", r"\textwidth", ARTICLE.text, NARROW.text),
-    ):
-        if total - fixed >= MIN_MODEL_EM * ARTICLE.main_em:
-            # A model column never narrower than a long word (latex_text.LONG_WORD), however tight the paper.
-            model = max(narrow_total - narrow, latex_text.LONG_WORD * NARROW.main_em)
-            return _Layout(environment, width, False, model / NARROW.main_em, model / NARROW.small_em)
-    return _Layout("table*", r"\textwidth", True, SCALED_MODEL_PT / NARROW.main_em, SCALED_MODEL_PT / NARROW.small_em)
+    """The narrowest float the table fits in the narrowest paper, with its model column no narrower than the
+    widest token of a name: a column, the page, else the page with the table scaled down; in each the first
+    of STYLES it fits in (a board of six columns or fewer fits a column so, unless a name has a token too
+    wide for what is left)."""
+    for environment, width, total in (("table", r"\columnwidth", PAPER.column), ("table*", r"\textwidth", PAPER.text)):
+        for style in STYLES:
+            model = total - _fixed_pt(board, rows, intervals, style)
+            if model >= _model_min_pt(rows, style):
+                return _Layout(environment, width, False, style, model)
+    style = STYLES[0]
+    return _Layout("table*", r"\textwidth", True, style, max(SCALED_MODEL_PT, _model_min_pt(rows, style)))
 
 
 def _latex_value(row, column: Column, best: dict[str, float]) -> str:
@@ -570,57 +717,74 @@ def _latex_value(row, column: Column, best: dict[str, float]) -> str:
     return f"\\textbf{{{text}}}" if best.get(column.key) == value else text
 
 
-def _latex_interval(row, column: Column) -> str:
+def _small(text: str, style: _Style) -> str:
+    return f"{{{style.small_font} {text}}}" if text else ""
+
+
+def _stacked(lines: list[str], style: _Style) -> str:
+    """Lines of small type in one cell, right-aligned, hanging from the row's baseline."""
+    if len(lines) == 1:
+        return _small(lines[0], style)
+    body = " \\\\ ".join(lines)
+    return _small(f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{body}\\end{{tabular}}", style)
+
+
+def _latex_interval(row, column: Column, style: _Style) -> tuple[str, int]:
+    """The interval beneath a value, and the lines it takes."""
     low, high = row.interval(column)
     if low is None or high is None:
-        return ""
-    return f"{{\\scriptsize {score_text(low)}--{score_text(high)}}}"
+        return "", 0
+    lines = [latex_escape(line) for line in _interval_lines(low, high, style.compact)]
+    return _stacked(lines, style), len(lines)
 
 
 def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_LatexRow]:
-    """Each entry on two lines (rank, model and scores; the team and the intervals beneath), each reference
-    row (unranked, in italics) with "reference" and its date beneath; names shortened to fit their lines."""
-    name_em, small_em = layout.name_em, layout.team_em
-    best = board.best
+    """Each entry on two lines (rank, model and scores; the team, the rank interval when compact, and the
+    intervals beneath), each reference row (unranked, in italics) with "reference" and its date beneath.
+    Names are whole, broken at their spaces only (latex_text)."""
+    best, style = board.best, layout.style
     result = []
     for row in rows:
         reference = row.kind == "reference"
-        name = latex_text.shorten(latex_text.pieces(row.name if reference else row.model_name), name_em, NAME_LINES)
-        day = _date(row) if reference else ""
+        name = _name_parts(row)
         if reference:
-            beneath = latex_text.pieces(f"reference, {day}" if day else "reference")
+            day = _date(row)
             under = f"reference, \\mbox{{{day}}}" if day else "reference"  # the date on one line
         else:
-            beneath = latex_text.shorten(latex_text.pieces(_team(row)), small_em, TEAM_LINES)
-            under = latex_text.latex(beneath, breaks=True)
-        # \hspace{0pt}: TeX hyphenates the first word of a cell only after some glue.
-        model = "\\hspace{0pt}" + latex_text.latex(name, breaks=True)
-        first = [
-            "" if reference else _rank_text(row.rank, "--"),
-            f"\\textit{{{model}}}" if reference else model,
-            *(_latex_value(row, column, best) for column in board.columns),
-        ]
-        second = [
-            "",
-            f"{{\\scriptsize {under}}}",
-            *(_latex_interval(row, column) if intervals else "" for column in board.columns),
-        ]
-        height = len(latex_text.wrap(name, name_em)) + len(latex_text.wrap(beneath, small_em))
+            under = latex_text.latex(_beneath_parts(row), whole_words=True)
+        model = latex_text.latex(name, whole_words=True)
+        rank = "" if reference else (_rank_text(row.rank, "--") if style.compact else latex_escape(_rank_cell(row)))
+        first = [rank, f"\\textit{{{model}}}" if reference else model]
+        first += [_latex_value(row, column, best) for column in board.columns]
+        cells = [_latex_interval(row, column, style) if intervals else ("", 0) for column in board.columns]
+        interval = f"({latex_escape(row.rank_interval)})" if style.compact and not reference else ""
+        second = [_small(interval, style), _small(under, style), *(cell for cell, _ in cells)]
+        under_lines = len(latex_text.wrap(_beneath_parts(row), layout.model_pt / style.small_em))
+        height = len(latex_text.wrap(name, layout.model_pt / style.main_em)) + max(
+            [under_lines, *(n for _, n in cells)]
+        )
         result.append(_LatexRow((" & ".join(first) + " \\\\", " & ".join(second) + " \\\\"), height))
     return result
 
 
 def _floats(rows: list[_LatexRow]) -> list[list[_LatexRow]]:
-    """The rows in floats of at most FLOAT_LINES lines (at least one float, at least one row in each)."""
-    floats: list[list[_LatexRow]] = [[]]
-    lines = 0
-    for row in rows:
-        if floats[-1] and lines + row.height > FLOAT_LINES:
-            floats.append([])
-            lines = 0
-        floats[-1].append(row)
-        lines += row.height
-    return floats
+    """The rows in as few floats of at most FLOAT_LINES lines as they fit, of as nearly equal length as the
+    rows allow: a continuation never holds a remainder of a row or two (at least one float, at least one row
+    in each)."""
+    total = sum(row.height for row in rows)
+    count = max(1, -(-total // FLOAT_LINES))
+    while True:
+        floats: list[list[_LatexRow]] = [[] for _ in range(count)]
+        done = 0
+        for row in rows:
+            # Each row goes to the float its middle line falls in, were the lines shared out equally.
+            index = min(count - 1, int((done + row.height / 2) * count / max(total, 1)))
+            floats[index].append(row)
+            done += row.height
+        floats = [chunk for chunk in floats if chunk] or [[]]
+        if count >= len(rows) or all(sum(row.height for row in chunk) <= FLOAT_LINES for chunk in floats):
+            return floats
+        count += 1
 
 
 def _latex_gap_words(board) -> str:
@@ -644,13 +808,26 @@ def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
     return [f"% {package}" for package in packages]
 
 
+def _latex_caption(board, title: str, intervals: bool, references: bool, style: _Style, today: datetime) -> str:
+    """What the table shows, the key to its headers, and how its ranks are made (rank_method's words)."""
+    what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
+    method = latex_escape(rank_method.caption(*_method_terms(board)[:2]))
+    key = _latex_key(board, _header_cuts(board, style))
+    return (
+        f"\\caption{{{title} leaderboard (Holdout, \\mbox{{{today:%Y-%m-%d}}}): scores in \\%{what}; best in bold"
+        f"{_latex_gap_words(board)}{'; reference rows (italics) are not ranked' if references else ''}. "
+        f"{method[:1].upper()}{method[1:]}{_ranked_on(board, latex_escape)}.{f' {key}.' if key else ''}}}"
+    )
+
+
 def to_latex(board, *, intervals: bool = True, today: datetime | None = None) -> str:
     """Complete table floats for a paper (booktabs and tabularx), in the narrowest of a column (\\columnwidth),
-    the page (table*, \\textwidth) or, as a last resort, the page scaled down that the table fits: rank,
-    model with its team beneath, the chosen columns with each column's best value bold and, unless
-    intervals=False, the 95% intervals beneath in small type; reference rows where their scores fall, in
-    italics, unranked, dated. A table longer than a page's float holds continues in further floats. Links are
-    left out (papers cite them in the text). The file is ASCII: see latex_text for names."""
+    the page (table*, \\textwidth) or, as a last resort, the page scaled down that the table fits: rank with its
+    interval, model with its team beneath, the chosen columns (abbreviated headers, their key in the caption)
+    with each column's best value bold and, unless intervals=False, the 95% intervals beneath in small type;
+    reference rows where their scores fall, in italics, unranked, dated. A table longer than a page's float
+    holds continues in further floats of about equal length. Links are left out (papers cite them in the
+    text). The file is ASCII, names whole: see latex_text."""
     today = today or datetime.now(UTC)
     rows = _rows(board)
     layout = _layout(board, rows, intervals)
@@ -667,20 +844,9 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         *_latex_packages(board, rows, layout),
         "% The file is ASCII (no inputenc needed): names have accents as LaTeX accents, a Greek letter in math,",
         "% Greek words and Cyrillic transliterated; what pdflatex's standard fonts cannot set (CJK, emoji, ...) is",
-        '% written "?", and names longer than three lines are shortened (\\ldots). The CSV and JSON exports have',
-        "% them as written.",
+        '% written "?". Names are whole, broken only at their spaces. The CSV and JSON exports have them as written.',
     ]
-    what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
-    ranked_as = (
-        f" on {latex_escape(board.ranking_split.name)}"
-        if isinstance(board, models_view.ModelsTable) and board.ranking_split is not None
-        else ""
-    )
-    caption = (
-        f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
-        f"rank = 1 + entries significantly better{ranked_as} ({_rank_test_words(board)}){_latex_gap_words(board)}"
-        f"{'; reference rows (italics) are not ranked' if len(rows) > entries else ''}.}}"
-    )
+    caption = _latex_caption(board, title, intervals, len(rows) > entries, layout.style, today)
     shown = 0
     for number, chunk in enumerate(floats):
         if number == 0:
@@ -695,14 +861,15 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
 
 def _latex_float(board, layout: _Layout, rows: list[_LatexRow], before: list[str], after: list[str]) -> list[str]:
     """One float of the table: its header and rows, with `before` above the table and `after` below it."""
-    model = f"p{{{SCALED_MODEL_PT:g}pt}}" if layout.scaled else "X"
+    model = f"p{{{layout.model_pt:g}pt}}" if layout.scaled else "X"
     spec = f"@{{}}r>{{\\raggedright\\arraybackslash}}{model}{'r' * len(board.columns)}@{{}}"
-    headers = [_latex_header(column) for column in board.columns]
+    cuts = _header_cuts(board, layout.style)
+    headers = [_latex_header(column, cuts) for column in board.columns]
     lines = [
         f"\\begin{{{layout.environment}}}[{'tbp' if layout.environment == 'table' else 'tp'}]",
         "\\centering",
-        "\\footnotesize",
-        f"\\setlength{{\\tabcolsep}}{{{SEP_PT:g}pt}}",
+        layout.style.main_font,
+        f"\\setlength{{\\tabcolsep}}{{{layout.style.sep:g}pt}}",
         *before,
     ]
     if layout.scaled:
@@ -712,7 +879,7 @@ def _latex_float(board, layout: _Layout, rows: list[_LatexRow], before: list[str
     lines += [
         "\\toprule",
         " & ".join(["", "Model", *(latex_escape(top) for top, _ in headers)]) + " \\\\",
-        " & ".join(["", "{\\scriptsize team}", *(latex_escape(bottom) for _, bottom in headers)]) + " \\\\",
+        " & ".join(["", _small("team", layout.style), *(latex_escape(bottom) for _, bottom in headers)]) + " \\\\",
         "\\midrule",
     ]
     for row in rows:

@@ -8,9 +8,9 @@ scripts) a "?". A few letters need the T1 font encoding (ą, ð, þ, ŋ, đ, gui
 the export then asks for \\usepackage[T1]{fontenc}.
 
 Widths are estimates in ems of Computer Modern, the widest of the usual paper fonts, so that a table laid out
-from them is no taller than estimated: they decide how names are shortened and how many rows a float holds.
-A line breaks where TeX would break it: at spaces, after - / _ . (offered explicitly), and inside a word too
-wide for any column (hyphens offered every few letters); `wrap` counts the lines the same way.
+from them is no taller than estimated: they decide how many lines a name takes and how many rows a float holds.
+A name is never cut, and a line breaks only at its spaces: a token ("lr=1e-5", "v3.1_final") is set whole, in
+an \\mbox, never hyphenated nor broken after a hyphen; `wrap` counts the lines the same way.
 """
 
 from __future__ import annotations
@@ -247,8 +247,6 @@ _HALF_NARROW = set('frt()[]-/"*')
 _WIDE_LOWER = set("mw")
 _WIDE_UPPER = set("MW")
 UNKNOWN = "?"
-LONG_RUN = 5  # letters between the hyphens offered inside a long word (5 capitals: about 4 ems)
-LONG_WORD = 6.0  # ems: a word wider than this is offered hyphens (no model column is narrower)
 
 
 def ascii_width(ch: str) -> float:
@@ -274,23 +272,21 @@ def ascii_width(ch: str) -> float:
 
 @dataclass(frozen=True)
 class Piece:
-    """One character of a name as LaTeX sets it: its source, its width in ems, whether it is a space or a
-    place to break after, and whether it needs the T1 font encoding."""
+    """One character of a name as LaTeX sets it: its source, its width in ems, whether it is a space, and
+    whether it needs the T1 font encoding."""
 
     latex: str
     width: float
     space: bool = False
-    break_after: bool = False
     t1: bool = False
-    letter: bool = False  # a letter or digit: a long run of them may break between two
 
 
 def _ascii_piece(ch: str) -> Piece:
     if ch.isspace():
         return Piece(" ", 0.33, space=True)
     if ch in _SPECIAL:
-        return Piece(_SPECIAL[ch], 0.5 if ch in "_{}|" else 0.78, break_after=ch == "_")
-    return Piece(ch, ascii_width(ch), break_after=ch in "-/.", letter=ch.isalnum())
+        return Piece(_SPECIAL[ch], 0.5 if ch in "_{}|" else 0.78)
+    return Piece(ch, ascii_width(ch))
 
 
 def _accented(ch: str) -> Piece | None:
@@ -306,7 +302,7 @@ def _accented(ch: str) -> Piece | None:
             continue  # a mark LaTeX has no accent for: the letter alone
         latex = f"\\{command}{{{latex}}}"
         t1 = t1 or command in _T1_ONLY
-    return Piece(latex, ascii_width(base), t1=t1, letter=True)
+    return Piece(latex, ascii_width(base), t1=t1)
 
 
 def pieces(text: str | None) -> list[Piece]:
@@ -351,7 +347,7 @@ def _convert(ch: str) -> list[Piece]:
         return [_ascii_piece(ch) if ch.isprintable() or ch.isspace() else Piece(" ", 0.33, space=True)]
     if ch in _SYMBOLS:
         latex, width, t1 = _SYMBOLS[ch]
-        return [Piece(latex, width, break_after=ch in "–—", t1=t1, letter=ch.isalpha())]
+        return [Piece(latex, width, t1=t1)]
     category = unicodedata.category(ch)
     if category.startswith("Z"):
         return [Piece(" ", 0.33, space=True)]
@@ -368,26 +364,26 @@ def _convert(ch: str) -> list[Piece]:
         if letter in _GREEK_LATIN:
             return _convert(_GREEK_LATIN[letter])
         if letter in _GREEK:
-            return [Piece(f"$\\{_GREEK[letter]}$", 0.75 if letter.isupper() else 0.6, letter=True)]
+            return [Piece(f"$\\{_GREEK[letter]}$", 0.75 if letter.isupper() else 0.6)]
     folded = unicodedata.normalize("NFKD", ch)  # ligatures, full-width forms, superscripts: their plain letters
     if folded != ch and all(c.isascii() or unicodedata.category(c).startswith("M") for c in folded):
         return [_ascii_piece(c) for c in folded if c.isascii()]
     return [Piece(UNKNOWN, 0.47)]
 
 
-def latex(parts: list[Piece], *, breaks: bool = False) -> str:
-    """The pieces as LaTeX; with `breaks`, places to break a long word (break_points)."""
-    free, hyphens = break_points(parts) if breaks else (set(), set())
+def latex(parts: list[Piece], *, whole_words: bool = False) -> str:
+    """The pieces as LaTeX; with `whole_words`, each run of non-space pieces (a token: "lr=1e-5", "v3.1_x")
+    in an \\mbox, so that TeX neither hyphenates it nor breaks it after a - / or en dash: a line breaks at the
+    name's spaces only, where `wrap` breaks it."""
     out: list[str] = []
     for index, piece in enumerate(parts):
         following = parts[index + 1] if index + 1 < len(parts) else None
-        out.append(piece.latex)
+        opens = whole_words and not piece.space and (index == 0 or parts[index - 1].space)
+        out.append("\\mbox{" + piece.latex if opens else piece.latex)
         if piece.latex in _LIGATURE_STARTS and following is not None and following.latex[:1] in _LIGATURE_ENDS:
             out.append("{}")  # "--", "``", "?`" as typed, not a dash, a quote or an inverted question mark
-        if index in free:
-            out.append(r"\allowbreak{}")
-        elif index in hyphens:
-            out.append(r"\-")  # a hyphen where it breaks
+        if whole_words and not piece.space and (following is None or following.space):
+            out.append("}")
     return "".join(out)
 
 
@@ -395,47 +391,27 @@ _LIGATURE_STARTS = {"-", "`", "'", "?", "!", ",", "<", ">"}
 _LIGATURE_ENDS = {"-", "`", "'", ","}
 
 
-def _word_spans(parts: list[Piece]) -> list[tuple[int, int]]:
-    """(start, end) of the words a line breaks between for free: spaces part them, and - / _ . end one (the
-    space before a word belongs to it)."""
-    spans = []
-    start = 0
+def tokens(parts: list[Piece]) -> list[list[Piece]]:
+    """The runs of non-space pieces: what a line never breaks inside."""
+    result: list[list[Piece]] = []
     for index, piece in enumerate(parts):
-        if piece.space and index > start:
-            spans.append((start, index))
-            start = index
-        elif piece.break_after and index + 1 < len(parts) and not parts[index + 1].space:
-            spans.append((start, index + 1))
-            start = index + 1
-    if start < len(parts):
-        spans.append((start, len(parts)))
-    return spans
-
-
-def break_points(parts: list[Piece]) -> tuple[set[int], set[int]]:
-    """Where a line may break besides its spaces (the index of the piece a break follows): freely after
-    - / _ . inside a word (TeX would break after few of them), and with a hyphen inside a word wider than
-    LONG_WORD ems, every LONG_RUN letters with three left. Shorter words are left to TeX's hyphenation: a
-    model column is never narrower than LONG_WORD ems, so they fit a line of their own."""
-    spans = _word_spans(parts)
-    free = {end - 1 for _, end in spans[:-1] if parts[end - 1].break_after and not parts[end].space}
-    hyphens: set[int] = set()
-    for start, end in spans:
-        if width([piece for piece in parts[start:end] if not piece.space]) <= LONG_WORD:
+        if piece.space:
             continue
-        run = 0
-        for index in range(start, end):
-            run = run + 1 if parts[index].letter else 0
-            rest = parts[index + 1 : min(index + 4, end)]
-            if run >= LONG_RUN and len(rest) == 3 and all(piece.letter for piece in rest):
-                hyphens.add(index)
-                run = 0
-    return free, hyphens
+        if index == 0 or parts[index - 1].space:
+            result.append([])
+        result[-1].append(piece)
+    return result
 
 
-def latex_text(text: str | None, *, breaks: bool = False) -> str:
+def widest_token(parts: list[Piece]) -> float:
+    """The width in ems of the widest token: the narrowest line the text can be set in without a token
+    sticking out of it."""
+    return max((width(token) for token in tokens(parts)), default=0.0)
+
+
+def latex_text(text: str | None, *, whole_words: bool = False) -> str:
     """Text safe in a LaTeX table cell, in ASCII (see the module's docstring)."""
-    return latex(pieces(text), breaks=breaks)
+    return latex(pieces(text), whole_words=whole_words)
 
 
 def needs_t1(text: str | None) -> bool:
@@ -446,60 +422,22 @@ def width(parts: list[Piece]) -> float:
     return sum(piece.width for piece in parts)
 
 
-HYPHEN = Piece("-", 0.33)
-
-
 def wrap(parts: list[Piece], line: float) -> list[list[Piece]]:
-    """The pieces in lines no wider than `line` ems, broken as TeX breaks latex(breaks=True) in a ragged-right
-    cell: at spaces and after - / _ . freely (first fit: the fewest lines), inside a long word (with a hyphen)
-    only when the word is wider than a line, since a hyphen costs more than a line there."""
-    _, hyphens = break_points(parts)
+    """The pieces in lines no wider than `line` ems, broken at spaces only, as TeX breaks
+    latex(whole_words=True) in a ragged-right cell (first fit: the fewest lines). A token wider than a line
+    stands on a line of its own, sticking out: the layout gives a name's cell its widest token."""
     lines: list[list[Piece]] = []
     current: list[Piece] = []
-    for start, end in _word_spans(parts):
-        word = parts[start:end]
-        bare = [piece for piece in word if not piece.space]
-        if current and width(current + word) <= line:
-            current = current + word
+    for token in tokens(parts):
+        if current and width(current) + SPACE.width + width(token) <= line:
+            current = [*current, SPACE, *token]
             continue
         if current:
             lines.append(current)
-        current = bare
-        if width(bare) <= line:
-            continue
-        current = []  # wider than a line: broken at its hyphens, each line filled
-        syllable: list[Piece] = []
-        for index in range(start, end):
-            if not parts[index].space:
-                syllable.append(parts[index])
-            if index in hyphens or index == end - 1:
-                if current and width(current + syllable) + HYPHEN.width > line:
-                    lines.append([*current, HYPHEN])
-                    current = []
-                current, syllable = current + syllable, []
+        current = token
     if current or not lines:
         lines.append(current)
     return lines
 
 
-ELLIPSIS = Piece(r"\ldots{}", 0.9)
-
-
-def shorten(parts: list[Piece], line: float, max_lines: int) -> list[Piece]:
-    """The pieces, cut and ended with an ellipsis where they would wrap to more than max_lines lines."""
-    if len(wrap(parts, line)) <= max_lines:
-        return parts
-    low, high = 0, len(parts)
-    while low < high:  # the longest prefix that fits with its ellipsis
-        middle = (low + high + 1) // 2
-        if len(wrap([*_trimmed(parts[:middle]), ELLIPSIS], line)) <= max_lines:
-            low = middle
-        else:
-            high = middle - 1
-    return [*_trimmed(parts[:low]), ELLIPSIS]
-
-
-def _trimmed(parts: list[Piece]) -> list[Piece]:
-    while parts and parts[-1].space:
-        parts = parts[:-1]
-    return parts
+SPACE = Piece(" ", 0.33, space=True)
