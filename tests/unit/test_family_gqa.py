@@ -14,6 +14,7 @@ import pytest
 from app.evaluation import ValidationError, encoding, sealed, statistics
 from app.evaluation.label_audit import dawid_skene
 from app.evaluation.tasks import GQAGold, get_task
+from app.evaluation.tasks.gqa_synthetic import choices as gqa_choices
 
 GQA = get_task("gqa")
 
@@ -246,9 +247,10 @@ def test_distribution_is_the_official_chi_square_over_global_groups():
 
 @pytest.fixture(scope="module")
 def board():
-    """A synthetic split of 160 questions and six entries of different accuracy."""
+    """A synthetic split of 160 questions with its choices file, and six entries of different accuracy."""
     data = GQA.synthetic_gold(160, seed=3)
     gold = GQA.read_gold(data)
+    gold = GQA.with_choices(gold, GQA.read_choices(gold, gqa_choices(data, seed=3)))
     files = [GQA.synthetic_predictions(data, share, seed=i) for i, share in enumerate((0.3, 0.5, 0.6, 0.7, 0.8, 0.95))]
     return gold, np.stack([GQA.parse(f, gold) for f in files])
 
@@ -305,6 +307,12 @@ def test_example_outcomes_count_balanced_questions_of_each_kind(board):
     assert not right[~balanced].any()
     binary_right, binary_counted = outcomes["counts"]["binary"]
     assert binary_counted.sum() == GQA.counted_units(gold, "binary") and binary_right.sum() <= right.sum()
+    scores = GQA.score_batch(gold, stacked)
+    for metric in GQA.choices_metrics:  # counted on the balanced questions, the shares the scores give
+        inside, counted = outcomes["counts"][metric]
+        assert counted.tolist() == balanced.astype(int).tolist() and not inside[~balanced].any()
+        shares = inside.sum(axis=0) / balanced.sum() * 100
+        assert shares.tolist() == pytest.approx([s["all"][metric] for s in scores])
 
 
 def test_intervals_for_ratios_and_none_for_the_estimate_only_metrics(board):
@@ -315,7 +323,8 @@ def test_intervals_for_ratios_and_none_for_the_estimate_only_metrics(board):
     }
     found = statistics.intervals(GQA, gold, stacked, wanted, resamples=200)
     scores = GQA.score_batch(gold, stacked, {"structural:query": wanted["structural:query"][0]})
-    for subset, metric in [("all", "accuracy"), ("all", "binary"), ("all", "open"), ("structural:query", "accuracy")]:
+    ratios = [("all", m) for m in ("accuracy", "binary", "open", "validity", "plausibility")]
+    for subset, metric in [*ratios, ("structural:query", "accuracy")]:
         interval = found[(subset, metric)]
         assert interval.values.tolist() == pytest.approx([s[subset][metric] for s in scores])
         assert np.isfinite(interval.low).all() and (interval.low <= interval.values).all()
