@@ -178,8 +178,10 @@ def read_choices(data: bytes, ids: np.ndarray, needed: np.ndarray, *, max_bytes:
     ValidationError naming the line and question of each bad entry, a question repeated, a needed question
     without an entry, or a file that is not one JSON object."""
     text = read_text(data, max_bytes).decode("utf-8", errors="strict")
-    row_of = {str(qid): row for row, qid in enumerate(ids.tolist())}
-    n = len(row_of)
+    n = int(ids.size)
+    wanted = np.flatnonzero(needed)
+    # Only the needed questions are looked up: a val file's 2 million ids would cost hundreds of MB as a dict.
+    row_of = dict(zip(map(str, ids[wanted].tolist()), wanted.tolist(), strict=True))
     sets = _Sets()
     valid = np.full(n, -1, dtype=np.int32)
     plausible = np.full(n, -1, dtype=np.int32)
@@ -210,7 +212,7 @@ def read_choices(data: bytes, ids: np.ndarray, needed: np.ndarray, *, max_bytes:
                 raise _syntax(text, start, "expected a question id (a string) and a colon")
             position = _skip(text, position + 1)
             row = row_of.get(key, -1)
-            if row >= 0 and needed[row]:
+            if row >= 0:
                 value, position = _DECODER.raw_decode(text, position)
                 where = line_at(start)
                 if seen_at[row]:
