@@ -175,6 +175,7 @@ def queried_view(
     """The gold set and subsets of the queried part alone (kept per process, by what they are made of)."""
     key = (
         split.gold_sha256,
+        split.choices_sha256,  # the same gold file with and without a choices file are two gold sets
         hash(part.tobytes()),
         tuple((name, hash(np.asarray(members).tobytes())) for name, members in sorted(subsets.items())),
     )
