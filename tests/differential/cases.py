@@ -971,6 +971,7 @@ def make_bad_gqa_choices(gold: bytes) -> list[tuple[str, bytes, str]]:
         ("plausible a string", _dumps({**good, first: {"valid": [], "plausible": "yes"}}), "'plausible' must be"),
         ("a number in a list", _dumps({**good, first: {"valid": ["yes", 1], "plausible": []}}), "strings only"),
         ("entry not an object", _dumps({**good, first: ["yes"]}), "expected an object"),
+        ("a lone surrogate", json.dumps({**good, first: {"valid": ["\ud800"], "plausible": []}}).encode(), "UTF-8"),
         ("an array, not an object", _dumps(list(good.values())), "one JSON object keyed by question id"),
         (
             "repeated question",

@@ -168,6 +168,10 @@ def _entry_problem(value: object) -> str | None:
         bad = [answer for answer in answers if type(answer) is not str][:1]
         if bad:
             return f"'{key}' must hold strings only, found {json.dumps(bad[0])[:40]}"
+        try:  # answers are hashed as UTF-8
+            "".join(answers).encode("utf-8")
+        except UnicodeEncodeError:
+            return f"'{key}' holds text no UTF-8 can (a lone surrogate escape such as \\ud800)"
     return None
 
 
