@@ -22,11 +22,13 @@ from app.services import catalog
 from app.services.boards import leaderboards, listings
 from app.services.catalog import label_files
 from app.services.intake import submissions
+from app.services.intake.submissions import Upload
 from app.services.people import teams
 from app.synthetic import gqa_choices
 from tests.conftest import SqliteBackend, make_config
 from tests.differential.reference import official_scores
 from tests.support.files import write
+from tests.support.users import make_user
 
 GQA = get_task("gqa")
 SIZE = 300
@@ -205,3 +207,23 @@ def test_the_service_attaches_the_stored_choices_to_the_gold_set(app, runner, tm
         assert split.choices_sha256 is not None
         loaded = label_files.load_gold(split)
         assert getattr(loaded, "choices", None) is not None
+
+
+@pytest.mark.parametrize("feedback", ["full", "ladder"])
+def test_a_hidden_split_with_choices_takes_submissions_under_its_feedback(app, runner, tmp_path, feedback):
+    """Validity and plausibility are counts of balanced questions like accuracy: under `full` feedback a team gets
+    them at the split's count resolution; under the Ladder only the primary metric, as before."""
+    _benchmark(runner)
+    gold = GQA.synthetic_gold(SIZE, seed=6)
+    assert _add(runner, tmp_path, "test", gold, gqa_choices(gold, seed=6), "--hidden").exit_code == 0
+    policy = runner.invoke(args=["splits", "policy", "gqa", "test", "--feedback", feedback, "--per-day", "none"])
+    assert policy.exit_code == 0, policy.output
+    with app.app_context():
+        team = teams.create_team("Lab")
+        member = make_user("member@example.org", team=team)
+        done = submissions.submit(
+            member, None, "gqa", "test", Upload(GQA.synthetic_predictions(gold, 0.7, seed=1), model_name="M")
+        )
+        released = done.scores.get("all", {})
+        assert "accuracy" in released
+        assert ({"validity", "plausibility"} <= set(released)) == (feedback == "full")
