@@ -191,7 +191,7 @@ def read_choices(data: bytes, ids: np.ndarray, needed: np.ndarray, *, max_bytes:
     plausible = np.full(n, -1, dtype=np.int32)
     seen_at = np.zeros(n, dtype=np.int64)  # the line each needed question's entry is on (0: not yet)
     problems = ProblemList()
-    found = 0
+    stopped = False  # at _MAX_PROBLEMS: the entries after it were not looked at
     position = _skip(text, 0)
     line, counted = 1, 0
 
@@ -219,16 +219,16 @@ def read_choices(data: bytes, ids: np.ndarray, needed: np.ndarray, *, max_bytes:
             if row >= 0:
                 value, position = _DECODER.raw_decode(text, position)
                 where = line_at(start)
-                if seen_at[row]:
+                if seen_at[row]:  # json.load would keep the last silently: refused, as a repeated prediction is
                     problems.add(at(where, f"question {show(key)} is repeated (first on line {int(seen_at[row])})"))
-                seen_at[row] = where
+                else:
+                    seen_at[row] = where
                 problem = _entry_problem(value)
                 if problem is not None:
                     problems.add(at(where, f"question {show(key)}: {problem}"))
                 else:
                     valid[row] = sets.id_of(value["valid"])
                     plausible[row] = sets.id_of(value["plausible"])
-                    found += 1
                 del value
             else:
                 _, position = _DECODER.raw_decode(text, position)  # not read by the official script: skipped
@@ -240,6 +240,7 @@ def read_choices(data: bytes, ids: np.ndarray, needed: np.ndarray, *, max_bytes:
             elif not text.startswith("}", position):
                 raise _syntax(text, position, "expected a comma or the closing brace")
             if problems.count >= _MAX_PROBLEMS:
+                stopped = True
                 break
         else:
             if _skip(text, position + 1) != len(text):
@@ -248,7 +249,7 @@ def read_choices(data: bytes, ids: np.ndarray, needed: np.ndarray, *, max_bytes:
         raise ValidationError(at(exc.lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")) from None
     except (ValueError, RecursionError) as exc:
         raise ValidationError(f"the choices file is not valid JSON ({str(exc)[:200]})") from None
-    missing = np.flatnonzero(needed & (seen_at == 0))
+    missing = np.flatnonzero(needed & (seen_at == 0)) if not stopped else np.zeros(0, dtype=np.int64)
     for row in missing[:_MISSING_SHOWN].tolist():
         problems.add(
             f"no entry for balanced question {show(str(ids[row]))} (the official eval.py reads the choices of every "
