@@ -89,10 +89,16 @@ def benchmarks_list():
 @click.option("--name", default=None, help='Display name, e.g. "Test-U".')
 @click.option("--annotations", type=click.Path(dir_okay=False), help="Category annotation file (NLVR2 format).")
 @click.option("--subset-field", default=None, help="A gold-file field whose values define subsets, e.g. region.")
-def splits_add(benchmark, split, labels, hidden, name, annotations, subset_field):
+@click.option(
+    "--choices",
+    type=click.Path(dir_okay=False),
+    help="GQA: the official choices file ({tier}_choices.json), for validity and plausibility.",
+)
+def splits_add(benchmark, split, labels, hidden, name, annotations, subset_field, choices):
     """Import the gold file of SPLIT of BENCHMARK into the hidden-labels folder."""
     gold = _read(labels, "labels file")
     notes = _read(annotations, "annotations file") if annotations else None
+    choices_data = _read(choices, "choices file") if choices else None
     with _refusals():
         added = maintainer_actions.add_split(
             None,
@@ -103,12 +109,14 @@ def splits_add(benchmark, split, labels, hidden, name, annotations, subset_field
             name=name,
             annotations=notes,
             subset_field=subset_field,
+            choices=choices_data,
             via="cli",
         )
     subsets = ", ".join(f"{s.name} ({s.size})" for s in added.subsets) or "none"
+    with_choices = "; with a choices file (validity, plausibility)" if added.choices_sha256 else ""
     click.echo(
         f"added split {benchmark}/{added.slug} ({'hidden' if added.hidden else 'public'}): "
-        f"{added.example_count} examples, sha256 {added.gold_sha256}; subsets: {subsets}"
+        f"{added.example_count} examples, sha256 {added.gold_sha256}; subsets: {subsets}{with_choices}"
     )
 
 

@@ -181,6 +181,10 @@ class Split(Model):
     position: Mapped[int] = mapped_column(Integer, default=0)
     gold_path: Mapped[str] = mapped_column(String(500))
     gold_sha256: Mapped[str] = mapped_column(String(64))
+    # A GQA split's official choices file, in its compact form beside the gold file (None: no validity and
+    # plausibility). Kept across gold versions: a corrected file keeps every question in its place.
+    choices_path: Mapped[str | None] = mapped_column(String(500))
+    choices_sha256: Mapped[str | None] = mapped_column(String(64))
     example_count: Mapped[int] = mapped_column(Integer)
     subset_field: Mapped[str | None] = mapped_column(String(64))
     # Submission policy: quotas count scored submissions per team; None means unlimited.

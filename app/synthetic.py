@@ -15,6 +15,7 @@ Public interface
 ``nlvr_gold(n_examples, seed=0)``
 ``vcr_gold(n_questions, seed=0, regions=(...))``
 ``nlvr2_annotations(gold, n_sentences=100, seed=0)``
+``gqa_choices(gold, seed=0)``: the official choices file of a GQA questions file (validity, plausibility)
 ``predictions(task, gold, accuracy, seed=0, *, header=False, shuffle=True, ...)``
 ``all_true(task, gold, **kw)``
 ``TASK_NAMES``
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.evaluation.tasks import TASK_TYPES, get_task
+from app.evaluation.tasks.gqa_synthetic import choices as gqa_choices
 from app.evaluation.tasks.nlvr_synthetic import NLVR2_CATEGORIES, nlvr2_annotations, nlvr2_gold, nlvr_gold
 from app.evaluation.tasks.vcr_synthetic import VCR_HEADER, vcr_gold
 
@@ -36,6 +38,7 @@ __all__ = [
     "nlvr_gold",
     "vcr_gold",
     "nlvr2_annotations",
+    "gqa_choices",
     "predictions",
     "all_true",
 ]

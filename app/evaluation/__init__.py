@@ -6,6 +6,16 @@ order, or ValidationError) -> ``task.score`` / ``task.score_batch`` -> {subset: 
 
 from .errors import Problem, ValidationError
 from .gold import GoldSet
-from .tasks import TASK_TYPES, Scores, TaskType, get_task, read_gold
+from .tasks import TASK_TYPES, Scores, TakesChoices, TaskType, get_task, read_gold
 
-__all__ = ["Problem", "ValidationError", "GoldSet", "read_gold", "TASK_TYPES", "Scores", "TaskType", "get_task"]
+__all__ = [
+    "Problem",
+    "ValidationError",
+    "GoldSet",
+    "read_gold",
+    "TASK_TYPES",
+    "Scores",
+    "TakesChoices",
+    "TaskType",
+    "get_task",
+]

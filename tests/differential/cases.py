@@ -9,6 +9,8 @@ official scorers treat specially (see FINDINGS.md), for differential tests of th
   score without crashing (e.g. A-OKVQA missing ids count 0, NLVR2 empty predictions are False). They document
   official behaviour (FINDINGS.md); the app may refuse them.
 - vqa_questions(annotations) -> bytes: the VQA questions file the official loader needs beside the annotations.
+- gqa_choices(gold, seed, shape) -> bytes: a GQA choices file ({tier}_choices.json) for a generated gold file, in
+  one of GQA_CHOICES_SHAPES; make_bad_gqa_choices(gold) -> [(name, bytes)]: choices files the app must refuse.
 """
 
 from __future__ import annotations
@@ -422,6 +424,8 @@ GQA_KINDS = [  # (structural, semantic, detailed, answers)
     ("choose", "cat", "categoryThatChoose", ["dog", "cat"]),
     ("compare", "attr", "compare", ["yes", "no", "dog", "cat"]),
     ("compare", "obj", "sameMaterialRelate", ["yes", "no"]),
+    # The official belongs() replaces a "Common" question's valid and plausible lists by these three answers.
+    ("compare", "attr", "twoCommon", ["color", "material", "shape"]),
 ]
 
 
@@ -871,3 +875,108 @@ def official_behaviour_files(family: str, gold: bytes) -> list[tuple[str, bytes]
             ),
         ]
     raise ValueError(f"unknown family {family!r}")
+
+
+# --- GQA choices files ----------------------------------------------------------------------------------------
+
+# "usual": every question, the answer mostly among its lists; "hostile": lists empty, repeated, holding case and
+# space variants of answers and the answer left out; "balanced only": no entry for an unbalanced question (the
+# official script reads the balanced ones alone), extra entries for questions not in the gold file.
+GQA_CHOICES_SHAPES = ("usual", "hostile", "balanced only")
+
+
+def _variants(answer: str) -> list[str]:
+    return [answer.capitalize(), answer.upper(), answer + " ", " " + answer, answer + "."]
+
+
+def gqa_choices(gold: bytes, seed: int, shape: str = "usual") -> bytes:
+    """A choices file for the questions of `gold` (see GQA_CHOICES_SHAPES), determined by (gold, seed, shape)."""
+    if shape not in GQA_CHOICES_SHAPES:
+        raise ValueError(f"unknown shape {shape!r}")
+    rng = random.Random(f"gqa-choices:{seed}:{shape}:{len(gold)}")
+    pool = GQA_OPEN + ["yes", "no", "color", "material", "shape", ""]
+    choices: dict[str, dict[str, list[str]]] = {}
+    for qid, question in json.loads(gold).items():
+        if shape == "balanced only" and not question["isBalanced"]:
+            continue
+        answer = question["answer"]
+        lists = []
+        for size in (rng.randrange(0, 8), rng.randrange(0, 4)):
+            answers = rng.sample(pool, min(size, len(pool)))
+            if rng.random() < 0.7:
+                answers.append(answer)
+            if shape == "hostile":
+                roll = rng.random()
+                if roll < 0.2:
+                    answers = []
+                elif roll < 0.5:
+                    answers = [rng.choice(_variants(answer))] + answers[:-1]  # a variant instead of the answer
+                elif roll < 0.7:
+                    answers = answers + answers  # repeats
+            rng.shuffle(answers)
+            lists.append(answers)
+        choices[qid] = {"valid": lists[0], "plausible": lists[1]}
+    if shape == "balanced only":
+        for number in range(5):
+            choices[f"x-extra-{number}"] = {"valid": ["yes"], "plausible": "not even a list"}
+    return json.dumps(choices, ensure_ascii=False, indent=1 if shape == "hostile" else None).encode("utf-8")
+
+
+def gqa_choice_predictions(gold: bytes, choices: bytes, seed: int) -> list[bytes]:
+    """Prediction files that exercise validity and plausibility: answers drawn from each question's own lists,
+    their case and space variants, answers from other questions' lists, and "Common" answers."""
+    rng = random.Random(f"gqa-choice-predictions:{seed}:{len(gold)}")
+    questions = json.loads(gold)
+    lists = json.loads(choices)
+    everything = sorted({a for entry in lists.values() for key in ("valid", "plausible") for a in entry[key]})
+    everything = everything or ["yes"]
+
+    def own(qid: str) -> list[str]:
+        entry = lists.get(qid, {"valid": [], "plausible": []})
+        return [a for key in ("valid", "plausible") for a in entry[key] if isinstance(a, str)]
+
+    def pick(qid: str, variant: float) -> str:
+        candidates = own(qid) or [questions[qid]["answer"]]
+        answer = rng.choice(candidates) if rng.random() < 0.7 else rng.choice(everything)
+        if rng.random() < variant:
+            answer = rng.choice(_variants(answer))
+        if rng.random() < 0.05:
+            answer = rng.choice(["color", "material", "shape", "Color"])
+        return answer
+
+    files = []
+    for variant in (0.0, 0.3):
+        rows = [{"questionId": qid, "prediction": pick(qid, variant)} for qid in questions]
+        rng.shuffle(rows)
+        files.append(_dumps(rows))
+    return files
+
+
+def make_bad_gqa_choices(gold: bytes) -> list[tuple[str, bytes, str]]:
+    """Choices files the app must refuse, each with a part of the message that says why: the official script
+    crashes on them (a balanced question without an entry or a list) or reads them otherwise than as lists
+    (a string is searched for a substring)."""
+    questions = json.loads(gold)
+    balanced = [qid for qid, q in questions.items() if q["isBalanced"]]
+    good = {qid: {"valid": [q["answer"]], "plausible": [q["answer"]]} for qid, q in questions.items()}
+    first = balanced[0]
+
+    def without(qid: str) -> dict:
+        return {key: value for key, value in good.items() if key != qid}
+
+    text = json.dumps(good, indent=1)
+    return [
+        ("balanced question missing", _dumps(without(first)), f"no entry for balanced question {first!r}"),
+        ("valid missing", _dumps({**good, first: {"plausible": []}}), "missing 'valid'"),
+        ("plausible a string", _dumps({**good, first: {"valid": [], "plausible": "yes"}}), "'plausible' must be"),
+        ("a number in a list", _dumps({**good, first: {"valid": ["yes", 1], "plausible": []}}), "strings only"),
+        ("entry not an object", _dumps({**good, first: ["yes"]}), "expected an object"),
+        ("a lone surrogate", json.dumps({**good, first: {"valid": ["\ud800"], "plausible": []}}).encode(), "UTF-8"),
+        ("an array, not an object", _dumps(list(good.values())), "one JSON object keyed by question id"),
+        (
+            "repeated question",
+            text[:-2].encode() + f',\n "{first}": {{"valid": [], "plausible": []}}\n}}'.encode(),
+            "repeated",
+        ),
+        ("truncated", text[: len(text) // 2].encode(), "line"),
+    ]

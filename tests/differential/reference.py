@@ -10,6 +10,9 @@ lower is better). How each number is read off the official code:
   accuracy['overall'], ['perAnswerType'], ['perQuestionType'] are the unrounded 100*sum/len of the official code.
 - gqa: eval.evaluate([... '--consistency']) returns its `scores` dict; accuracy, binary, open, consistency are
   avg(list) * 100, distribution chiSquare(...) / 100, per type avg(list) * 100 (the first of the official pair).
+  With a choices file (`choices`), validity and plausibility too (avg(list) * 100); without one the official
+  script is given an empty list for every question and its (then meaningless) validity and plausibility are
+  left out.
 - a-okvqa: main() of eval_predictions.py; MC and DA values as computed (sum/len*100); a metric the official
   code does not compute for the file (no prediction carries that key) is left out.
 - winoground: get_table_dict([(path, ...)]) -> 100*statistics.mean(bools) for "all" and for every subset the
@@ -44,6 +47,7 @@ WINOGROUND_SUBSETS: list[tuple[str, object]] = [
     ("secondary_tag", "Series"),
 ]
 
+GQA_CHOICES_METRICS = ("validity", "plausibility")
 METRICS = {
     "vqa-v2": ("accuracy",),
     "gqa": ("accuracy", "binary", "open", "consistency", "distribution"),
@@ -69,16 +73,19 @@ def _write(folder: str, name: str, data: bytes) -> str:
 
 
 def official_scores(
-    family: str, gold: bytes, predictions: bytes, *, questions: bytes | None = None
+    family: str, gold: bytes, predictions: bytes, *, questions: bytes | None = None, choices: bytes | None = None
 ) -> dict[str, dict[str, float]]:
     """The official code's unrounded scores of `predictions` against `gold` (see the module docstring).
 
     `questions` (vqa-v2 only): the official questions file; made from the annotations when not given.
+    `choices` (gqa only): the official choices file; validity and plausibility are then returned too.
     """
     if family == "vqa-v2":
         return _vqa(gold, predictions, questions if questions is not None else vqa_questions(gold))
     if family == "gqa":
-        return _gqa(gold, predictions)
+        return _gqa(gold, predictions, choices)
+    if choices is not None:
+        raise ValueError(f"{family} has no choices file")
     if family == "a-okvqa":
         return _aokvqa(gold, predictions)
     if family == "winoground":
@@ -108,11 +115,12 @@ def _vqa(gold: bytes, predictions: bytes, questions: bytes) -> dict[str, dict[st
     return scores
 
 
-def _gqa(gold: bytes, predictions: bytes) -> dict[str, dict[str, float]]:
+def _gqa(gold: bytes, predictions: bytes, choices: bytes | None) -> dict[str, dict[str, float]]:
     from tests.differential.official import gqa
 
-    questions = json.loads(gold)
-    choices = {qid: {"valid": [], "plausible": []} for qid in questions}
+    metrics = METRICS["gqa"] + (GQA_CHOICES_METRICS if choices is not None else ())
+    if choices is None:
+        choices = json.dumps({qid: {"valid": [], "plausible": []} for qid in json.loads(gold)}).encode()
     with _workdir() as folder:
         argv = [
             "--tier",
@@ -122,14 +130,14 @@ def _gqa(gold: bytes, predictions: bytes) -> dict[str, dict[str, float]]:
             "--questions",
             _write(folder, "val_all_questions.json", gold),
             "--choices",
-            _write(folder, "val_choices.json", json.dumps(choices).encode()),
+            _write(folder, "val_choices.json", choices),
             "--predictions",
             _write(folder, "val_predictions.json", predictions),
             "--consistency",
         ]
         result = gqa.evaluate(argv)
     # float(): avg() of an empty list is the int 0 in the official code; the same number.
-    scores: dict[str, dict[str, float]] = {"all": {m: float(result[m]) for m in METRICS["gqa"]}}
+    scores: dict[str, dict[str, float]] = {"all": {m: float(result[m]) for m in metrics}}
     for key, field in (("accuracyPerStructuralType", "structural"), ("accuracyPerSemanticType", "semantic")):
         for value, (accuracy, _count) in result[key].items():
             scores[f"{field}: {value}"] = {"accuracy": accuracy}

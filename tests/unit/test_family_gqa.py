@@ -14,6 +14,7 @@ import pytest
 from app.evaluation import ValidationError, encoding, sealed, statistics
 from app.evaluation.label_audit import dawid_skene
 from app.evaluation.tasks import GQAGold, get_task
+from app.evaluation.tasks.gqa_synthetic import choices as gqa_choices
 
 GQA = get_task("gqa")
 
@@ -246,9 +247,10 @@ def test_distribution_is_the_official_chi_square_over_global_groups():
 
 @pytest.fixture(scope="module")
 def board():
-    """A synthetic split of 160 questions and six entries of different accuracy."""
+    """A synthetic split of 160 questions with its choices file, and six entries of different accuracy."""
     data = GQA.synthetic_gold(160, seed=3)
     gold = GQA.read_gold(data)
+    gold = GQA.with_choices(gold, GQA.read_choices(gold, gqa_choices(data, seed=3)))
     files = [GQA.synthetic_predictions(data, share, seed=i) for i, share in enumerate((0.3, 0.5, 0.6, 0.7, 0.8, 0.95))]
     return gold, np.stack([GQA.parse(f, gold) for f in files])
 
@@ -305,6 +307,12 @@ def test_example_outcomes_count_balanced_questions_of_each_kind(board):
     assert not right[~balanced].any()
     binary_right, binary_counted = outcomes["counts"]["binary"]
     assert binary_counted.sum() == GQA.counted_units(gold, "binary") and binary_right.sum() <= right.sum()
+    scores = GQA.score_batch(gold, stacked)
+    for metric in GQA.choices_metrics:  # counted on the balanced questions, the shares the scores give
+        inside, counted = outcomes["counts"][metric]
+        assert counted.tolist() == balanced.astype(int).tolist() and not inside[~balanced].any()
+        shares = inside.sum(axis=0) / balanced.sum() * 100
+        assert shares.tolist() == pytest.approx([s["all"][metric] for s in scores])
 
 
 def test_intervals_for_ratios_and_none_for_the_estimate_only_metrics(board):
@@ -315,7 +323,8 @@ def test_intervals_for_ratios_and_none_for_the_estimate_only_metrics(board):
     }
     found = statistics.intervals(GQA, gold, stacked, wanted, resamples=200)
     scores = GQA.score_batch(gold, stacked, {"structural:query": wanted["structural:query"][0]})
-    for subset, metric in [("all", "accuracy"), ("all", "binary"), ("all", "open"), ("structural:query", "accuracy")]:
+    ratios = [("all", m) for m in ("accuracy", "binary", "open", "validity", "plausibility")]
+    for subset, metric in [*ratios, ("structural:query", "accuracy")]:
         interval = found[(subset, metric)]
         assert interval.values.tolist() == pytest.approx([s[subset][metric] for s in scores])
         assert np.isfinite(interval.low).all() and (interval.low <= interval.values).all()
@@ -396,3 +405,64 @@ def test_a_label_audit_finds_a_flipped_yes_no_answer():
     assert field.gold[gold.index[flipped]] == 0 and set(field.gold.tolist()) == {0, 1, 2}
     estimate = dawid_skene(field.votes, field.gold, len(field.classes))
     assert gold.ids[estimate.ranking()[0]] == flipped and field.classes[estimate.likely[gold.index[flipped]]] == "yes"
+
+
+# --- the choices file ----------------------------------------------------------------------------------------
+
+
+def _choices_case():
+    data = GQA.synthetic_gold(60, seed=8)
+    questions = json.loads(data)
+    balanced = [qid for qid, question in questions.items() if question["isBalanced"]]
+    unbalanced = [qid for qid, question in questions.items() if not question["isBalanced"]]
+    return GQA.read_gold(data), json.loads(gqa_choices(data, seed=8)), balanced, unbalanced
+
+
+def test_a_hostile_choices_file_is_refused_with_a_reason_never_a_crash():
+    gold, choices, balanced, unbalanced = _choices_case()
+    others = {qid: entry for qid, entry in choices.items() if qid != unbalanced[0]}
+    body = json.dumps(others).encode()
+    skipped = f', "{unbalanced[0]}": '.encode()
+    cases = {
+        b"": "empty",
+        body[:-1] + b"\xff}": "not valid UTF-8",
+        body[:-1] + skipped + b"[" * 100_000 + b"]" * 100_000 + b"}": "not valid JSON",
+        body[:-1] + skipped + b"1" * 5_000 + b"}": "not valid JSON",
+        body + b" x": "text after the object",
+        body[:-1] + b",}": "a comma before the closing brace",
+        b'{"a" 1}': "expected a question id (a string) and a colon",
+    }
+    for data, reason in cases.items():
+        with pytest.raises(ValidationError) as refused:
+            GQA.read_choices(gold, data)
+        assert reason in str(refused.value), (data[:40], str(refused.value))
+    # A byte-order mark is no problem; an unbalanced question's entry is never read, whatever it holds.
+    assert GQA.read_choices(gold, b"\xef\xbb\xbf" + body)
+    assert GQA.read_choices(gold, body[:-1] + skipped + b'"not an object"}')
+
+
+def test_a_question_repeated_is_refused_naming_where_it_was_first():
+    gold, choices, balanced, _ = _choices_case()
+    entry = json.dumps(choices[balanced[0]])
+    lines = [json.dumps({qid: value})[1:-1] for qid, value in choices.items()]
+    repeated = [f'"{balanced[0]}": {entry}'] * 2
+    data = ("{\n" + ",\n".join(lines + repeated) + "\n}\n").encode()
+    first = 2 + list(choices).index(balanced[0])
+    with pytest.raises(ValidationError) as refused:
+        GQA.read_choices(gold, data)
+    messages = [problem.message for problem in refused.value.problems]
+    assert len(messages) == 2 and all(f"(first on line {first})" in message for message in messages)
+
+
+def test_stored_choices_are_compact_and_read_back_alike():
+    gold, choices, balanced, unbalanced = _choices_case()
+    compact = GQA.read_choices(gold, json.dumps(choices).encode())
+    attached = GQA.with_choices(gold, compact)
+    stored = attached.choices
+    rows = gold.id_index.get_indexer(balanced)
+    assert (stored.valid[rows] >= 0).all() and (stored.plausible[rows] >= 0).all()
+    assert (stored.valid[gold.id_index.get_indexer(unbalanced)] == -1).all()  # never read: never kept
+    # Questions of one kind share one list: far fewer lists than questions.
+    assert stored.offsets.size - 1 < len(balanced)
+    with pytest.raises(ValueError):
+        GQA.with_choices(gold, b"not stored choices")

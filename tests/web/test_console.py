@@ -425,6 +425,43 @@ def test_add_split_with_annotations_and_name_defaults(app, client, site, annotat
     assert "annotations" in json.loads(_events(app, "split.add")[0].details)
 
 
+def test_add_gqa_split_with_a_choices_file(app, client, site):
+    """The form's choices file is checked against the gold file: a bad one is refused (422, its line named),
+    a good one stored beside the gold and recorded by checksum in the audit log."""
+    from app.evaluation import get_task
+
+    gqa = get_task("gqa")
+    gold = gqa.synthetic_gold(200, seed=2)
+    choices = synthetic.gqa_choices(gold, seed=2)
+    with app.app_context():
+        catalog.add_benchmark("gqa", "gqa", "GQA")
+    _as(client, "admin")
+    first = next(qid for qid, question in json.loads(gold).items() if question["isBalanced"])
+    broken = json.dumps({**json.loads(choices), first: {"valid": "yes", "plausible": []}}, indent=1).encode()
+    refused = _upload(
+        client,
+        "/console/splits/new",
+        {"benchmark": "gqa", "slug": "testdev"},
+        {"gold": (gold, "dev.json"), "choices": (broken, "dev_choices.json")},
+        "/console/splits/new",
+    )
+    assert refused.status_code == 422 and "invalid choices file" in _text(refused)
+    assert re.search(rf"line \d+: question &#39;{first}&#39;: &#39;valid&#39; must be an array", _text(refused))
+    assert _split(app, "testdev") is None
+    response = _upload(
+        client,
+        "/console/splits/new",
+        {"benchmark": "gqa", "slug": "testdev"},
+        {"gold": (gold, "dev.json"), "choices": (choices, "dev_choices.json")},
+        "/console/splits/new",
+    )
+    assert response.status_code == 303, _text(response)[:2000]
+    split = _split(app, "testdev")
+    assert split.choices_sha256 is not None
+    details = json.loads(_events(app, "split.add")[-1].details)
+    assert details["choices"] == {"sha256": hashlib.sha256(choices).hexdigest(), "bytes": len(choices)}
+
+
 @pytest.fixture
 def annotated_gold():
     gold = synthetic.nlvr2_gold(200, seed=11)

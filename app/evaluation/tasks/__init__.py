@@ -25,6 +25,7 @@ from . import nlvr2_contrast  # noqa: F401  (registers nlvr2-contrast)
 from .aokvqa import AOKVQA
 from .base import TASK_TYPES, LabelVotes, Outcomes, Scores, TaskType, get_task, read_gold, register
 from .gqa import GQA, GQAGold
+from .gqa_choices import TakesChoices
 from .nlvr import NLVR2, BinaryTask, NLVRImages, NLVRStructured
 from .nlvr2_contrast import NLVR2Contrast
 from .vcr import VCR
@@ -51,4 +52,5 @@ __all__ = [
     "NLVR2Contrast",
     "GQA",
     "GQAGold",
+    "TakesChoices",
 ]

@@ -15,7 +15,12 @@ What the official script does (measured by running it: tests/differential/FINDIN
 - ``distribution``: the chi-square of the predicted against the gold answer counts of each global group (over
   the group's gold answers only), averaged weighted by the group's questions, divided by 100; lower is better.
   A file with no balanced question in a global group has no distribution (the official script divides by zero
-  there): it is left out of the scores rather than the file refused.
+  there): it is left out of the scores rather than the file refused;
+- ``validity`` and ``plausibility`` (only on a split with the official choices file: gqa_choices.py): the share of
+  the balanced questions whose prediction is in the question's ``valid`` (``plausible``) list exactly, by
+  ``belongs``: a question whose detailed type contains "Common" takes ``["color", "material", "shape"]`` as its
+  list instead; ``avg(list) * 100``. A split without a choices file has neither metric (the official script
+  would report 0 for both with the empty file it then needs).
 
 Units: the balanced questions, each right or wrong on the primary metric (accuracy): the ranks' McNemar tests,
 the Ladder's losses and the probe check count them alone. A bootstrap resamples images (a question's group is
@@ -27,7 +32,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -39,8 +44,8 @@ from ..errors import Problem, ProblemList, ValidationError, at
 from ..gold import GoldSet
 from ..subsets import PARTS
 from ..text_files import show
+from . import gqa_choices, synthetic_files
 from . import gqa_synthetic as synthetic
-from . import synthetic_files
 from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
 
 _PAPER = "https://arxiv.org/abs/1902.09506"
@@ -78,6 +83,7 @@ class GQAGold(GoldSet):
     entail_from: np.ndarray = field(default_factory=_no_rows)
     entail_to: np.ndarray = field(default_factory=_no_rows)
     file_n: int = 0
+    choices: gqa_choices.Choices | None = None  # the split's choices file, by file row (validity, plausibility)
 
     @cached_property
     def scoring(self) -> _Scoring:
@@ -142,6 +148,10 @@ class _Scoring:
     has_global: np.ndarray  # (n,) bool
     entail_from: np.ndarray  # (P,) positions, sorted (stable): balanced questions with entailed ones
     entail_to: np.ndarray  # (P,) positions of their entailed questions
+    # With a choices file: each balanced question's valid and plausible set (belongs()'s list), -1 elsewhere.
+    valid_set: np.ndarray | None = None
+    plausible_set: np.ndarray | None = None
+    lookup: gqa_choices.Lookup | None = None
 
     @classmethod
     def of(cls, gold: GQAGold) -> _Scoring:
@@ -152,6 +162,17 @@ class _Scoring:
         source, target = position[gold.entail_from], position[gold.entail_to]
         kept = (source >= 0) & (target >= 0)  # a part keeps the pairs of its own questions
         order = np.argsort(source[kept], kind="stable")
+        sets: dict[str, Any] = {}
+        if gold.choices is not None:
+            rows = labels["row"]
+            # belongs(): a "Common" question's list is ["color", "material", "shape"] whatever the file says.
+            detailed = pd.Series(gold.fields["detailed"], dtype=object)
+            common = balanced & detailed.str.contains("Common", regex=False).to_numpy(dtype=bool, na_value=False)
+            for name, by_row in (("valid_set", gold.choices.valid), ("plausible_set", gold.choices.plausible)):
+                picked = np.where(balanced, by_row[rows], -1).astype(np.int32)
+                picked[common] = gqa_choices.COMMON_SET
+                sets[name] = picked
+            sets["lookup"] = gold.choices.lookup
         return cls(
             answer=labels["answer"].copy(),
             balanced=balanced,
@@ -161,6 +182,7 @@ class _Scoring:
             has_global=balanced & labels["has_global"],
             entail_from=source[kept][order],
             entail_to=target[kept][order],
+            **sets,
         )
 
     def metrics(self, stacked: np.ndarray, right: np.ndarray, members: np.ndarray | None) -> dict[str, np.ndarray]:
@@ -176,17 +198,33 @@ class _Scoring:
         balanced = inside(self.balanced)
         if balanced.size == 0:
             nothing = np.full(k, np.nan)
-            return {"accuracy": nothing, "binary": nothing, "open": nothing, "consistency": nothing}
+            names = ("accuracy", "binary", "open", "consistency", *(GQA.choices_metrics if self.lookup else ()))
+            return dict.fromkeys(names, nothing)
         columns = {
             "accuracy": _average(right[:, balanced]),
             "binary": _average(right[:, inside(self.binary)]),
             "open": _average(right[:, inside(self.open)]),
             "consistency": self._consistency(right, members),
         }
+        for metric, belongs in self.choice_outcomes(stacked, balanced).items():
+            columns[metric] = _average(belongs)
         cells = _Cells.of(inside(self.has_global), self.global_group, self.answer)
         if cells is not None:
             columns["distribution"] = cells.values(stacked[:, cells.rows])
         return columns
+
+    def choice_outcomes(self, stacked: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """{"validity": (k, m) bool, "plausibility": ...}: each prediction on the balanced questions `rows` in the
+        question's valid (plausible) list, as the official belongs(); empty without a choices file."""
+        if self.lookup is None or self.valid_set is None or self.plausible_set is None:
+            return {}
+        found = {}
+        for metric, sets in (("validity", self.valid_set), ("plausibility", self.plausible_set)):
+            inside = np.empty((stacked.shape[0], rows.size), dtype=bool)
+            for start in range(0, stacked.shape[0], _CHUNK):  # bounds the (chunk, m) int64 keys of the search
+                inside[start : start + _CHUNK] = self.lookup.belongs(sets[rows], stacked[start : start + _CHUNK, rows])
+            found[metric] = inside
+        return found
 
     def _consistency(self, right: np.ndarray, members: np.ndarray | None) -> np.ndarray:
         source, target = self.entail_from, self.entail_to
@@ -231,10 +269,14 @@ def _audit_class(hashes: np.ndarray) -> np.ndarray:
     return classes
 
 
-def _scoring(gold: GoldSet) -> _Scoring:
+def _whole(gold: GoldSet) -> GQAGold:
     if not isinstance(gold, GQAGold):
         raise TypeError(f"GQA scores a gold set read by its own read_gold, not {type(gold).__name__}")
-    return gold.scoring
+    return gold
+
+
+def _scoring(gold: GoldSet) -> _Scoring:
+    return _whole(gold).scoring
 
 
 # --- the gold file ----------------------------------------------------------------------------------------
@@ -508,11 +550,19 @@ class GQA(FixedDtypeTask):
     label = "GQA"
     unit_noun = "images"
     default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
-    metrics = ("accuracy", "binary", "open", "consistency", "distribution")
+    metrics = ("accuracy", "binary", "open", "consistency", "validity", "plausibility", "distribution")
+    # Reported only where the split has the official choices file (flask splits add ... --choices).
+    choices_metrics = ("validity", "plausibility")
     # The consistency is a mean over the questions answered right (a ratio of sums over images only once the
     # right answers are known) and the distribution a chi-square: no group sums a bootstrap can resample.
     lower_is_better = ("distribution",)
-    metric_labels = {"binary": "Binary", "open": "Open", "distribution": "Distribution (lower is better)"}
+    metric_labels = {
+        "binary": "Binary",
+        "open": "Open",
+        "validity": "Validity",
+        "plausibility": "Plausibility",
+        "distribution": "Distribution (lower is better)",
+    }
     estimate_only_metrics = ("consistency", "distribution")
     primary_metric = "accuracy"
     # None: binary (or open) would favour one kind of question arbitrarily; GQA's own boards rank by accuracy.
@@ -540,6 +590,21 @@ class GQA(FixedDtypeTask):
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
         return parse_predictions(data, gold, max_bytes)
+
+    def read_choices(self, gold: GoldSet, data: bytes, max_bytes: int | None = None) -> bytes:
+        """The official choices file, checked against the gold set (ValidationError), in its compact stored
+        form: the lists of the balanced questions alone, aligned to the gold rows."""
+        questions = _whole(gold)
+        balanced = _scoring(questions).balanced
+        return gqa_choices.read_choices(data, questions.ids, balanced, max_bytes=max_bytes).to_bytes()
+
+    def with_choices(self, gold: GoldSet, compact: bytes) -> GoldSet:
+        """The gold set with the stored choices (read_choices' bytes) attached; ValidationError when they miss a
+        balanced question of it (a corrected gold file may make one balanced)."""
+        questions = _whole(gold)
+        choices = gqa_choices.Choices.from_bytes(compact)
+        gqa_choices.check_covers(choices, questions.ids, _scoring(questions).balanced)
+        return replace(questions, choices=choices)
 
     def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
         return (gold_n,)
@@ -596,14 +661,21 @@ class GQA(FixedDtypeTask):
         return int(np.count_nonzero(mask if indices is None else mask[np.asarray(indices)]))
 
     def example_outcomes(self, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
-        """Accuracy, binary and open counted per question: right (1 or 0) where the metric counts the question,
-        with one judgement a counted question and none another."""
+        """Accuracy, binary and open (and with a choices file validity and plausibility) counted per question:
+        right (1 or 0) where the metric counts the question, with one judgement a counted question and none
+        another."""
         scoring = _scoring(gold)
-        right = layout.by_example(np.asarray(stacked) == scoring.answer)  # (n, k) uint8
+        stacked = np.asarray(stacked)
+        right = layout.by_example(stacked == scoring.answer)  # (n, k) uint8
         counts = {}
         for metric, mask in (("accuracy", scoring.balanced), ("binary", scoring.binary), ("open", scoring.open)):
             counted = mask.view(np.uint8)
             counts[metric] = (right * counted[:, None], counted)
+        rows = np.flatnonzero(scoring.balanced)
+        for metric, inside in scoring.choice_outcomes(stacked, rows).items():
+            full = np.zeros(stacked.shape, dtype=bool)
+            full[:, rows] = inside
+            counts[metric] = (layout.by_example(full), scoring.balanced.view(np.uint8))
         return {"counts": counts, "all_right": right}
 
     def probe_distances(self, new: np.ndarray, stacked: np.ndarray) -> np.ndarray:

@@ -3,8 +3,8 @@
 Everything here is made up, in the shape of the official release (``testdev_all_questions.json``: one JSON object
 keyed by question id) and of the official predictions file (``[{"questionId", "prediction"}]``). Several questions
 share an image; about two thirds are balanced; balanced questions entail others of their image (balanced or not);
-yes/no questions have no global group, the others one ("color", "place", ...). Pure: standard library and numpy
-only; deterministic for a given ``seed``.
+yes/no questions have no global group, the others one ("color", "place", ...); ``choices`` makes the official
+choices file of such a questions file. Pure: standard library and numpy only; deterministic for a given ``seed``.
 """
 
 from __future__ import annotations
@@ -146,3 +146,35 @@ def predictions(
     if shuffle:
         rows = [rows[i] for i in rng.permutation(len(rows)).tolist()]
     return ("[\n" + ",\n".join(rows) + "\n]\n").encode("utf-8")
+
+
+def _valid_answers() -> dict[str | None, tuple[str, ...]]:
+    """A global group's valid answers: every answer of the kinds of that group (yes/no where there is none)."""
+    valid: dict[str | None, set[str]] = {}
+    for _, _, _, answers, group, _ in _KINDS:
+        valid.setdefault(group, set()).update(answers)
+    return {group: tuple(sorted(answers)) for group, answers in valid.items()}
+
+
+def choices(gold: bytes, seed: int = 0) -> bytes:
+    """An official choices file (``{tier}_choices.json``) for a synthetic questions file: an entry for every
+    question; its valid answers are every answer of its global group (yes and no where it has none), its
+    plausible ones its kind's answers less one that is not the gold answer (the world rules some out)."""
+    questions: dict[str, Any] = json.loads(gold)
+    rng = np.random.default_rng(seed)
+    valid = _valid_answers()
+    kinds = {kind[2]: kind for kind in _KINDS}
+    drops = rng.random(len(questions)).tolist()
+    rows = []
+    for (qid, question), drop in zip(questions.items(), drops, strict=True):
+        kind = kinds.get(question.get("types", {}).get("detailed"))
+        group = question.get("groups", {}).get("global")
+        answers = kind[3] if kind is not None else (question["answer"],)
+        ruled_out = [answer for answer in answers if answer != question["answer"]]
+        gone = ruled_out[int(drop * len(ruled_out))] if len(ruled_out) > 1 else None
+        entry = {
+            "valid": list(valid.get(group, valid[None])),
+            "plausible": [answer for answer in answers if answer != gone],
+        }
+        rows.append(f"{json.dumps(qid)}: {files.dumps(entry)}")
+    return ("{\n" + ",\n".join(rows) + "\n}\n").encode("utf-8")

@@ -136,10 +136,12 @@ def board_entries(split) -> ColumnElement[bool]:
     return or_(Submission.release_policy == "full", Submission.release_policy.is_(None))
 
 
-def subset_metrics(task, subset_source: str) -> tuple[str, ...]:
-    """Metrics scored on a subset: the split's own on the queried and sealed parts, else the task's subset
-    metrics (NLVR: accuracy alone)."""
-    return tuple(task.metrics) if subset_source == "sealed" else tuple(task.subset_metrics)
+def subset_metrics(task, subset_source: str, split=None) -> tuple[str, ...]:
+    """Metrics scored on a subset: the split's own on the queried and sealed parts (catalog.split_metrics when
+    the split is given), else the task's subset metrics (NLVR: accuracy alone)."""
+    if subset_source != "sealed":
+        return tuple(task.subset_metrics)
+    return catalog.split_metrics(split) if split is not None else tuple(task.metrics)
 
 
 def has_sealed_part(split) -> bool:
@@ -173,6 +175,7 @@ def queried_view(
     """The gold set and subsets of the queried part alone (kept per process, by what they are made of)."""
     key = (
         split.gold_sha256,
+        split.choices_sha256,  # the same gold file with and without a choices file are two gold sets
         hash(part.tobytes()),
         tuple((name, hash(np.asarray(members).tobytes())) for name, members in sorted(subsets.items())),
     )

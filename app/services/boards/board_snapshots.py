@@ -38,6 +38,7 @@ from app.evaluation import display, get_task, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
 from app.names import name_key
+from app.services import catalog
 from app.services.blind_test import integrity, visibility
 from app.services.catalog import label_files
 from app.services.jobs import queue, transport
@@ -305,10 +306,10 @@ def _scoring_inputs(split: Split, task, rows: Sequence) -> tuple:
     elif sealed.QUERIED in public and sealed.SEALED in public:
         gaps = sealed.gap_test(task, gold, stacked, public[sealed.QUERIED], public[sealed.SEALED])
     sources = {subset.name: subset.source for subset in split.subsets}
-    wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = {"all": (None, tuple(task.metrics))}
+    wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = {"all": (None, catalog.split_metrics(split))}
     wanted.update(
         {
-            name: (indices, visibility.subset_metrics(task, sources.get(name, "derived")))
+            name: (indices, visibility.subset_metrics(task, sources.get(name, "derived"), split))
             for name, indices in public.items()
         }
     )
@@ -867,11 +868,11 @@ def submission_intervals(
     task = get_task(split.benchmark.task_type)
     known = {s.name: s for s in split.subsets}
     wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = (
-        {"all": (None, tuple(task.metrics))} if "all" in subset_names else {}
+        {"all": (None, catalog.split_metrics(split))} if "all" in subset_names else {}
     )
     wanted.update(
         {
-            name: (known[name].indices, visibility.subset_metrics(task, known[name].source))
+            name: (known[name].indices, visibility.subset_metrics(task, known[name].source, split))
             for name in subset_names
             if name in known
         }

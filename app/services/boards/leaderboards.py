@@ -228,11 +228,13 @@ def available_columns(split: Split) -> list[Column]:
     on every subset the public may see (derived bias subsets first), each with its number of examples."""
     task = get_task(split.benchmark.task_type)
     examples = visibility.examples_shown(split)
-    result = [Column("all", metric, METRIC_LABELS.get(metric, metric), examples) for metric in task.metrics]
+    result = [
+        Column("all", metric, METRIC_LABELS.get(metric, metric), examples) for metric in catalog.split_metrics(split)
+    ]
     visible = [s for s in split.subsets if not visibility.is_breakdown(split, s.source)]
     parts = [s for s in visible if s.source == "sealed"]
     for subset in sorted(parts, key=lambda s: s.name != sealed.QUERIED):  # after the reveal: both parts, the gap
-        for metric in visibility.subset_metrics(task, subset.source):
+        for metric in visibility.subset_metrics(task, subset.source, split):
             result.append(Column(subset.name, metric, _subset_label(subset.name, metric), subset.size))
     if parts:
         result.append(Column(GAP, task.primary_metric, f"Gap (queried − sealed {_metric_word(task.primary_metric)})"))

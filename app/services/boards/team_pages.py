@@ -18,6 +18,7 @@ from sqlalchemy.orm import contains_eager
 from app.db import begin_reading, db
 from app.evaluation import get_task
 from app.models import Benchmark, Split, Submission, Team
+from app.services import catalog
 from app.services.boards import board_snapshots
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import METRIC_LABELS
@@ -98,7 +99,7 @@ def team_page(slug: str) -> TeamPage:
         if not mine:
             continue
         task = get_task(split.benchmark.task_type)
-        metrics = (task.primary_metric, *(m for m in task.metrics if m != task.primary_metric))
+        metrics = (task.primary_metric, *(m for m in catalog.split_metrics(split) if m != task.primary_metric))
         boards.append(
             TeamBoard(
                 split.benchmark.slug,

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import contains_eager, joinedload
 
 from app.db import db
-from app.evaluation import TASK_TYPES, GoldSet, TaskType, ValidationError, get_task, sealed
+from app.evaluation import TASK_TYPES, GoldSet, TakesChoices, TaskType, ValidationError, get_task, sealed
 from app.evaluation.subsets import category_subsets, ids_subset
 from app.models import FEEDBACK_POLICIES, Benchmark, Split, Submission, Subset, utcnow
 from app.services.catalog import label_files, notifications, rescoring
@@ -128,17 +128,25 @@ def add_split(
     name: str | None = None,
     annotations: bytes | None = None,
     subset_field: str | None = None,
+    choices: bytes | None = None,
 ) -> Split:
-    """Import a gold file: copy it into the hidden-labels folder and derive the split's subsets."""
+    """Import a gold file: copy it into the hidden-labels folder and derive the split's subsets. `choices`: the
+    official choices file of a family that takes one (GQA), checked against the gold file and stored beside it
+    in its compact form."""
     benchmark = get_benchmark(benchmark_slug)
     _check_new_split_slug(benchmark, split_slug)
     check_visible("split name", name)
-    gold, subsets = _read_split_files(get_task(benchmark.task_type), labels, annotations, subset_field)
+    task = get_task(benchmark.task_type)
+    gold, subsets = _read_split_files(task, labels, annotations, subset_field)
     for subset_name in subsets:  # '<field>:<value>' names come from the gold file's values
         check_visible("subset name", subset_name)
+    compact = _read_choices(task, gold, choices) if choices is not None else None
 
     relative, digest = label_files.write_gold(benchmark.slug, split_slug, labels)
+    choices_path = choices_sha256 = None
     try:
+        if compact is not None:
+            choices_path, choices_sha256 = label_files.write_choices(benchmark.slug, split_slug, compact)
         position = (
             db.session.scalar(
                 select(func.coalesce(func.max(Split.position), -1)).where(Split.benchmark_id == benchmark.id)
@@ -153,6 +161,8 @@ def add_split(
             position=position + 1,
             gold_path=relative,
             gold_sha256=digest,
+            choices_path=choices_path,
+            choices_sha256=choices_sha256,
             example_count=gold.n,
             subset_field=subset_field,
             **(HIDDEN_SPLIT_POLICY if hidden else {"feedback": "full"}),
@@ -164,8 +174,29 @@ def add_split(
     except Exception:
         db.session.rollback()
         label_files.remove_gold(relative)
+        if choices_path is not None:
+            label_files.remove_gold(choices_path)
         raise
     return split
+
+
+def _read_choices(task: TaskType, gold: GoldSet, data: bytes) -> bytes:
+    """The choices file in its compact stored form; InvalidInput when the family takes none or it is invalid."""
+    if not isinstance(task, TakesChoices):
+        raise InvalidInput(f"a {task.name} split takes no choices file (only GQA's official {{tier}}_choices.json)")
+    try:
+        return task.read_choices(gold, data)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid choices file: {exc.problems[0].message}", exc.problems) from exc
+
+
+def split_metrics(split: Split) -> tuple[str, ...]:
+    """The metrics a split reports: its family's, less those only a choices file gives (GQA's validity and
+    plausibility) where the split has none."""
+    task = get_task(split.benchmark.task_type)
+    if split.choices_sha256 is None and isinstance(task, TakesChoices):
+        return tuple(metric for metric in task.metrics if metric not in task.choices_metrics)
+    return tuple(task.metrics)
 
 
 def _check_new_split_slug(benchmark: Benchmark, split_slug: str) -> None:

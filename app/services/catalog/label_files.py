@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from app import settings
-from app.evaluation import GoldSet, get_task
+from app.evaluation import GoldSet, TakesChoices, ValidationError, get_task
 from app.lru import LRU
 from app.models import Split
 from app.services.storage.checksums import sha256
@@ -46,8 +46,17 @@ def gold_relative_path(benchmark_slug: str, split_slug: str, data: bytes) -> Pat
 
 def write_gold(benchmark_slug: str, split_slug: str, data: bytes) -> tuple[str, str]:
     """Store a gold file under the hidden-labels folder; return (path relative to it, sha256)."""
+    return _write_private(gold_relative_path(benchmark_slug, split_slug, data), data)
+
+
+def write_choices(benchmark_slug: str, split_slug: str, compact: bytes) -> tuple[str, str]:
+    """Store a split's choices (the compact form TakesChoices.read_choices makes) beside its gold file, as
+    private as it; return (path relative to the hidden-labels folder, sha256)."""
+    return _write_private(Path(benchmark_slug) / f"{split_slug}-choices-{sha256(compact)[:16]}.npz", compact)
+
+
+def _write_private(relative: Path, data: bytes) -> tuple[str, str]:
     digest = sha256(data)
-    relative = gold_relative_path(benchmark_slug, split_slug, data)
     root = labels_dir()
     target = root / relative
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -68,17 +77,45 @@ def remove_gold(relative: str) -> None:
     (labels_dir() / relative).unlink(missing_ok=True)
 
 
+def _read_checked(relative: str, digest: str, what: str) -> bytes:
+    try:
+        data = (labels_dir() / relative).read_bytes()
+    except FileNotFoundError as exc:
+        raise GoldFileError(f"{what} is missing from the hidden-labels folder") from exc
+    if sha256(data) != digest:
+        raise GoldFileError(f"{what} does not match its recorded sha256")
+    return data
+
+
 def load_gold(split: Split) -> GoldSet:
-    """The split's parsed gold labels, verified against the recorded sha256 on first load."""
+    """The split's parsed gold labels (with its choices file attached, where it has one), verified against the
+    recorded sha256 on first load."""
     path = labels_dir() / split.gold_path
-    key = (str(path), split.gold_sha256)
+    key = (str(path), split.gold_sha256, split.choices_sha256)
     gold = _cache.get(key)
     if gold is not None:
         return gold
+    data = _read_checked(split.gold_path, split.gold_sha256, f"gold file for split {split.id}")
+    task = get_task(split.benchmark.task_type)
+    gold = task.read_gold(data)
+    compact = stored_choices(split)
+    if compact is not None:
+        gold = with_choices(task, gold, compact)
+    return _cache.put(key, gold)
+
+
+def stored_choices(split: Split) -> bytes | None:
+    """The split's stored choices (compact form), verified against the recorded sha256; None without."""
+    if split.choices_path is None or split.choices_sha256 is None:
+        return None
+    return _read_checked(split.choices_path, split.choices_sha256, f"choices of split {split.id}")
+
+
+def with_choices(task, gold: GoldSet, compact: bytes) -> GoldSet:
+    """`gold` with stored choices attached; GoldFileError when the family takes none or they no longer fit it."""
+    if not isinstance(task, TakesChoices):
+        raise GoldFileError(f"a {task.name} split has no choices file")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise GoldFileError(f"gold file for split {split.id} is missing from the hidden-labels folder") from exc
-    if sha256(data) != split.gold_sha256:
-        raise GoldFileError(f"gold file for split {split.id} does not match its recorded sha256")
-    return _cache.put(key, get_task(split.benchmark.task_type).read_gold(data))
+        return task.with_choices(gold, compact)
+    except (ValidationError, ValueError) as exc:
+        raise GoldFileError(f"the stored choices do not fit the gold file: {exc}") from exc

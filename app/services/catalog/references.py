@@ -46,7 +46,7 @@ def parse_scores(split: Split, scores_json: str) -> Scores:
             raise InvalidInput(
                 f"scores: unknown subset {subset!r}; this split has: {', '.join(sorted(subsets))}", field="scores"
             )
-        allowed = task.metrics if subset == "all" else task.subset_metrics
+        allowed = catalog.split_metrics(split) if subset == "all" else task.subset_metrics
         if not isinstance(metrics, dict) or not metrics:
             raise InvalidInput(
                 f'scores[{subset!r}] must be an object of metric: value, e.g. {{"{allowed[0]}": 50.0}}', field="scores"

@@ -164,8 +164,13 @@ def backup(path: Path) -> Summary:
 
 
 def _add_gold_files(archive, listed: _FileList, connection, metadata: MetaData, labels_dir) -> int:
-    """Every split's gold file (and every earlier one a correction replaced), checked; how many."""
+    """Every split's gold file (and every earlier one a correction replaced) and choices file, checked; how
+    many. A restore puts back every file under hidden_labels/ as it is, so the choices come back with the gold."""
     splits = connection.execute(text("SELECT id, gold_path, gold_sha256 FROM splits ORDER BY id")).all()
+    if "choices_path" in metadata.tables["splits"].columns:
+        splits += connection.execute(
+            text("SELECT id, choices_path, choices_sha256 FROM splits WHERE choices_path IS NOT NULL ORDER BY id")
+        ).all()
     if "gold_versions" in metadata.tables:
         # Gold files a correction replaced are kept as evidence: back them up too.
         current = {path for _, path, _ in splits}

@@ -31,6 +31,7 @@ class DemoSplit:
     size: int
     hidden: bool = False
     annotations: bool = False
+    choices: bool = False  # GQA: an official choices file (validity and plausibility on the board)
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,10 @@ BENCHMARKS = (
         "GQA (demo)",
         "Synthetic data in the shape of GQA: compositional questions about scene graphs, scored on balanced "
         "questions, with consistency over entailed questions and the answer distribution.",
-        (DemoSplit("testdev", "Test-dev", 2000), DemoSplit("test", "Test", 2000, hidden=True)),
+        (
+            DemoSplit("testdev", "Test-dev", 2000, choices=True),
+            DemoSplit("test", "Test", 2000, hidden=True, choices=True),
+        ),
     ),
     DemoBenchmark(
         "demo-a-okvqa",
@@ -297,6 +301,7 @@ def _ensure_split(
     except NotFound:
         pass
     annotations = synthetic.nlvr2_annotations(gold(), 100, seed=seed) if split_spec.annotations else None
+    choices = synthetic.gqa_choices(gold(), seed=seed) if split_spec.choices else None
     created["splits"] += 1
     split = catalog.add_split(
         spec.slug,
@@ -306,6 +311,7 @@ def _ensure_split(
         name=split_spec.name,
         annotations=annotations,
         subset_field=spec.subset_field,
+        choices=choices,
     )
     if split_spec.hidden:  # a blind test runs as a challenge: open for 90 days from the demo's making
         closes = (utcnow() + timedelta(days=90)).replace(hour=23, minute=59, second=0, microsecond=0)

@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from app.db import db
-from app.evaluation import GoldSet, TaskType, ValidationError, get_task
+from app.evaluation import GoldSet, TakesChoices, TaskType, ValidationError, get_task
 from app.evaluation.label_audit import dawid_skene
 from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
 from app.services import catalog
@@ -164,6 +164,7 @@ def correct_labels(
     note = _checked_note(note)
     task = get_task(split.benchmark.task_type)
     new, changed = _read_correction(task, label_files.load_gold(split), labels)
+    _check_choices_fit(split, task, new)
     ranks_before = board_snapshots.published_ranks(split)
     old_sha256 = split.gold_sha256
     existed = (
@@ -205,6 +206,18 @@ def correct_labels(
             label_files.remove_gold(relative)
         raise
     return Correction(split, version, changed, moved, rescored, old_sha256, digest)
+
+
+def _check_choices_fit(split: Split, task: TaskType, new: GoldSet) -> None:
+    """InvalidInput when the split's stored choices file lacks a question the corrected file makes balanced (the
+    official eval.py reads the choices of every balanced question)."""
+    compact = label_files.stored_choices(split)
+    if compact is None or not isinstance(task, TakesChoices):
+        return
+    try:
+        task.with_choices(new, compact)
+    except ValidationError as exc:
+        raise InvalidInput(f"the corrected file does not fit the split's choices file: {exc}", exc.problems) from exc
 
 
 def _checked_note(note: str) -> str:

@@ -84,15 +84,16 @@ def add_benchmark(
 def add_split(
     actor: User | None, benchmark_slug: str, split_slug: str, labels: bytes, *, via: str = "web", **options
 ) -> Split:
-    """`options` takes catalog.add_split's keywords (hidden, name, annotations, subset_field)."""
+    """`options` takes catalog.add_split's keywords (hidden, name, annotations, subset_field, choices)."""
     details = {
         "name": options.get("name"),
         "hidden": options.get("hidden", False),
         "subset_field": options.get("subset_field"),
         "gold": _file_facts(labels),
     }
-    if options.get("annotations") is not None:
-        details["annotations"] = _file_facts(options["annotations"])
+    for file in ("annotations", "choices"):
+        if options.get(file) is not None:
+            details[file] = _file_facts(options[file])
     return _audited(
         actor,
         "split.add",

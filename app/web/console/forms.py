@@ -145,6 +145,7 @@ class SplitForm(FlaskForm):
     )
     gold = FileField("Gold file (JSON lines)", validators=[FileRequired("Choose the split's gold file.")])
     annotations = FileField("Category annotations (optional, NLVR2 format)")
+    choices = FileField("Choices file (optional, GQA's official {tier}_choices.json)")
     subset_field = StringField(
         "Subset field (optional)",
         validators=[Optional(), Length(max=64)],

@@ -274,6 +274,7 @@ def new_split():
         status = _form_status(form) if request.method == "POST" else 200
         return render_template("console/new_split.html", form=form, error=None), status
     annotations = form.annotations.data.read() if form.annotations.data else None
+    choices = form.choices.data.read() if form.choices.data else None
     try:
         added = maintainer_actions.add_split(
             _me(),
@@ -284,6 +285,7 @@ def new_split():
             name=(form.name.data or "").strip() or None,
             annotations=annotations,
             subset_field=(form.subset_field.data or "").strip() or None,
+            choices=choices,
         )
     except ServiceError as exc:
         return render_template("console/new_split.html", form=form, error=exc), exc.status

@@ -24,9 +24,10 @@
 #      `return scores` (the printed values stay printed). The helper functions thus become nested functions;
 #      the module-level names they read (args, questions, predictions, scores, correct) become closure
 #      variables of the same values at call time, so the logic is unchanged.
-# Validity/plausibility/grounding are not disabled in the code: the harness passes a choices file in which
-# every question has {"valid": [], "plausible": []} and an empty scene-graph file {}, and does not pass
-# --grounding; validity and plausibility are then 0 and are not reported.
+# Validity/plausibility/grounding are not disabled in the code: the harness passes the test's choices file
+# (reference.official_scores(..., choices=...)) and reports validity and plausibility, or, without one, a choices
+# file in which every question has {"valid": [], "plausible": []} (validity and plausibility are then 0 and are
+# not reported); always an empty scene-graph file {}, and never --grounding.
 # Evaluation code for GQA. 
 # Computes a suite of metrics such as accuracy, consistency, plausibility and scores per question type and length.
 # Visit https://gqadataset.org/ for all information about the dataset, including examples, visualizations, paper and slides.
