@@ -21,6 +21,8 @@ from app.services.boards.leaderboards import METRIC_LABELS
 
 WIDTH, HEIGHT = 560, 280  # narrow enough that its text stays readable scaled down to a phone's width
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 14, 46  # margins: room for the axis labels
+TIME_LABEL_HALF = 32  # half the width of the widest time label ("Sep 2026") at font-size 13, and a little room
+TIME_LABEL_Y = HEIGHT - BOTTOM + 21  # the time labels' baseline: clear of the lowest y tick's label
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif"
 INK, MUTED, GRID, ACCENT, REFERENCE = "#1d232a", "#5b6673", "#e3e7eb", "#1f5fa8", "#8a5a00"
 
@@ -156,7 +158,10 @@ def _axes(frame: _Frame, metric_label: str) -> list[str]:
         out.append(
             f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM + 4}" stroke="{MUTED}"/>'
         )
-        out.append(f'<text x="{tx:.1f}" y="{HEIGHT - BOTTOM + 17}" text-anchor="middle" fill="{MUTED}">{label}</text>')
+        # A label centred on a tick near the right edge ran past the chart's box and was cut ("Jul 2026", issue
+        # 34): it ends at its tick there.
+        anchor = "end" if tx > WIDTH - TIME_LABEL_HALF else "middle"
+        out.append(f'<text x="{tx:.1f}" y="{TIME_LABEL_Y}" text-anchor="{anchor}" fill="{MUTED}">{label}</text>')
     out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{HEIGHT - BOTTOM}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
     out.append(f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="{INK}"/>')
     out.append(

@@ -12,7 +12,9 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.evaluation import TASK_TYPES
-from app.models import Score, Split, Submission
+from app.models import Job, Score, Split, Submission
+from app.services.blind_test import visibility
+from app.services.boards import board_snapshots
 from tests.support.files import write
 from tests.support.splits import nlvr2_split
 
@@ -182,13 +184,25 @@ def test_subsets_add_unknown_id_exits_2(runner, tmp_path):
     assert "not-an-id" in result.output
 
 
-def test_demo_is_idempotent(app, runner):
+def test_demo_is_idempotent_and_lands_healthy(app, runner):
+    """`make run` is `flask demo`, then the server: /healthz must say ok with no job waiting as soon as it starts
+    (issue 34: the held boards' jobs waited for a reader that never comes and were flagged stuck, and the public
+    boards' waited for their first reader). A job waiting now is one nobody will run, so it is counted at once,
+    not after JOB_STUCK_AFTER. (One test with the idempotence check: loading the demo takes ~10 s.)"""
     first = runner.invoke(args=["demo"])
     assert first.exit_code == 0, first.output
+    health = app.test_client().get("/healthz").get_json()
+    assert health["status"] == "ok", health
+    assert health["queue"]["waiting"] == 0 and health["queue"]["running"] == 0, health["queue"]
     with app.app_context():
         count = db.session.scalar(select(func.count(Submission.id)))
         assert count > 0
         splits = db.session.scalars(select(Split)).all()
+        held = [split for split in splits if not visibility.scores_are_public(split)]
+        assert held, "the demo has blind tests whose scores are held"
+        # A held board's job either ran or was never queued.
+        keys = {board_snapshots.board_key(split.id) for split in held}
+        assert not db.session.scalars(select(Job).where(Job.key.in_(keys), Job.state != "done")).all()
         tasks = {s.benchmark.task_type for s in splits}
         assert tasks == set(TASK_TYPES)  # every family has a demo benchmark
         nlvr2_dev = next(s for s in splits if s.benchmark.task_type == "nlvr2" and s.slug == "dev")

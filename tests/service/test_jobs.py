@@ -197,6 +197,32 @@ def test_readers_get_the_last_finished_board_while_workers_build_the_next(world,
     assert db.session.scalar(select(Job.state).where(Job.id == handed[0].id)) == "done"
 
 
+def _board_jobs(split) -> list[str]:
+    db.session.rollback()
+    return list(db.session.scalars(select(Job.state).where(Job.key == board_snapshots.board_key(split.id))))
+
+
+def test_a_held_board_queues_no_job_until_its_scores_are_shown(world):
+    """Nobody may read a held board (a blind test under `ladder` or `none` before its reveal), so no job is queued
+    for it: in-process, where a board's job waits for its reader, it waited for ever and /healthz called it
+    stuck (issue 34). One queued while its scores were shown is dropped when they are held; the reveal queues
+    the job that builds it."""
+    split = catalog.get_split("nlvr2", "test-u")
+    catalog.set_policy("nlvr2", "test-u", feedback="full")
+    data = synthetic.predictions("nlvr2", world["hidden_gold"], 0.7, seed=1)
+    submissions.store_scored(split, world["lab"], data, model_name="m1", description="d", publish=True)
+    assert _board_jobs(split) == ["queued"]  # shown under `full`: its reader builds it
+    catalog.set_policy("nlvr2", "test-u", feedback="ladder")
+    assert _board_jobs(split) == []  # held now: the waiting job is dropped
+    data = synthetic.predictions("nlvr2", world["hidden_gold"], 0.8, seed=2)
+    submissions.store_scored(split, world["lab"], data, model_name="m2", description="d", publish=True)
+    assert _board_jobs(split) == [] and console.queue_state().waiting == 0
+    catalog.reveal_split("nlvr2", "test-u")
+    assert _board_jobs(split) == ["queued"]
+    assert transport.run_due_here() == 1 and _board_jobs(split) == ["done"]
+    assert [entry.model_name for entry in leaderboards.board("nlvr2", "test-u").entries] == ["m2", "m1"]
+
+
 def test_a_board_job_lost_on_its_way_is_queued_again_by_its_reader(world, app, monkeypatch):
     _with_workers(world, app, monkeypatch)
     _publish(world, 0.8, 2)

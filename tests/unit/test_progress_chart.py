@@ -42,11 +42,7 @@ def test_points_titles_and_the_record_line():
 
 def _tick_labels(svg: str) -> list[str]:
     root = ET.fromstring(svg)
-    return [
-        t.text
-        for t in root.findall(f"{SVG}text")
-        if t.get("y") == str(progress_chart.HEIGHT - progress_chart.BOTTOM + 17)
-    ]
+    return [t.text for t in root.findall(f"{SVG}text") if t.get("y") == str(progress_chart.TIME_LABEL_Y)]
 
 
 def test_time_ticks_are_few_short_and_distinct_whatever_the_span():

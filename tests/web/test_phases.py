@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import time_machine
 from sqlalchemy import func, select
 
 from app.db import db
-from app.models import AuditEvent, Submission, User
+from app.models import AuditEvent, Submission, User, as_utc
+from app.services import catalog
 from app.services.catalog import phases
 from app.services.intake import submissions
 from tests.support.api_world import PASSWORD, build_world, post_file, stored_submission
@@ -143,3 +145,24 @@ def test_the_console_form_names_the_field_it_refuses(app):
         assert not db.session.scalar(
             select(func.count()).select_from(AuditEvent).where(AuditEvent.action == "split.phase")
         )
+
+
+def test_the_console_types_and_shows_times_as_24_hour_utc_text(app):
+    """Issue 34: a datetime-local field showed "02/26/2027, 11:" (the browser's locale, a 12-hour clock, minutes
+    cut) on a page that says UTC. The field is text: '2027-02-26 23:59' is taken as UTC and shown back so; a
+    12-hour time is refused, the error naming the form expected."""
+    build_world(app)
+    admin = app.test_client()
+    assert login(admin, "admin@example.org", PASSWORD).status_code == 302
+    path, page = "/console/splits/nlvr2/dev/phase", "/console/splits/nlvr2/dev"
+    saved = post_form(admin, path, {"opens_at": "", "closes_at": "2027-02-26 23:59"}, form_page=page)
+    assert saved.status_code == 303
+    with app.app_context():
+        assert as_utc(catalog.get_split("nlvr2", "dev").closes_at) == datetime(2027, 2, 26, 23, 59, tzinfo=UTC)
+    body = admin.get(page).get_data(True)
+    field = re.search(r'<input[^>]*name="closes_at"[^>]*>', body).group(0)
+    assert 'type="text"' in field and 'value="2027-02-26 23:59"' in field, field
+    assert "datetime-local" not in body
+    twelve = post_form(admin, path, {"opens_at": "", "closes_at": "02/26/2027, 11:59 PM"}, form_page=page)
+    assert twelve.status_code == 422
+    assert "on the 24-hour clock, e.g. 2026-12-01 23:59" in twelve.get_data(True)

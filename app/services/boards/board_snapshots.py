@@ -806,13 +806,22 @@ def _board_changed(target: Split, _value, _old, _initiator) -> None:
 
 @event.listens_for(Session, "before_commit")
 def _queue_changed_boards(session: Session) -> None:
-    """The commit that changes what a board shows queues its job (in the same transaction)."""
+    """The commit that changes what a board shows queues its job (in the same transaction), unless the board's
+    scores are held: nobody may read a held board (leaderboard() is empty) until the change that shows it
+    (a reveal, a policy of `full`), which bumps its version and queues its job then. In-process, where a
+    board's job waits for its reader, a held board's job waited for ever and was flagged stuck (issue 34);
+    one queued before the board was held is dropped for the same reason."""
     changed = session.info.pop("boards_changed", None)
     if not changed:
         return
     for split_id in sorted(changed):
-        if session.get(Split, split_id) is not None:
+        split = session.get(Split, split_id)
+        if split is None:
+            continue
+        if visibility.scores_are_public(split):
             queue.enqueue("board", board_key(split_id), {"split_id": split_id}, session)
+        else:
+            queue.drop_waiting(board_key(split_id), session)
 
 
 @event.listens_for(Session, "after_rollback")

@@ -89,7 +89,7 @@ def check_accepting(split: Split, at: datetime) -> None:
 
 def parse_moment(value: str | datetime | None, field: str) -> datetime | None:
     """A bound as given: ISO 8601 with a time zone ('2026-12-01T00:00Z', '...+01:00'), without one taken as
-    UTC (the console's datetime-local field), a date alone as its midnight UTC; '' or 'none' clears it (None).
+    UTC (the console's field: '2026-12-01 23:59'), a date alone as its midnight UTC; '' or 'none' clears it (None).
     The result is in UTC. InvalidInput names the field."""
     if isinstance(value, datetime):
         return as_utc(value).astimezone(UTC)
@@ -104,8 +104,9 @@ def parse_moment(value: str | datetime | None, field: str) -> datetime | None:
         return as_utc(moment).astimezone(UTC)
     except (ValueError, OverflowError):
         raise InvalidInput(
-            f"{field} must be a date and time in ISO 8601 between the years 1 and 9999 in UTC, e.g. "
-            f"2026-12-01T00:00Z (no zone: UTC), or 'none' to clear it; got {text[:40]!r}",
+            f"{field} must be a date and time in ISO 8601 between the years 1 and 9999 in UTC, on the 24-hour "
+            f"clock, e.g. 2026-12-01 23:59 or 2026-12-01T23:59Z (no zone: UTC), or 'none' to clear it; "
+            f"got {text[:40]!r}",
             field=field,
         ) from None
 

@@ -113,6 +113,18 @@ def enqueue(kind: str, key: str, args: dict | None = None, session: Session | No
     return job_id
 
 
+def drop_waiting(key: str, session: Session | None = None) -> int:
+    """Forget, in the session's open transaction, the jobs of this key not yet started or waiting to be
+    retried (work no longer wanted); a running one finishes. How many were dropped."""
+    session = session or db.session()
+    return cast(
+        CursorResult,
+        session.execute(
+            delete(Job).where(Job.key == key, Job.state == "queued").execution_options(synchronize_session=False)
+        ),
+    ).rowcount
+
+
 def queued_in(session: Session) -> list[Queued]:
     """The jobs the session's committed transaction queued (taken: each is handed over once)."""
     return session.info.pop("jobs_queued", [])

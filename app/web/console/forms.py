@@ -104,16 +104,33 @@ class PolicyForm(FlaskForm):
 
 
 class MomentField(Field):
-    """A datetime-local input: a date and time in UTC (the page says so), or blank for none. Read with the
-    command line's rule (services/catalog/phases.py parse_moment)."""
+    """A date and time in UTC, typed and shown on the 24-hour clock ('2027-02-26 23:59'), or blank for none.
+    Read with the command line's rule (services/catalog/phases.py parse_moment, which names what it expects).
 
-    widget = TextInput(input_type="datetime-local")
+    A text field, not a datetime-local one: Chromium draws that in the browser's locale ('02/26/2027, 11:' on a
+    12-hour clock, its minutes cut, on a page that says UTC: issue 34)."""
+
+    widget = TextInput()
     data: datetime | None
+
+    def __init__(self, label=None, validators=None, **kwargs):
+        render_kw = {
+            "placeholder": "YYYY-MM-DD HH:MM",
+            "pattern": r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2})?)?",
+            "size": 19,
+            "autocomplete": "off",
+            "spellcheck": "false",
+            **kwargs.pop("render_kw", {}),
+        }
+        super().__init__(label, validators, render_kw=render_kw, **kwargs)
 
     def _value(self) -> str:
         if self.raw_data:
             return self.raw_data[0]
-        return "" if self.data is None else as_utc(self.data).astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+        if self.data is None:
+            return ""
+        moment = as_utc(self.data).astimezone(UTC)
+        return moment.strftime("%Y-%m-%d %H:%M:%S" if moment.second else "%Y-%m-%d %H:%M")
 
     def process_formdata(self, valuelist):
         raw = (valuelist[0] if valuelist else "").strip()
