@@ -114,8 +114,8 @@ def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
     if value is None:
         return "–"
     low, high = row.interval(column)
-    bounds = f" [{score_text(low)}, {score_text(high)}]" if low is not None and high is not None else ""
-    return score_text(value) + bounds + _gap_mark(row, column)
+    bounds = f" [{column.text(low)}, {column.text(high)}]" if low is not None and high is not None else ""
+    return column.text(value) + bounds + _gap_mark(row, column)
 
 
 def _gap_mark(row, column: Column) -> str:
@@ -226,12 +226,12 @@ def to_csv(board: Board) -> str:
 # --- JSON ------------------------------------------------------------------------------------------------
 
 
-def score_document(value: float | None, low: float | None, high: float | None) -> dict:
+def score_document(value: float | None, low: float | None, high: float | None, decimals: int | None = None) -> dict:
     """A score as JSON (exports and the API): its value and 95% interval, and each as the board writes it
     (display.score_text; null where there is none), so that a script prints what the pages print."""
 
     def text(number: float | None) -> str | None:
-        return None if number is None else score_text(number)
+        return None if number is None else score_text(number, decimals)
 
     return {
         "value": value,
@@ -245,14 +245,15 @@ def score_document(value: float | None, low: float | None, high: float | None) -
 
 def _scores(row: Entry, columns: list[Column] | None = None) -> dict:
     """Scores of the chosen columns (every score when None) with their intervals."""
-    keys = None if columns is None else {column.key for column in columns}
+    keys = None if columns is None else {column.key: column for column in columns}
     result: dict[str, dict] = {}
     for subset, metrics in row.scores.items():
         for metric, value in metrics.items():
             if keys is not None and f"{subset}:{metric}" not in keys:
                 continue
             low, high = row.interval(Column(subset, metric, ""))
-            result.setdefault(subset, {})[metric] = score_document(value, low, high)
+            decimals = None if keys is None else keys[f"{subset}:{metric}"].decimals
+            result.setdefault(subset, {})[metric] = score_document(value, low, high, decimals)
     return result
 
 
@@ -262,9 +263,7 @@ def to_json(board: Board) -> str:
         "split": board.split.slug if board.split else None,
         "scores_public": board.scores_public,
         "view": board.view,
-        "columns": [
-            {"subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size} for c in board.columns
-        ],
+        "columns": [{"subset": c.subset, "metric": c.metric, **column_facts(c)} for c in board.columns],
         "entries": [
             {
                 "rank": entry.rank,
@@ -285,6 +284,19 @@ def to_json(board: Board) -> str:
         "references": reference_documents(board),
     }
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+
+
+def column_facts(column: Column) -> dict:
+    """What a column is, as the family declares its metric: its label, n (examples), unit, direction, decimals
+    (null: a percentage's own) and whether it ranks (JSON exports, the API)."""
+    return {
+        "label": column.label,
+        "examples": column.size,
+        "unit": column.unit,
+        "direction": column.direction,
+        "decimals": column.decimals,
+        "ranks": column.ranks,
+    }
 
 
 def reference_documents(board) -> list[dict]:
@@ -363,8 +375,7 @@ def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow
                 "split": c.split_slug,
                 "subset": c.subset,
                 "metric": c.metric,
-                "label": c.label,
-                "examples": c.size,
+                **column_facts(c),
             }
             for c in table.columns
         ],
@@ -377,7 +388,10 @@ def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow
                 "team": _team(row),
                 "anonymous": row.team is None,
                 "cells": {
-                    column.key: {"submission_id": cell.submission_id, **score_document(cell.value, cell.low, cell.high)}
+                    column.key: {
+                        "submission_id": cell.submission_id,
+                        **score_document(cell.value, cell.low, cell.high, column.decimals),
+                    }
                     for column in table.columns
                     if (cell := row.cell(column)) is not None
                 },
@@ -410,11 +424,21 @@ def _markdown_link(label: str, url: str | None) -> str:
     return f"[{label}](<{destination}>)"
 
 
+def _units_words(board) -> str:
+    """'scores in %', and the columns that are not percentages: 'scores in % (Distribution: a plain number, lower
+    is better, ranks nothing)'."""
+    plain = [c for c in board.columns if c.unit != "percent"]
+    if not plain:
+        return "scores in %"
+    notes = "; ".join(f"{c.label}: a plain number, {c.direction}{'' if c.ranks else ', ranks nothing'}" for c in plain)
+    return f"scores in % ({notes})"
+
+
 def to_markdown(board: Board) -> str:
     header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     lines = [
-        f"**{title}**: scores in %, "
+        f"**{title}**: {_units_words(board)}, "
         f"95% {_interval_words(board)} in brackets; ranks count the entries significantly better{_gap_words(board)}.",
         "",
         "| " + " | ".join(header) + " |",
@@ -531,10 +555,10 @@ def _column_pt(column: Column, rows: list, intervals: bool, paper: _Paper) -> fl
     for row in rows:
         value = row.value(column)
         if value is not None:
-            widths.append((_em(score_text(value)) * 1.1 + 0.4) * paper.main_em)  # 0.4: a † mark
+            widths.append((_em(column.text(value)) * 1.1 + 0.4) * paper.main_em)  # 0.4: a † mark
         low, high = row.interval(column)
         if intervals and low is not None and high is not None:
-            widths.append(_em(f"{score_text(low)}–{score_text(high)}") * paper.small_em)
+            widths.append(_em(f"{column.text(low)}–{column.text(high)}") * paper.small_em)
     return max(widths)
 
 
@@ -564,7 +588,7 @@ def _latex_value(row, column: Column, best: dict[str, float]) -> str:
     value = row.value(column)
     if value is None:
         return "--"
-    text = score_text(value) + ("$^\\dagger$" if _gap_mark(row, column) else "")
+    text = column.text(value) + ("$^\\dagger$" if _gap_mark(row, column) else "")
     if row.kind == "reference":
         return f"\\textit{{{text}}}"
     return f"\\textbf{{{text}}}" if best.get(column.key) == value else text
@@ -574,7 +598,7 @@ def _latex_interval(row, column: Column) -> str:
     low, high = row.interval(column)
     if low is None or high is None:
         return ""
-    return f"{{\\scriptsize {score_text(low)}--{score_text(high)}}}"
+    return f"{{\\scriptsize {column.text(low)}--{column.text(high)}}}"
 
 
 def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_LatexRow]:
@@ -677,7 +701,8 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
         else ""
     )
     caption = (
-        f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): scores in \\%{what}; best in bold; "
+        f"\\caption{{{title} leaderboard (Holdout, {today:%Y-%m-%d}): {latex_escape(_units_words(board))}{what}; "
+        "best in bold; "
         f"rank = 1 + entries significantly better{ranked_as} ({_rank_test_words(board)}){_latex_gap_words(board)}"
         f"{'; reference rows (italics) are not ranked' if len(rows) > entries else ''}.}}"
     )
