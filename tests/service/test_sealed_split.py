@@ -114,7 +114,8 @@ def test_full_feedback_releases_the_queried_parts_figures_alone(world):
     assert answer.scores["balanced"]["accuracy"] == ladder_rule.round_percentage(expected, balanced.size, 0)
     # Its page says so and shows the queried part's size; its intervals are the queried count's.
     page = submission_pages.page_for(world["member"], answer.submission.id)
-    assert page.queried_only and page.sizes == {"all": n}
+    assert page.queried_only and page.queried_examples == n and set(page.sizes) == {"all"}
+    assert page.sizes["all"]["accuracy"] == n  # each metric's n on the queried part (consistency: its sentences)
     assert set(page.scores) == {"all", "balanced", "unbalanced"}
     admin = submission_pages.page_for(world["admin"], answer.submission.id)
     assert not admin.queried_only and {"queried", "sealed"} <= set(admin.scores)

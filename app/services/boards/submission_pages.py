@@ -37,6 +37,7 @@ class SubmissionPage:
     verdict: submissions.Verdict | None = None
     placement: listings.Placement | None = None  # for the team and maintainers, once published
     refusal: str | None = None  # a rejected file's sentence: how many lines have errors, how many are listed
+    queried_examples: int | None = None  # the examples of the queried part, where the figures are its alone
 
 
 def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | None]]:
@@ -96,4 +97,5 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         verdict,
         listings.placement(submission) if published else None,
         submissions.refusal_of(submission) if problems else None,
+        None if view.queried_part is None else int(view.queried_part.size),
     )
