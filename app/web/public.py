@@ -71,7 +71,6 @@ def _leaderboard_page(board: leaderboards.Board) -> str:
                 board=board,
                 task=task,
                 chart=progress_chart.for_board(board),
-                metric_labels=task.metric_labels,
             ),
         )
         if board.split
