@@ -569,7 +569,9 @@ def test_a_blind_test_before_its_reveal_hides_its_subset_sizes_and_says_how_inte
     with app.app_context():
         _store("test-u", "Lab", small, 0.7, 1)
     body = json.loads(client.get("/leaderboards/nlvr2/test-u/export.json").data)
-    sizes = {c["subset"]: c["examples"] for c in body["columns"]}
+    sizes = {c["subset"]: c["examples"] for c in body["columns"] if c["metric"] == "accuracy"}
     assert sizes["all"] == 800 and sizes["balanced"] is None and sizes["unbalanced"] is None
+    # Consistency's n is the split's sentences (four examples each here): public, as its identifiers are.
+    assert next(c["examples"] for c in body["columns"] if c["metric"] == "consistency") == 200
     markdown = client.get("/leaderboards/nlvr2/test-u/export.md").get_data(as_text=True)
     assert "Wilson intervals from each entry's count" in markdown
