@@ -158,6 +158,12 @@ def test_a_submission_page_names_each_metric_with_its_n(world):
     headers = _headers(page, "scores")
     metrics = [(task.metric(m).label, task.metric_units(gold, m)) for m in task.metrics]
     assert [h for h in headers if h[0] != "Examples"] == metrics, task.name
+    # Its rows: the whole split, then the subsets in the family's order, each under its label.
+    rows = re.findall(r'<tr data-subset="([^"]+)">\s*<th scope="row">(.*?)</th>', page)
+    assert rows[0][0] == "all"
+    subsets = [name for name, _ in rows[1:]]
+    assert subsets == sorted(subsets, key=task.subset_order), task.name
+    assert all(_text(label) == task.subset_label(name) for name, label in rows[1:])
 
 
 def test_a_team_page_shows_the_boards_columns_in_its_order(world):

@@ -55,6 +55,25 @@ def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | 
     return sizes
 
 
+_PARTS_ORDER = {"queried": 0, "sealed": 1, "gap": 2}  # as the board: both parts, then their gap
+
+
+def _in_family_order(split, scores: Scores | None) -> Scores | None:
+    """The subsets in the order the board shows them: the whole split, a blind test's parts, then the derived
+    subsets before the others, each in the family's order (TaskType.subset_order)."""
+    if not scores:
+        return scores
+    task = get_task(split.benchmark.task_type)
+    sources = {subset.name: subset.source for subset in split.subsets}
+    first = {"all": 0, "sealed": 1, "derived": 2}
+
+    def key(name: str) -> tuple:
+        source = "all" if name == "all" else sources.get(name, "sealed")
+        return (first.get(source, 3), _PARTS_ORDER.get(name, 3), task.subset_order(name))
+
+    return {name: scores[name] for name in sorted(scores, key=key)}
+
+
 def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     """What the submission page shows to this viewer (NotFound where visibility.submission_view says so)."""
     submission = db.session.get(Submission, submission_id)
@@ -81,7 +100,7 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     published = submission.published_at is not None and not view.public_view
     return SubmissionPage(
         submission,
-        view.scores,
+        _in_family_order(split, view.scores),
         problems,
         quota,
         view.is_member,
