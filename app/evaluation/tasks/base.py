@@ -166,13 +166,14 @@ class TaskType:
             readable = f"{field.replace('_', ' ')} {value}" if colon else subset
         return f"{readable[:1].upper()}{readable[1:]}"
 
-    def column_label(self, subset: str, metric: str) -> str:
+    def column_label(self, subset: str, metric: str, *, short: bool = False) -> str:
         """A column's header: the metric's label on the whole split, else the subset's and the metric's
-        ('Balanced accuracy', 'Region west Q→AR')."""
+        ('Balanced accuracy', 'Region west Q→AR'); ``short``: with the metric's short label (narrow headers)."""
         declared = self.metric(metric)
+        label = declared.short_label if short else declared.label
         if subset == "all":
-            return declared.label
-        word = declared.label.lower() if declared.label in ("Accuracy", "Consistency") else declared.label
+            return label
+        word = label.lower() if label in ("Accuracy", "Consistency", "Acc.", "Cons.") else label
         return f"{self.subset_label(subset)} {word}"
 
     def subset_order(self, subset: str) -> tuple[int, str]:

@@ -303,13 +303,13 @@ class VQAv2(FixedDtypeTask):
         ' {"question_id": 262148002, "answer": "yes"}]',
     )
 
-    def column_label(self, subset: str, metric: str) -> str:
+    def column_label(self, subset: str, metric: str, *, short: bool = False) -> str:
         """The official board's headers: Overall, and an answer type's accuracy by its name alone."""
         if subset == "all":
             return "Overall"
         if subset in self.subset_labels:
             return self.subset_labels[subset]
-        return super().column_label(subset, metric)
+        return super().column_label(subset, metric, short=short)
 
     def sample(self, gold: GoldSet) -> bytes:
         entries = ",\n".join(f' {{"question_id": {question}, "answer": "yes"}}' for question in gold.ids.tolist())

@@ -538,7 +538,7 @@ def _latex_header(column: Column) -> tuple[str, str]:
     column's numbers need."""
     if column.subset == GAP:
         return "", "Gap"  # the caption says what it is
-    label = column.label
+    label = column.short or column.label  # the family's short label where it declares one
     for word, short in _LATEX_SHORT:
         label = label.replace(word, short)
     words = label.split()

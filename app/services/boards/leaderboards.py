@@ -73,6 +73,7 @@ class Column:
     unit: str = "percent"
     direction: str = "higher is better"
     ranks: bool = True  # may decide a rank or a column's bold best
+    short: str | None = None  # the header where room is short (LaTeX): the metric's short label; None: label
 
     @property
     def key(self) -> str:
@@ -95,6 +96,7 @@ def metric_column(task: TaskType, subset: str, metric: str, size: int | None, la
         declared.unit,
         declared.direction,
         declared.ranks,
+        task.column_label(subset, metric, short=True) if label is None else None,
     )
 
 

@@ -51,6 +51,7 @@ def _on_split(column: Column, label: str, split_slug: str) -> ModelColumn:
         column.unit,
         column.direction,
         column.ranks,
+        None,  # the split's name leads the label: no short form of its own
         split_slug=split_slug,
     )
 
