@@ -24,6 +24,7 @@ def _nullable(kind: str, **extra) -> dict:
 # What a column is, as its family declares the metric (tasks.base.Metric; exports.column_facts).
 _COLUMN_FACTS = {
     "examples": _nullable("integer", description="n: the units the column's metric counts (null: not shown)."),
+    "counts": {"type": "string", "description": 'What n counts, in words: "balanced questions".'},
     "unit": {"type": "string", "enum": ["percent", "plain"]},
     "direction": {"type": "string", "enum": ["higher is better", "lower is better"]},
     "decimals": _nullable("integer", description="Decimals it is written with (null: a percentage's own)."),
@@ -487,6 +488,7 @@ SCHEMAS = {
                         "metric",
                         "label",
                         "examples",
+                        "counts",
                         "unit",
                         "direction",
                         "decimals",

@@ -140,11 +140,8 @@ def test_the_api_and_the_exports_carry_the_same_columns(world):
     assert [(c["key"], c["label"], c["examples"]) for c in api["columns"]] == want, task.name
     for column in api["columns"]:
         declared = task.metric(column["metric"])
-        assert (column["unit"], column["direction"], column["ranks"]) == (
-            declared.unit,
-            declared.direction,
-            declared.ranks,
-        )
+        facts = (column["unit"], column["direction"], column["decimals"], column["ranks"], column["counts"])
+        assert facts == (declared.unit, declared.direction, declared.decimals, declared.ranks, declared.counts)
     exported = json.loads(client.get(f"/leaderboards/{BENCH}/{SPLIT}/export.json").get_data(as_text=True))
     assert [(f"{c['subset']}:{c['metric']}", c["label"], c["examples"]) for c in exported["columns"]] == want
     rows = list(csv.reader(io.StringIO(client.get(f"/leaderboards/{BENCH}/{SPLIT}/export.csv").get_data(as_text=True))))

@@ -287,11 +287,12 @@ def to_json(board: Board) -> str:
 
 
 def column_facts(column: Column) -> dict:
-    """What a column is, as the family declares its metric: its label, n (examples), unit, direction, decimals
-    (null: a percentage's own) and whether it ranks (JSON exports, the API)."""
+    """What a column is, as the family declares its metric: its label, n (examples) and what it counts, unit,
+    direction, decimals (null: a percentage's own) and whether it ranks (JSON exports, the API)."""
     return {
         "label": column.label,
         "examples": column.size,
+        "counts": column.counts,
         "unit": column.unit,
         "direction": column.direction,
         "decimals": column.decimals,

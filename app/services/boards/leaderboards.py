@@ -74,6 +74,7 @@ class Column:
     direction: str = "higher is better"
     ranks: bool = True  # may decide a rank or a column's bold best
     short: str | None = None  # the header where room is short (LaTeX): the metric's short label; None: label
+    counts: str = "examples"  # what its n counts, in words ("balanced questions")
 
     @property
     def key(self) -> str:
@@ -97,6 +98,7 @@ def metric_column(task: TaskType, subset: str, metric: str, size: int | None, la
         declared.direction,
         declared.ranks,
         task.column_label(subset, metric, short=True) if label is None else None,
+        declared.counts,
     )
 
 

@@ -52,6 +52,7 @@ def _on_split(column: Column, label: str, split_slug: str) -> ModelColumn:
         column.direction,
         column.ranks,
         None,  # the split's name leads the label: no short form of its own
+        column.counts,
         split_slug=split_slug,
     )
 
