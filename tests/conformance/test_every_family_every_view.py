@@ -37,6 +37,11 @@ def _text(fragment: str) -> str:
     return html.unescape(_TAGS.sub("", fragment)).strip()
 
 
+def _heading(label: str, metric) -> str:
+    """A header as every page writes it: the label, and beside it the direction where less is better."""
+    return f"{label} (lower is better)" if metric.lower_is_better else label
+
+
 def _build(app, name: str) -> dict:
     """A benchmark of family `name` with a public split of SIZE synthetic examples and four published entries from
     two teams; what each view must show, computed from the family's declaration and the gold set."""
@@ -66,11 +71,14 @@ def _build(app, name: str) -> dict:
     fields = task.default_subset_fields
     shown = sorted((s for s in derived if fields is None or s.split(":", 1)[0] in fields), key=task.subset_order)
     # (subset, metric, header label, n) of the board's default columns, in the family's order.
-    expected = [("all", m, task.column_label("all", m), task.metric_units(gold, m)) for m in task.metrics]
+    expected = [
+        ("all", m, _heading(task.column_label("all", m), task.metric(m)), task.metric_units(gold, m))
+        for m in task.metrics
+    ]
     for subset in shown:
         for m in task.subset_metrics:
             n = task.metric_units(gold, m, derived[subset])
-            expected.append((subset, m, task.column_label(subset, m), n))
+            expected.append((subset, m, _heading(task.column_label(subset, m), task.metric(m)), n))
     world["columns"] = expected
     world["gold"] = gold
     return world
@@ -82,7 +90,8 @@ def _n(fragment: str) -> int | None:
 
 
 def _headers(page: str, table_class: str) -> list[tuple[str, int | None]]:
-    """(label, n) of each numeric header of the first table of that class: the label without its n."""
+    """(label, n) of each numeric header of the first table of that class: the label without its n, a lower-is-better
+    label with its direction ("Distribution (lower is better)")."""
     table = re.search(rf'<table class="[^"]*{table_class}[^"]*".*?</thead>', page, re.S)
     assert table, f"no table .{table_class}"
     found = []
@@ -135,7 +144,8 @@ def test_a_metric_that_does_not_rank_is_never_bold(world):
 
 def test_the_api_and_the_exports_carry_the_same_columns(world):
     task, client = world["task"], world["client"]
-    want = [(f"{subset}:{metric}", label, n) for subset, metric, label, n in world["columns"]]
+    # The label alone (its direction is a field of its own).
+    want = [(f"{s}:{m}", task.column_label(s, m), n) for s, m, _, n in world["columns"]]
     api = client.get(f"/api/v1/leaderboards/{BENCH}/{SPLIT}").get_json()
     assert [(c["key"], c["label"], c["examples"]) for c in api["columns"]] == want, task.name
     for column in api["columns"]:
@@ -153,7 +163,7 @@ def test_a_submission_page_names_each_metric_with_its_n(world):
     task, client, gold = world["task"], world["client"], world["gold"]
     page = client.get(f"/submissions/{world['ids'][0]}").get_data(as_text=True)
     headers = _headers(page, "scores")
-    metrics = [(task.metric(m).label, task.metric_units(gold, m)) for m in task.metrics]
+    metrics = [(_heading(task.metric(m).label, task.metric(m)), task.metric_units(gold, m)) for m in task.metrics]
     assert [h for h in headers if h[0] != "Examples"] == metrics, task.name
     # Its rows: the whole split, then the subsets in the family's order, each under its label.
     rows = re.findall(r'<tr data-subset="([^"]+)">\s*<th scope="row">(.*?)</th>', page)
