@@ -302,7 +302,7 @@ def test_before_the_reveal_the_public_board_is_the_queried_parts(app, world):
     whole = catalog.get_split("nlvr2", "test-u").example_count
     assert f"{n:,} examples (its queried part; {whole:,} in all)" in page
     models = client.get("/leaderboards/nlvr2/models").get_data(as_text=True)
-    assert f'test-u accuracy<span class="n">n = {n:,}</span>' in models
+    assert f'test-u accuracy<span class="n" title="examples">n = {n:,}</span>' in models
     public = client.get(f"/submissions/{answer.id}").get_data(as_text=True)
     assert "queried part alone" in public
     catalog.reveal_split("nlvr2", "test-u")
