@@ -119,6 +119,11 @@ def test_the_board_page_names_orders_and_counts_as_the_family_declares(world):
     page = client.get(f"/leaderboards/{BENCH}/{SPLIT}").get_data(as_text=True)
     want = [(label, n) for _, _, label, n in world["columns"]]
     assert _headers(page, "leaderboard") == want, task.name
+    # Its header sorts best first: ascending where less is better.
+    links = re.findall(r'<a class="sort[^"]*" href="([^"]+)"', page.split("</thead>", 1)[0])
+    for (_, metric, _, _), link in zip(world["columns"], links, strict=True):
+        first = "asc" if task.metric(metric).lower_is_better else "desc"
+        assert f"order={first}" in html.unescape(link), (task.name, metric, link)
     # Every figure with its declared decimals: a plain number (GQA's distribution) never as a one-decimal percent.
     api = client.get(f"/api/v1/leaderboards/{BENCH}/{SPLIT}").get_json()
     for entry in api["entries"]:
