@@ -119,6 +119,9 @@ def test_the_board_page_names_orders_and_counts_as_the_family_declares(world):
     page = client.get(f"/leaderboards/{BENCH}/{SPLIT}").get_data(as_text=True)
     want = [(label, n) for _, _, label, n in world["columns"]]
     assert _headers(page, "leaderboard") == want, task.name
+    # The split's size is its examples, whatever its metrics count (GQA: every question, not the balanced ones).
+    facts = _text(re.search(r'<p class="muted board-facts">(.*?)</p>', page, re.S).group(1))
+    assert facts.startswith(f"{SPLIT_NAME}: {world['gold'].n:,} examples.") and "queried" not in facts, facts
     # Its header sorts best first: ascending where less is better.
     links = re.findall(r'<a class="sort[^"]*" href="([^"]+)"', page.split("</thead>", 1)[0])
     for (_, metric, _, _), link in zip(world["columns"], links, strict=True):

@@ -126,6 +126,7 @@ class Board:
     q: str | None = None  # the search (?q=) as applied: entries whose model or team name holds it
     # The entries the search keeps, in ranking order (None: every entry); each keeps its rank on the board.
     matching: list[Entry] | None = None
+    examples: int | None = None  # the examples its figures count over (a blind test's queried part's, till the reveal)
 
     @property
     def found(self) -> list[Entry]:
@@ -642,7 +643,7 @@ def _check_final(benchmark: BenchmarkInfo, split: SplitInfo) -> None:
 def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board whose scores are not public yet: its columns and changelog, no rows, one page."""
     full = db.session.get_one(Split, split.id)
-    available, defaults = _columns_of(full)
+    available, defaults, examples = _columns_of(full)
     cols = choose_columns(available, defaults, asked.chosen)
     column, direction = _parse_sort(cols, asked.sort, asked.order)
     if asked.page > 1:
@@ -661,12 +662,13 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         changelog=changelog(full),
         held=held_facts(split),
         q=asked.q,
+        examples=examples,
     )
 
 
 def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board with its scores: one page of its snapshot's rows, in the order asked for."""
-    snap, available, defaults = _snapshot_and_columns(split, final=asked.view == FINAL)
+    snap, (available, defaults, examples) = _snapshot_and_columns(split, final=asked.view == FINAL)
     cols = choose_columns(available, defaults, asked.chosen)
     column, direction = _parse_sort(cols, asked.sort, asked.order)
     number, shown_view, paginate = asked.page, asked.view, asked.paginate
@@ -718,20 +720,21 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         snap,
         q=asked.q,
         matching=kept,
+        examples=examples,
     )
 
 
-def _snapshot_and_columns(split: SplitInfo, final: bool = False) -> tuple[Snapshot, list[Column], list[Column]]:
+def _snapshot_and_columns(split: SplitInfo, final: bool = False) -> tuple[Snapshot, _Columns]:
     """The split's snapshot (computed when not in memory; `final`: its final board's) and its available and
-    default columns."""
+    default columns, with the examples its public figures count over."""
     if final:
         snap = final_snapshot(db.session.get_one(Split, split.id))
     else:
         snap = memo_get(split.id, split.board_version) or snapshot(db.session.get_one(Split, split.id))
-    available, defaults = _columns_memo.get((str(db.engine.url), split.id, snap.version)) or _columns_of(
+    found = _columns_memo.get((str(db.engine.url), split.id, snap.version)) or _columns_of(
         db.session.get_one(Split, split.id), snap.version
     )
-    return snap, available, defaults
+    return snap, found
 
 
 def _arrange(
@@ -757,12 +760,15 @@ def _arrange(
 
 # Rows in display order per board version, sort, page, view and search, and the entries the search keeps.
 _arranged: LRU[tuple[list, int, list[Entry]]] = LRU(128)
-_columns_memo: LRU[tuple[list[Column], list[Column]]] = LRU(64)
+# Every column a visitor may choose, the default ones, and the examples the split's public figures count over
+# (its queried part's while only that is shown): a column's n is what its metric counts, which may be fewer.
+_Columns = tuple[list[Column], list[Column], int]
+_columns_memo: LRU[_Columns] = LRU(64)
 
 
-def _columns_of(split: Split, version: int | None = None) -> tuple[list[Column], list[Column]]:
+def _columns_of(split: Split, version: int | None = None) -> _Columns:
     """Every column a visitor may choose and the default ones (kept per board version when given one)."""
-    found = (available_columns(split), columns(split))
+    found = (available_columns(split), columns(split), visibility.examples_shown(split))
     if version is not None:
         _columns_memo.put((str(db.engine.url), split.id, version), found)
     return found
