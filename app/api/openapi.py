@@ -21,6 +21,17 @@ def _nullable(kind: str, **extra) -> dict:
     return {"type": [kind, "null"], **extra}
 
 
+# What a column is, as its family declares the metric (tasks.base.Metric; exports.column_facts).
+_COLUMN_FACTS = {
+    "examples": _nullable("integer", description="n: the units the column's metric counts (null: not shown)."),
+    "counts": {"type": "string", "description": 'What n counts, in words: "balanced questions".'},
+    "unit": {"type": "string", "enum": ["percent", "plain"]},
+    "direction": {"type": "string", "enum": ["higher is better", "lower is better"]},
+    "decimals": _nullable("integer", description="Decimals it is written with (null: a percentage's own)."),
+    "ranks": {"type": "boolean", "description": "Whether it may decide a rank or a column's best."},
+}
+
+
 def _json(schema: dict, description: str, headers: dict | None = None) -> dict:
     response = {"description": description, "content": {"application/json": {"schema": schema}}}
     if headers:
@@ -481,13 +492,24 @@ SCHEMAS = {
                 "description": "The board's default columns, in its order (every entry's scores hold more).",
                 "items": {
                     "type": "object",
-                    "required": ["key", "subset", "metric", "label", "examples"],
+                    "required": [
+                        "key",
+                        "subset",
+                        "metric",
+                        "label",
+                        "examples",
+                        "counts",
+                        "unit",
+                        "direction",
+                        "decimals",
+                        "ranks",
+                    ],
                     "properties": {
                         "key": {"type": "string"},
                         "subset": {"type": "string"},
                         "metric": {"type": "string"},
                         "label": {"type": "string"},
-                        "examples": _nullable("integer"),
+                        **_COLUMN_FACTS,
                     },
                 },
             },
@@ -562,7 +584,7 @@ SCHEMAS = {
                         "subset": {"type": "string"},
                         "metric": {"type": "string"},
                         "label": {"type": "string"},
-                        "examples": _nullable("integer"),
+                        **_COLUMN_FACTS,
                     },
                 },
             },

@@ -220,15 +220,17 @@ def _split(split: Split) -> dict:
     }
 
 
-def _score(value: float, bounds: tuple[float | None, float | None]) -> dict:
+def _score(value: float, bounds: tuple[float | None, float | None], decimals: int | None = None) -> dict:
     low, high = bounds
     return exports.score_document(
-        _number(value), None if low is None else _number(low), None if high is None else _number(high)
+        _number(value), None if low is None else _number(low), None if high is None else _number(high), decimals
     )
 
 
-def _entry(entry: Entry) -> dict:
-    """A leaderboard entry: its significance-aware rank, and every score with its 95% interval."""
+def _entry(entry: Entry, columns: list[leaderboards.Column]) -> dict:
+    """A leaderboard entry: its significance-aware rank, and every score with its 95% interval (written with the
+    decimals its column declares)."""
+    decimals = {column.key: column.decimals for column in columns}
     return {
         "rank": entry.rank,
         "rank_low": entry.rank_low,
@@ -241,7 +243,11 @@ def _entry(entry: Entry) -> dict:
         "code_url": entry.code_url,
         "scores": {
             subset: {
-                metric: _score(value, entry.intervals.get(subset, {}).get(metric, (None, None)))
+                metric: _score(
+                    value,
+                    entry.intervals.get(subset, {}).get(metric, (None, None)),
+                    decimals.get(f"{subset}:{metric}"),
+                )
                 for metric, value in metrics.items()
             }
             for subset, metrics in entry.scores.items()
@@ -308,10 +314,9 @@ def leaderboard(benchmark: str, split: str | None = None):
         "scores_public": board.scores_public,
         "view": board.view,
         "columns": [
-            {"key": c.key, "subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size}
-            for c in board.columns
+            {"key": c.key, "subset": c.subset, "metric": c.metric, **exports.column_facts(c)} for c in board.columns
         ],
-        "entries": [_entry(entry) for entry in listed.items],
+        "entries": [_entry(entry, board.available) for entry in listed.items],
         **_window(listed),
         "rank_method": board.rank_method,
         "resolution": board.resolution,

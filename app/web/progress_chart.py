@@ -17,7 +17,6 @@ from markupsafe import Markup
 
 from app.evaluation import get_task
 from app.evaluation.display import score_text
-from app.services.boards.leaderboards import METRIC_LABELS
 
 WIDTH, HEIGHT = 560, 280  # narrow enough that its text stays readable scaled down to a phone's width
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 14, 46  # margins: room for the axis labels
@@ -249,7 +248,7 @@ def for_board(board) -> Markup:
         for r in board.snapshot.references
         if metric in r.scores.get("all", {})
     ]
-    return Markup(render(points, METRIC_LABELS.get(metric, metric), lines))
+    return Markup(render(points, get_task(board.benchmark.task_type).metric(metric).label, lines))
 
 
 def for_team_board(board, number: int) -> Markup:

@@ -71,7 +71,6 @@ def _leaderboard_page(board: leaderboards.Board) -> str:
                 board=board,
                 task=task,
                 chart=progress_chart.for_board(board),
-                metric_labels=leaderboards.METRIC_LABELS,
             ),
         )
         if board.split

@@ -140,7 +140,6 @@ def _show_page(
         "submissions/show.html",
         view=view,
         task=get_task(view.submission.split.benchmark.task_type),
-        metric_labels=leaderboards.METRIC_LABELS,
         publish_error=error,
         **forms,
     )

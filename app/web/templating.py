@@ -23,8 +23,11 @@ def _query(board: Board, **params) -> str:
 
 
 def sort_link(board: Board, column: Column) -> str:
-    """?sort=<subset>:<metric>&order=desc|asc: descending first, toggled when already sorted by it."""
-    order = "asc" if board.sort == column and board.order == "desc" else "desc"
+    """?sort=<subset>:<metric>&order=desc|asc: best first (descending; ascending where less is better, as the
+    family declares the metric), toggled when already sorted that way."""
+    first = "asc" if column.direction == "lower is better" else "desc"
+    then = "desc" if first == "asc" else "asc"
+    order = then if board.sort == column and board.order == first else first
     return _query(board, sort=column.key, order=order)
 
 

@@ -126,8 +126,7 @@ def test_show_prints_the_pages_figures(app, world, capsys, monkeypatch):
     page = app.test_client().get(f"/submissions/{sid}").get_data(as_text=True)
     for key in COLUMNS:
         subset, metric = key.split(":")
-        label = "whole split" if subset == "all" else subset
-        row = re.search(rf'<th scope="row">{label}</th>(.*?)</tr>', page, re.S).group(1)
+        row = re.search(rf'<tr data-subset="{subset}">(.*?)</tr>', page, re.S).group(1)
         cells = re.findall(r'<td class="num"[^>]*>(.*?)</td>', row, re.S)
         figure = figure_and_interval(cells[("accuracy", "consistency").index(metric)])[0]
         assert printed[(subset, metric)] == figure, (key, printed, figure)

@@ -232,9 +232,9 @@ def _family_board(task_type: str, count: int, extra: tuple[str, ...] = (), names
     scores falling down the board with asymmetric intervals, ranks in tied blocks with their intervals, and
     two reference rows."""
     task = get_task(task_type)
-    columns = [Column("all", metric, leaderboards.METRIC_LABELS.get(metric, metric)) for metric in task.metrics]
+    columns = [leaderboards.metric_column(task, "all", metric, None) for metric in task.metrics]
     for subset in (*DEFAULT_SUBSETS.get(task_type, ()), *extra):
-        columns.append(Column(subset, task.primary_metric, leaderboards._subset_label(subset, task.primary_metric)))
+        columns.append(leaderboards.metric_column(task, subset, task.primary_metric, None))
     entries = []
     for i in range(count):
         rank = 1 + i - i % 3
@@ -292,8 +292,9 @@ def test_every_family_exports_whole_names_at_column_width_in_balanced_floats():
     """Without compiling: each family's board (six columns or fewer) keeps to a column, every name is there
     whole (its tokens boxed), the ranks carry their intervals, and no float is a remainder."""
     for key, (board, table) in _family_tables().items():
-        assert len(board.columns) <= 6, key
-        if key == "nlvr2-wide-token":
+        if len(board.columns) > 6:  # GQA with its choices' validity and plausibility: 7 columns may take the page
+            assert "resizebox" not in table, key
+        elif key == "nlvr2-wide-token":
             assert "\\begin{table*}" in table and "resizebox" not in table
         else:
             assert "\\begin{table}[tbp]" in table and "table*" not in table, key

@@ -114,7 +114,8 @@ def test_full_feedback_releases_the_queried_parts_figures_alone(world):
     assert answer.scores["balanced"]["accuracy"] == ladder_rule.round_percentage(expected, balanced.size, 0)
     # Its page says so and shows the queried part's size; its intervals are the queried count's.
     page = submission_pages.page_for(world["member"], answer.submission.id)
-    assert page.queried_only and page.sizes == {"all": n}
+    assert page.queried_only and page.queried_examples == n and set(page.sizes) == {"all"}
+    assert page.sizes["all"]["accuracy"] == n  # each metric's n on the queried part (consistency: its sentences)
     assert set(page.scores) == {"all", "balanced", "unbalanced"}
     admin = submission_pages.page_for(world["admin"], answer.submission.id)
     assert not admin.queried_only and {"queried", "sealed"} <= set(admin.scores)
@@ -301,7 +302,7 @@ def test_before_the_reveal_the_public_board_is_the_queried_parts(app, world):
     whole = catalog.get_split("nlvr2", "test-u").example_count
     assert f"{n:,} examples (its queried part; {whole:,} in all)" in page
     models = client.get("/leaderboards/nlvr2/models").get_data(as_text=True)
-    assert f'test-u accuracy<span class="n">n = {n:,}</span>' in models
+    assert f'test-u accuracy<span class="n" title="examples">n = {n:,}</span>' in models
     public = client.get(f"/submissions/{answer.id}").get_data(as_text=True)
     assert "queried part alone" in public
     catalog.reveal_split("nlvr2", "test-u")

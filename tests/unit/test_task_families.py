@@ -17,7 +17,7 @@ import pytest
 from app.evaluation import GoldSet, TaskType, ValidationError, encoding, ladder, probes, statistics
 from app.evaluation.metrics import accuracy
 from app.evaluation.tasks import TASK_TYPES, get_task, register
-from app.evaluation.tasks.base import LabelVotes
+from app.evaluation.tasks.base import ACCURACY, LabelVotes
 from app.services.blind_test import integrity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ REQUIRED_ATTRIBUTES = (
     "name",
     "label",
     "unit_noun",
-    "metrics",
+    "declared_metrics",
     "primary_metric",
     "tie_break_metric",
     "subset_metrics",
@@ -107,7 +107,7 @@ class ThreeWayChoice(TaskType):
     name = "toy-three-way"
     label = "Three-way choice (toy)"
     unit_noun = "questions"
-    metrics = ("accuracy",)
+    declared_metrics = (ACCURACY,)
     primary_metric = "accuracy"
     tie_break_metric = None
     subset_metrics = ("accuracy",)

@@ -44,7 +44,7 @@ from ..metrics import accuracy
 from ..text_files import show
 from . import aokvqa_synthetic as synthetic
 from . import synthetic_files
-from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Metric, Outcomes, Scores, register
 
 CHOICES = 4
 DIRECT_ANSWERS = 10
@@ -298,11 +298,14 @@ class AOKVQA(FixedDtypeTask):
     label = "A-OKVQA"
     unit_noun = "questions"
     default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
-    metrics = ("mc_accuracy", "da_accuracy")
+    # DA accuracy leaves out the questions marked difficult for direct answers (counted_units).
+    declared_metrics = (
+        Metric("mc_accuracy", "MC accuracy", "MC", counts="questions"),
+        Metric("da_accuracy", "DA accuracy", "DA", counts="questions not marked difficult"),
+    )
     primary_metric = "mc_accuracy"
     tie_break_metric = "da_accuracy"
-    subset_metrics = metrics
-    metric_labels = {"mc_accuracy": "MC accuracy", "da_accuracy": "DA accuracy"}
+    subset_metrics = ("mc_accuracy", "da_accuracy")
     file_suffix = "json"
     media_type = "application/json"
     file_format = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,8 +32,23 @@ TASK_TYPES: dict[str, TaskType] = {}
 
 def register(cls: type[TaskType]) -> type[TaskType]:
     task = cls()
+    _check_declared(task)
     TASK_TYPES[task.name] = task
     return cls
+
+
+def _check_declared(task: TaskType) -> None:
+    """Every metric a family scores is declared once, and what ranks is declared to rank: a family that adds a
+    metric without its declaration fails at import, not on the first page that shows it."""
+    names = [metric.name for metric in task.declared_metrics]
+    if len(set(names)) != len(names) or not names:
+        raise TypeError(f"{task.name}: declared_metrics must name each metric once, got {names}")
+    for metric in (task.primary_metric, task.tie_break_metric, *task.subset_metrics):
+        if metric is not None and metric not in names:
+            raise TypeError(f"{task.name}: {metric!r} is not among its declared metrics {names}")
+    for metric in (task.primary_metric, task.tie_break_metric):
+        if metric is not None and not task.metric(metric).ranks:
+            raise TypeError(f"{task.name}: {metric!r} decides ranks but is declared not to rank")
 
 
 def get_task(name: str) -> TaskType:
@@ -45,6 +60,42 @@ def get_task(name: str) -> TaskType:
 def read_gold(task: str, data: bytes) -> GoldSet:
     """Read the gold file of a task type by name (see TASK_TYPES)."""
     return get_task(task).read_gold(data)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of a family as every view shows it: boards, submission and team pages, the models view, the API
+    and the exports read this and nothing else. A family's metrics are shown in the order it declares them."""
+
+    name: str  # the key scores are stored under ("q_ar", "mc_accuracy"): never changes once stored
+    label: str  # as the family's paper or official board writes it ("Q→AR", "Yes/No", "MC accuracy")
+    short: str | None = None  # for narrow headers (LaTeX, Markdown) where the label is long; None: the label
+    # A percentage (0-100, the figure's own decimals: one, or a released figure's) or a plain number (GQA's
+    # distribution, a chi-square) written with ``decimals``.
+    unit: Literal["percent", "plain"] = "percent"
+    lower_is_better: bool = False  # less is better (the distribution): its best value is its least
+    decimals: int | None = None  # None: a percentage's own; a plain number's always
+    # Whether it may decide a rank, a tie or a column's bold best: a figure whose differences no test backs (the
+    # distribution) is shown and never ranks.
+    ranks: bool = True
+    # What its n counts, in words (the count itself is TaskType.metric_units of a gold set): "balanced questions".
+    counts: str = "examples"
+
+    @property
+    def short_label(self) -> str:
+        return self.short or self.label
+
+    @property
+    def direction(self) -> str:
+        return "lower is better" if self.lower_is_better else "higher is better"
+
+    @property
+    def percent(self) -> bool:
+        return self.unit == "percent"
+
+
+ACCURACY = Metric("accuracy", "Accuracy", "Acc.")
+CONSISTENCY = Metric("consistency", "Consistency", "Cons.", counts="sentences")
 
 
 @dataclass(frozen=True)
@@ -65,23 +116,82 @@ class TaskType:
     label: str
     # What one resampled group (a consistency group) is called on boards: "sentences", "questions".
     unit_noun: str
-    metrics: tuple[str, ...]
+    # Every metric the family scores, declared once, in the order every view shows them (Metric): the names,
+    # labels and which is lower-is-better below are read from it.
+    declared_metrics: tuple[Metric, ...]
     # Metrics shown without an interval: not a ratio of per-group sums a bootstrap can resample (GQA's
     # consistency over entailed questions, its distribution). Their values come from score_batch; every other
     # metric is counted in example_outcomes (or is "consistency" over the groups).
     estimate_only_metrics: tuple[str, ...] = ()
-    # Metrics where less is better (GQA's distribution, a chi-square): a board's best value is their least.
-    lower_is_better: tuple[str, ...] = ()
     # How a board explains the test its ranks come from (statistics.view_ranks; paired_view_ranks for points).
     rank_test = "an exact McNemar test on {metric} (the examples only one of the two got right)"
     # Which derived subsets a board shows by default (the rest a visitor may choose): None, all of them (NLVR2's
     # bias subsets); else those of these gold fields (VQA v2: answer_type, not its 65 question types).
     default_subset_fields: tuple[str, ...] | None = None
-    # How boards name the family's metrics where the name alone does not read well ("mc_accuracy").
-    metric_labels: Mapping[str, str] = {}
+    # How the family's paper or official board names its subsets ("answer_type:yes/no": "Yes/No"), in the order
+    # it shows them; a subset not named here reads as its name does ("region west").
+    subset_labels: Mapping[str, str] = {}
     primary_metric: str
     tie_break_metric: str | None
     subset_metrics: tuple[str, ...]
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(metric.name for metric in self.declared_metrics)
+
+    @property
+    def metric_labels(self) -> dict[str, str]:
+        return {metric.name: metric.label for metric in self.declared_metrics}
+
+    @property
+    def lower_is_better(self) -> tuple[str, ...]:
+        """Metrics where less is better (GQA's distribution): a board's best value is their least."""
+        return tuple(metric.name for metric in self.declared_metrics if metric.lower_is_better)
+
+    def metric(self, name: str) -> Metric:
+        """The declaration of one of the family's metrics; KeyError for a name it does not score."""
+        for metric in self.declared_metrics:
+            if metric.name == name:
+                return metric
+        raise KeyError(f"{self.name} has no metric {name!r}")
+
+    def subset_label(self, subset: str) -> str:
+        """'Yes/No', 'Balanced', 'Region west', 'Hard-cardinality': as the family writes a subset."""
+        if subset in self.subset_labels:
+            return self.subset_labels[subset]
+        if subset.startswith("category:"):
+            readable = subset.split(":", 1)[1]
+        else:  # a field's underscores read as spaces (answer_type:number), its value as written
+            field, colon, value = subset.partition(":")
+            readable = f"{field.replace('_', ' ')} {value}" if colon else subset
+        return f"{readable[:1].upper()}{readable[1:]}"
+
+    def column_label(self, subset: str, metric: str, *, short: bool = False) -> str:
+        """A column's header: the metric's label on the whole split, else the subset's and the metric's
+        ('Balanced accuracy', 'Region west Q→AR'); ``short``: with the metric's short label (narrow headers)."""
+        declared = self.metric(metric)
+        label = declared.short_label if short else declared.label
+        if subset == "all":
+            return label
+        word = label.lower() if label in ("Accuracy", "Consistency", "Acc.", "Cons.") else label
+        return f"{self.subset_label(subset)} {word}"
+
+    def subset_order(self, subset: str) -> tuple[int, str]:
+        """Where a subset's columns go among the others: those the family names in its order, then the rest."""
+        names = list(self.subset_labels)
+        return (names.index(subset), "") if subset in names else (len(names), subset)
+
+    def metric_units(self, gold: GoldSet, metric: str, indices: np.ndarray | None = None) -> int | None:
+        """n of a metric: how many units it counts on the examples ``indices`` (None: all). Consistency counts
+        groups (sentences); an estimate-only figure (GQA's consistency, its distribution) counts no units of its
+        own: None; the rest, counted_units (NLVR images: images; GQA: balanced questions; A-OKVQA's DA accuracy:
+        the questions not marked difficult)."""
+        if metric in self.estimate_only_metrics:
+            return None
+        if metric == "consistency":
+            groups = gold.groups if indices is None else gold.groups[np.asarray(indices)]
+            return int(np.unique(groups).size)
+        return self.counted_units(gold, metric, indices)
 
     # How a prediction file of this task is written, for the "How to submit" section of a benchmark.
     file_format: str

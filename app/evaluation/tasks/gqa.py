@@ -46,7 +46,7 @@ from ..subsets import PARTS
 from ..text_files import show
 from . import gqa_choices, synthetic_files
 from . import gqa_synthetic as synthetic
-from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Metric, Outcomes, Scores, register
 
 _PAPER = "https://arxiv.org/abs/1902.09506"
 
@@ -550,19 +550,30 @@ class GQA(FixedDtypeTask):
     label = "GQA"
     unit_noun = "images"
     default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
-    metrics = ("accuracy", "binary", "open", "consistency", "validity", "plausibility", "distribution")
+    # As eval.py prints them. Binary and open count their balanced questions, accuracy all balanced ones; the
+    # distribution is a chi-square (no percentage, lower is better), shown to four decimals and never ranked.
+    declared_metrics = (
+        Metric("accuracy", "Accuracy", "Acc.", counts="balanced questions"),
+        Metric("binary", "Binary", "Bin.", counts="balanced binary questions"),
+        Metric("open", "Open", counts="balanced open questions"),
+        Metric("consistency", "Consistency", "Cons.", counts="entailed questions"),
+        Metric("validity", "Validity", "Valid.", counts="balanced questions"),
+        Metric("plausibility", "Plausibility", "Plaus.", counts="balanced questions"),
+        Metric("distribution", "Distribution", "Distr.", unit="plain", lower_is_better=True, decimals=4, ranks=False),
+    )
     # Reported only where the split has the official choices file (flask splits add ... --choices).
     choices_metrics = ("validity", "plausibility")
+    # The paper's names of the structural and semantic types (eval.py prints the raw ones).
+    subset_labels = {
+        **{f"structural:{t}": t.capitalize() for t in ("verify", "query", "choose", "logical", "compare")},
+        "semantic:rel": "Relation",
+        "semantic:attr": "Attribute",
+        "semantic:obj": "Object",
+        "semantic:cat": "Category",
+        "semantic:global": "Global",
+    }
     # The consistency is a mean over the questions answered right (a ratio of sums over images only once the
     # right answers are known) and the distribution a chi-square: no group sums a bootstrap can resample.
-    lower_is_better = ("distribution",)
-    metric_labels = {
-        "binary": "Binary",
-        "open": "Open",
-        "validity": "Validity",
-        "plausibility": "Plausibility",
-        "distribution": "Distribution (lower is better)",
-    }
     estimate_only_metrics = ("consistency", "distribution")
     primary_metric = "accuracy"
     # None: binary (or open) would favour one kind of question arbitrarily; GQA's own boards rank by accuracy.

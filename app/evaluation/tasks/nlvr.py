@@ -20,7 +20,7 @@ from ..metrics import accuracy, consistency
 from ..subsets import PARTS, balanced_unbalanced
 from . import nlvr_synthetic as synthetic
 from . import synthetic_files
-from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
+from .base import ACCURACY, CONSISTENCY, Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
 
 _NLVR2_PAPER = "https://arxiv.org/abs/1811.00491"
 _NLVR_PAPER = "https://aclanthology.org/P17-2034"
@@ -32,7 +32,7 @@ class BinaryTask(TaskType):
 
     unit_noun = "sentences"
     n_images = 1  # judgements an example (NLVR images: 6)
-    metrics = ("accuracy", "consistency")
+    declared_metrics = (ACCURACY, CONSISTENCY)
     primary_metric = "accuracy"
     tie_break_metric = "consistency"
     subset_metrics = ("accuracy",)
@@ -232,6 +232,7 @@ class NLVRImages(NLVRStructured):
 
     name = "nlvr-images"
     label = "NLVR (images)"
+    declared_metrics = (Metric("accuracy", "Accuracy", "Acc.", counts="images"), CONSISTENCY)
     n_images = prediction_files.IMAGES_PER_NLVR_EXAMPLE
     file_format = (
         "CSV, one line per image: image,prediction, the image named n-m-k (k = 0-5, with or without "

@@ -30,7 +30,7 @@ from .. import gold as gold_files
 from .. import predictions as prediction_files
 from ..gold import GoldSet
 from . import synthetic_files
-from .base import register
+from .base import ACCURACY, Metric, register
 from .nlvr import BinaryTask
 
 # The released contrast set: 479 originals (contrast sets) of sizes 1 (21), 2 (417), 3 (29), 4 (10), 5 and 7
@@ -52,6 +52,7 @@ class NLVR2Contrast(BinaryTask):
     name = "nlvr2-contrast"
     label = "NLVR2 contrast sets"
     unit_noun = "contrast sets"
+    declared_metrics = (ACCURACY, Metric("consistency", "Consistency", "Cons.", counts="contrast sets"))
     file_format = (
         "CSV, one line per example: identifier,prediction with prediction true or false (any case) or 1 or 0; "
         "an optional header line. 0 and false are False here, unlike the official eval.py, which reads "

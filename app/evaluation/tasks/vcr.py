@@ -14,7 +14,7 @@ from ..gold import GoldSet
 from ..metrics import accuracy, vcr_staged
 from . import synthetic_files
 from . import vcr_synthetic as synthetic
-from .base import Columns, LabelVotes, Outcomes, Scores, TaskType, register
+from .base import Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
 
 _PAPER = "https://arxiv.org/abs/1811.10830"
 
@@ -44,10 +44,15 @@ class VCR(TaskType):
         header = ",".join(prediction_files.VCR_COLUMNS)
         return (header + "\n" + "".join(f"{key},{scores}\n" for key in gold.ids.tolist())).encode()
 
-    metrics = ("q_a", "qa_r", "q_ar")
+    # The order and names of the VCR paper and leaderboard.
+    declared_metrics = (
+        Metric("q_a", "Q→A", counts="questions"),
+        Metric("qa_r", "QA→R", counts="questions"),
+        Metric("q_ar", "Q→AR", counts="questions"),
+    )
     primary_metric = "q_ar"
     tie_break_metric = None
-    subset_metrics = metrics
+    subset_metrics = ("q_a", "qa_r", "q_ar")
 
     def read_gold(self, data: bytes) -> GoldSet:
         return gold_files.read_vcr(data, self.name)

@@ -35,7 +35,7 @@ from ..predictions import max_lines_for
 from ..subsets import field_subsets
 from ..text_files import show
 from . import synthetic_files
-from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Metric, Outcomes, Scores, register
 
 _PAPER = "https://arxiv.org/abs/1612.00837"
 
@@ -279,7 +279,9 @@ class VQAv2(FixedDtypeTask):
     label = "VQA v2"
     unit_noun = "questions"
     default_subset_fields = ("answer_type",)  # the rest of the typed subsets: a visitor's choice
-    metrics = ("accuracy",)
+    declared_metrics = (Metric("accuracy", "Accuracy", "Acc.", counts="questions"),)
+    # The official board's columns, in its order: Overall, Yes/No, Number, Other.
+    subset_labels = {"answer_type:yes/no": "Yes/No", "answer_type:number": "Number", "answer_type:other": "Other"}
     primary_metric = "accuracy"
     tie_break_metric = None
     subset_metrics = ("accuracy",)
@@ -300,6 +302,14 @@ class VQAv2(FixedDtypeTask):
         ' {"question_id": 262148001, "answer": "2"},',
         ' {"question_id": 262148002, "answer": "yes"}]',
     )
+
+    def column_label(self, subset: str, metric: str, *, short: bool = False) -> str:
+        """The official board's headers: Overall, and an answer type's accuracy by its name alone."""
+        if subset == "all":
+            return "Overall"
+        if subset in self.subset_labels:
+            return self.subset_labels[subset]
+        return super().column_label(subset, metric, short=short)
 
     def sample(self, gold: GoldSet) -> bytes:
         entries = ",\n".join(f' {{"question_id": {question}, "answer": "yes"}}' for question in gold.ids.tolist())

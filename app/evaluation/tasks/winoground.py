@@ -47,7 +47,7 @@ from ..predictions import max_lines_for
 from ..subsets import field_subsets
 from ..text_files import check_text, show
 from . import synthetic_files
-from .base import Columns, FixedDtypeTask, LabelVotes, Outcomes, Scores, register
+from .base import Columns, FixedDtypeTask, LabelVotes, Metric, Outcomes, Scores, register
 
 _PAPER = "https://arxiv.org/abs/2204.03162"
 # The four scores of an example, in the order predictions store them: caption i with image j.
@@ -186,11 +186,26 @@ class Winoground(FixedDtypeTask):
     label = "Winoground"
     unit_noun = "examples"
     default_subset_fields = ()  # the rest of the typed subsets: a visitor's choice
-    metrics = ("text", "image", "group")
-    metric_labels = {"text": "Text score", "image": "Image score", "group": "Group score"}
+    # The paper's order: text, image, group.
+    declared_metrics = (
+        Metric("text", "Text score", "Text"),
+        Metric("image", "Image score", "Image"),
+        Metric("group", "Group score", "Group"),
+    )
+    # The paper's names of its tags (Thrush et al. 2022, tables 3 and 4).
+    subset_labels = {
+        "collapsed_tag:Object": "Object",
+        "collapsed_tag:Relation": "Relation",
+        "collapsed_tag:Both": "Both",
+        "num_main_preds:1": "1 main pred",
+        "num_main_preds:2": "2 main preds",
+        "secondary_tag:Symbolic": "Symbolic",
+        "secondary_tag:Pragmatics": "Pragmatics",
+        "secondary_tag:Series": "Series",
+    }
     primary_metric = "group"
     tie_break_metric = "text"
-    subset_metrics = metrics
+    subset_metrics = ("text", "image", "group")
     file_format = (
         'JSON lines, four per example, as the official model_scores files: {"label": "<id>_c<i>_i<j>", '
         '"score": <number>}, the score of caption i with image j (c0_i0, c0_i1, c1_i0, c1_i1) for every example '

@@ -116,8 +116,8 @@ def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
     if value is None:
         return "–"
     low, high = row.interval(column)
-    bounds = f" [{score_text(low)}, {score_text(high)}]" if low is not None and high is not None else ""
-    return score_text(value) + bounds + _gap_mark(row, column)
+    bounds = f" [{column.text(low)}, {column.text(high)}]" if low is not None and high is not None else ""
+    return column.text(value) + bounds + _gap_mark(row, column)
 
 
 def _gap_mark(row, column: Column) -> str:
@@ -250,12 +250,12 @@ def to_csv(board: Board) -> str:
 # --- JSON ------------------------------------------------------------------------------------------------
 
 
-def score_document(value: float | None, low: float | None, high: float | None) -> dict:
+def score_document(value: float | None, low: float | None, high: float | None, decimals: int | None = None) -> dict:
     """A score as JSON (exports and the API): its value and 95% interval, and each as the board writes it
     (display.score_text; null where there is none), so that a script prints what the pages print."""
 
     def text(number: float | None) -> str | None:
-        return None if number is None else score_text(number)
+        return None if number is None else score_text(number, decimals)
 
     return {
         "value": value,
@@ -269,14 +269,15 @@ def score_document(value: float | None, low: float | None, high: float | None) -
 
 def _scores(row: Entry, columns: list[Column] | None = None) -> dict:
     """Scores of the chosen columns (every score when None) with their intervals."""
-    keys = None if columns is None else {column.key for column in columns}
+    keys = None if columns is None else {column.key: column for column in columns}
     result: dict[str, dict] = {}
     for subset, metrics in row.scores.items():
         for metric, value in metrics.items():
             if keys is not None and f"{subset}:{metric}" not in keys:
                 continue
             low, high = row.interval(Column(subset, metric, ""))
-            result.setdefault(subset, {})[metric] = score_document(value, low, high)
+            decimals = None if keys is None else keys[f"{subset}:{metric}"].decimals
+            result.setdefault(subset, {})[metric] = score_document(value, low, high, decimals)
     return result
 
 
@@ -286,9 +287,7 @@ def to_json(board: Board) -> str:
         "split": board.split.slug if board.split else None,
         "scores_public": board.scores_public,
         "view": board.view,
-        "columns": [
-            {"subset": c.subset, "metric": c.metric, "label": c.label, "examples": c.size} for c in board.columns
-        ],
+        "columns": [{"subset": c.subset, "metric": c.metric, **column_facts(c)} for c in board.columns],
         "entries": [
             {
                 "rank": entry.rank,
@@ -309,6 +308,20 @@ def to_json(board: Board) -> str:
         "references": reference_documents(board),
     }
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+
+
+def column_facts(column: Column) -> dict:
+    """What a column is, as the family declares its metric: its label, n (examples) and what it counts, unit,
+    direction, decimals (null: a percentage's own) and whether it ranks (JSON exports, the API)."""
+    return {
+        "label": column.label,
+        "examples": column.size,
+        "counts": column.counts,
+        "unit": column.unit,
+        "direction": column.direction,
+        "decimals": column.decimals,
+        "ranks": column.ranks,
+    }
 
 
 def reference_documents(board) -> list[dict]:
@@ -387,8 +400,7 @@ def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow
                 "split": c.split_slug,
                 "subset": c.subset,
                 "metric": c.metric,
-                "label": c.label,
-                "examples": c.size,
+                **column_facts(c),
             }
             for c in table.columns
         ],
@@ -401,7 +413,10 @@ def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow
                 "team": _team(row),
                 "anonymous": row.team is None,
                 "cells": {
-                    column.key: {"submission_id": cell.submission_id, **score_document(cell.value, cell.low, cell.high)}
+                    column.key: {
+                        "submission_id": cell.submission_id,
+                        **score_document(cell.value, cell.low, cell.high, column.decimals),
+                    }
                     for column in table.columns
                     if (cell := row.cell(column)) is not None
                 },
@@ -434,11 +449,21 @@ def _markdown_link(label: str, url: str | None) -> str:
     return f"[{label}](<{destination}>)"
 
 
+def _units_words(board) -> str:
+    """'scores in %', and the columns that are not percentages: 'scores in % (Distribution: a plain number, lower
+    is better, ranks nothing)'."""
+    plain = [c for c in board.columns if c.unit != "percent"]
+    if not plain:
+        return "scores in %"
+    notes = "; ".join(f"{c.label}: a plain number, {c.direction}{'' if c.ranks else ', ranks nothing'}" for c in plain)
+    return f"scores in % ({notes})"
+
+
 def to_markdown(board: Board) -> str:
     header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     lines = [
-        f"**{title}**: scores in %, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
+        f"**{title}**: {_units_words(board)}, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
         f"Rank (95% rank interval){_ranked_on(board, markdown_escape)}: "
         f"{markdown_escape(rank_method.sentence(*_method_terms(board)))}",
         "",
@@ -626,11 +651,12 @@ def _em(text: str) -> float:
     return latex_text.width(latex_text.pieces(text))
 
 
-def _interval_lines(low: float, high: float, compact: bool) -> list[str]:
-    """An interval as it is set beneath its value: '70.1--72.5', or over two lines ('70.1--', '72.5')."""
+def _interval_lines(column: Column, low: float, high: float, compact: bool) -> list[str]:
+    """An interval as it is set beneath its value, with the column's decimals: '70.1--72.5', or over two lines
+    ('70.1--', '72.5')."""
     if compact:
-        return [f"{score_text(low)}–", score_text(high)]
-    return [f"{score_text(low)}–{score_text(high)}"]
+        return [f"{column.text(low)}–", column.text(high)]
+    return [f"{column.text(low)}–{column.text(high)}"]
 
 
 def _header_cuts(board, style: _Style) -> dict[str, str] | None:
@@ -645,10 +671,10 @@ def _column_pt(column: Column, rows: list, intervals: bool, style: _Style, cuts:
         value = row.value(column)
         if value is not None:
             dagger = 0.4 if column.subset == GAP else 0.0
-            widths.append((_em(score_text(value)) * 1.1 + dagger) * style.main_em)
+            widths.append((_em(column.text(value)) * 1.1 + dagger) * style.main_em)
         low, high = row.interval(column)
         if intervals and low is not None and high is not None:
-            widths += [_em(line) * style.small_em for line in _interval_lines(low, high, style.compact)]
+            widths += [_em(line) * style.small_em for line in _interval_lines(column, low, high, style.compact)]
     return max(widths)
 
 
@@ -711,7 +737,7 @@ def _latex_value(row, column: Column, best: dict[str, float]) -> str:
     value = row.value(column)
     if value is None:
         return "--"
-    text = score_text(value) + ("$^\\dagger$" if _gap_mark(row, column) else "")
+    text = column.text(value) + ("$^\\dagger$" if _gap_mark(row, column) else "")
     if row.kind == "reference":
         return f"\\textit{{{text}}}"
     return f"\\textbf{{{text}}}" if best.get(column.key) == value else text
@@ -734,7 +760,7 @@ def _latex_interval(row, column: Column, style: _Style) -> tuple[str, int]:
     low, high = row.interval(column)
     if low is None or high is None:
         return "", 0
-    lines = [latex_escape(line) for line in _interval_lines(low, high, style.compact)]
+    lines = [latex_escape(line) for line in _interval_lines(column, low, high, style.compact)]
     return _stacked(lines, style), len(lines)
 
 
@@ -814,7 +840,8 @@ def _latex_caption(board, title: str, intervals: bool, references: bool, style: 
     method = latex_escape(rank_method.caption(*_method_terms(board)[:2]))
     key = _latex_key(board, _header_cuts(board, style))
     return (
-        f"\\caption{{{title} leaderboard (Holdout, \\mbox{{{today:%Y-%m-%d}}}): scores in \\%{what}; best in bold"
+        f"\\caption{{{title} leaderboard (Holdout, \\mbox{{{today:%Y-%m-%d}}}): "
+        f"{latex_escape(_units_words(board))}{what}; best in bold"
         f"{_latex_gap_words(board)}{'; reference rows (italics) are not ranked' if references else ''}. "
         f"{method[:1].upper()}{method[1:]}{_ranked_on(board, latex_escape)}.{f' {key}.' if key else ''}}}"
     )

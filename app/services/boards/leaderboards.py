@@ -14,7 +14,8 @@ from typing import Generic, TypeVar, overload
 from sqlalchemy import bindparam, func, select
 
 from app.db import begin_reading, db
-from app.evaluation import TASK_TYPES, get_task, rank_method, sealed
+from app.evaluation import TASK_TYPES, TaskType, get_task, rank_method, sealed
+from app.evaluation.display import score_text
 from app.lru import LRU
 from app.models import Benchmark, LeaderboardCache, Split, Submission, as_utc, utcnow
 from app.services import catalog
@@ -35,14 +36,10 @@ from app.services.errors import NotFound, ServiceError
 from app.services.jobs import transport
 
 PER_PAGE = 100
+# For pages that list several families' scores at once (a team's submissions): each family's declared labels.
+# A page about one family asks its task (TaskType.metric), which wins where two families' labels differ.
 METRIC_LABELS = {
-    "accuracy": "Accuracy",
-    "consistency": "Consistency",
-    "q_a": "Q→A",
-    "qa_r": "QA→R",
-    "q_ar": "Q→AR",
-    # Each family's own names (metric names are unique across families where their labels differ).
-    **{metric: label for task in TASK_TYPES.values() for metric, label in task.metric_labels.items()},
+    metric.name: metric.label for task in reversed(TASK_TYPES.values()) for metric in task.declared_metrics
 }
 
 
@@ -70,11 +67,39 @@ class Column:
     subset: str
     metric: str
     label: str
-    size: int | None = None  # examples the column counts over (shown in its header)
+    size: int | None = None  # units the column's metric counts (TaskType.metric_units; shown in its header)
+    # As the family declares the metric (tasks.base.Metric): None decimals, a percentage's own.
+    decimals: int | None = None
+    unit: str = "percent"
+    direction: str = "higher is better"
+    ranks: bool = True  # may decide a rank or a column's bold best
+    short: str | None = None  # the header where room is short (LaTeX): the metric's short label; None: label
+    counts: str = "examples"  # what its n counts, in words ("balanced questions")
 
     @property
     def key(self) -> str:
         return f"{self.subset}:{self.metric}"
+
+    def text(self, value: float | None) -> str:
+        """A value of this column as every view writes it: a plain number with its declared decimals."""
+        return score_text(value, self.decimals)
+
+
+def metric_column(task: TaskType, subset: str, metric: str, size: int | None, label: str | None = None) -> Column:
+    """The column of (subset, metric) as the family declares the metric."""
+    declared = task.metric(metric)
+    return Column(
+        subset,
+        metric,
+        task.column_label(subset, metric) if label is None else label,
+        size,
+        declared.decimals,
+        declared.unit,
+        declared.direction,
+        declared.ranks,
+        task.column_label(subset, metric, short=True) if label is None else None,
+        declared.counts,
+    )
 
 
 @dataclass
@@ -101,6 +126,7 @@ class Board:
     q: str | None = None  # the search (?q=) as applied: entries whose model or team name holds it
     # The entries the search keeps, in ranking order (None: every entry); each keeps its rank on the board.
     matching: list[Entry] | None = None
+    examples: int | None = None  # the examples its figures count over (a blind test's queried part's, till the reveal)
 
     @property
     def found(self) -> list[Entry]:
@@ -149,6 +175,8 @@ class Board:
         found: dict[str, float] = {}
         lower = get_task(self.benchmark.task_type).lower_is_better
         for column in self.columns:
+            if not column.ranks:
+                continue  # never bold: it decides nothing (the distribution)
             values = [v for v in (entry.value(column) for entry in self.entries) if v is not None]
             if values:
                 found[column.key] = min(values) if column.metric in lower else max(values)
@@ -211,44 +239,38 @@ def held_facts(split: SplitInfo | Split) -> Held:
 # --- columns ------------------------------------------------------------------------------
 
 
-def _subset_label(name: str, metric: str) -> str:
-    """'Balanced accuracy', 'hard-cardinality accuracy', 'region west Q→AR', 'Answer type yes/no accuracy'."""
-    if name.startswith("category:"):
-        readable = name.split(":", 1)[1]
-    else:  # a field's underscores read as spaces (answer_type:number), its value as written
-        field, colon, value = name.partition(":")
-        readable = f"{field.replace('_', ' ')} {value}" if colon else name
-    metric_label = METRIC_LABELS.get(metric, metric)
-    metric_label = metric_label.lower() if metric in ("accuracy", "consistency") else metric_label
-    return f"{readable[:1].upper()}{readable[1:]} {metric_label}"
-
-
 def available_columns(split: Split) -> list[Column]:
     """Every column a visitor may choose: each metric on the whole split, then the task's subset metrics
-    on every subset the public may see (derived bias subsets first), each with its number of examples."""
+    on every subset the public may see (derived bias subsets first, in the family's order), each with the
+    units its metric counts (TaskType.metric_units: GQA's balanced questions, not every question)."""
     task = get_task(split.benchmark.task_type)
-    examples = visibility.examples_shown(split)
+    gold = catalog.gold_for(split)
+    shown_part = visibility.queried_indices(split)
     result = [
-        Column("all", metric, METRIC_LABELS.get(metric, metric), examples) for metric in catalog.split_metrics(split)
+        metric_column(task, "all", metric, task.metric_units(gold, metric, shown_part))
+        for metric in catalog.split_metrics(split)
     ]
     visible = [s for s in split.subsets if not visibility.is_breakdown(split, s.source)]
     parts = [s for s in visible if s.source == "sealed"]
     for subset in sorted(parts, key=lambda s: s.name != sealed.QUERIED):  # after the reveal: both parts, the gap
         for metric in visibility.subset_metrics(task, subset.source, split):
-            result.append(Column(subset.name, metric, _subset_label(subset.name, metric), subset.size))
+            result.append(metric_column(task, subset.name, metric, task.metric_units(gold, metric, subset.indices)))
     if parts:
-        result.append(Column(GAP, task.primary_metric, f"Gap (queried − sealed {_metric_word(task.primary_metric)})"))
-    for subset in sorted((s for s in visible if s.source != "sealed"), key=lambda s: (s.source != "derived", s.name)):
+        gap = f"Gap (queried − sealed {_metric_word(task, task.primary_metric)})"
+        result.append(metric_column(task, GAP, task.primary_metric, None, gap))
+    others = (s for s in visible if s.source != "sealed")
+    for subset in sorted(others, key=lambda s: (s.source != "derived", task.subset_order(s.name))):
         # A blind test's bias subsets are derived from its labels: their sizes are not shown before the reveal.
-        size = subset.size if visibility.sizes_shown(split) else None
+        sized = visibility.sizes_shown(split)
         for metric in task.subset_metrics:
-            result.append(Column(subset.name, metric, _subset_label(subset.name, metric), size))
+            size = task.metric_units(gold, metric, subset.indices) if sized else None
+            result.append(metric_column(task, subset.name, metric, size))
     return result
 
 
-def _metric_word(metric: str) -> str:
-    label = METRIC_LABELS.get(metric, metric)
-    return label.lower() if metric in ("accuracy", "consistency") else label
+def _metric_word(task: TaskType, metric: str) -> str:
+    label = task.metric(metric).label
+    return label.lower() if label in ("Accuracy", "Consistency") else label
 
 
 def columns(split: Split) -> list[Column]:
@@ -645,7 +667,7 @@ def _check_final(benchmark: BenchmarkInfo, split: SplitInfo) -> None:
 def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board whose scores are not public yet: its columns and changelog, no rows, one page."""
     full = db.session.get_one(Split, split.id)
-    available, defaults = _columns_of(full)
+    available, defaults, examples = _columns_of(full)
     cols = choose_columns(available, defaults, asked.chosen)
     column, direction = _parse_sort(cols, asked.sort, asked.order)
     if asked.page > 1:
@@ -664,12 +686,13 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         changelog=changelog(full),
         held=held_facts(split),
         q=asked.q,
+        examples=examples,
     )
 
 
 def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board with its scores: one page of its snapshot's rows, in the order asked for."""
-    snap, available, defaults = _snapshot_and_columns(split, final=asked.view == FINAL)
+    snap, (available, defaults, examples) = _snapshot_and_columns(split, final=asked.view == FINAL)
     cols = choose_columns(available, defaults, asked.chosen)
     column, direction = _parse_sort(cols, asked.sort, asked.order)
     number, shown_view, paginate = asked.page, asked.view, asked.paginate
@@ -721,20 +744,21 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         snap,
         q=asked.q,
         matching=kept,
+        examples=examples,
     )
 
 
-def _snapshot_and_columns(split: SplitInfo, final: bool = False) -> tuple[Snapshot, list[Column], list[Column]]:
+def _snapshot_and_columns(split: SplitInfo, final: bool = False) -> tuple[Snapshot, _Columns]:
     """The split's snapshot (computed when not in memory; `final`: its final board's) and its available and
-    default columns."""
+    default columns, with the examples its public figures count over."""
     if final:
         snap = final_snapshot(db.session.get_one(Split, split.id))
     else:
         snap = memo_get(split.id, split.board_version) or snapshot(db.session.get_one(Split, split.id))
-    available, defaults = _columns_memo.get((str(db.engine.url), split.id, snap.version)) or _columns_of(
+    found = _columns_memo.get((str(db.engine.url), split.id, snap.version)) or _columns_of(
         db.session.get_one(Split, split.id), snap.version
     )
-    return snap, available, defaults
+    return snap, found
 
 
 def _arrange(
@@ -760,12 +784,15 @@ def _arrange(
 
 # Rows in display order per board version, sort, page, view and search, and the entries the search keeps.
 _arranged: LRU[tuple[list, int, list[Entry]]] = LRU(128)
-_columns_memo: LRU[tuple[list[Column], list[Column]]] = LRU(64)
+# Every column a visitor may choose, the default ones, and the examples the split's public figures count over
+# (its queried part's while only that is shown): a column's n is what its metric counts, which may be fewer.
+_Columns = tuple[list[Column], list[Column], int]
+_columns_memo: LRU[_Columns] = LRU(64)
 
 
-def _columns_of(split: Split, version: int | None = None) -> tuple[list[Column], list[Column]]:
+def _columns_of(split: Split, version: int | None = None) -> _Columns:
     """Every column a visitor may choose and the default ones (kept per board version when given one)."""
-    found = (available_columns(split), columns(split))
+    found = (available_columns(split), columns(split), visibility.examples_shown(split))
     if version is not None:
         _columns_memo.put((str(db.engine.url), split.id, version), found)
     return found
@@ -791,8 +818,8 @@ class Summary:
 
     @property
     def metric_label(self) -> str:
-        metric = get_task(self.benchmark.task_type).primary_metric
-        return METRIC_LABELS.get(metric, metric)
+        task = get_task(self.benchmark.task_type)
+        return task.metric(task.primary_metric).label
 
 
 def summaries() -> list[Summary]:

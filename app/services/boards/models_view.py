@@ -41,6 +41,23 @@ class ModelColumn(Column):
         return f"{self.subset}:{self.metric}"
 
 
+def _on_split(column: Column, label: str, split_slug: str) -> ModelColumn:
+    """A board's column as a models-view column of its split."""
+    return ModelColumn(
+        column.subset,
+        column.metric,
+        label,
+        column.size,
+        column.decimals,
+        column.unit,
+        column.direction,
+        column.ranks,
+        None,  # the split's name leads the label: no short form of its own
+        column.counts,
+        split_slug=split_slug,
+    )
+
+
 @dataclass(frozen=True)
 class Cell:
     submission_id: int
@@ -240,23 +257,18 @@ def _model_rows(public: list[SplitInfo], snapshots: dict[str, Snapshot]) -> dict
 
 
 def _model_columns(task, public: list[SplitInfo], ranking: SplitInfo | None) -> list[ModelColumn]:
-    """Each public split's primary metric, then the ranking split's other columns."""
-    label = leaderboards.METRIC_LABELS.get(task.primary_metric, task.primary_metric)
-    columns = [
-        ModelColumn(
-            "all",
-            task.primary_metric,
-            f"{split.name} {label.lower() if label.isalpha() else label}",
-            visibility.examples_shown(db.session.get_one(Split, split.id)),
-            split.slug,
-        )
-        for split in public
-    ]
+    """Each public split's primary metric, then the ranking split's other columns: labels, order, n and decimals
+    as each split's board has them (leaderboards.available_columns, from the family's declaration)."""
+    columns = []
+    for split in public:
+        board_columns = leaderboards.available_columns(db.session.get_one(Split, split.id))
+        primary = leaderboards.primary_column(board_columns, task.name)
+        assert primary is not None  # every family's primary metric is a column of the whole split
+        label = primary.label.lower() if primary.label in ("Accuracy", "Consistency") else primary.label
+        columns.append(_on_split(primary, f"{split.name} {label}", split.slug))
     if ranking is not None:
         for column in leaderboards.columns(db.session.get_one(Split, ranking.id)):
             if column.subset == "all" and column.metric == task.primary_metric:
                 continue
-            columns.append(
-                ModelColumn(column.subset, column.metric, f"{ranking.name} {column.label}", column.size, ranking.slug)
-            )
+            columns.append(_on_split(column, f"{ranking.name} {column.label}", ranking.slug))
     return columns

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.db import db
-from app.evaluation import Scores
+from app.evaluation import Scores, get_task
 from app.models import Submission, User
+from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, listings
 from app.services.errors import NotFound
@@ -28,13 +29,49 @@ class SubmissionPage:
     public_view: bool = False  # a visitor outside the team: a published entry, as the leaderboard shows it
     breakdowns_held: bool = False  # per-category/per-field scores of a hidden split kept from this viewer
     rank: int | None = None  # its significance-aware rank while it is on the public leaderboard
-    sizes: dict[str, int] | None = None  # examples each subset shown counts over, where this viewer may know them
+    # The units each metric counts on each subset shown ({subset: {metric: n}}), where this viewer may know them.
+    sizes: dict[str, dict[str, int | None]] | None = None
     shown_when_published: bool = True  # publishing puts it on the public board now (else at the reveal)
     queried_only: bool = False  # the figures are a sealed blind test's queried part's (the page says so)
     # For the team and maintainers: which figure the team is shown (the Ladder: a new best, or its best again)
     verdict: submissions.Verdict | None = None
     placement: listings.Placement | None = None  # for the team and maintainers, once published
     refusal: str | None = None  # a rejected file's sentence: how many lines have errors, how many are listed
+    queried_examples: int | None = None  # the examples of the queried part, where the figures are its alone
+
+
+def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | None]]:
+    """n of every metric on the whole split (its queried part while only that is shown) and, where this viewer may
+    know them, on each subset: the units the family says the metric counts (TaskType.metric_units)."""
+    task = get_task(split.benchmark.task_type)
+    gold = catalog.gold_for(split)
+    whole = {metric: task.metric_units(gold, metric, view.queried_part) for metric in task.metrics}
+    if view.queried_part is not None or not (view.is_admin or visibility.sizes_shown(split)):
+        return {"all": whole}  # a blind test's subsets: sizes for maintainers only until the reveal
+    sizes: dict[str, dict[str, int | None]] = {"all": whole}
+    for subset in split.subsets:
+        metrics = visibility.subset_metrics(task, subset.source)
+        sizes[subset.name] = {metric: task.metric_units(gold, metric, subset.indices) for metric in metrics}
+    return sizes
+
+
+_PARTS_ORDER = {"queried": 0, "sealed": 1, "gap": 2}  # as the board: both parts, then their gap
+
+
+def _in_family_order(split, scores: Scores | None) -> Scores | None:
+    """The subsets in the order the board shows them: the whole split, a blind test's parts, then the derived
+    subsets before the others, each in the family's order (TaskType.subset_order)."""
+    if not scores:
+        return scores
+    task = get_task(split.benchmark.task_type)
+    sources = {subset.name: subset.source for subset in split.subsets}
+    first = {"all": 0, "sealed": 1, "derived": 2}
+
+    def key(name: str) -> tuple:
+        source = "all" if name == "all" else sources.get(name, "sealed")
+        return (first.get(source, 3), _PARTS_ORDER.get(name, 3), task.subset_order(name))
+
+    return {name: scores[name] for name in sorted(scores, key=key)}
 
 
 def page_for(user: User | None, submission_id: int) -> SubmissionPage:
@@ -57,17 +94,13 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     rank = None
     if submission.published_at is not None and submission.hidden_at is None:
         rank = next((e.rank for e in board_snapshots.leaderboard(split) if e.submission_id == submission.id), None)
-    sizes = {"all": split.example_count, **{subset.name: subset.size for subset in split.subsets}}
-    if view.queried_part is not None:
-        sizes = {"all": int(view.queried_part.size)}  # the figures shown are the queried part's
-    elif not (view.is_admin or visibility.sizes_shown(split)):
-        sizes = {"all": split.example_count}  # a blind test's subsets: sizes for maintainers only until the reveal
+    sizes = _sizes(split, view)
     shown = visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy)
     verdict = None if view.public_view else submissions.verdict(submission, visibility.released_scores(submission))
     published = submission.published_at is not None and not view.public_view
     return SubmissionPage(
         submission,
-        view.scores,
+        _in_family_order(split, view.scores),
         problems,
         quota,
         view.is_member,
@@ -83,4 +116,5 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         verdict,
         listings.placement(submission) if published else None,
         submissions.refusal_of(submission) if problems else None,
+        None if view.queried_part is None else int(view.queried_part.size),
     )

@@ -18,10 +18,9 @@ from sqlalchemy.orm import contains_eager
 from app.db import begin_reading, db
 from app.evaluation import get_task
 from app.models import Benchmark, Split, Submission, Team
-from app.services import catalog
 from app.services.boards import board_snapshots
 from app.services.boards.board_snapshots import Entry
-from app.services.boards.leaderboards import METRIC_LABELS
+from app.services.boards.leaderboards import Column, columns
 from app.services.people import teams
 
 
@@ -33,14 +32,15 @@ class TeamBoard:
     benchmark_name: str
     split_slug: str
     split_name: str
-    metrics: tuple[tuple[str, str], ...]  # (metric, label) on the whole split, the primary first
+    # The board's default columns, as the board shows them (the family's order, its subsets, each metric's n).
+    columns: tuple[Column, ...]
     primary_metric: str
     entries: tuple[Entry, ...]
     board_entries: int  # entries on the whole board (a rank reads "3 of 40")
 
     @property
     def primary_label(self) -> str:
-        return METRIC_LABELS.get(self.primary_metric, self.primary_metric)
+        return next(c.label for c in self.columns if c.subset == "all" and c.metric == self.primary_metric)
 
     def points(self) -> list[tuple[datetime, float, Entry]]:
         """(submitted at, primary score, entry) of every entry with a primary score on the whole split."""
@@ -99,14 +99,13 @@ def team_page(slug: str) -> TeamPage:
         if not mine:
             continue
         task = get_task(split.benchmark.task_type)
-        metrics = (task.primary_metric, *(m for m in catalog.split_metrics(split) if m != task.primary_metric))
         boards.append(
             TeamBoard(
                 split.benchmark.slug,
                 split.benchmark.name,
                 split.slug,
                 split.name,
-                tuple((metric, METRIC_LABELS.get(metric, metric)) for metric in metrics),
+                tuple(columns(split)),
                 task.primary_metric,
                 mine,
                 len(board),
