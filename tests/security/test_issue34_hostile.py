@@ -1,0 +1,254 @@
+"""Hostile review of issue 34's rank rule: one test per pair of entries, one Holm step-down over all N(N - 1)/2
+pairs of a board, rank = 1 + B, interval [1 + B, N - W]; each view a board of its own; each board's
+`resolution`; `flask splits power`.
+
+The reference used here is written from the README alone ("Ranks and rank intervals: one decision per pair, made
+once per board"), independently of app/evaluation/statistics.py and of tests/unit's reference: every pair's
+p-value is computed plainly (scipy.stats' binomial tail for McNemar, a full sign-flip distribution for the points
+test, the continuity-corrected two-proportion z for counts), then Holm pair by pair. Boards are adversarial for
+the fast path: units not a multiple of 64, more than one 64-row block, views that skip rows, copies, equal
+primary scores with different judgements, all-right and all-wrong entries, pairs right at the _SURE_Z stand-in.
+
+A test marked xfail(strict=True) demonstrates a defect left for the lead (see its reason); every other one pins
+behaviour that held under attack.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+from scipy.stats import binom
+
+from app.evaluation import statistics
+
+ALPHA = 0.05
+
+
+# --- a plain reference, from the README -------------------------------------------------------------------
+
+
+def _holm(p2: np.ndarray, above: np.ndarray, below: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, set]:
+    """Holm over all pairs, pair by pair: the j-th smallest two-sided p (0-based) rejected while every one up to it
+    is at most alpha / (M - j). -> (B, W, decided pairs as (better, worse))."""
+    better = np.zeros(k, dtype=np.int64)
+    worse = np.zeros(k, dtype=np.int64)
+    decided: set[tuple[int, int]] = set()
+    m = p2.size
+    for step, pair in enumerate(np.argsort(p2, kind="stable")):
+        if not p2[pair] <= ALPHA / (m - step):
+            break
+        a, b = int(above[pair]), int(below[pair])
+        better[b] += 1
+        worse[a] += 1
+        decided.add((a, b))
+    return better, worse, decided
+
+
+def _plain_mcnemar(correct: np.ndarray, primary: np.ndarray):
+    """Exact two-sided McNemar for every pair in table order, Holm over all pairs."""
+    k = correct.shape[0]
+    above, below = np.triu_indices(k, 1)
+    a_only = (correct[above] & ~correct[below]).sum(axis=1)
+    b_only = (~correct[above] & correct[below]).sum(axis=1)
+    # One-sided in the direction of the scores: P(X >= a_only), X ~ Bin(a_only + b_only, 1/2).
+    p1 = binom.sf(a_only - 1, a_only + b_only, 0.5)
+    p1 = np.where(a_only + b_only == 0, 1.0, p1)
+    p2 = np.minimum(1.0, 2.0 * p1)
+    p2[primary[above] == primary[below]] = 1.0
+    return _holm(p2, above, below, k)
+
+
+def _sign_flip_p(d: np.ndarray) -> float:
+    """Exact one-sided p of the paired permutation test, by enumerating the sums of the sign flips (a dict DP)."""
+    d = d[d != 0].astype(np.int64)
+    observed = int(d.sum())
+    sums = {0: 1.0}
+    for x in np.abs(d).tolist():
+        new: dict[int, float] = {}
+        for s, w in sums.items():
+            new[s + x] = new.get(s + x, 0.0) + w / 2
+            new[s - x] = new.get(s - x, 0.0) + w / 2
+        sums = new
+    return float(sum(w for s, w in sums.items() if s >= observed))
+
+
+def _plain_points(points: np.ndarray, primary: np.ndarray):
+    """The paired permutation test for every pair: exact where at most 64 units differ, else its normal
+    approximation; two-sided; Holm over all pairs."""
+    k = points.shape[0]
+    above, below = np.triu_indices(k, 1)
+    p2 = np.ones(above.size)
+    for n, (a, b) in enumerate(zip(above.tolist(), below.tolist(), strict=True)):
+        d = points[a].astype(np.int64) - points[b].astype(np.int64)
+        if primary[a] == primary[b] or not d.any():
+            continue
+        if np.count_nonzero(d) <= 64:
+            p1 = _sign_flip_p(d)
+        else:
+            p1 = float(ndtr(-d.sum() / math.sqrt(float((d * d).sum()))))
+        p2[n] = min(1.0, 2.0 * p1)
+    return _holm(p2, above, below, k)
+
+
+def _plain_counts(counts: np.ndarray, units: int):
+    k = counts.size
+    above, below = np.triu_indices(k, 1)
+    hi, lo = counts[above].astype(float), counts[below].astype(float)
+    total = hi + lo
+    var = total * (2.0 * units - total) / (2.0 * units)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p1 = ndtr(-(hi - lo - 1.0) / np.sqrt(var))
+    p1 = np.where((hi <= lo) | (var <= 0), 1.0, p1)
+    return _holm(np.minimum(1.0, 2.0 * p1), above, below, k)
+
+
+def _assert_same(found: statistics.Ranks, expected, k: int) -> None:
+    better, worse, decided = expected
+    np.testing.assert_array_equal(found.better, better, err_msg="B")
+    np.testing.assert_array_equal(found.worse, worse, err_msg="W")
+    np.testing.assert_array_equal(found.ranks, 1 + better)
+    np.testing.assert_array_equal(found.highs, k - worse)
+    assert (found.lows - 1).sum() == (k - found.highs).sum()
+    if found.decided is not None:
+        assert {tuple(p) for p in found.decided.tolist()} == decided
+
+
+def _in_table_order(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    primary = correct.mean(axis=1) * 100 if correct.shape[1] else np.zeros(correct.shape[0])
+    order = np.argsort(-primary, kind="stable")
+    return correct[order], primary[order]
+
+
+def _adversarial(seed: int, k: int, units: int) -> np.ndarray:
+    """k entries on `units` units: shared hard units, some copies, some one unit apart, an all-right and an
+    all-wrong entry, pairs with equal counts but different judgements."""
+    rng = np.random.default_rng(seed)
+    hard = rng.random(units)
+    accuracies = rng.uniform(0.2, 0.95, size=k)
+    correct = np.stack([np.where(rng.random(units) < 0.6, hard, rng.random(units)) < a for a in accuracies])
+    if k >= 4:
+        correct[0] = True
+        correct[1] = False
+    for i in range(4, k, 7):
+        correct[i] = correct[i - 1]  # a copy
+    for i in range(5, k, 11):
+        correct[i] = correct[i - 2]
+        flip = rng.choice(units, size=1)
+        correct[i, flip] = ~correct[i, flip]  # one unit apart
+    for i in range(6, k, 13):  # equal count, different judgements: swap one right for one wrong
+        correct[i] = correct[i - 3]
+        right, wrong = np.flatnonzero(correct[i]), np.flatnonzero(~correct[i])
+        if right.size and wrong.size:
+            correct[i, right[0]], correct[i, wrong[-1]] = False, True
+    return correct
+
+
+# --- the McNemar fast path against the plain procedure ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "seed, k, units",
+    [
+        (1, 130, 65),  # three 64-row blocks, units one past a word
+        (2, 70, 1),  # a single unit: nothing can be decided
+        (3, 129, 63),  # one short of a word
+        (4, 200, 700),
+        (5, 66, 128),
+    ],
+)
+def test_mcnemar_fast_path_equals_plain_holm_on_adversarial_boards(seed, k, units):
+    """view_ranks (packed bits, 64-row blocks, sure counts, _PTable) gives the same B, W and decided pairs as a
+    plain exact McNemar + Holm over all pairs, for the whole board and for views that skip rows (every third
+    row, a random half, the top row alone, the bottom two)."""
+    correct, primary = _in_table_order(_adversarial(seed, k, units))
+    rng = np.random.default_rng(seed)
+    views = [
+        None,
+        np.arange(0, k, 3),
+        np.flatnonzero(rng.random(k) < 0.5),
+        np.array([0]),
+        np.array([k - 2, k - 1]),
+    ]
+    found = statistics.view_ranks(correct, primary, views, pairs=True)
+    for view, ranks in zip(views, found, strict=True):
+        rows = np.arange(k) if view is None else view
+        _assert_same(ranks, _plain_mcnemar(correct[rows], primary[rows]), rows.size)
+
+
+def test_pairs_at_the_sure_stand_in_boundary_are_decided_as_the_exact_test_decides():
+    """Pairs placed around z = 7.5 (the _SURE_Z stand-in, where p is taken as 0 without its test) and around
+    z = 1 (where p is taken as 1), on a board large enough that Holm's strictest threshold is small: the fast
+    decisions equal the exact ones."""
+    units = 900
+    rows = []
+    base = np.zeros(units, dtype=bool)
+    base[:450] = True
+    rows.append(base.copy())
+    # Each next entry drops d of the first entry's right units: n = d discordant, z = (d - 1) / sqrt(d).
+    for d in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 40, 55, 60, 63, 64, 65, 66, 70, 80):
+        row = base.copy()
+        row[:d] = False
+        rows.append(row)
+    correct, primary = _in_table_order(np.stack(rows))
+    found = statistics.view_ranks(correct, primary, [None], pairs=True)[0]
+    _assert_same(found, _plain_mcnemar(correct, primary), correct.shape[0])
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_tiny_boards_rank_without_error_and_state_no_absurd_resolution(k):
+    """Boards of 0, 1 and 2 entries: ranks 1 + B within [1, N], no pair decided where there is none, and a
+    resolution that is None (under two entries) or a finite positive number."""
+    correct = np.zeros((k, 50), dtype=bool)
+    if k == 2:
+        correct[0, :40] = True
+        correct[1, :5] = True
+    correct, primary = _in_table_order(correct)
+    found = statistics.view_ranks(correct, primary, [None], pairs=True)[0]
+    assert found.ranks.size == k
+    _assert_same(found, _plain_mcnemar(correct, primary), k)
+    if k < 2:
+        assert found.resolution is None
+    else:
+        assert found.resolution is not None and math.isfinite(found.resolution) and found.resolution > 0
+        assert found.ranks.tolist() == [1, 2] and found.highs.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.ones((6, 80), dtype=bool),  # every entry all right
+        lambda: np.zeros((6, 80), dtype=bool),  # every entry all wrong
+        lambda: np.tile(np.arange(80) % 3 == 0, (9, 1)),  # identical entries
+        lambda: np.zeros((3, 0), dtype=bool),  # no units at all
+    ],
+    ids=["all-right", "all-wrong", "identical", "no-units"],
+)
+def test_degenerate_boards_share_one_rank_and_state_no_resolution(make):
+    """All entries identical (all right, all wrong, the same judgements) or no units: every entry rank 1 (1-N), no
+    pair decided, and resolution None (nothing to tell apart), never NaN, inf or 0."""
+    correct = make()
+    k = correct.shape[0]
+    correct, primary = _in_table_order(correct)
+    found = statistics.view_ranks(correct, primary, [None, np.arange(0, k, 2)], pairs=True)
+    for ranks, size in zip(found, (k, np.arange(0, k, 2).size), strict=True):
+        assert ranks.ranks.tolist() == [1] * size and ranks.highs.tolist() == [size] * size
+        assert ranks.resolution is None
+
+
+def test_every_pair_decided_board_states_a_finite_resolution():
+    """A board where every pair is decided (entries far apart on many units): the resolution is taken at Holm's
+    loosest threshold (no pair left: alpha), finite and positive, and every row's interval is a single rank."""
+    units = 3000
+    k = 8
+    correct = np.zeros((k, units), dtype=bool)
+    for i in range(k):
+        correct[i, : units - 300 * i] = True
+    correct, primary = _in_table_order(correct)
+    found = statistics.view_ranks(correct, primary, [None])[0]
+    assert found.ranks.tolist() == list(range(1, k + 1)) and found.highs.tolist() == list(range(1, k + 1))
+    assert found.resolution is not None and math.isfinite(found.resolution) and found.resolution > 0
