@@ -15,8 +15,11 @@ behaviour that held under attack.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import re
 import time
 
 import numpy as np
@@ -24,7 +27,11 @@ import pytest
 from scipy.special import ndtr
 from scipy.stats import binom
 
+from app import synthetic
 from app.evaluation import statistics
+from app.services import catalog
+from app.services.intake import submissions
+from app.services.people import teams
 
 ALPHA = 0.05
 
@@ -344,3 +351,121 @@ def test_count_board_resolution_depends_on_the_released_counts_alone():
     assert first.resolution is not None and math.isfinite(first.resolution) and first.resolution > 0
     all_right = statistics.count_ranks(np.full(4, 100.0), units, [None])[0]
     assert all_right.resolution is None and all_right.ranks.tolist() == [1, 1, 1, 1]
+
+
+# --- a board read through every view ----------------------------------------------------------------------
+
+DEV_SIZE = 650  # not a multiple of 64
+
+
+def _labels(gold: bytes) -> dict[str, bool]:
+    return {obj["identifier"]: obj["label"] == "True" for obj in map(json.loads, gold.decode().splitlines())}
+
+
+def _flipped(data: bytes, count: int, seed: int) -> bytes:
+    """The same predictions with `count` of them flipped (right to wrong or wrong to right)."""
+    rows = [line.split(",") for line in data.decode().splitlines()]
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(len(rows), size=count, replace=False):
+        rows[i][1] = "False" if rows[i][1] == "True" else "True"
+    return ("\n".join(",".join(r) for r in rows) + "\n").encode()
+
+
+@pytest.fixture(scope="module")
+def world(module_app):
+    """An NLVR2 dev board of 54 published entries from 12 teams (several entries per team and per model name, a
+    model's latest entry not its best; two teams posting identical files; near-copies a few predictions apart;
+    anonymous entries; a 100%-right and a 0%-right entry) on 650 examples, and a hidden Test-U under `ladder` with
+    published entries. -> {submission id: its correctness per example}."""
+    with module_app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic.")
+        gold = synthetic.nlvr2_gold(DEV_SIZE, split="dev", seed=11)
+        hidden_gold = synthetic.nlvr2_gold(700, split="test", seed=12)
+        catalog.add_split("nlvr2", "dev", gold, name="Dev")
+        catalog.add_split("nlvr2", "test-u", hidden_gold, name="Test-U", hidden=True)
+        catalog.set_policy("nlvr2", "test-u", feedback="ladder")
+        labels = _labels(gold)
+        dev = catalog.get_split("nlvr2", "dev")
+        all_teams = [teams.create_team(f"Team {i:02d}") for i in range(12)]
+        correctness: dict[int, np.ndarray] = {}
+
+        def store(team, data, model, anonymous=False):
+            sid = submissions.store_scored(
+                dev, team, data, model_name=model, description="d", publish=True, anonymous=anonymous
+            ).id
+            said = dict(line.split(",") for line in data.decode().splitlines())  # lines come shuffled
+            correctness[sid] = np.array([(said[ident] == "True") == label for ident, label in labels.items()])
+            return sid
+
+        shared = synthetic.predictions("nlvr2", gold, 0.7, seed=500, split="dev")
+        n = 0
+        for t, team in enumerate(all_teams):
+            for e in range(4):
+                accuracy = 0.62 + 0.01 * ((t * 4 + e) % 9)
+                data = synthetic.predictions("nlvr2", gold, accuracy, seed=1000 + n, split="dev")
+                if e == 3 and t % 3 == 0:
+                    data = _flipped(shared, 2 + t, seed=n)  # a near-copy of the shared file
+                store(team, data, model=f"model-{e % 2}", anonymous=(e == 2 and t % 4 == 0))
+                n += 1
+        store(all_teams[0], shared, model="shared")
+        store(all_teams[1], shared, model="shared")  # another team's identical file
+        perfect = "\n".join(f"{ident},{value}" for ident, value in labels.items()).encode() + b"\n"
+        store(all_teams[2], perfect, model="oracle")
+        wrong = "\n".join(f"{ident},{not value}" for ident, value in labels.items()).encode() + b"\n"
+        store(all_teams[3], wrong, model="contrarian")
+        for extra in range(2):
+            store(all_teams[4 + extra], synthetic.predictions("nlvr2", gold, 0.66, seed=9000 + extra, split="dev"), "x")
+        hidden = catalog.get_split("nlvr2", "test-u")
+        for i in range(3):
+            data = synthetic.predictions("nlvr2", hidden_gold, 0.6 + 0.1 * i, seed=70 + i, split="test")
+            submissions.store_scored(hidden, all_teams[i], data, model_name=f"model-{i}", publish=True)
+    return correctness
+
+
+def _check_rows(rows: list[dict], correct_of, label: str) -> None:
+    """The rows of one view (in its order): rank = rank_low, sums agree, and B/W equal the plain procedure's."""
+    k = len(rows)
+    lows = np.array([r["rank_low"] for r in rows])
+    highs = np.array([r["rank_high"] for r in rows])
+    ranks = np.array([r["rank"] for r in rows])
+    assert (ranks == lows).all(), label
+    assert ((1 <= lows) & (lows <= highs) & (highs <= k)).all(), label
+    assert (lows - 1).sum() == (k - highs).sum(), label
+    correct = np.stack([correct_of(r) for r in rows])
+    primary = correct.mean(axis=1) * 100
+    assert (np.diff(primary) <= 1e-9).all(), label  # the view's order is the table order
+    better, worse, _ = _plain_mcnemar(correct, primary)
+    np.testing.assert_array_equal(lows, 1 + better, err_msg=label)
+    np.testing.assert_array_equal(highs, k - worse, err_msg=label)
+
+
+def test_every_view_of_a_hostile_board_equals_the_plain_procedure(module_app, world):
+    """The API's board, view=teams and the models view of a board with copies, near-copies, several entries per
+    team and model, anonymous entries and 0%/100% entries: each view's ranks are 1 + B and its intervals
+    [1 + B, N - W] of a plain exact McNemar + Holm over all that view's pairs, and Σ(rank_low - 1) = Σ(N -
+    rank_high) in each; the CSV and JSON exports and the holdout-facing API agree row for row."""
+    client = module_app.test_client()
+    entries = client.get("/api/v1/leaderboards/nlvr2/dev?limit=1000").get_json()
+    assert len(entries["entries"]) == len(world)
+    _check_rows(entries["entries"], lambda r: world[r["submission_id"]], "entries")
+    teams_view = client.get("/api/v1/leaderboards/nlvr2/dev?view=teams&limit=1000").get_json()
+    assert len(teams_view["entries"]) < len(world)
+    _check_rows(teams_view["entries"], lambda r: world[r["submission_id"]], "teams")
+    models = client.get("/api/v1/leaderboards/nlvr2/models?limit=1000").get_json()
+    assert models["ranked_by"] == "dev"
+    ranked = [m for m in models["models"] if m["rank"] is not None]
+    _check_rows(ranked, lambda r: world[r["cells"]["dev/all:accuracy"]["submission_id"]], "models")
+    for view in ("", "?view=teams"):
+        api = client.get(f"/api/v1/leaderboards/nlvr2/dev{view}{'&' if view else '?'}limit=1000").get_json()
+        by_api = [(e["submission_id"], e["rank"], e["rank_low"], e["rank_high"]) for e in api["entries"]]
+        exported = json.loads(client.get(f"/leaderboards/nlvr2/dev/export.json{view}").get_data(as_text=True))
+        rows = exported["entries"] if isinstance(exported, dict) else exported
+        by_json = [(e["submission_id"], e["rank"], e["rank_low"], e["rank_high"]) for e in rows]
+        assert by_json == by_api, view
+        text = client.get(f"/leaderboards/nlvr2/dev/export.csv{view}").get_data(as_text=True)
+        lines = [line for line in text.splitlines() if not line.startswith("#")]
+        table = list(csv.DictReader(io.StringIO("\n".join(lines))))
+        ranked_rows = [r for r in table if r.get("rank") not in ("", None, "-")]
+        assert [(int(r["rank"]), int(r["rank_low"]), int(r["rank_high"])) for r in ranked_rows] == [
+            (rank, low, high) for _, rank, low, high in by_api
+        ], view
