@@ -556,7 +556,9 @@ def resolution(
     if pairs == 0 or units <= 0 or not spread > 0:
         return None
     level = alpha / max(pairs - decided, 1)
-    z = _normal_quantile(1.0 - level / 2.0) + _normal_quantile(power)
+    # z(1 - level / 2) as -z(level / 2): 1 - level / 2 rounds to 1 (and its quantile to inf) on a board of 2 x 10^7
+    # entries, and loses digits long before.
+    z = -_normal_quantile(level / 2.0) + _normal_quantile(power)
     return float(100.0 * z * spread / np.sqrt(units))
 
 

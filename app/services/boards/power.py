@@ -15,7 +15,8 @@ from app.services.boards import board_snapshots
 from app.services.catalog import label_files
 from app.services.errors import ServiceError
 
-ASSUMED_DISCORDANCE = 0.25  # two models disagree on a quarter of the units: typical of close entries
+ASSUMED_DISCORDANCE = 0.25
+MAX_ENTRIES = 10**9  # far past any board; past ~10^154 entries the pairs overflow a float  # two models disagree on a quarter of the units: typical of close entries
 
 
 class InvalidPlan(ServiceError):
@@ -44,6 +45,8 @@ def plan(benchmark_slug: str, split_slug: str, entries: int, discordance: float 
     test sees it), else measured between the current board's neighbours, else ASSUMED_DISCORDANCE."""
     if entries < 2:
         raise InvalidPlan("--entries: a board needs at least 2 entries to tell any apart")
+    if entries > MAX_ENTRIES:
+        raise InvalidPlan(f"--entries: at most {MAX_ENTRIES:,} (a board's pairs are counted in floating point)")
     if discordance is not None and not 0.0 < discordance <= 1.0:
         raise InvalidPlan("--discordance: a share of the units, greater than 0 and at most 1")
     begin_reading()
