@@ -28,7 +28,7 @@ from scipy.special import ndtr
 from scipy.stats import binom
 
 from app import synthetic
-from app.evaluation import statistics
+from app.evaluation import get_task, rank_method, statistics
 from app.services import catalog
 from app.services.intake import submissions
 from app.services.people import teams
@@ -469,3 +469,104 @@ def test_every_view_of_a_hostile_board_equals_the_plain_procedure(module_app, wo
         assert [(int(r["rank"]), int(r["rank_low"]), int(r["rank_high"])) for r in ranked_rows] == [
             (rank, low, high) for _, rank, low, high in by_api
         ], view
+
+
+def test_a_held_board_tells_nothing_through_resolution_rank_method_or_the_models_view(module_app, world):
+    """A hidden Test-U under `ladder` with published entries: its API JSON has no entries and resolution null, its
+    rank_method is the fixed sentence of a count-test board of the family (nothing of its own), its page has no
+    resolution line, and the models view ranks by the public split alone, with no Test-U cell or submission."""
+    client = module_app.test_client()
+    held = client.get("/api/v1/leaderboards/nlvr2/test-u").get_json()
+    assert held["entries"] == [] and held["resolution"] is None and held["scores_public"] is False
+    # The method sentence of a board whose figures are held: fixed by the family and the policy alone.
+    assert held["rank_method"] in (None, rank_method.sentence(get_task("nlvr2").rank_test, True, "accuracy"))
+    page = client.get("/leaderboards/nlvr2/test-u").get_data(as_text=True)
+    assert "usually tied" not in page
+    models = client.get("/api/v1/leaderboards/nlvr2/models?limit=1000").get_json()
+    assert models["ranked_by"] == "dev"
+    assert not any(key.startswith("test-u/") for m in models["models"] for key in m["cells"])
+    assert {c["split"] for c in models["columns"]} == {"dev"}
+
+
+def test_the_models_view_is_a_board_of_its_own_with_its_resolution_in_json(module_app, world):
+    """The models view is a board of its own (issue 34: 'Under each board (and in its JSON as resolution)'): its
+    page states its resolution, and its JSON (API and export.json) carries the same figure as `resolution`, with
+    its rank_method sentence."""
+    client = module_app.test_client()
+    page = client.get("/leaderboards/nlvr2/models").get_data(as_text=True)
+    shown = re.search(r"Entries closer than ([0-9.]+) points", page)
+    assert shown is not None
+    for body in (
+        client.get("/api/v1/leaderboards/nlvr2/models").get_json(),
+        json.loads(client.get("/leaderboards/nlvr2/models/export.json").get_data(as_text=True)),
+    ):
+        assert body.get("resolution") == float(shown.group(1))
+        assert "Holm" in (body.get("rank_method") or "")
+
+
+def test_the_teams_view_states_its_own_resolution_on_page_and_in_json(module_app, world):
+    """view=teams is a board of its own: its JSON resolution is the teams view's (not the whole board's), and its
+    page prints that figure with the view's own N."""
+    client = module_app.test_client()
+    whole = client.get("/api/v1/leaderboards/nlvr2/dev").get_json()
+    teams_view = client.get("/api/v1/leaderboards/nlvr2/dev?view=teams&limit=1000").get_json()
+    assert whole["resolution"] is not None and teams_view["resolution"] is not None
+    assert teams_view["resolution"] != whole["resolution"]
+    page = client.get("/leaderboards/nlvr2/dev?view=teams").get_data(as_text=True)
+    n = len(teams_view["entries"])
+    assert f"Entries closer than {teams_view['resolution']:.1f} points" in page
+    assert f"at its {n:,} entries" in page
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["nlvr2", "dev", "--entries", "-5"],
+        ["nlvr2", "dev", "--entries", "0"],
+        ["nlvr2", "dev", "--entries", "abc"],
+        ["nlvr2", "dev", "--entries", "2.5"],
+        ["nlvr2", "dev", "--entries", "1" + "0" * 400],
+        ["nlvr2", "dev", "--entries", "5", "--discordance", "nan"],
+        ["nlvr2", "dev", "--entries", "5", "--discordance", "inf"],
+        ["nlvr2", "dev", "--entries", "5", "--discordance", "-inf"],
+        ["nlvr2", "dev", "--entries", "5", "--discordance", "-0.1"],
+        ["nlvr2", "dev", "--entries", "5", "--discordance", "1.5"],
+        ["nlvr2", "dev", "--entries", "5", "--discordance", "x"],
+        ["nope", "dev", "--entries", "5"],
+        ["nlvr2", "nope", "--entries", "5"],
+        ["nlvr2", "dev"],
+    ],
+)
+def test_splits_power_refuses_hostile_arguments_with_exit_2_and_no_traceback(module_app, world, args):
+    """`flask splits power` with a negative, zero, non-numeric, fractional or absurdly large --entries, a NaN,
+    infinite, negative or over-1 --discordance, an unknown benchmark or split, or no --entries: exit code 2 with a
+    message, never a traceback."""
+    result = module_app.test_cli_runner().invoke(args=["splits", "power", *args])
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output and result.output.strip()
+
+
+@pytest.mark.parametrize("entries", ["2", "3000", "1000000", "1000000000"])
+def test_splits_power_prints_a_finite_figure_that_grows_with_the_board(module_app, world, entries):
+    """Any accepted --entries (up to a billion) gives a finite, positive figure, never 'inf' or 'nan' points; a
+    larger board needs a larger difference."""
+    runner = module_app.test_cli_runner()
+    result = runner.invoke(args=["splits", "power", "nlvr2", "dev", "--entries", entries, "--discordance", "0.2"])
+    assert result.exit_code == 0, result.output
+    figure = float(re.search(r"closer than ([0-9.]+) points", result.output).group(1))
+    assert math.isfinite(figure) and figure > 0
+    assert "inf" not in result.output and "nan" not in result.output
+    smaller = runner.invoke(args=["splits", "power", "nlvr2", "dev", "--entries", "2", "--discordance", "0.2"])
+    assert figure >= float(re.search(r"closer than ([0-9.]+) points", smaller.output).group(1))
+
+
+def test_splits_power_on_a_held_split_reads_nothing_of_its_entries(module_app, world):
+    """On the hidden Test-U under `ladder` (published entries waiting), `flask splits power` uses the assumed
+    discordance, never a spread measured on the held entries' judgements: the same text as for a discordance of
+    25% given explicitly, but for the word 'assumed'."""
+    runner = module_app.test_cli_runner()
+    held = runner.invoke(args=["splits", "power", "nlvr2", "test-u", "--entries", "20"])
+    given = runner.invoke(args=["splits", "power", "nlvr2", "test-u", "--entries", "20", "--discordance", "0.25"])
+    assert held.exit_code == 0 and given.exit_code == 0, (held.output, given.output)
+    assert "measured" not in held.output
+    assert held.output.replace("assumed", "given") == given.output
