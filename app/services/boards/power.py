@@ -52,7 +52,8 @@ def plan(benchmark_slug: str, split_slug: str, entries: int, discordance: float 
     begin_reading()
     split = catalog.get_split(benchmark_slug, split_slug)
     task = get_task(split.benchmark.task_type)
-    counted = integrity.resolution(task, label_files.load_gold(split), {}, "all", task.primary_metric)
+    gold = label_files.load_gold(split)
+    counted = integrity.resolution(task, gold, {}, "all", task.primary_metric)
     units = counted[0] if counted else split.example_count
     measured_on, spread = None, None
     if discordance is None and visibility.scores_are_public(split):
@@ -62,6 +63,7 @@ def plan(benchmark_slug: str, split_slug: str, entries: int, discordance: float 
     if spread is None:
         discordance = ASSUMED_DISCORDANCE if discordance is None else discordance
         spread = discordance**0.5
-    figure = statistics.resolution(units, entries, 0, spread)
+    # 0/1 units (McNemar) are floored as on the board (statistics.resolution); VQA's points are not.
+    figure = statistics.resolution(units, entries, 0, spread, judgements=task.unit_points(gold) <= 1)
     assert figure is not None  # two entries or more, units and a spread
     return Plan(split.benchmark.slug, split.slug, entries, units, spread, measured_on, discordance, figure)
