@@ -570,3 +570,30 @@ def test_splits_power_on_a_held_split_reads_nothing_of_its_entries(module_app, w
     assert held.exit_code == 0 and given.exit_code == 0, (held.output, given.output)
     assert "measured" not in held.output
     assert held.output.replace("assumed", "given") == given.output
+
+
+def _smallest_decidable_units(size: int, alpha: float = ALPHA) -> int:
+    """The fewest judgements two entries can differ by and be decided by an exact McNemar test at Holm's first
+    threshold on a board of `size` entries: all discordant units on one side, two-sided p = 2 / 2^d."""
+    pairs = size * (size - 1) // 2
+    d = 1
+    while 2.0 * 0.5**d > alpha / pairs:
+        d += 1
+    return d
+
+
+@pytest.mark.parametrize("size", [2, 10])
+def test_resolution_is_never_below_what_the_test_can_ever_decide(size):
+    """Entries one judgement apart on 6,967 units (NLVR2 Test-P's size): a stated resolution is 'the smallest
+    difference this board's procedure detects with 80% power', so it can never be smaller than the smallest
+    difference the exact McNemar test can decide at all (2 entries: 6 judgements, 0.086 points). It was 0.04
+    points, printed 'Entries closer than 0.0 points are usually tied here'."""
+    units = 6967
+    correct = np.zeros((size, units), dtype=bool)
+    for i in range(size):
+        correct[i, : 5000 - i] = True
+    correct, primary = _in_table_order(correct)
+    found = statistics.view_ranks(correct, primary, [None])[0]
+    floor = 100.0 * _smallest_decidable_units(size) / units
+    assert found.resolution is not None and found.resolution >= floor, (found.resolution, floor)
+    assert round(found.resolution, 1) > 0  # never "closer than 0.0 points"
