@@ -597,3 +597,43 @@ def test_resolution_is_never_below_what_the_test_can_ever_decide(size):
     floor = 100.0 * _smallest_decidable_units(size) / units
     assert found.resolution is not None and found.resolution >= floor, (found.resolution, floor)
     assert round(found.resolution, 1) > 0  # never "closer than 0.0 points"
+
+
+def test_the_final_board_is_a_board_of_its_own_equal_to_the_plain_procedure(app):
+    """view=final (the entries as they stood at closing: here 14 of 24, the others dated after the closing) ranks
+    its own N with its own pairs: ranks 1 + B and intervals [1 + B, N - W] of a plain McNemar + Holm over the final
+    entries alone, sums equal, and its resolution its own (not the current board's)."""
+    from datetime import UTC, datetime, timedelta
+
+    import time_machine
+
+    from app.services.catalog import phases
+
+    now = datetime.now(UTC)
+    with app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic.")
+        gold = synthetic.nlvr2_gold(DEV_SIZE, split="dev", seed=21)
+        catalog.add_split("nlvr2", "dev", gold, name="Dev")
+        labels = _labels(gold)
+        dev = catalog.get_split("nlvr2", "dev")
+        team = teams.create_team("Only")
+        correctness = {}
+        for i in range(24):
+            data = synthetic.predictions("nlvr2", gold, 0.6 + 0.01 * (i % 12), seed=300 + i, split="dev")
+            when = now - timedelta(days=5, minutes=i) if i < 14 else now + timedelta(days=2, minutes=i)
+            sid = submissions.store_scored(
+                dev, team, data, model_name=f"m{i}", description="d", publish=True, submitted_at=when
+            ).id
+            said = dict(line.split(",") for line in data.decode().splitlines())
+            correctness[sid] = np.array([(said[ident] == "True") == label for ident, label in labels.items()])
+        phases.set_phase("nlvr2", "dev", closes_at=(now + timedelta(days=1)).isoformat())
+    with time_machine.travel(now + timedelta(days=3), tick=False):
+        client = app.test_client()
+        final = client.get("/api/v1/leaderboards/nlvr2/dev?view=final&limit=1000").get_json()
+        whole = client.get("/api/v1/leaderboards/nlvr2/dev?limit=1000").get_json()
+    assert len(final["entries"]) == 14 and len(whole["entries"]) == 24
+    _check_rows(final["entries"], lambda r: correctness[r["submission_id"]], "final")
+    _check_rows(whole["entries"], lambda r: correctness[r["submission_id"]], "whole")
+    rows = [correctness[r["submission_id"]] for r in final["entries"]]
+    expected = statistics.view_ranks(np.stack(rows), np.stack(rows).mean(axis=1) * 100, [None])[0].resolution
+    assert final["resolution"] == round(expected, 1)
