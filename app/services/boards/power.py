@@ -15,8 +15,8 @@ from app.services.boards import board_snapshots
 from app.services.catalog import label_files
 from app.services.errors import ServiceError
 
-ASSUMED_DISCORDANCE = 0.25
-MAX_ENTRIES = 10**9  # far past any board; past ~10^154 entries the pairs overflow a float  # two models disagree on a quarter of the units: typical of close entries
+ASSUMED_DISCORDANCE = 0.25  # two models disagree on a quarter of the units: typical of close entries
+MAX_ENTRIES = 10**9  # far past any board (past ~10^154 entries, the pairs overflow a float)
 
 
 class InvalidPlan(ServiceError):
