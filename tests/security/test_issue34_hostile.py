@@ -694,3 +694,51 @@ def test_a_crowded_board_grows_no_worse_than_its_pairs():
     small, large = _timed_board(1500), _timed_board(3000)
     print(f"crowded board ranks: 1,500 entries {small:.2f} s, 3,000 entries {large:.2f} s")
     assert large < 8 * small + 0.5
+
+
+def _same_count(data: bytes, labels: dict[str, bool], swaps: int, seed: int) -> bytes:
+    """The same predictions with `swaps` right ones made wrong and as many wrong ones made right: the same count,
+    other judgements."""
+    said = dict(line.split(",") for line in data.decode().splitlines())
+    right = [i for i, v in said.items() if (v == "True") == labels[i]]
+    wrong = [i for i, v in said.items() if (v == "True") != labels[i]]
+    rng = np.random.default_rng(seed)
+    for ident in [*rng.choice(right, swaps, replace=False), *rng.choice(wrong, swaps, replace=False)]:
+        said[ident] = "False" if said[ident] == "True" else "True"
+    return "".join(f"{i},{v}\n" for i, v in said.items()).encode()
+
+
+def test_a_blind_test_board_ranks_and_resolves_from_its_released_counts_alone(app):
+    """A hidden Test-U under `full` feedback before its reveal (ranks from counts): two entries with the same count
+    but different judgements share rank and interval, and the board's ranks and resolution (API JSON and page) equal
+    count_ranks on the released figures and the split's public size, nothing else."""
+    with app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2", "Synthetic.")
+        gold = synthetic.nlvr2_gold(700, split="test", seed=31)
+        catalog.add_split("nlvr2", "test-u", gold, name="Test-U", hidden=True)
+        catalog.set_policy("nlvr2", "test-u", feedback="full")
+        labels = _labels(gold)
+        split = catalog.get_split("nlvr2", "test-u")
+        base = synthetic.predictions("nlvr2", gold, 0.7, seed=41, split="test")
+        files = [base, _same_count(base, labels, 60, seed=1), _same_count(base, labels, 5, seed=2)]
+        files += [synthetic.predictions("nlvr2", gold, 0.55 + 0.03 * i, seed=50 + i, split="test") for i in range(9)]
+        for i, data in enumerate(files):
+            team = teams.create_team(f"Blind {i:02d}")
+            submissions.store_scored(split, team, data, model_name=f"m{i}", description="d", publish=True)
+    client = app.test_client()
+    body = client.get("/api/v1/leaderboards/nlvr2/test-u?limit=1000").get_json()
+    entries = body["entries"]
+    assert len(entries) == len(files)
+    values = np.array([e["scores"]["all"]["accuracy"]["value"] for e in entries], dtype=float)
+    expected = statistics.count_ranks(values, 700, [None])[0]
+    assert [e["rank_low"] for e in entries] == expected.lows.tolist()
+    assert [e["rank_high"] for e in entries] == expected.highs.tolist()
+    assert body["resolution"] == round(expected.resolution, 1)
+    by_value: dict[float, set] = {}
+    for e, value in zip(entries, values.tolist(), strict=True):
+        by_value.setdefault(value, set()).add((e["rank"], e["rank_low"], e["rank_high"]))
+    assert max(len(found) for found in by_value.values()) == 1  # one count, one rank and interval
+    assert len(by_value) < len(entries)  # the same-count files are there
+    page = client.get("/leaderboards/nlvr2/test-u").get_data(as_text=True)
+    assert f"Entries closer than {body['resolution']:.1f} points" in page
+    assert "two-proportion z-test" in body["rank_method"]
