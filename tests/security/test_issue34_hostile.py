@@ -29,6 +29,7 @@ from scipy.stats import binom
 
 from app import synthetic
 from app.evaluation import get_task, rank_method, statistics
+from app.evaluation.tasks import TASK_TYPES
 from app.services import catalog
 from app.services.intake import submissions
 from app.services.people import teams
@@ -742,3 +743,28 @@ def test_a_blind_test_board_ranks_and_resolves_from_its_released_counts_alone(ap
     page = client.get("/leaderboards/nlvr2/test-u").get_data(as_text=True)
     assert f"Entries closer than {body['resolution']:.1f} points" in page
     assert "two-proportion z-test" in body["rank_method"]
+
+
+@pytest.mark.parametrize("family", sorted(TASK_TYPES))
+def test_every_family_ranks_on_the_units_its_primary_metric_counts(family):
+    """For every registered family, the units the rank test reads (unit_correctness, or unit_scores for points)
+    give exactly the primary metric the board orders by: otherwise an entry could be tested on other judgements
+    than the figure it is ranked by (a row above 'surely worse' than one below, or equal scores decided apart)."""
+    task = get_task(family)
+    split = "test1" if family == "nlvr2-contrast" else "dev"
+    try:
+        raw = task.synthetic_gold(300, seed=3, split=split)
+    except TypeError:
+        raw = task.synthetic_gold(300, seed=3)
+    gold = task.read_gold(raw)
+    files = [task.synthetic_predictions(raw, a, seed=10 + i, split=split) for i, a in enumerate((0.4, 0.6, 0.8))]
+    stacked = np.stack([task.parse(data, gold) for data in files])
+    scores = task.score_batch(gold, stacked, {})
+    primary = np.array([s["all"][task.primary_metric] for s in scores], dtype=float)
+    full = task.unit_points(gold)
+    if full > 1:
+        units = task.unit_scores(gold, stacked).astype(float) / full
+    else:
+        units = statistics.primary_correctness(task, gold, stacked).astype(float)
+    np.testing.assert_allclose(units.mean(axis=1) * 100, primary, atol=1e-9)
+    assert units.shape[1] == task.counted_units(gold, task.primary_metric)
