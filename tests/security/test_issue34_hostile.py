@@ -768,3 +768,38 @@ def test_every_family_ranks_on_the_units_its_primary_metric_counts(family):
         units = statistics.primary_correctness(task, gold, stacked).astype(float)
     np.testing.assert_allclose(units.mean(axis=1) * 100, primary, atol=1e-9)
     assert units.shape[1] == task.counted_units(gold, task.primary_metric)
+
+
+def _interval_text(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}\u2013{high}"
+
+
+def test_markdown_and_latex_rank_cells_and_searches_say_what_the_api_says(module_app, world):
+    """The Markdown export of the board, view=teams and the models view prints each ranked row's 'rank (interval)'
+    in the API's order, with the API's numbers; the LaTeX export holds every one of them; a search (?q=) keeps
+    each entry's rank and interval on the whole board."""
+    client = module_app.test_client()
+    cases = [
+        ("/api/v1/leaderboards/nlvr2/dev?limit=1000", "entries", "/leaderboards/nlvr2/dev/export"),
+        ("/api/v1/leaderboards/nlvr2/dev?view=teams&limit=1000", "entries", "/leaderboards/nlvr2/dev/export"),
+        ("/api/v1/leaderboards/nlvr2/models?limit=1000", "models", "/leaderboards/nlvr2/models/export"),
+    ]
+    for api_url, key, export in cases:
+        rows = [r for r in client.get(api_url).get_json()[key] if r["rank"] is not None]
+        cells = [f"{r['rank']} ({_interval_text(r['rank_low'], r['rank_high'])})" for r in rows]
+        query = "?view=teams" if "view=teams" in api_url else ""
+        markdown = client.get(f"{export}.md{query}").get_data(as_text=True)
+        found = re.findall(r"^\| (\d+ \([0-9\u2013]+\)) \|", markdown, flags=re.MULTILINE)
+        assert found == cells, api_url
+        latex = client.get(f"{export}.tex{query}").get_data(as_text=True)
+        for cell in set(cells):
+            rank, interval = cell.split(" ", 1)
+            assert interval.replace("\u2013", "--") in latex, (api_url, cell)
+    whole = {
+        e["submission_id"]: e for e in client.get("/api/v1/leaderboards/nlvr2/dev?limit=1000").get_json()["entries"]
+    }
+    searched = client.get("/api/v1/leaderboards/nlvr2/dev?q=model-1&limit=1000").get_json()["entries"]
+    assert 0 < len(searched) < len(whole)
+    for e in searched:
+        kept = whole[e["submission_id"]]
+        assert (e["rank"], e["rank_low"], e["rank_high"]) == (kept["rank"], kept["rank_low"], kept["rank_high"])
