@@ -561,7 +561,7 @@ def resolution(
     it is at least z^2 / units: two entries D judgements apart differ on at least D units, so their statistic is at
     most sqrt(D), under z for any D < z^2 whatever the board's spread (where neighbours differ on a unit or two, the
     formula alone gave 0.04 points on 6,967 units, under the 6 judgements the exact test needs at all). None for
-    fewer than two entries, no units or no spread (every pair alike)."""
+    fewer than two entries, no units or no spread (every pair alike); at most 100 points."""
     pairs = size * (size - 1) // 2
     if pairs == 0 or units <= 0 or not spread > 0:
         return None
@@ -572,7 +572,9 @@ def resolution(
     difference = z * spread / np.sqrt(units)
     if judgements:
         difference = max(difference, z * z / units)
-    return float(100.0 * difference)
+    # Two percentages differ by at most 100 points: past that (a split of a handful of units, where no pair can be
+    # decided) every pair is tied, which 100 says (the formula gave 157 for two entries on 5 units).
+    return float(100.0 * min(difference, 1.0))
 
 
 def _typical(values: np.ndarray) -> float:
