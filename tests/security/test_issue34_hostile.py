@@ -803,3 +803,21 @@ def test_markdown_and_latex_rank_cells_and_searches_say_what_the_api_says(module
     for e in searched:
         kept = whole[e["submission_id"]]
         assert (e["rank"], e["rank_low"], e["rank_high"]) == (kept["rank"], kept["rank_low"], kept["rank_high"])
+
+
+@pytest.mark.parametrize("units", [1, 2, 3, 5, 8])
+def test_resolution_of_a_tiny_split_never_exceeds_a_hundred_points(units):
+    """On a split of a handful of units no pair can be decided, and the formula's figure passes 100 points (two
+    entries on 5 units: 157); a difference of percentages is at most 100 points, so the stated resolution (McNemar,
+    counts and points boards alike) is None or in (0, 100]: never 'closer than 157.0 points'."""
+    correct = np.zeros((2, units), dtype=bool)
+    correct[0] = True
+    correct, primary = _in_table_order(correct)
+    figures = [
+        statistics.view_ranks(correct, primary, [None])[0].resolution,
+        statistics.count_ranks(primary, units, [None])[0].resolution,
+        statistics.paired_view_ranks(correct.astype(np.int64) * 30, primary, [None], full_points=30)[0].resolution,
+        statistics.resolution(units, 10**6, 0, 1.0),
+    ]
+    for figure in figures:
+        assert figure is None or 0 < figure <= 100, figures
