@@ -821,3 +821,15 @@ def test_resolution_of_a_tiny_split_never_exceeds_a_hundred_points(units):
     ]
     for figure in figures:
         assert figure is None or 0 < figure <= 100, figures
+
+
+@pytest.mark.parametrize("discordance", ["1e-300", "5e-324", "1"])
+def test_splits_power_with_extreme_discordance_states_a_sane_figure(module_app, world, discordance):
+    """--discordance at a denormal or at 1: the figure printed is finite, above 0.0 (a 0/1 split is floored at what
+    McNemar's test can decide at all) and at most 100 points."""
+    result = module_app.test_cli_runner().invoke(
+        args=["splits", "power", "nlvr2", "dev", "--entries", "40", "--discordance", discordance]
+    )
+    assert result.exit_code == 0, result.output
+    figure = float(re.search(r"closer than ([0-9.]+) points", result.output).group(1))
+    assert 0 < figure <= 100, result.output
