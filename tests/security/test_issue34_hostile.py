@@ -833,3 +833,25 @@ def test_splits_power_with_extreme_discordance_states_a_sane_figure(module_app, 
     assert result.exit_code == 0, result.output
     figure = float(re.search(r"closer than ([0-9.]+) points", result.output).group(1))
     assert 0 < figure <= 100, result.output
+
+
+def test_a_small_board_on_a_large_split_does_not_hold_a_gigabyte_of_p_values():
+    """Two entries on a 95,336-unit split (GQA-test size): the exact-p table (_PTable, units x 7.5 sqrt(units)
+    floats of address space) must not be made resident as a whole. A NaN fill made the process's peak 1.7 GB above
+    its start for one pair; measured in a child process (its own peak), under 600 MB all told."""
+    import subprocess
+    import sys
+
+    script = (
+        "import resource, numpy as np\n"
+        "from app.evaluation import statistics as s\n"
+        "s.load_tests()\n"
+        "c = np.zeros((2, 95336), dtype=bool); c[0, :60000] = True; c[1, :59000] = True\n"
+        "r = s.view_ranks(c, c.mean(axis=1) * 100, [None])[0]\n"
+        "assert r.ranks.tolist() == [1, 2]\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    peak_mb = int(done.stdout.split()[-1]) / 1024
+    print(f"two entries on 95,336 units: peak {peak_mb:.0f} MB")
+    assert peak_mb < 600, peak_mb
