@@ -572,6 +572,14 @@ SCHEMAS = {
         "properties": {
             "benchmark": {"type": "string"},
             "ranked_by": _nullable("string", description="The split the rows are ranked by (its board order)."),
+            "rank_method": _nullable(
+                "string", description="How the models' ranks and rank intervals are made, in one sentence."
+            ),
+            "resolution": _nullable(
+                "number",
+                description="The smallest difference, in points, that the models' own pair decisions detect with "
+                "80% power (null with fewer than two ranked models).",
+            ),
             "splits": {"type": "array", "items": {"type": "object"}},
             "columns": {
                 "type": "array",

@@ -50,9 +50,10 @@ GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sea
 # Bump when the stored payload's shape changes, or what a field holds (4: model keys by look-alike names; 5: a
 # blind test's figures before its reveal are the released ones, rounded, without subset intervals, ranked from
 # counts alone; 6: with the decimals each released figure is written to; 7: each entry's team slug; 8: one
-# decision per pair of each view, the models view's own ranks and each view's resolution): older rows
-# are then recomputed.
-PAYLOAD_FORMAT = 8
+# decision per pair of each view, the models view's own ranks and each view's resolution; 9: a resolution on
+# 0/1 units never under z^2 / units and none over 100 points, statistics.resolution): older rows are then
+# recomputed.
+PAYLOAD_FORMAT = 9
 
 
 @dataclass

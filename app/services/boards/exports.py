@@ -424,6 +424,10 @@ def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow
             for row in (table.entries if rows is None else rows)
         ],
         "references": reference_documents(table),
+        # A board of its own (the models' latest entries on the ranking split): its method and resolution, as the
+        # page states them.
+        "rank_method": rank_method.sentence(*_method_terms(table)) if table.ranking_split is not None else None,
+        "resolution": None if table.resolution is None else round(float(table.resolution), 1),
     }
 
 

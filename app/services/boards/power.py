@@ -16,6 +16,7 @@ from app.services.catalog import label_files
 from app.services.errors import ServiceError
 
 ASSUMED_DISCORDANCE = 0.25  # two models disagree on a quarter of the units: typical of close entries
+MAX_ENTRIES = 10**9  # far past any board (past ~10^154 entries, the pairs overflow a float)
 
 
 class InvalidPlan(ServiceError):
@@ -44,12 +45,15 @@ def plan(benchmark_slug: str, split_slug: str, entries: int, discordance: float 
     test sees it), else measured between the current board's neighbours, else ASSUMED_DISCORDANCE."""
     if entries < 2:
         raise InvalidPlan("--entries: a board needs at least 2 entries to tell any apart")
+    if entries > MAX_ENTRIES:
+        raise InvalidPlan(f"--entries: at most {MAX_ENTRIES:,} (a board's pairs are counted in floating point)")
     if discordance is not None and not 0.0 < discordance <= 1.0:
         raise InvalidPlan("--discordance: a share of the units, greater than 0 and at most 1")
     begin_reading()
     split = catalog.get_split(benchmark_slug, split_slug)
     task = get_task(split.benchmark.task_type)
-    counted = integrity.resolution(task, label_files.load_gold(split), {}, "all", task.primary_metric)
+    gold = label_files.load_gold(split)
+    counted = integrity.resolution(task, gold, {}, "all", task.primary_metric)
     units = counted[0] if counted else split.example_count
     measured_on, spread = None, None
     if discordance is None and visibility.scores_are_public(split):
@@ -59,6 +63,7 @@ def plan(benchmark_slug: str, split_slug: str, entries: int, discordance: float 
     if spread is None:
         discordance = ASSUMED_DISCORDANCE if discordance is None else discordance
         spread = discordance**0.5
-    figure = statistics.resolution(units, entries, 0, spread)
+    # 0/1 units (McNemar) are floored as on the board (statistics.resolution); VQA's points are not.
+    figure = statistics.resolution(units, entries, 0, spread, judgements=task.unit_points(gold) <= 1)
     assert figure is not None  # two entries or more, units and a spread
     return Plan(split.benchmark.slug, split.slug, entries, units, spread, measured_on, discordance, figure)
