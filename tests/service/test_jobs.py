@@ -218,6 +218,9 @@ def test_a_held_board_queues_no_job_until_its_scores_are_shown(world):
     submissions.store_scored(split, world["lab"], data, model_name="m2", description="d", publish=True)
     assert _board_jobs(split) == [] and console.queue_state().waiting == 0
     catalog.reveal_split("nlvr2", "test-u")
+    # The reveal's letters go beside (inline mail): let them be sent first, or the board job's transaction, which
+    # reads before it writes, may lose the race with their commits ("database is locked"; it would be retried).
+    assert transport.wait_beside()
     assert _board_jobs(split) == ["queued"]
     assert transport.run_due_here() == 1 and _board_jobs(split) == ["done"]
     assert [entry.model_name for entry in leaderboards.board("nlvr2", "test-u").entries] == ["m2", "m1"]

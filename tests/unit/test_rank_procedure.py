@@ -8,10 +8,11 @@ at 95%."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.evaluation import statistics
+from app.evaluation import TASK_TYPES, statistics
 from tests.unit.test_statistics_fast import _assert_ranks_equal, _exact_ranks
 
 
@@ -170,3 +171,36 @@ def test_a_boards_resolution_is_detected_with_80_percent_power():
     assert 0.74 <= detected(points / 100) <= 0.86
     assert detected(points / 200) < 0.35
     assert statistics.resolution(units, 1, 0, 0.5) is None and statistics.resolution(units, 5, 0, 0.0) is None
+
+
+@pytest.mark.parametrize("family", sorted(TASK_TYPES))
+def test_every_family_decides_each_pair_once_on_a_board_of_60_entries(family):
+    """Each registered family's own rank procedure (McNemar on its judgements, or the points test where a unit
+    is scored in points), as a board runs it, on 60 synthetic entries from 55% to 85%: the rows agree (each pair
+    once, sum(low - 1) = sum(N - high)), for the board and for a view of every other entry, and entries far
+    apart are decided apart."""
+    task = TASK_TYPES[family]
+    split = "test"
+    data = task.synthetic_gold(400, seed=5, split=split)
+    gold = task.read_gold(data)
+    files = [
+        task.synthetic_predictions(data, float(accuracy), seed=100 + i, **task.demo_split_options(split))
+        for i, accuracy in enumerate(np.linspace(0.55, 0.85, 60))
+    ]
+    stacked = np.stack([task.parse(f, gold) for f in files])
+    if task.unit_points(gold) > 1:
+        scores = task.unit_scores(gold, stacked)
+        primary = scores.sum(axis=1) / (task.unit_points(gold) * scores.shape[1]) * 100
+    else:
+        correct = statistics.primary_correctness(task, gold, stacked)
+        primary = correct.mean(axis=1) * 100
+    order = np.argsort(-primary, kind="stable")
+    view = np.arange(0, 60, 2)
+    if task.unit_points(gold) > 1:
+        found = statistics.paired_view_ranks(scores, primary[order], [None, view], order=order, pairs=True)
+    else:
+        found = statistics.view_ranks(correct[order], primary[order], [None, view], pairs=True)
+    whole, sub = found
+    _check_shown(whole, primary[order])
+    _check_shown(sub, primary[order][view])
+    assert whole.better.sum() > 0 and whole.resolution is not None  # the board tells some entries apart
