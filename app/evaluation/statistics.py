@@ -667,7 +667,11 @@ class PairFamily:
         decided = [np.stack([a, b], axis=1).astype(np.int64) for a, b in self._sure_pairs]
         if self._p:
             p = np.concatenate(self._p)
-            sorted_p = np.sort(p)
+            # Every p under the first threshold passes wherever it stands (the thresholds only grow): only the
+            # rest need sorting, after those `easy` ones.
+            first = self.alpha / (2.0 * max(self.pairs - self.sure, 1))
+            easy = int(np.count_nonzero(p <= first))
+            sorted_p = np.concatenate([np.full(easy, first), np.sort(p[p > first])])
             remaining = self.pairs - self.sure - np.arange(sorted_p.size)
             fails = sorted_p > self.alpha / (2.0 * np.maximum(remaining, 1))
             count = int(np.argmax(fails)) if fails.any() else sorted_p.size
