@@ -86,10 +86,12 @@ def demo_site(sync_api, tmp_path_factory):
                 for slug in db.session.scalars(select(Benchmark.slug).order_by(Benchmark.id))
             ],
             "team page": [f"/teams/{slug}" for slug in db.session.scalars(select(Team.slug).order_by(Team.id))],
+            # Every split's console page (public, hidden, sealed differ); a label audit per family (one template,
+            # whose columns are the family's label fields): the module's time is its pages' (CI's 8 minutes).
             "console page": [
                 *CONSOLE_PAGES,
                 *(f"/console/splits/{benchmark}/{split}" for benchmark, split, _ in splits),
-                *(f"/console/splits/{benchmark}/{split}/labels" for benchmark, split, _ in splits),
+                *(f"/console/splits/{benchmark}/{split}/labels" for benchmark, split in _first_of_each(splits)),
             ],
         }
         db.engine.dispose()
@@ -99,6 +101,14 @@ def demo_site(sync_api, tmp_path_factory):
         yield server.base, paths
     finally:
         server.stop()
+
+
+def _first_of_each(splits: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
+    """Each benchmark's first split."""
+    first: dict[str, str] = {}
+    for benchmark, split, _ in splits:
+        first.setdefault(benchmark, split)
+    return list(first.items())
 
 
 def _logged_in(page) -> None:

@@ -239,10 +239,33 @@ def held_facts(split: SplitInfo | Split) -> Held:
 # --- columns ------------------------------------------------------------------------------
 
 
+# A split's columns by what they depend on: the columns' n are counted on the gold set, which a page view should
+# not read again (the gold cache holds 16 splits; a deployment of more would parse a gold file per page).
+_available: LRU[list[Column]] = LRU(1024)
+
+
 def available_columns(split: Split) -> list[Column]:
     """Every column a visitor may choose: each metric on the whole split, then the task's subset metrics
     on every subset the public may see (derived bias subsets first, in the family's order), each with the
-    units its metric counts (TaskType.metric_units: GQA's balanced questions, not every question)."""
+    units its metric counts (TaskType.metric_units: GQA's balanced questions, not every question). Worked out
+    once per board version (a new subset, a policy change or a reveal bumps it) and gold file."""
+    key = (
+        str(db.engine.url),
+        split.id,
+        split.board_version,
+        split.gold_sha256,
+        split.choices_sha256,
+        split.feedback,
+        split.revealed_at,
+        split.sealed_fraction,
+    )
+    found = _available.get(key)
+    if found is None:
+        found = _available.put(key, _available_columns(split))
+    return list(found)
+
+
+def _available_columns(split: Split) -> list[Column]:
     task = get_task(split.benchmark.task_type)
     gold = catalog.gold_for(split)
     shown_part = visibility.queried_indices(split)
