@@ -12,7 +12,7 @@ import pytest
 from tests.client.conftest import CLIENT
 
 sys.path.insert(0, str(CLIENT))
-from holdout_client import api, config  # noqa: E402  (the client is not installed in this venv)
+from holdout_client import api, config, output  # noqa: E402  (the client is not installed in this venv)
 
 
 class Terminal(io.StringIO):
@@ -56,3 +56,11 @@ def test_config_is_written_for_the_user_only(tmp_path, monkeypatch):
     path.write_text("{not json")
     with pytest.raises(config.UsageError, match="cannot read"):
         config.load()
+
+
+def test_a_rank_is_written_with_its_interval_as_the_board_and_the_exports_write_it():
+    """Issue 34: '2 (2–4)', and '1 (1)' for an interval of one rank (as Markdown and LaTeX print it); a rank
+    without an interval alone."""
+    assert output._rank({"rank": 2, "rank_low": 2, "rank_high": 4}) == "2 (2–4)"
+    assert output._rank({"rank": 1, "rank_low": 1, "rank_high": 1}) == "1 (1)"
+    assert output._rank({"rank": 3, "rank_low": None, "rank_high": None}) == "3"

@@ -86,9 +86,9 @@ def interval_text(score: dict) -> str | None:
 
 
 def _rank(entry: dict) -> str:
-    """'3' or, with its rank interval, '3 (3–5)', as the board writes it."""
+    """'3 (3–5)', or '1 (1)' for an interval of one rank, as the board and the exports write it ('3' without one)."""
     rank, low, high = entry.get("rank"), entry.get("rank_low"), entry.get("rank_high")
-    if low is None or high is None or low == high == rank:
+    if low is None or high is None:
         return _text(rank)
     return f"{rank} ({low})" if low == high else f"{rank} ({low}–{high})"
 
