@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from app.services.boards import latex_text, leaderboards, models_view
 from app.services.errors import Conflict
 from app.services.intake import submissions
 from app.services.people import accounts, teams
+from tests.support.latex import compile_paper
 
 pytestmark = [
     pytest.mark.postgres(
@@ -539,15 +539,7 @@ def _latex_document(table: str | list[str], path) -> str:
         "\\documentclass[twocolumn]{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
         "\\usepackage{tabularx}\n\\begin{document}\n" + inputs + "\\end{document}\n"
     )
-    done = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
-        cwd=path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    log = (path / "paper.log").read_text(errors="replace")
-    assert done.returncode == 0, log[-3000:]
+    log = compile_paper(path, timeout=120)
     return log
 
 

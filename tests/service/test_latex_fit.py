@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -25,6 +24,7 @@ from app.services.boards.leaderboards import Board, Column
 from app.services.catalog import references
 from app.services.intake import submissions
 from app.services.people import teams
+from tests.support.latex import compile_paper
 
 ENTRIES = 60
 # Long names in several scripts, an unbroken token, LaTeX's special characters and letters only T1 has.
@@ -108,15 +108,7 @@ def _compile(table: str, folder, options: str = "twocolumn") -> str:
         + "\n".join(packages)
         + f"\n\\begin{{document}}\n{TEXT}\n\n\\input{{board.tex}}\n{TEXT * 3}\n\\end{{document}}\n"
     )
-    done = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    log = (folder / "paper.log").read_text(errors="replace")
-    assert done.returncode == 0, log[-3000:]
+    log = compile_paper(folder, timeout=300)
     return log
 
 
@@ -350,15 +342,7 @@ def test_every_family_compiles_in_a_two_column_article_with_no_overfull_box(tmp_
         + "".join(inputs)
         + f"{TEXT}\n\\end{{document}}\n"
     )
-    done = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    log = (folder / "paper.log").read_text(errors="replace")
-    assert done.returncode == 0, log[-3000:]
+    log = compile_paper(folder, timeout=300)
     assert "Overfull \\hbox" not in log, re.findall(r"Overfull \\hbox.*", log)[:5]
     assert "Float too large" not in log and "X Columns too narrow" not in log
     assert "Missing character" not in log
