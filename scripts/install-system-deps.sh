@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs, installed only when missing: Chromium (browser tests), the
 # PostgreSQL server (the suite runs again on a throwaway cluster), pdflatex with booktabs and tabularx
-# (a test compiles the LaTeX export), openssl (a certificate for the mail-over-TLS tests) and Node.js with
+# (a test compiles the LaTeX export), openssl (a certificate for the mail-over-TLS tests), nginx (the shipped
+# proxy config is checked and run) and Node.js with
 # npm, which install s3rver (a Node.js S3 server that keeps objects on disk) for the S3 upload-store tests:
 # SeaweedFS has no Debian package and its releases cannot be downloaded here. s3rver goes into a cache
 # folder outside the clone, like the virtualenv. Needs root for apt-get, as on CI; otherwise it says what is
@@ -18,6 +19,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pdflatex >/dev/null 2>&1 && kpsewhich booktabs.sty >/dev/null 2>&1 || missing+=(texlive-latex-recommended)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # a certificate for the mail-over-TLS tests
+# nginx checks and runs the shipped proxy config (serving/nginx.conf); Debian's package is not started here.
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 # npm only to install s3rver: not needed once it is there.
 s3rver_installed || command -v npm >/dev/null 2>&1 || missing+=(npm)
 
