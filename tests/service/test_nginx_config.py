@@ -78,7 +78,8 @@ def _site(folder: Path, listen: int, upstream: int) -> Path:
     temp = {name: folder / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
     wrapper.write_text(
         # Workers as the test's own user: they write the cache and temporary files under its private folder.
-        f"daemon off;\nuser {getpass.getuser()};\npid {folder / 'nginx.pid'};\nerror_log {folder / 'error.log'};\nevents {{}}\nhttp {{\n"
+        f"daemon off;\nuser {getpass.getuser()};\npid {folder / 'nginx.pid'};\n"
+        f"error_log {folder / 'error.log'};\nevents {{}}\nhttp {{\n"
         f"    client_body_temp_path {temp['body']};\n    proxy_temp_path {temp['proxy']};\n"
         f"    fastcgi_temp_path {temp['fastcgi']};\n    uwsgi_temp_path {temp['uwsgi']};\n"
         f"    scgi_temp_path {temp['scgi']};\n    include {folder / 'site.conf'};\n}}\n"
