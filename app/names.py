@@ -78,13 +78,25 @@ def is_default_ignorable(char: str) -> bool:
     return unicodedata.category(char) == "Cf" and not char.isspace() and not _in(_VISIBLE_FORMAT, ord(char))
 
 
+# Line breaks and tabs: the controls multi-line text keeps.
+_KEPT_CONTROLS = frozenset("\t\n\r")
+
+
+def _unshowable(char: str) -> bool:
+    """A C0 or C1 control (but a tab or line break), DEL, or a lone surrogate: text a page, a mail subject or a
+    terminal cannot show as it is (ESC starts a terminal's escape sequence; a lone surrogate is no character and
+    cannot even be stored as UTF-8)."""
+    return char not in _KEPT_CONTROLS and unicodedata.category(char) in ("Cc", "Cs")
+
+
 def first_ignorable(text: str) -> str | None:
-    """The first default-ignorable character of the text, if any (fast for text without any)."""
+    """The first default-ignorable or unshowable character of the text (_unshowable), if any (fast for text
+    without any)."""
     found = _LISTED.search(text)
     end = found.start() if found else len(text)
     if not text[:end].isprintable():
         for char in text[:end]:
-            if not char.isprintable() and is_default_ignorable(char):
+            if not char.isprintable() and (is_default_ignorable(char) or _unshowable(char)):
                 return char
     return found.group() if found else None
 
@@ -98,10 +110,15 @@ def describe(char: str) -> str:
 def invisible(text: str) -> str | None:
     """Why the text cannot be shown as it is, naming its first invisible character (default-ignorable or a
     bidi control), e.g. "contains U+202E RIGHT-TO-LEFT OVERRIDE, an invisible control character; remove it";
-    None when it has none. Line breaks and tabs are not invisible: multi-line text keeps them."""
+    None when it has none. Control characters (C0, C1, DEL) and lone surrogates are refused alike (issue 35).
+    Line breaks and tabs are not invisible: multi-line text keeps them."""
     char = first_ignorable(text)  # the bidi controls are among them
     if char is None:
         return None
+    if unicodedata.category(char) == "Cs":
+        return f"contains {describe(char)}, a lone surrogate (half of a character, not one); remove it"
+    if unicodedata.category(char) == "Cc":
+        return f"contains {describe(char)}, a control character; remove it"
     emoji = " (emoji sequences that use it are refused too)" if char in _EMOJI_GLUE else ""
     return f"contains {describe(char)}, an invisible control character; remove it{emoji}"
 

@@ -8,6 +8,7 @@ import io
 
 import pytest
 
+from app.services.errors import InvalidInput
 from tests.support.api_world import build_world, post_file
 
 pytestmark = pytest.mark.postgres(
@@ -100,3 +101,40 @@ def test_unknown_benchmark_or_split_lists_the_valid_slugs(client, world):
     response = client.get("/api/v1/leaderboards/nlvr2/test")
     assert response.status_code == 404
     assert "the splits of 'nlvr2' are: dev, test-u" in response.json["error"]
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("\ud800", "U+D800, a lone surrogate"),  # a 500 (UnicodeEncodeError) on both databases before issue 35
+        ("red\x1b[31m alert", "U+001B, a control character"),
+        ("bell\x07", "U+0007, a control character"),
+        ("del\x7f", "U+007F, a control character"),
+        ("csi\x9b", "U+009B, a control character"),
+    ],
+)
+def test_text_that_cannot_be_shown_is_a_422_naming_the_character_and_field(client, world, text, named):
+    """Issue 35, findings 6 and 8: a lone surrogate or a C0/C1 control in a publish's JSON, an upload's model name
+    or a team's name is refused, naming the character and the field, and nothing is stored; a description keeps
+    its line breaks and tabs."""
+    created = post_file(client, world, "member", world.predictions(), model_name="plain")
+    assert created.status_code == 201, created.json
+    published = client.post(
+        f"/api/v1/submissions/{created.json['id']}/publish", json={"description": text}, headers=world.headers("member")
+    )
+    assert published.status_code == 422, published.get_data(as_text=True)
+    assert named in published.json["error"] and "description" in published.json["error"]
+    if "\ud800" not in text:  # a form's field is UTF-8, which cannot carry a lone surrogate (that is a 422 of its own)
+        refused = post_file(client, world, "member", world.predictions(), model_name=f"model {text}")
+        assert refused.status_code == 422 and named in refused.json["error"] and "model_name" in refused.json["error"]
+    with client.application.app_context():
+        from app.services.people import teams
+
+        with pytest.raises(InvalidInput, match=named.split(",")[0].replace("+", r"\+")):
+            teams.create_team(f"Team {text}")
+    kept = client.post(
+        f"/api/v1/submissions/{created.json['id']}/publish",
+        json={"description": "two lines\nand\ta tab"},
+        headers=world.headers("member"),
+    )
+    assert kept.status_code == 200, kept.get_data(as_text=True)
