@@ -284,3 +284,27 @@ def test_without_workers_a_failed_mail_is_tried_again_in_the_process_after_its_b
     with mail_app.app_context():
         db.session.expire_all()
         assert db.session.scalar(db.select(Job.state).where(Job.id == job.id)) == "done"
+
+
+def test_an_invitation_opt_out_holds_for_the_mailbox_whatever_its_tag(mail_app, sink):
+    """Issue 35, finding 9: victim@example.org turned invitation mail off, so neither victim+x@example.org nor
+    VICTIM+y@example.org is mailed an invitation (the same mailbox); an address with a trailing dot, which passed
+    the check and then failed at SMTP (553) as a failed job, is refused at entry with a 422."""
+    with mail_app.app_context():
+        lab = Team(name="Lab", slug="lab")
+        db.session.add(lab)
+        db.session.commit()
+        make_user("ann@example.org", team=lab)
+        victim = make_user("victim@example.org")
+        accounts.set_notifications(victim, reveal=True, rescore=True, invite=False)
+    client = mail_app.test_client()
+    assert login(client, "ann@example.org", PASSWORD).status_code == 302
+    for address in ("victim+x@example.org", "VICTIM+y@example.org", "other@example.org"):
+        sent = post_form(client, "/teams/1/invites", {"email": address}, form_page="/teams/1")
+        assert sent.status_code == 200, sent.get_data(as_text=True)
+    sink.wait_for("other@example.org")
+    settled()
+    assert sink.to("victim+x@example.org") == [] and sink.to("victim+y@example.org") == []
+    assert sink.to("victim@example.org") == []
+    dotted = post_form(client, "/teams/1/invites", {"email": "x@example.org."}, form_page="/teams/1")
+    assert dotted.status_code == 422 and "valid email address" in dotted.get_data(as_text=True)

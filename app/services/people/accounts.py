@@ -36,6 +36,24 @@ def get_user_by_email(email: str | None) -> User | None:
     return db.session.scalar(select(User).where(User.email == normalise_email(email)))
 
 
+def same_mailbox(email: str) -> list[User]:
+    """The accounts whose address reaches the same mailbox as `email` (a normalised address): the same address
+    with or without a "+tag" after its local part (victim@x.org and victim+x@x.org), so that an opt-out made
+    under one holds for mail sent to the other."""
+    local, _, domain = email.rpartition("@")
+    base = local.split("+", 1)[0]
+
+    def escaped(text: str) -> str:
+        return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+    pattern = f"{escaped(base)}+%@{escaped(domain)}"
+    return list(
+        db.session.scalars(
+            select(User).where((User.email == f"{base}@{domain}") | User.email.like(pattern, escape="\\"))
+        )
+    )
+
+
 def create_user(email: str, password: str, *, admin: bool = False) -> User:
     """An account made by a maintainer (the CLI): its address counts as verified."""
     user = new_user(email, password, admin=admin, verified=True)
@@ -45,9 +63,10 @@ def create_user(email: str, password: str, *, admin: bool = False) -> User:
 
 def checked_email(email: str | None, *, invalid: str = "enter a valid email address", field: str | None = None) -> str:
     """The address normalised, when it is one plain address with no invisible character (InvalidInput with
-    `invalid` otherwise): what an account may be made with, and what mail may be sent to."""
+    `invalid` otherwise): what an account may be made with, and what mail may be sent to. A domain with an
+    empty label ("example.org.", "a..org") is refused here: mail servers refuse it (553) after the fact."""
     email = normalise_email(email)
-    if len(email) > 254 or not EMAIL.match(email):
+    if len(email) > 254 or not EMAIL.match(email) or "" in email.rsplit("@", 1)[-1].split("."):
         raise InvalidInput(invalid, field=field)
     check_visible("the email address", email, field=field)  # shown to teammates and maintainers
     return email

@@ -355,7 +355,10 @@ def _invite_letter(args: dict) -> Letter | None:
     if invite is None or invite.email is None or invite.used_at is not None or as_utc(invite.expires_at) <= utcnow():
         return None
     invited = accounts.get_user_by_email(invite.email)
-    if invited is not None and (not invited.notify_invite or invited.is_member(invite.team_id)):
+    if invited is not None and invited.is_member(invite.team_id):
+        return None
+    # An opt-out holds for the mailbox, whichever "+tag" the address was given with (issue 35).
+    if any(not user.notify_invite for user in accounts.same_mailbox(invite.email)):
         return None
     inviter = db.session.get(User, invite.created_by_id) if invite.created_by_id else None
     return Letter(
