@@ -5,7 +5,7 @@ existing account as verified."""
 
 from __future__ import annotations
 
-from app.db import db
+from app.db import db, write_transaction
 from app.models import User, utcnow
 from app.services.errors import Forbidden, InvalidInput, Throttled
 from app.services.mail import outbox
@@ -53,15 +53,19 @@ def verify(token: str) -> User:
     """Mark the address of the link verified (again: no harm). InvalidInput for a bad or old link, or one for
     an address the account no longer has."""
     payload = signed_links.read(signed_links.VERIFY, token, max_age=VERIFY_LINK_DAYS * 86400)
-    user = db.session.get(User, int(payload["u"])) if isinstance(payload, dict) and "u" in payload else None
-    if user is None or not isinstance(payload, dict) or payload.get("e") != user.email:
-        raise InvalidInput(
-            f"this confirmation link is not valid (links last {VERIFY_LINK_DAYS} days); "
-            "log in and send a new one from your account page"
-        )
-    if user.email_verified_at is None:
-        user.email_verified_at = utcnow()
-        db.session.commit()
+    # A GET that writes: begun as a writer, as a form's request is. On SQLite a transaction that read first could
+    # not become one once the confirmation letter's job had committed meanwhile ("database is locked": the
+    # link opened at once after the letter arrived failed now and then).
+    with write_transaction():
+        user = db.session.get(User, int(payload["u"])) if isinstance(payload, dict) and "u" in payload else None
+        if user is None or not isinstance(payload, dict) or payload.get("e") != user.email:
+            raise InvalidInput(
+                f"this confirmation link is not valid (links last {VERIFY_LINK_DAYS} days); "
+                "log in and send a new one from your account page"
+            )
+        if user.email_verified_at is None:
+            user.email_verified_at = utcnow()
+            db.session.commit()
     return user
 
 
