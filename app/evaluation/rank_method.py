@@ -7,11 +7,23 @@ N(N - 1)/2 pairs of the board, rank = 1 + B and interval [1 + B, N - W].
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tasks.base import TaskType
+
 ALPHA_TEXT = "0.05"
 
 # The test each pair of entries gets, by the kind of figures a board ranks on (TaskType.rank_test names a
 # family's own paired test; a blind test before its reveal tests the released counts alone).
 COUNTS_TEST = "a two-proportion z-test on the {metric} counts (continuity-corrected)"
+
+
+def primary_name(task: TaskType) -> str:
+    """The ranking metric as the method sentence names it: the family's own label ("Q→AR", "Group score"),
+    lower case for the plain words ("accuracy"), whatever a column calls it (VQA v2's "Overall")."""
+    label: str = task.metric(task.primary_metric).label
+    return label.lower() if label in ("Accuracy", "Consistency") else label
 
 
 def pair_test(rank_test: str, counts_only: bool, metric: str) -> str:

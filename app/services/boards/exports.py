@@ -167,9 +167,7 @@ def _method_terms(board) -> tuple[str, bool, str]:
     split = _ranking_split(board)
     counts_only = split is not None and visibility.counts_only(split)
     task = get_task(board.benchmark.task_type)
-    label = leaderboards.METRIC_LABELS.get(task.primary_metric, task.primary_metric)
-    metric = label.lower() if task.primary_metric in ("accuracy", "consistency") else label  # as _board.html
-    return task.rank_test, counts_only, metric
+    return task.rank_test, counts_only, rank_method.primary_name(task)
 
 
 def _ranked_on(board, escape: Callable[[str], str]) -> str:

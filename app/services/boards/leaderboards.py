@@ -155,14 +155,17 @@ class Board:
         return rank_method.resolution_text(self.resolution, len(self.entries))
 
     @property
+    def primary_name(self) -> str:
+        """The ranking metric as the board's sentences name it (rank_method.primary_name)."""
+        return rank_method.primary_name(get_task(self.benchmark.task_type))
+
+    @property
     def rank_method(self) -> str | None:
         """How this board's ranks are made, in one sentence (rank_method: the one place that writes it)."""
-        primary = self.primary
-        if self.split is None or primary is None:
+        if self.split is None:
             return None
         task = get_task(self.benchmark.task_type)
-        label = primary.label.lower() if primary.metric in ("accuracy", "consistency") else primary.label
-        return rank_method.sentence(task.rank_test, visibility.counts_only(self.split), label)
+        return rank_method.sentence(task.rank_test, visibility.counts_only(self.split), self.primary_name)
 
     @property
     def primary(self) -> Column | None:

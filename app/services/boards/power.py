@@ -13,14 +13,10 @@ from app.services import catalog
 from app.services.blind_test import integrity, visibility
 from app.services.boards import board_snapshots
 from app.services.catalog import label_files
-from app.services.errors import ServiceError
+from app.services.errors import InvalidInput
 
 ASSUMED_DISCORDANCE = 0.25  # two models disagree on a quarter of the units: typical of close entries
 MAX_ENTRIES = 10**9  # far past any board (past ~10^154 entries, the pairs overflow a float)
-
-
-class InvalidPlan(ServiceError):
-    status = 422
 
 
 @dataclass(frozen=True)
@@ -44,11 +40,11 @@ def plan(benchmark_slug: str, split_slug: str, entries: int, discordance: float 
     The spread of a pair's difference per unit: from `discordance` when given (its square root, as McNemar's
     test sees it), else measured between the current board's neighbours, else ASSUMED_DISCORDANCE."""
     if entries < 2:
-        raise InvalidPlan("--entries: a board needs at least 2 entries to tell any apart")
+        raise InvalidInput("--entries: a board needs at least 2 entries to tell any apart")
     if entries > MAX_ENTRIES:
-        raise InvalidPlan(f"--entries: at most {MAX_ENTRIES:,} (a board's pairs are counted in floating point)")
+        raise InvalidInput(f"--entries: at most {MAX_ENTRIES:,} (a board's pairs are counted in floating point)")
     if discordance is not None and not 0.0 < discordance <= 1.0:
-        raise InvalidPlan("--discordance: a share of the units, greater than 0 and at most 1")
+        raise InvalidInput("--discordance: a share of the units, greater than 0 and at most 1")
     begin_reading()
     split = catalog.get_split(benchmark_slug, split_slug)
     task = get_task(split.benchmark.task_type)
