@@ -636,7 +636,7 @@ def worker_command(concurrency):
     transport.serve(current_app._get_current_object(), concurrency=concurrency)  # type: ignore[attr-defined]
 
 
-jobs_cli = AppGroup("jobs", help="The job queue: what waits, runs, failed; run or retry a job.")
+jobs_cli = AppGroup("jobs", help="The job queue: what waits, runs, failed; run, retry or dismiss a job.")
 
 
 @jobs_cli.command("list")
@@ -644,7 +644,8 @@ jobs_cli = AppGroup("jobs", help="The job queue: what waits, runs, failed; run o
     "--state",
     type=click.Choice(["attention", "queued", "running", "done", "failed"]),
     default=None,
-    help="Only these (attention: failed and not since done, or waiting or running past JOB_STUCK_AFTER).",
+    help="Only these (attention: failed, not dismissed and not since run again, or waiting or running past "
+    "JOB_STUCK_AFTER).",
 )
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 def jobs_list(state, limit):
@@ -660,7 +661,7 @@ def jobs_list(state, limit):
             f"{row.id:>7}  {row.kind:<8} {row.target:<24} {row.state:<8}{flag} attempts {row.attempts}  "
             f"queued {row.queued_at:%Y-%m-%d %H:%M:%S}"
         )
-        click.echo(line)
+        click.echo(line + (" (dismissed)" if row.dismissed else ""))
         if row.error and row.state != "done":
             click.echo(f"         error: {row.error.splitlines()[0][:200]}")
         elif row.result:
@@ -677,6 +678,15 @@ def jobs_retry(job_ids, all_failed):
     with _refusals():
         for old, new in maintainer_actions.rerun_jobs(None, list(job_ids), all_failed=all_failed):
             click.echo(f"job {old}: queued again as job {new}")
+
+
+@jobs_cli.command("dismiss")
+@click.argument("job_ids", nargs=-1, required=True, type=click.IntRange(1, 2**31 - 1))
+def jobs_dismiss(job_ids):
+    """Let failed jobs be: no longer counted by /healthz or `jobs list` (audited; the record stays)."""
+    with _refusals():
+        for job_id in maintainer_actions.dismiss_jobs(None, list(job_ids)):
+            click.echo(f"job {job_id}: dismissed")
 
 
 @jobs_cli.command("run")

@@ -491,11 +491,16 @@ class Job(Model):
         ),
         Index("ix_jobs_state_run_after", "state", "run_after"),
         Index("ix_jobs_key_state", "key", "state"),
+        Index("ix_jobs_purpose_state", "purpose", "state"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(String(32))  # a handler's name (jobs.handlers)
     key: Mapped[str] = mapped_column(String(80))  # what it works on: one job per key at a time ("board:12")
+    # What it is for: runs of one purpose answer for each other, the newest finished one telling whether it
+    # still needs a person (a failed run is forgotten once a later one finishes). The key, but for letters:
+    # each is a job of its own key, and letters of one kind about one thing share a purpose ("mail:reset:7").
+    purpose: Mapped[str] = mapped_column(String(80), default=lambda context: context.get_current_parameters()["key"])
     args: Mapped[str] = mapped_column(Text, default="{}")  # JSON
     state: Mapped[str] = mapped_column(String(8), default="queued")
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -507,3 +512,20 @@ class Job(Model):
     worker: Mapped[str | None] = mapped_column(String(120))  # host:pid of the last run
     error: Mapped[str | None] = mapped_column(Text)  # the last attempt's failure, short
     result: Mapped[str | None] = mapped_column(Text)  # what it did, short ("3,000 entries in 1.2 s")
+    # A failed run a maintainer has seen and let be (audited): no longer counted by /healthz or the console.
+    dismissed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class UndeliverableAddress(Model):
+    """An address the mail server refused for good (a 5xx to it, app/services/mail): letters to it are not
+    sent, but recorded, until one that checks the address again (a confirmation letter its owner asks for) is
+    delivered. Keyed by the address as mailed, lower-cased; whoever has that address sees it."""
+
+    __tablename__ = "undeliverable_addresses"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    address: Mapped[str] = mapped_column(String(254), unique=True)
+    code: Mapped[int | None] = mapped_column(Integer)  # the server's reply code (550); None: refused before SMTP
+    reply: Mapped[str] = mapped_column(String(300), default="")  # the server's words, short
+    marked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # the latest refusal
+    skipped: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # letters not sent since

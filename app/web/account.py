@@ -27,6 +27,7 @@ def _page(
             "account/index.html",
             form=form,
             tokens=accounts.list_tokens(me),
+            refusal=addresses.refusal(me),
             confirm=ConfirmForm(),
             new_token=new_token,
             password_form=password_form or PasswordForm(formdata=None),

@@ -273,3 +273,44 @@ def test_a_publication_through_the_api_never_builds_the_board_in_its_request(wor
     assert built == [] and response.json["placement"]["row"] is None  # "it will appear on the board shortly"
     db.session.rollback()  # this test's own session: no transaction left open beside the worker's run
     assert transport.run_due_here() == 1 and len(built) == 1  # the worker's job builds it, once
+
+
+def test_runs_of_one_purpose_answer_for_each_other_whatever_their_keys(ctx, kinds, app):
+    """Issue 35, finding 2: a failure stays counted only while it is the newest finished run of its purpose (a
+    letter's jobs have a key each but one purpose per kind and account); a dismissed one is not counted."""
+    add, _ = kinds
+    app.config["JOB_MAX_ATTEMPTS"] = 1
+    outcome = {"fail": True}
+
+    def flaky(args, deadline):
+        if outcome["fail"]:
+            raise RuntimeError("refused for now")
+        return "sent"
+
+    add("test-letter", flaky)
+    first = queue.enqueue("test-letter", "letter:a", {}, purpose="letter:7")
+    other = queue.enqueue("test-letter", "letter:b", {}, purpose="letter:8")
+    db.session.commit()
+    assert queue.run(first).state == queue.run(other).state == "failed"
+    assert console.queue_state().failed == 2 and health.report()["status"] == "degraded"
+    outcome["fail"] = False
+    later = queue.enqueue("test-letter", "letter:c", {}, purpose="letter:7")
+    db.session.commit()
+    assert queue.run(later).state == "done"
+    assert [row.id for row in console.listing("attention")] == [other]
+    console.dismiss_many([other])
+    assert console.queue_state().failed == 0 and health.report()["status"] == "ok"
+    assert _job(other).state == "failed" and _job(other).dismissed_at is not None  # the record stays
+
+
+def test_an_address_refused_for_good_is_marked_once_with_its_latest_refusal(ctx):
+    from app.services.mail import undeliverable
+
+    undeliverable.mark("Zed@Example.org", 550, "no such user")
+    undeliverable.note_skipped("zed@example.org")
+    undeliverable.mark("zed@example.org", 553, "mailbox name not allowed")
+    (mark,) = undeliverable.listing()
+    assert (mark.address, mark.code, mark.skipped) == ("zed@example.org", 553, 1)
+    assert mark.reply == "mailbox name not allowed"
+    undeliverable.clear("ZED@example.org")
+    assert undeliverable.mark_of("zed@example.org") is None

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from app import synthetic
 from app.db import db
-from app.models import AuditEvent, Reference, Score, Split, Submission, Subset, User
+from app.models import AuditEvent, Job, Reference, Score, Split, Submission, Subset, User
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.errors import InvalidInput
@@ -148,6 +148,7 @@ ADMIN_REQUESTS = [
     ("console.audit_log", "GET", "/console/audit", None, 200),
     ("console.jobs", "GET", "/console/jobs", None, 200),
     ("console.rerun_job", "POST", "/console/jobs/1/rerun", "button", 303),
+    ("console.dismiss_job", "POST", "/console/jobs/{failed_job}/dismiss", "button", 303),
     ("console.label_audit", "GET", "/console/splits/nlvr2/dev/labels?top=5", None, 200),
     ("console.sign_out_everywhere", "POST", "/console/users/sign-out", "sign-out", 303),
 ]
@@ -163,9 +164,19 @@ def _reference_row(app) -> int:
         return row.id
 
 
+def _failed_job(app) -> int:
+    """A job that gave up, put straight in the table (no audit event)."""
+    with app.app_context():
+        job = Job(kind="rescore", key="rescore:1", args="{}", state="failed", attempts=4, error="OSError: disk full")
+        db.session.add(job)
+        db.session.commit()
+        return job.id
+
+
 def _send(client, site, method: str, path: str, kind: str | None):
     reference = _reference_row(client.application) if "{reference}" in path else None
-    path = path.format(entry=site["entry"], reference=reference)
+    failed_job = _failed_job(client.application) if "{failed_job}" in path else None
+    path = path.format(entry=site["entry"], reference=reference, failed_job=failed_job)
     if method == "GET":
         return client.get(path)
     if kind == "policy":

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import smtplib
 from datetime import timedelta
+from email.utils import parseaddr
 from urllib.parse import urlsplit
 
+import pytest
 import time_machine
 
 from app import synthetic
@@ -308,3 +311,120 @@ def test_an_invitation_opt_out_holds_for_the_mailbox_whatever_its_tag(mail_app, 
     assert sink.to("victim@example.org") == []
     dotted = post_form(client, "/teams/1/invites", {"email": "x@example.org."}, form_page="/teams/1")
     assert dotted.status_code == 422 and "valid email address" in dotted.get_data(as_text=True)
+
+
+def _health(app) -> dict:
+    return app.test_client().get("/healthz").get_json()
+
+
+def test_an_address_the_server_refuses_for_good_is_marked_for_its_owner_and_keeps_the_health_check_ok(mail_app, sink):
+    """Issue 35, finding 2: registering with an address the mail server refuses (550) made the confirmation
+    letter a failed job of a key of its own, and /healthz degraded for good. Now the refusal is recorded against
+    the address (the owner's account page and the console say so), the job ends done with that outcome, later
+    letters the site sends on its own are not sent there, and a confirmation the owner asks for is tried and,
+    delivered, clears the mark."""
+    from app.services.mail import undeliverable
+
+    mail_app.config["JOB_MAX_ATTEMPTS"] = 1  # the old code's refused letter failed at once
+    sink.refuse("nora@example.org", "550 5.1.1 <nora@example.org>: Recipient address rejected")
+    browser = mail_app.test_client()
+    assert register(browser, "nora@example.org", PASSWORD).status_code == 302
+    settled()
+    assert _health(mail_app)["status"] == "ok"
+    with mail_app.app_context():
+        job = db.session.scalar(db.select(Job).where(Job.kind == "mail"))
+        assert job.state == "done" and "refused for good (550" in job.result
+        mark = undeliverable.mark_of("Nora@Example.org")
+        assert mark is not None and mark.code == 550 and "Recipient address rejected" in mark.reply
+    page = browser.get("/account").get_data(as_text=True)
+    assert "We could not deliver to this address" in page and "(550: 5.1.1" in page
+    with mail_app.app_context():
+        make_user("root@example.org", admin=True)
+    maintainer = mail_app.test_client()
+    login(maintainer, "root@example.org", PASSWORD)
+    console = maintainer.get("/console/jobs").get_data(as_text=True)
+    assert "Undeliverable addresses" in console and "nora@example.org" in console
+
+    # The mailbox works again, but the site does not know: an invitation is recorded as not sent.
+    sink.forgive("nora@example.org")
+    with mail_app.app_context():
+        lab = Team(name="Lab", slug="lab")
+        db.session.add(lab)
+        db.session.commit()
+        teams.create_invite(lab, make_user("ann@example.org", team=lab), "nora@example.org")
+    settled()
+    assert sink.to("nora@example.org") == []
+    with mail_app.app_context():
+        assert undeliverable.mark_of("nora@example.org").skipped == 1
+        assert db.session.scalar(db.select(Job.state).order_by(Job.id.desc()).limit(1)) == "done"
+    # The owner asks for the confirmation letter again: tried, delivered, and the mark is gone.
+    assert post_form(browser, "/account/verify/resend", form_page="/account").status_code == 303
+    (letter,) = sink.wait_for("nora@example.org")
+    settled()
+    assert "/account/verify/" in letter.get_content()
+    assert "We could not deliver" not in browser.get("/account").get_data(as_text=True)
+    assert _health(mail_app)["status"] == "ok"
+
+
+def test_a_refusal_for_now_4xx_is_tried_again_and_marks_nothing(mail_app, sink):
+    from app.services.mail import undeliverable
+
+    with mail_app.app_context():
+        make_user("otto@example.org")
+    sink.refuse("otto@example.org", "450 4.2.1 Mailbox busy, try again later")
+    assert post_form(mail_app.test_client(), "/password/forgot", {"email": "otto@example.org"}).status_code == 200
+    settled()
+    with mail_app.app_context():
+        job = db.session.scalar(db.select(Job).where(Job.kind == "mail"))
+        assert (job.state, job.attempts) == ("queued", 1) and "450" in job.error
+        assert undeliverable.mark_of("otto@example.org") is None
+    sink.forgive()
+    with time_machine.travel(utcnow() + timedelta(seconds=30)), mail_app.app_context():
+        assert transport.run_due_here() == 1
+    (letter,) = sink.wait_for("otto@example.org")
+    assert "/password/reset/" in letter.get_content()
+
+
+def test_a_failed_letter_is_cleared_by_the_next_letter_of_its_purpose(mail_app, sink):
+    """Each letter is a job of its own (two resets are two letters), but letters of one kind to one account
+    share a purpose: the newest one's outcome is what the health check counts."""
+    mail_app.config["JOB_MAX_ATTEMPTS"] = 1
+    with mail_app.app_context():
+        make_user("pia@example.org")
+    mail_app.config["MAIL_PORT"] = SmtpSink().port  # nothing listens there
+    client = mail_app.test_client()
+    post_form(client, "/password/forgot", {"email": "pia@example.org"})
+    settled()
+    assert _health(mail_app)["queue"]["failed"] == 1
+    mail_app.config["MAIL_PORT"] = sink.port
+    post_form(client, "/password/forgot", {"email": "pia@example.org"})
+    sink.wait_for("pia@example.org")
+    settled()
+    with mail_app.app_context():
+        jobs = list(db.session.scalars(db.select(Job).order_by(Job.id)))
+        assert [job.state for job in jobs] == ["failed", "done"] and jobs[0].key != jobs[1].key
+        assert jobs[0].purpose == jobs[1].purpose == f"mail:reset:{accounts.get_user_by_email('pia@example.org').id}"
+    assert _health(mail_app)["status"] == "ok"
+
+
+def test_only_a_refusal_of_the_recipient_or_its_letter_for_good_is_undeliverable(mail_app, sink):
+    """A 5xx to RCPT or DATA is about this address; a 4xx is for now; a refusal of the site's own sender or login
+    (MAIL FROM, AUTH) is the operator's to fix, so it stays a failing job that /healthz shows."""
+    from app.services.mail.delivery import Letter, Undeliverable, _refusal, deliver
+
+    to = "x@example.org"
+    rcpt = _refusal(to, smtplib.SMTPRecipientsRefused({to: (550, b"5.1.1 no such user")}))
+    assert rcpt is not None and (rcpt.address, rcpt.code, rcpt.reply) == (to, 550, "5.1.1 no such user")
+    data = _refusal(to, smtplib.SMTPDataError(554, b"5.7.1 message refused"))
+    assert data is not None and data.code == 554
+    assert _refusal(to, smtplib.SMTPRecipientsRefused({to: (450, b"4.2.1 busy")})) is None
+    assert _refusal(to, smtplib.SMTPDataError(451, b"4.3.0 try later")) is None
+    letter = Letter(to=to, subject="s", body="b")
+    with mail_app.app_context():
+        sink.refuse(to)
+        with pytest.raises(Undeliverable):
+            deliver(letter)
+        sink.forgive()
+        sink.refuse(parseaddr(mail_app.config["MAIL_DEFAULT_SENDER"])[1])
+        with pytest.raises(smtplib.SMTPSenderRefused):
+            deliver(letter)

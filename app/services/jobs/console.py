@@ -1,5 +1,6 @@
 """What maintainers see of the jobs (the console's page, `flask jobs`, /healthz): the queue's state, the runs
-that need a person (failed and not since done, or waiting or running past JOB_STUCK_AFTER), and a rerun."""
+that need a person (failed, not dismissed and the newest finished run of their purpose, or waiting or running
+past JOB_STUCK_AFTER), a rerun and a dismissal."""
 
 from __future__ import annotations
 
@@ -32,16 +33,19 @@ class JobRow:
     result: str | None
     stuck: bool  # waiting or running for longer than JOB_STUCK_AFTER
     target: str = ""  # what it works on, as people name it ("nlvr2/test-u"); the key where that is unknown
-
-    @property
-    def needs_attention(self) -> bool:
-        return self.state == "failed" or self.stuck
+    dismissed: bool = False  # a failed run a maintainer let be
 
 
 def _unresolved_failure():
-    """A failed run with no later run of its key that finished (a rerun, or the next change's job)."""
+    """A failed run that needs a person: not dismissed, and the newest finished run of its purpose (a later
+    success, a rerun or the next change's job, clears it; a later failure is the one that counts instead, so a
+    rerun that fails again is one failure, not two)."""
     later = aliased(Job)
-    return and_(Job.state == "failed", ~exists().where(later.key == Job.key, later.id > Job.id, later.state == "done"))
+    return and_(
+        Job.state == "failed",
+        Job.dismissed_at.is_(None),
+        ~exists().where(later.purpose == Job.purpose, later.id > Job.id, later.state.in_(("done", "failed"))),
+    )
 
 
 def _stuck(now: datetime):
@@ -90,13 +94,15 @@ def _rows(query, now: datetime) -> list[JobRow]:
                 job.result,
                 job.state in ("queued", "running") and now - queued_at > limit,
                 names.get(job.key, job.key),
+                job.dismissed_at is not None,
             )
         )
     return found
 
 
 def listing(state: str | None = None, limit: int = 50) -> list[JobRow]:
-    """The newest runs, of one state ("attention": failed and not since done, or stuck) or all."""
+    """The newest runs, of one state ("attention": failed, not dismissed and not since finished again, or
+    stuck) or all."""
     now = utcnow()
     query = select(Job).order_by(Job.id.desc()).limit(limit)
     if state == "attention":
@@ -111,7 +117,7 @@ class QueueState:
     waiting: int  # queued (due or backing off)
     running: int
     oldest_s: float  # age of the oldest job waiting or running (0 when none)
-    failed: int  # failed and not since done
+    failed: int  # failed, not dismissed, and the newest finished run of its purpose
     stuck: int
 
     def as_dict(self) -> dict:
@@ -164,13 +170,37 @@ def rerun(job_id: int) -> int:
         raise Conflict(f"job {job_id} is {job.state}: nothing to rerun")
     if stuck_running:
         job.state, job.error, job.finished_at = "failed", "taken back by a maintainer (no heartbeat)", now
-    new_id = queue.enqueue(job.kind, job.key, json.loads(job.args or "{}"))
+    new_id = queue.enqueue(job.kind, job.key, json.loads(job.args or "{}"), purpose=job.purpose)
     if new_id is None:  # a run of its key is waiting already: it does this work
         new_id = db.session.scalar(
             select(Job.id).where(Job.key == job.key, Job.state == "queued", Job.attempts == 0).limit(1)
         )
     db.session.commit()
     return int(new_id or 0)
+
+
+def _dismissable(job_id: int) -> Job:
+    job = db.session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    if job.state != "failed":
+        raise Conflict(f"job {job_id} is {job.state}: only a failed job can be dismissed")
+    if job.dismissed_at is not None:
+        raise Conflict(f"job {job_id} was dismissed already")
+    return job
+
+
+def dismiss_many(job_ids: list[int]) -> list[int]:
+    """Let failed runs be: they no longer count as needing a person (/healthz, the console, `flask jobs list`);
+    their records stay and they can still be rerun. All or none (one that cannot be dismissed is named in
+    the refusal); the ids dismissed."""
+    ids = list(dict.fromkeys(job_ids))
+    jobs = [_dismissable(job_id) for job_id in ids]
+    now = utcnow()
+    for job in jobs:
+        job.dismissed_at = now
+    db.session.commit()
+    return ids
 
 
 def rerun_many(job_ids: list[int], all_failed: bool = False) -> list[tuple[int, int]]:

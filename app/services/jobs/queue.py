@@ -92,17 +92,27 @@ class Queued:
     delay: float = 0.0
 
 
-def enqueue(kind: str, key: str, args: dict | None = None, session: Session | None = None) -> int | None:
+def enqueue(
+    kind: str, key: str, args: dict | None = None, session: Session | None = None, *, purpose: str | None = None
+) -> int | None:
     """Queue a job in the session's open transaction: it exists if and only if the caller's changes commit,
     and is handed to its runner after that commit. None when a job of this key is already waiting (it will
-    see these changes too: jobs read the state they work on when they run)."""
+    see these changes too: jobs read the state they work on when they run). `purpose` (the key unless given):
+    the newest finished run of a purpose says whether it needs a person (models.Job.purpose)."""
     session = session or db.session()
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     now = utcnow()
     statement = (
         insert(Job)
         .values(
-            kind=kind, key=key, args=json.dumps(args or {}), state="queued", attempts=0, queued_at=now, run_after=now
+            kind=kind,
+            key=key,
+            purpose=(purpose or key)[:80],
+            args=json.dumps(args or {}),
+            state="queued",
+            attempts=0,
+            queued_at=now,
+            run_after=now,
         )
         .on_conflict_do_nothing(index_elements=[Job.key], index_where=WAITING)
         .returning(Job.id)

@@ -5,5 +5,6 @@ change it tells of commits) and written when the job runs, by the service that o
 a writer by name: people for resets, address checks and invitations; catalog for reveals; maintenance for
 rescorings). Written at sending, a letter carries the state of that moment (a reset link signed then, an
 opt-out honoured then) and the jobs table never holds a link that opens an account. Delivery is SMTP through
-Flask-Mail, or the log when no MAIL_SERVER is set (the demo). Public: `outbox`.
+Flask-Mail, or the log when no MAIL_SERVER is set (the demo). An address the server refuses for good is
+recorded as undeliverable, an outcome and not a failing job (`undeliverable`). Public: `outbox`, `undeliverable`.
 """

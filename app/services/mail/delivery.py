@@ -26,6 +26,34 @@ class Letter:
     body: str
 
 
+class Undeliverable(Exception):
+    """The letter's address was refused for good: a 5xx to its recipient (RCPT) or to its content (DATA), or
+    an address no mail software may be given. Sending it again would get the same answer, so it is not a
+    failure to retry but an outcome (app/services/mail/undeliverable.py). A 4xx, a lost connection, or a
+    refusal of the site itself (its sender, its login: a 5xx to MAIL FROM or AUTH) stays a failure: those
+    are tried again, and an operator must see them."""
+
+    def __init__(self, address: str, code: int | None, reply: str):
+        super().__init__(f"{address} refused{f' ({code})' if code else ''}: {reply}")
+        self.address, self.code, self.reply = address, code, reply
+
+
+def _reply_text(reply: bytes | str) -> str:
+    text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
+    return " ".join(text.split())[:300]
+
+
+def _refusal(address: str, exc: smtplib.SMTPRecipientsRefused | smtplib.SMTPDataError) -> Undeliverable | None:
+    """The permanent refusal an SMTP error is (None: a temporary one, 4xx)."""
+    reply: bytes | str
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        # One recipient a letter: its (code, reply) is the only entry.
+        code, reply = next(iter(exc.recipients.values()), (0, b""))
+    else:
+        code, reply = exc.smtp_code, exc.smtp_error
+    return Undeliverable(address, code, _reply_text(reply)) if 500 <= code <= 599 else None
+
+
 class _TimedConnection(Connection):
     """Flask-Mail's connection with a timeout (it opens SMTP without one, and a silent server would hold a
     worker, or in-process a thread, for ever) and with the server's certificate checked: smtplib's own TLS
@@ -48,7 +76,8 @@ class _TimedConnection(Connection):
 
 
 def deliver(letter: Letter) -> str:
-    """Send it (raises on an SMTP failure: the job is tried again); returns how it went, for the job's record."""
+    """Send it; returns how it went, for the job's record. Raises Undeliverable when the address is refused
+    for good, any other error on a failure to try again (the job's retry)."""
     if not settings.current().mail_server:
         # A warning: the demo's way to read its mail, and on a real site a mail nobody received.
         log.warning(
@@ -60,7 +89,7 @@ def deliver(letter: Letter) -> str:
         return "written to the log (no MAIL_SERVER)"
     if parseaddr(letter.to)[1] != letter.to:
         # Mail software would deliver "Bob<ann@x.org>" to ann@x.org: only a plain address is written to.
-        raise ValueError(f"not a plain address: {letter.to!r}")
+        raise Undeliverable(letter.to, None, "not a plain address")
     # A subject is one line: names in it (a benchmark's, a team's) may hold line breaks, which Flask-Mail
     # would refuse as header injection on every attempt, and the letter would never go.
     subject = " ".join(letter.subject.split())
@@ -68,6 +97,12 @@ def deliver(letter: Letter) -> str:
     # Read from the settings at each letter (not once at start-up), like every other setting.
     # (Connection is typed for the extension object; it reads the same attributes from the settings' state.)
     state = cast(Mail, mail.init_mail(dict(settings.current().mail_options)))
-    with _TimedConnection(state) as connection:
-        connection.send(message)
+    try:
+        with _TimedConnection(state) as connection:
+            connection.send(message)
+    except (smtplib.SMTPRecipientsRefused, smtplib.SMTPDataError) as exc:
+        refused = _refusal(letter.to, exc)
+        if refused is None:
+            raise
+        raise refused from exc
     return "sent"

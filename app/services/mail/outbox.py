@@ -10,31 +10,53 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from app import settings
 from app.db import db
 from app.services.jobs import queue
-from app.services.mail.delivery import Letter, deliver
+from app.services.mail import undeliverable
+from app.services.mail.delivery import Letter, Undeliverable, deliver
 
 log = logging.getLogger("holdout.mail")
 
 MAIL = "mail"  # the job's kind
 
-_writers: dict[str, Callable[[dict], Letter | None]] = {}
+
+@dataclass(frozen=True)
+class _Writer:
+    write: Callable[[dict], Letter | None]
+    checks_address: bool  # tried even at an address marked undeliverable (its delivery clears the mark)
 
 
-def writer(name: str, write: Callable[[dict], Letter | None]) -> None:
+_writers: dict[str, _Writer] = {}
+
+
+def writer(name: str, write: Callable[[dict], Letter | None], *, checks_address: bool = False) -> None:
     """Make a kind of letter known (its owner registers it when imported). A writer only reads: its
-    transaction is rolled back before the letter goes out."""
-    _writers[name] = write
+    transaction is rolled back before the letter goes out. `checks_address`: the letter is asked for at the
+    address itself (a confirmation, a password reset), so it is tried even where the server refused before
+    for good; other letters to such an address are recorded as not sent (undeliverable.py)."""
+    _writers[name] = _Writer(write, checks_address)
+
+
+def purpose_of(letter: str, args: dict) -> str:
+    """Letters of one kind about one thing (the ids among their arguments: an account, an invitation, a split)
+    share a purpose: the newest one's outcome says whether mail of that purpose needs a person
+    (models.Job.purpose), so a letter that failed is cleared by the next one that goes."""
+    ids = "".join(f":{args[name]}" for name in sorted(args) if name.endswith("_id"))
+    return f"{MAIL}:{letter}{ids}"
 
 
 def post(letter: str, **args) -> None:
     """Queue a letter in the caller's transaction; it is written and sent after the commit, by a job."""
     if letter not in _writers:
         raise KeyError(f"no writer for letter {letter!r}")
-    # Every letter is a job of its own: two resets asked a minute apart are two letters.
-    queue.enqueue(MAIL, f"mail:{letter}:{secrets.token_hex(6)}", {"letter": letter, **args})
+    # Every letter is a job of its own key: two resets asked a minute apart are two letters (one key would
+    # fold the second into the first while it waits). Their shared purpose is what health counts by.
+    queue.enqueue(
+        MAIL, f"mail:{letter}:{secrets.token_hex(6)}", {"letter": letter, **args}, purpose=purpose_of(letter, args)
+    )
 
 
 def link(path: str) -> str:
@@ -43,18 +65,34 @@ def link(path: str) -> str:
 
 
 def _send(args: dict, deadline: queue.Deadline) -> str:
-    write = _writers.get(str(args.get("letter")))
-    if write is None:
-        raise RuntimeError(f"no writer for letter {args.get('letter')!r}")
-    letter = write(args)
+    name = str(args.get("letter"))
+    kind = _writers.get(name)
+    if kind is None:
+        raise RuntimeError(f"no writer for letter {name!r}")
+    letter = kind.write(args)
     if letter is None:
-        return f"{args['letter']}: not sent (no longer wanted)"
+        return f"{name}: not sent (no longer wanted)"
+    refused = undeliverable.mark_of(letter.to)
+    if refused is not None and not kind.checks_address:
+        # Sending it would only be refused again: recorded, not tried (undeliverable.py).
+        code = refused.code
+        undeliverable.note_skipped(letter.to)
+        return f"{name}: not sent: the mail server refused this address for good ({code or 'no code'})"
     deadline.check()
     # The letter is written: end the reading transaction before talking to the SMTP server, which may take up
     # to MAIL_TIMEOUT. Inline on SQLite the job's transactions begin as writers, and every writer of the site
     # would wait for this one's mail.
     db.session.rollback()
-    return f"{args['letter']}: {deliver(letter)}"
+    try:
+        how = deliver(letter)
+    except Undeliverable as exc:
+        # An outcome, not a failure: retrying gets the same answer, and an operator has nothing to fix.
+        undeliverable.mark(exc.address, exc.code, exc.reply)
+        log.info("mail %s: address refused for good (%s): %s", name, exc.code, exc.reply)
+        return f"{name}: not delivered: refused for good ({exc.code or 'no code'} {exc.reply})"[:300]
+    if refused is not None:
+        undeliverable.clear(letter.to)
+    return f"{name}: {how}"
 
 
 queue.register(MAIL, _send, background_inline=True)

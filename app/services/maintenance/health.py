@@ -1,4 +1,9 @@
-"""What /healthz reports: room in the stores and the job queue's state, and whether either needs a person."""
+"""What /healthz reports: room in the stores and the job queue's state, and whether either needs a person.
+
+Degraded only on what an operator must act on: a store short of room, a job that failed (the newest finished
+run of its purpose, not dismissed: rerun it or dismiss it), a job waiting or running past JOB_STUCK_AFTER, or a
+database that does not answer. A letter to an address the mail server refuses for good is not among them: it
+is recorded against the address (app/services/mail/undeliverable.py), not as a failed job."""
 
 from __future__ import annotations
 
@@ -21,7 +26,8 @@ def report() -> dict:
         queue: dict = state.as_dict()
         if state.failed or state.stuck:
             problems.append(
-                f"jobs: {state.failed} failed, {state.stuck} waiting or running too long (see /console/jobs)"
+                f"jobs: {state.failed} failed (rerun or dismiss them), {state.stuck} waiting or running too long "
+                "(see /console/jobs or `flask jobs list --state attention`)"
             )
     except SQLAlchemyError as exc:
         log.warning("health check: the job queue could not be read: %s", exc)

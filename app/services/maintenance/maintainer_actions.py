@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
-from app.models import Benchmark, Reference, Split, Submission, Team, User, as_utc
+from app.models import Benchmark, Reference, Split, Submission, Team, UndeliverableAddress, User, as_utc
 from app.services import catalog
 from app.services.audit import audit_log as events
 from app.services.catalog import phases
@@ -25,6 +25,7 @@ from app.services.catalog import references as reference_rows
 from app.services.errors import NotFound
 from app.services.intake import submissions
 from app.services.jobs import console as jobs
+from app.services.mail import undeliverable
 from app.services.people import accounts, teams
 from app.services.storage import checksums
 
@@ -401,10 +402,23 @@ class JobsPage:
     queue: jobs.QueueState
     attention: list[jobs.JobRow]  # failed and not since done, or waiting or running past JOB_STUCK_AFTER
     recent: list[jobs.JobRow]
+    undeliverable: list[UndeliverableAddress]  # addresses the mail server refused for good, newest first
 
 
 def jobs_page() -> JobsPage:
-    return JobsPage(jobs.queue_state(), jobs.listing("attention", 100), jobs.listing(None, 50))
+    return JobsPage(jobs.queue_state(), jobs.listing("attention", 100), jobs.listing(None, 50), undeliverable.listing())
+
+
+def dismiss_jobs(actor: User | None, job_ids: list[int], *, via: str = "cli") -> list[int]:
+    """Let failed jobs be (no longer counted by /healthz); their ids. Recorded in the audit log."""
+    return _audited(
+        actor,
+        "jobs.dismiss",
+        "jobs " + ", ".join(map(str, job_ids)),
+        {},
+        via,
+        lambda: jobs.dismiss_many(job_ids),
+    )
 
 
 def rerun_jobs(actor: User | None, job_ids: list[int], *, all_failed: bool = False, via: str = "cli") -> list:

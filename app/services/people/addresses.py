@@ -6,9 +6,9 @@ existing account as verified."""
 from __future__ import annotations
 
 from app.db import db, write_transaction
-from app.models import User, utcnow
+from app.models import UndeliverableAddress, User, utcnow
 from app.services.errors import Forbidden, InvalidInput, Throttled
-from app.services.mail import outbox
+from app.services.mail import outbox, undeliverable
 from app.services.mail.delivery import Letter
 from app.services.people import accounts, signed_links, throttle
 
@@ -87,4 +87,12 @@ def _verify_letter(args: dict) -> Letter | None:
     )
 
 
-outbox.writer("verify", _verify_letter)
+def refusal(user: User) -> UndeliverableAddress | None:
+    """The mail server's lasting refusal of the account's address, if it refused it (the account page says so:
+    only the letters its owner asks for, a confirmation or a password reset, are tried there until one is
+    delivered)."""
+    return undeliverable.mark_of(user.email)
+
+
+# A confirmation letter checks the address: it is sent even where the server refused before.
+outbox.writer("verify", _verify_letter, checks_address=True)

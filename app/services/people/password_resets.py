@@ -117,4 +117,6 @@ def _reset_letter(args: dict) -> Letter | None:
     )
 
 
-outbox.writer("reset", _reset_letter)
+# A reset is asked for at the address itself: it is tried even where the server refused before (a mailbox
+# that works again would otherwise never get one), and its delivery clears the mark.
+outbox.writer("reset", _reset_letter, checks_address=True)

@@ -376,3 +376,19 @@ def rerun_job(job_id: int):
     else:
         flash(f"Job {job_id} queued again as job {new}.")
     return redirect(url_for("console.jobs")), 303
+
+
+@bp.post("/jobs/<int:job_id>/dismiss")
+@admin_required
+def dismiss_job(job_id: int):
+    form = ButtonForm()
+    if not form.validate_on_submit():
+        flash("The form expired: try again.")
+        return redirect(url_for("console.jobs")), 303
+    try:
+        maintainer_actions.dismiss_jobs(_me(), [job_id], via="console")
+    except ServiceError as exc:
+        flash(str(exc))
+    else:
+        flash(f"Job {job_id} dismissed: it no longer counts as needing attention.")
+    return redirect(url_for("console.jobs")), 303
