@@ -323,14 +323,14 @@ def test_an_address_the_server_refuses_for_good_is_marked_for_its_owner_and_keep
     the address (the owner's account page and the console say so), the job ends done with that outcome, later
     letters the site sends on its own are not sent there, and a confirmation the owner asks for is tried and,
     delivered, clears the mark."""
-    from app.services.mail import undeliverable
-
     mail_app.config["JOB_MAX_ATTEMPTS"] = 1  # the old code's refused letter failed at once
     sink.refuse("nora@example.org", "550 5.1.1 <nora@example.org>: Recipient address rejected")
     browser = mail_app.test_client()
     assert register(browser, "nora@example.org", PASSWORD).status_code == 302
     settled()
     assert _health(mail_app)["status"] == "ok"
+    from app.services.mail import undeliverable
+
     with mail_app.app_context():
         job = db.session.scalar(db.select(Job).where(Job.kind == "mail"))
         assert job.state == "done" and "refused for good (550" in job.result
@@ -400,11 +400,11 @@ def test_a_failed_letter_is_cleared_by_the_next_letter_of_its_purpose(mail_app, 
     post_form(client, "/password/forgot", {"email": "pia@example.org"})
     sink.wait_for("pia@example.org")
     settled()
+    assert _health(mail_app)["status"] == "ok"
     with mail_app.app_context():
         jobs = list(db.session.scalars(db.select(Job).order_by(Job.id)))
         assert [job.state for job in jobs] == ["failed", "done"] and jobs[0].key != jobs[1].key
         assert jobs[0].purpose == jobs[1].purpose == f"mail:reset:{accounts.get_user_by_email('pia@example.org').id}"
-    assert _health(mail_app)["status"] == "ok"
 
 
 def test_only_a_refusal_of_the_recipient_or_its_letter_for_good_is_undeliverable(mail_app, sink):
