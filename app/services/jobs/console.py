@@ -32,7 +32,9 @@ class JobRow:
     error: str | None
     result: str | None
     stuck: bool  # waiting or running for longer than JOB_STUCK_AFTER
-    target: str = ""  # what it works on, as people name it ("nlvr2/test-u"); the key where that is unknown
+    # What it works on, as people name it ("nlvr2/test-u"); else its purpose ("mail:reset:7": a letter's key
+    # ends in a random part that says nothing)
+    target: str = ""
     dismissed: bool = False  # a failed run a maintainer let be
 
 
@@ -93,7 +95,7 @@ def _rows(query, now: datetime) -> list[JobRow]:
                 job.error,
                 job.result,
                 job.state in ("queued", "running") and now - queued_at > limit,
-                names.get(job.key, job.key),
+                names.get(job.key, job.purpose),
                 job.dismissed_at is not None,
             )
         )
