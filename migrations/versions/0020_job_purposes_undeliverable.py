@@ -27,7 +27,7 @@ def _letter_purpose(key: str, args: str) -> str:
     if not isinstance(found, dict) or "letter" not in found:
         return key
     ids = "".join(f":{found[name]}" for name in sorted(found) if name.endswith("_id"))
-    return f"mail:{found['letter']}{ids}"[:80]
+    return f"mail:{found['letter']}{ids}"[:80] if ids else key
 
 
 def upgrade():

@@ -405,6 +405,11 @@ def test_a_failed_letter_is_cleared_by_the_next_letter_of_its_purpose(mail_app, 
         jobs = list(db.session.scalars(db.select(Job).order_by(Job.id)))
         assert [job.state for job in jobs] == ["failed", "done"] and jobs[0].key != jobs[1].key
         assert jobs[0].purpose == jobs[1].purpose == f"mail:reset:{accounts.get_user_by_email('pia@example.org').id}"
+    from app.services.mail import outbox
+
+    # About several things: all their ids; about none (an address alone): a purpose of its own, the key.
+    assert outbox.purpose_of("reveal", {"user_id": 3, "split_id": 5}) == "mail:reveal:5:3"
+    assert outbox.purpose_of("notice", {"email": "pia@example.org"}) is None
 
 
 def test_only_a_refusal_of_the_recipient_or_its_letter_for_good_is_undeliverable(mail_app, sink):

@@ -40,12 +40,14 @@ def writer(name: str, write: Callable[[dict], Letter | None], *, checks_address:
     _writers[name] = _Writer(write, checks_address)
 
 
-def purpose_of(letter: str, args: dict) -> str:
+def purpose_of(letter: str, args: dict) -> str | None:
     """Letters of one kind about one thing (the ids among their arguments: an account, an invitation, a split)
     share a purpose: the newest one's outcome says whether mail of that purpose needs a person
-    (models.Job.purpose), so a letter that failed is cleared by the next one that goes."""
+    (models.Job.purpose), so a letter that failed is cleared by the next one that goes. None for a letter
+    about no id: it answers for itself alone (sharing one purpose, a letter to one person would clear
+    another's failure)."""
     ids = "".join(f":{args[name]}" for name in sorted(args) if name.endswith("_id"))
-    return f"{MAIL}:{letter}{ids}"
+    return f"{MAIL}:{letter}{ids}" if ids else None
 
 
 def post(letter: str, **args) -> None:
