@@ -333,7 +333,11 @@ def test_make_run_mails_links_to_the_port_the_demo_serves_on(tmp_path, variables
     fake.mkdir()
     (fake / "gunicorn").write_text('#!/bin/sh\nprintf "%s\\n" "$SITE_URL" "$*"\n')
     (fake / "gunicorn").chmod(0o755)
-    env = {key: value for key, value in os.environ.items() if key not in {"SITE_URL", "HOST", "PORT", "MAKEFLAGS"}}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"SITE_URL", "HOST", "PORT", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"}
+    }
     settings = [f"{name}={value}" for name, value in variables.items()]
     printed = subprocess.run(
         ["make", "--no-print-directory", "-n", "run", f"BIN={fake}", *settings],
