@@ -17,6 +17,9 @@ STAMP := $(VENV)/.installed-run-$(shell sha256sum requirements.txt | cut -c1-12)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where the demo's mailed links point: where `make run` serves (a SITE_URL in the environment wins). A server
+# bound to every address is reached on loopback.
+DEMO_SITE_URL := http://$(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(HOST)):$(PORT)
 # Parallel test workers (pytest-xdist): one per core. `make test PYTEST_WORKERS=0` runs in one process.
 PYTEST_WORKERS ?= auto
 # loadfile: each test module goes whole to one worker, so a module's expensive world (the golden walk, the
@@ -61,7 +64,7 @@ install-dev: $(DEV_STAMP) venv-link
 run: install
 	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi db upgrade
 	HOLDOUT_DEMO=1 $(BIN)/flask --app wsgi demo
-	HOLDOUT_DEMO=1 $(BIN)/gunicorn -c gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
+	HOLDOUT_DEMO=1 SITE_URL="$${SITE_URL:-$(DEMO_SITE_URL)}" $(BIN)/gunicorn -c gunicorn.conf.py --bind $(HOST):$(PORT) wsgi:app
 
 system-deps:
 	bash scripts/install-system-deps.sh

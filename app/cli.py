@@ -24,7 +24,7 @@ from app.services.intake import submissions
 from app.services.jobs import console as jobs_console
 from app.services.jobs import transport
 from app.services.maintenance import backups, demo, label_audits, maintainer_actions
-from app.services.people import accounts, teams
+from app.services.people import accounts, teams, unconfirmed
 from app.services.storage import upload_store
 
 
@@ -336,7 +336,7 @@ def demo_command():
         click.echo(f"demo login ({role}): {email} / {password}")
 
 
-users_cli = AppGroup("users", help="Create user accounts; sign a user out everywhere.")
+users_cli = AppGroup("users", help="Create user accounts; sign a user out everywhere; remove accounts never confirmed.")
 teams_cli = AppGroup("teams", help="Create teams.")
 tokens_cli = AppGroup("tokens", help="Create API tokens.")
 
@@ -372,6 +372,24 @@ def users_sign_out(email):
     with _refusals():
         user = maintainer_actions.sign_out_everywhere(None, email, via="cli")
     click.echo(f"signed {user.email} out everywhere")
+
+
+@users_cli.command("prune-unconfirmed")
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+def users_prune_unconfirmed(dry_run):
+    """Remove accounts whose address was not confirmed within 7 days of registering, and the teams they hold
+    alone (no submission, no other member): their addresses and team names are free again. An account with a
+    submission is kept. Each removal is in the audit log; run daily (serving/systemd/holdout-prune.timer)."""
+    with _refusals():
+        pruned = unconfirmed.prune(dry_run=dry_run)
+    done = "would remove" if dry_run else "removed"
+    for name in pruned.teams:
+        click.echo(f"{done} team {name!r}")
+    for email in pruned.accounts:
+        click.echo(f"{done} account {email}")
+    for email in pruned.kept:
+        click.echo(f"kept account {email}: it has submissions")
+    click.echo(f"{done} {len(pruned.teams)} teams and {len(pruned.accounts)} accounts never confirmed")
 
 
 @teams_cli.command("create")

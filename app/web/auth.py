@@ -40,23 +40,31 @@ def _prepared(form, action: str):
     return form
 
 
+REGISTER_ANSWER = (
+    "A mail is on its way to {email}: follow its link to confirm the address, then log in. If the address has "
+    "an account already, the mail says so instead. No mail after a few minutes? Check the spam folder."
+)
+
+
 @bp.route("/register", methods=["GET", "POST"])
 def register():
     form = _prepared(RegisterForm(), "register")
     status = 200
     if form.validate_on_submit():
         try:
-            user = addresses.register(form.email.data, form.password.data)
+            email = addresses.register(form.email.data, form.password.data)
         except ServiceError as exc:
             form.form_errors.append(exc.message)
             status = exc.status
         else:
-            target = safe_next(form.next.data or request.args.get("next"), default=url_for("teams.index"))
-            start_session(user)
-            return redirect(target)
+            # The same page whether the address had an account or not, and no session (one for a new account
+            # only would tell): the newcomer logs in once the mailed link has confirmed the address.
+            target = safe_next(form.next.data or request.args.get("next"), default="") or None
+            sent = REGISTER_ANSWER.format(email=email)
+            return render_template("auth/register.html", form=None, sent=sent, next=target)
     elif form.is_submitted():
         status = 400
-    return render_template("auth/register.html", form=form), status
+    return render_template("auth/register.html", form=form, sent=None), status
 
 
 @bp.route("/login", methods=["GET", "POST"])

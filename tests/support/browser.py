@@ -32,7 +32,8 @@ def post_form(client, path: str, data: dict | None = None, *, form_page: str | N
 
 
 def register(client, email: str, password: str, **kwargs):
-    """Register through the form; on success the client is logged in as the new user."""
+    """Register through the form; on success (200, "a mail is on its way") the client is NOT logged in: the
+    answer is the same for an address that has an account. Log in once the mailed link is followed."""
     return post_form(client, "/register", {"email": email, "password": password}, **kwargs)
 
 

@@ -15,15 +15,15 @@ import time_machine
 
 from app import synthetic
 from app.db import db
-from app.models import Job, Team, User, utcnow
+from app.models import Job, Membership, Team, User, utcnow
 from app.services import catalog
 from app.services.jobs import transport
 from app.services.maintenance import label_audits, maintainer_actions
-from app.services.people import accounts, teams
+from app.services.people import accounts
 from tests.support.blind_test_world import api_upload, public_split
 from tests.support.browser import login, post_form, register
 from tests.support.smtp_sink import SmtpSink, settled
-from tests.support.users import PASSWORD, bearer, make_user
+from tests.support.users import PASSWORD, bearer, make_token, make_user
 
 NEW_PASSWORD = "a brand new passphrase"
 
@@ -115,14 +115,18 @@ def test_a_new_account_gets_a_confirmation_mail_and_cannot_upload_or_publish_bef
     with mail_app.app_context():
         gold = public_split()
     browser = mail_app.test_client()
-    assert register(browser, "dee@example.org", PASSWORD).status_code == 302
+    assert register(browser, "dee@example.org", PASSWORD).status_code == 200
+    assert login(browser, "dee@example.org", PASSWORD).status_code == 302
     page = browser.get("/teams").get_data(as_text=True)
-    assert "Confirm your address to upload and publish" in page
+    assert "Confirm your address to make or join a team, upload and publish" in page
     with mail_app.app_context():
         user = accounts.get_user_by_email("dee@example.org")
         assert user.email_verified_at is None
-        teams.create_team("Dee's lab", user)
-        _, token = accounts.create_token(user, "script")
+        # A team and a token as an unconfirmed account could have made them before issue 35 (now refused).
+        lab = Team(name="Dee's lab", slug="dees-lab")
+        db.session.add_all([lab, Membership(user=user, team=lab)])
+        db.session.commit()
+        token = make_token(user)
 
     refused = api_upload(browser, token, gold)
     assert refused.status_code == 403 and "confirm your email address" in refused.get_json()["error"]
@@ -160,6 +164,7 @@ def test_invitations_reveals_and_rescorings_are_mailed_to_those_who_want_them(ma
         db.session.add(lab)
         db.session.commit()
         ann, quiet = make_user("ann@example.org", team=lab), make_user("quiet@example.org", team=lab)
+        make_user("unconfirmed@example.org", team=lab, verified=False)  # a member since before issue 35
         accounts.set_notifications(quiet, reveal=False, rescore=False, invite=False)
         make_user("optout@example.org")
         accounts.set_notifications(
@@ -180,6 +185,10 @@ def test_invitations_reveals_and_rescorings_are_mailed_to_those_who_want_them(ma
     (link,) = [link for link in sink.links(invitation) if "/invites/" in link]
     newcomer = mail_app.test_client()
     register(newcomer, "new@example.org", PASSWORD)
+    (welcome,) = sink.wait_for("new@example.org", 2)[1:]
+    confirm = next(link for link in sink.links(welcome) if "/account/verify/" in link)
+    assert newcomer.get(path_of(confirm)).status_code == 200  # joining needs a confirmed address
+    assert login(newcomer, "new@example.org", PASSWORD).status_code == 302
     assert post_form(newcomer, path_of(link)).status_code == 302
     with mail_app.app_context():
         assert accounts.get_user_by_email("new@example.org").is_member(1)
@@ -203,8 +212,10 @@ def test_invitations_reveals_and_rescorings_are_mailed_to_those_who_want_them(ma
     settled()
     assert sink.to("quiet@example.org") == []
     assert sink.to("optout@example.org") == []
-    # The newcomer never confirmed the address: the invitation and the confirmation link, no notification.
-    assert len(sink.to("new@example.org")) == 2
+    # The newcomer confirmed the address to join: the invitation, the confirmation link and both notices; a
+    # member who never confirmed gets no notification.
+    assert len(sink.to("new@example.org")) == 4
+    assert sink.to("unconfirmed@example.org") == []
 
 
 def test_tokens_expire_when_asked_and_the_account_page_keeps_the_mail_settings(mail_app):

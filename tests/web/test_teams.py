@@ -230,8 +230,8 @@ ROUTES = [
 def test_access(app, role, method, path, data, expected):
     """On SQLite alone: who may do what is decided before any query a dialect could answer differently."""
     with app.app_context():
-        member = User(email="member@example.org", password_hash=_HASH)
-        other = User(email="other@example.org", password_hash=_HASH)
+        member = User(email="member@example.org", password_hash=_HASH, email_verified_at=utcnow())
+        other = User(email="other@example.org", password_hash=_HASH, email_verified_at=utcnow())
         db.session.add_all([member, other])
         db.session.commit()
         team = teams.create_team("Aurora Lab", member)

@@ -689,6 +689,7 @@ def _refuse_duplicate(submission: Submission) -> None:
 
 
 def unpublish(user: User, submission_id: int) -> Submission:
+    addresses.check_verified(user)
     submission = _own(user, submission_id)
     submission.published_at = None
     submission.split.board_version += 1

@@ -1,22 +1,23 @@
-"""Accounts: making them, password checks, sessions and API tokens (registration with its address check is
-people/addresses.py; password resets, people/password_resets.py)."""
+"""Accounts: making them, password checks, sessions and API tokens, and what an account whose address is not
+confirmed may not do (`check_verified`, the one rule). Registration with its address check is
+people/addresses.py; password resets, people/password_resets.py."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import joinedload
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.db import db, write_transaction
 from app.models import ApiToken, Membership, User, as_utc, utcnow
-from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
+from app.services.errors import Conflict, Forbidden, InvalidInput, NotFound, check_visible
 
 # One plain address: no display name, comment, route or list (mail software reads "Bob<ann@x.org>" and
 # "(1)ann@x.org" as ann@x.org, which would give ann's mailbox a second account or slip past an opt-out).
@@ -26,6 +27,32 @@ MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
 TOKEN_PREFIX = "hd_"
 TOKEN_PREFIX_LENGTH = 10
+# An account whose address is not confirmed this long after registering is taken for abandoned: the team
+# names it holds are free again (people/teams.py `abandoned`), and `flask users prune-unconfirmed` removes it.
+UNCONFIRMED_DAYS = 7
+NOT_VERIFIED = (
+    "confirm your email address first: follow the link mailed to {email} "
+    "(no mail? send it again from your account page, /account)"
+)
+
+
+def never_confirmed(now: datetime) -> ColumnElement[bool]:
+    """Which accounts are taken for abandoned: registered more than UNCONFIRMED_DAYS ago, address never
+    confirmed (maintainers' accounts are made confirmed; none is ever taken)."""
+    return and_(
+        User.email_verified_at.is_(None),
+        User.created_at < now - timedelta(days=UNCONFIRMED_DAYS),
+        User.is_admin.is_(False),
+    )
+
+
+def check_verified(user: User) -> None:
+    """Until its address is confirmed an account may look around and confirm it, nothing more: no upload, no
+    publishing or unpublishing, no team made or joined, no invitation, no API token (Forbidden, naming what to
+    do). Every one of those calls this: a throwaway account nobody answers for must not squat a team's name,
+    mail strangers or change what a team shows (issue 35)."""
+    if user.email_verified_at is None:
+        raise Forbidden(NOT_VERIFIED.format(email=user.email))
 
 
 def normalise_email(email: str | None) -> str:
@@ -73,14 +100,25 @@ def checked_email(email: str | None, *, invalid: str = "enter a valid email addr
 
 
 def new_user(email: str, password: str, *, admin: bool = False, verified: bool) -> User:
-    """The account, added to the session and not committed (people/addresses.py registers with a letter)."""
+    """The account, added to the session and not committed; Conflict when the address has one (a maintainer's
+    way: registration, people/addresses.py, never says so)."""
     email = checked_email(email)
     check_new_password(password)
     if get_user_by_email(email) is not None:
         raise Conflict("an account with this email already exists")
+    return add_user(email, hash_password(password), admin=admin, verified=verified)
+
+
+def hash_password(password: str) -> str:
+    return generate_password_hash(password)
+
+
+def add_user(email: str, password_hash: str, *, admin: bool = False, verified: bool) -> User:
+    """The account for an address and password checked already, added and flushed, not committed (a second
+    account for the address fails the flush: IntegrityError)."""
     user = User(
         email=email,
-        password_hash=generate_password_hash(password),
+        password_hash=password_hash,
         is_admin=admin,
         email_verified_at=utcnow() if verified else None,
     )
@@ -150,6 +188,7 @@ MAX_TOKEN_DAYS = 3650
 def create_token(user: User, name: str, expires_in_days: int | None = None) -> tuple[ApiToken, str]:
     """A new API token for the user, valid until revoked or for `expires_in_days`; returns the row and the
     plaintext, which is never stored."""
+    check_verified(user)
     name = (name or "").strip()
     if not name or len(name) > 80:
         raise InvalidInput("a token name must have 1 to 80 characters", field="name")

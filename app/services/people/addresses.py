@@ -1,37 +1,60 @@
 """Verified addresses: registration mails a link, following it shows the address is the account's. An
-unverified account may log in and look around but not upload or publish (`check_verified`, the one rule);
-accounts made with the CLI are verified when made, and the migration that brought this counted every
-existing account as verified."""
+unverified account may log in, look around and confirm its address, nothing more (`check_verified`, the one
+rule, kept with the accounts: API tokens need it too); accounts made with the CLI are verified when made, and
+the migration that brought this counted every existing account as verified.
+
+Registering answers alike whether the address has an account or not: an address that has one is not given a
+second, its owner is mailed that someone tried instead (issue 35: "already exists" told which addresses had
+accounts)."""
 
 from __future__ import annotations
 
+from sqlalchemy.exc import IntegrityError
+
 from app.db import db, write_transaction
 from app.models import UndeliverableAddress, User, utcnow
-from app.services.errors import Forbidden, InvalidInput, Throttled
+from app.services.errors import InvalidInput, Throttled
 from app.services.mail import outbox, undeliverable
 from app.services.mail.delivery import Letter
 from app.services.people import accounts, signed_links, throttle
+from app.services.people.accounts import NOT_VERIFIED, check_verified
+
+__all__ = ["NOT_VERIFIED", "check_verified", "register", "resend", "verify"]
 
 VERIFY_LINK_DAYS = 7
 RESENDS_PER_HOUR = 3
-NOT_VERIFIED = (
-    "confirm your email address first: follow the link mailed to {email} "
-    "(no mail? send it again from your account page, /account)"
-)
+# Letters telling an address's owner that someone tried to register with it: a few an hour at most, so that
+# registering cannot be a way to flood a mailbox (the extra tries are answered alike and mail nothing).
+TAKEN_MAILS_PER_HOUR = 3
 
 
-def register(email: str, password: str) -> User:
-    """A new account, unverified, and the letter with its link (sent after the commit)."""
-    user = accounts.new_user(email, password, verified=False)
-    outbox.post("verify", user_id=user.id, email=user.email)
-    db.session.commit()
-    return user
-
-
-def check_verified(user: User) -> None:
-    """Uploading and publishing need a verified address (Forbidden, naming what to do, otherwise)."""
-    if user.email_verified_at is None:
-        raise Forbidden(NOT_VERIFIED.format(email=user.email))
+def register(email: str, password: str) -> str:
+    """A new account for the address, unverified, and the letter with its link; or, when the address has an
+    account, a letter to its owner saying someone tried (sent after the commit). Returns the address as
+    normalised: the caller answers alike either way ("a mail is on its way"). Both ways hash the password,
+    count one try for the address and queue at most one letter, so neither the answer nor its time tells."""
+    email = accounts.checked_email(email)
+    accounts.check_new_password(password)
+    password_hash = accounts.hash_password(password)
+    try:
+        throttle.attempt(f"taken-mail:{email}", limit=TAKEN_MAILS_PER_HOUR, window=3600)
+        may_mail = True
+    except Throttled:
+        may_mail = False
+    with write_transaction():
+        existing = accounts.get_user_by_email(email)
+        if existing is None:
+            try:
+                user = accounts.add_user(email, password_hash, verified=False)
+            except IntegrityError:  # registered meanwhile, by another request
+                db.session.rollback()
+                existing = accounts.get_user_by_email(email)
+            else:
+                outbox.post("verify", user_id=user.id, email=user.email)
+        if existing is not None and may_mail:
+            outbox.post("taken", user_id=existing.id, email=existing.email)
+        db.session.commit()
+    return email
 
 
 def resend(user: User) -> None:
@@ -79,8 +102,8 @@ def _verify_letter(args: dict) -> Letter | None:
         subject="Confirm your email address for Holdout",
         body=(
             "Welcome to Holdout.\n\n"
-            "Follow this link to confirm that this address is yours; until then you can look around but not\n"
-            "upload or publish:\n\n"
+            "Follow this link to confirm that this address is yours; until then you can look around, but not\n"
+            "make or join a team, upload or publish:\n\n"
             f"{outbox.link('/account/verify/' + token)}\n\n"
             f"The link works for {VERIFY_LINK_DAYS} days. If you did not make an account, ignore this mail.\n"
         ),
@@ -96,3 +119,30 @@ def refusal(user: User) -> UndeliverableAddress | None:
 
 # A confirmation letter checks the address: it is sent even where the server refused before.
 outbox.writer("verify", _verify_letter, checks_address=True)
+
+
+def _taken_letter(args: dict) -> Letter | None:
+    user = db.session.get(User, int(args["user_id"]))
+    if user is None or user.email != args["email"]:
+        return None
+    unconfirmed = (
+        "The address of this account was never confirmed: choosing a new password confirms it (and revokes\n"
+        "the account's API tokens, in case it was made by someone else).\n\n"
+        if user.email_verified_at is None
+        else ""
+    )
+    return Letter(
+        to=user.email,
+        subject="Someone tried to register with your address on Holdout",
+        body=(
+            "Someone (perhaps you) tried to make a Holdout account with this address. It has one already, so\n"
+            "no account was made and yours is unchanged.\n\n"
+            f"If it was you, log in:\n\n{outbox.link('/login')}\n\n"
+            f"or, if you forgot the password, choose a new one:\n\n{outbox.link('/password/forgot')}\n\n"
+            f"{unconfirmed}"
+            "If it was not you, ignore this mail.\n"
+        ),
+    )
+
+
+outbox.writer("taken", _taken_letter)

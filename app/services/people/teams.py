@@ -5,7 +5,8 @@ People, not teams, are what a blind test protects: an account belongs to at most
 hours. Both are counted inside the transaction that adds the membership, serialised on the account's row
 (db.serialise_on), so parallel requests cannot pass a cap together. A maintainer (the command line) may add a
 member over the cap on purpose (`over_cap`); teams a maintainer creates have no creator and count against
-nobody's daily creations.
+nobody's daily creations. Creating a team, inviting and joining need a confirmed address (accounts.check_verified);
+a team held alone by an account never confirmed gives its name up (`abandoned`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,26 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Integer, String, cast, column, literal, select, table, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    String,
+    and_,
+    cast,
+    column,
+    exists,
+    literal,
+    select,
+    table,
+    update,
+)
 
 from app import settings
 from app.db import db, serialise_on
-from app.models import Invite, Membership, Team, User, as_utc, utcnow
+from app.models import Invite, Membership, Submission, Team, User, as_utc, utcnow
 from app.names import display_name, invisible, mixed_scripts, name_key, reserved_keys, team_slug
+from app.services.audit import audit_log
 from app.services.errors import (
     Conflict,
     InvalidInput,
@@ -34,7 +49,7 @@ from app.services.errors import (
 )
 from app.services.mail import outbox
 from app.services.mail.delivery import Letter
-from app.services.people import accounts, addresses, signed_links, throttle
+from app.services.people import accounts, signed_links, throttle
 from app.services.people.accounts import token_digest
 
 INVITE_LIFETIME = timedelta(days=7)
@@ -64,7 +79,8 @@ def get_team_for(team_id: int, user: User) -> Team:
 def check_team_name(name: str) -> tuple[str, str]:
     """(name as stored, its key) for a new team, or why it cannot have that name: a name has no invisible
     characters, and must differ from every other team's, and from "Anonymous", in more than case, runs of
-    spaces, compatibility forms and look-alike letters (app/names.py); no word of it mixes scripts."""
+    spaces, compatibility forms and look-alike letters (app/names.py); no word of it mixes scripts. A team
+    holding the name that is abandoned (`abandoned`) is removed, in the caller's transaction: the name is free."""
     check_visible("team name", name)
     shown = display_name(name)
     key = name_key(shown)
@@ -75,6 +91,8 @@ def check_team_name(name: str) -> tuple[str, str]:
     if key in reserved_keys():
         raise InvalidInput(f'team name {shown!r} is reserved: boards show anonymous entries as "Anonymous"')
     existing = db.session.scalar(select(Team).where(Team.name_key == key))
+    if existing is not None and _release_if_abandoned(existing):
+        existing = None
     if existing is not None:
         same = "already exists" if existing.name == shown else f"looks like the existing team {existing.name!r}"
         raise Conflict(f"team name {shown!r} {same}; choose another name")
@@ -82,6 +100,42 @@ def check_team_name(name: str) -> tuple[str, str]:
     if mixed:
         raise InvalidInput(f"team name {shown!r} {mixed}")
     return shown, key
+
+
+def abandoned(now: datetime) -> ColumnElement[bool]:
+    """Which teams hold a name nobody answers for: made by an account that never confirmed its address within
+    accounts.UNCONFIRMED_DAYS of registering, with no submission and no other member. (Unconfirmed accounts
+    could make teams before issue 35: throwaway accounts squatted "DeepMind 9ce5b" and every look-alike.) Such
+    a team is removed when its name (or a look-alike) is wanted again, or by `flask users prune-unconfirmed`."""
+    return and_(
+        Team.created_by_id.in_(select(User.id).where(accounts.never_confirmed(now))),
+        ~exists().where(Submission.team_id == Team.id),
+        ~exists().where(Membership.team_id == Team.id, Membership.user_id != Team.created_by_id),
+    )
+
+
+def abandoned_teams(now: datetime | None = None) -> list[Team]:
+    return list(db.session.scalars(select(Team).where(abandoned(now or utcnow())).order_by(Team.id)))
+
+
+def release(team: Team, why: str) -> None:
+    """Remove an abandoned team, audited (not committed): its name and page are free again."""
+    creator = db.session.get(User, team.created_by_id) if team.created_by_id else None
+    audit_log.record(
+        None,
+        "team.release",
+        f"team {team.name}",
+        {"slug": team.slug, "created_by": creator.email if creator else None, "why": why},
+    )
+    db.session.delete(team)
+    db.session.flush()  # the name, key and slug are free for the rest of the transaction
+
+
+def _release_if_abandoned(team: Team) -> bool:
+    if db.session.scalar(select(Team.id).where(Team.id == team.id, abandoned(utcnow()))) is None:
+        return False
+    release(team, "its name was wanted again")
+    return True
 
 
 def recompute_name_keys(connection: Connection) -> list[tuple[int, str, str]]:
@@ -210,8 +264,11 @@ def create_team(
 ) -> Team:
     """A new team; the creator and any given members join it in the same transaction.
 
-    The creator is an account making a team for itself (the Teams page): it must be under both caps. Members
-    are added by a maintainer: each must be under MAX_TEAMS_PER_ACCOUNT unless `over_cap`."""
+    The creator is an account making a team for itself (the Teams page): its address must be confirmed and it
+    must be under both caps. Members are added by a maintainer: each must be under MAX_TEAMS_PER_ACCOUNT unless
+    `over_cap`."""
+    if creator is not None:
+        accounts.check_verified(creator)
     joining: dict[int, User] = {}
     for user in ([creator] if creator else []) + list(members):
         joining.setdefault(user.id, user)
@@ -313,11 +370,11 @@ def create_invite(team: Team, inviter: User, email: str | None = None) -> str:
     """A one-time invite link token for the team, valid for a week; only its digest is stored. With an
     address, the link is also mailed there (unless its account turned invitation mail off), at most
     INVITE_MAILS_PER_DAY a day per inviter: the site must not become a way to mail strangers."""
+    accounts.check_verified(inviter)  # an account nobody answers for must not bring people in, nor mail strangers
     if not _is_member(team, inviter):
         raise NotFound("no such team")
     address = accounts.normalise_email(email) or None
     if address is not None:
-        addresses.check_verified(inviter)  # an account nobody answers for must not make the site mail strangers
         address = accounts.checked_email(
             address, invalid="enter a valid email address to mail the invitation to", field="email"
         )
@@ -390,7 +447,9 @@ def find_invite(token: str) -> Invite:
 
 def accept_invite(token: str, user: User) -> Team:
     """Join the invite's team and use the invite up (also when the user already is a member). An account
-    already in MAX_TEAMS_PER_ACCOUNT teams is refused, and the invite stays usable."""
+    already in MAX_TEAMS_PER_ACCOUNT teams is refused, and the invite stays usable, as it does for an account
+    whose address is not confirmed."""
+    accounts.check_verified(user)
     serialise_on(User, [user.id])
     with _refused_rolls_back():
         invite = find_invite(token)
