@@ -308,8 +308,11 @@ def test_the_client_fails_fast_and_speaks_to_other_s3_servers(monkeypatch):
     upload_objects.forget_clients()
     try:
         config = upload_objects.client_for(location).meta.config
-        assert (config.connect_timeout, config.read_timeout) == (3, 30)
+        # Two attempts fit the budget (STORAGE_TIMEOUT, 10 s unless set): a hanging server costs no more.
+        assert (config.connect_timeout, config.read_timeout) == (3, 5)
         assert config.retries["total_max_attempts"] == 2
+        small = upload_objects.client_for(location, budget=1).meta.config
+        assert (small.connect_timeout, small.read_timeout) == (0.5, 0.5)
         assert config.s3["addressing_style"] == "path"
         assert config.request_checksum_calculation == "when_required"
         assert config.response_checksum_validation == "when_required"

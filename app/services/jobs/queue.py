@@ -92,24 +92,28 @@ class Queued:
     delay: float = 0.0
 
 
-def enqueue(kind: str, key: str, args: dict | None = None, session: Session | None = None) -> int | None:
+def enqueue(
+    kind: str, key: str, args: dict | None = None, session: Session | None = None, delay: float = 0.0
+) -> int | None:
     """Queue a job in the session's open transaction: it exists if and only if the caller's changes commit,
-    and is handed to its runner after that commit. None when a job of this key is already waiting (it will
-    see these changes too: jobs read the state they work on when they run)."""
+    and is handed to its runner after that commit, to run no earlier than `delay` seconds later. None when a
+    job of this key is already waiting (it will see these changes too: jobs read the state they work on when
+    they run)."""
     session = session or db.session()
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     now = utcnow()
+    due = now + timedelta(seconds=delay)
     statement = (
         insert(Job)
         .values(
-            kind=kind, key=key, args=json.dumps(args or {}), state="queued", attempts=0, queued_at=now, run_after=now
+            kind=kind, key=key, args=json.dumps(args or {}), state="queued", attempts=0, queued_at=now, run_after=due
         )
         .on_conflict_do_nothing(index_elements=[Job.key], index_where=WAITING)
         .returning(Job.id)
     )
     job_id = session.execute(statement).scalar()
     if job_id is not None:
-        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key))
+        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key, delay))
     return job_id
 
 
