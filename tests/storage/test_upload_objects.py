@@ -227,6 +227,9 @@ def test_each_s3_failure_has_its_status_and_a_message_for_the_team(exc, status, 
     assert says in failed.message and "not stored" in failed.message and "quota is unchanged" in failed.message
     assert "s3.test" not in failed.message  # the server's address is for the log, not for the team
     assert _counted() == before + 1
+    # Retry-After only where a retry later may succeed: not for refused access, a missing bucket or credentials,
+    # nor a full store.
+    assert failed.retry_after == (30 if "answered 5" in says or "reached" in says or "in time" in says else None)
 
 
 @pytest.mark.parametrize("exc, status", [(FAILURES[0][0], 503), (FAILURES[5][0], 503), (FAILURES[-1][0], 507)])
@@ -267,7 +270,7 @@ def test_the_upload_page_answers_503_beside_the_file(moto_app, world, monkeypatc
         },
         content_type="multipart/form-data",
     )
-    assert response.status_code == 503
+    assert response.status_code == 503 and response.headers["Retry-After"] == "30"
     assert "upload storage is unavailable: the S3 server cannot be reached" in response.get_data(as_text=True)
     assert _count(moto_app) == 0
 
