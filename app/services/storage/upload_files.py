@@ -106,7 +106,7 @@ class Pending:
         ends (a failed write leaves nothing, and was answered already)."""
         if self._future is not None and not self._future.done():
             futures.wait([self._future], timeout=self._remaining())
-            if not self._future.cancel():
+            if not self._future.cancel():  # under way (or ended meanwhile: then the callback runs at once)
                 self._future.add_done_callback(lambda _: self.temp.unlink(missing_ok=True))
                 return
         self.temp.unlink(missing_ok=True)
