@@ -75,6 +75,7 @@ def _register_jobs(app: Flask) -> None:
     # The kinds of job, registered by the services that own their work, in every process (a worker too).
     from app.services.boards import board_snapshots  # noqa: F401
     from app.services.catalog import notifications  # noqa: F401
+    from app.services.intake import originals  # noqa: F401
     from app.services.mail import delivery, outbox  # noqa: F401
     from app.services.maintenance import rescore_job  # noqa: F401
     from app.services.people import addresses, password_resets, teams  # noqa: F401

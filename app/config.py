@@ -118,6 +118,13 @@ def from_environment(instance_path: str) -> dict:
         # Where original uploads are kept (empty: SUBMISSIONS_DIR); checked by `upload_storage` at start-up.
         "STORAGE_URL": os.environ.get("STORAGE_URL", "").strip(),
         "S3_ENDPOINT_URL": os.environ.get("S3_ENDPOINT_URL", "").strip() or None,
+        # How long an upload waits for the store (folder or bucket) to confirm its original, retries
+        # included, before it is answered 503: a store that hangs holds neither a worker nor a lock. A request
+        # may wait about twice this in all (the write, then the check after its commit), well inside gunicorn's
+        # 60 s: hence the ceiling.
+        "STORAGE_TIMEOUT": _number(
+            "STORAGE_TIMEOUT", DEFAULT_STORAGE_TIMEOUT, 0.5, 25, "a number of seconds between 0.5 and 25"
+        ),
         # boto3 reads AWS_DEFAULT_REGION itself but not AWS_REGION, which other S3 tools read: either works.
         # Credentials (AWS_ACCESS_KEY_ID, ...) are left to boto3 alone and never pass through the config.
         "S3_REGION": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or None,
@@ -147,6 +154,7 @@ def _flag(name: str) -> bool:
 
 
 DEMO_SITE_URL = "http://127.0.0.1:8000"  # where `make run` serves
+DEFAULT_STORAGE_TIMEOUT = 10.0  # STORAGE_TIMEOUT: seconds an upload waits for the store of originals
 
 
 def site_url(config) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flask import current_app
 
-from app.config import DEMO_SITE_URL, S3Location, site_url, upload_storage
+from app.config import DEFAULT_STORAGE_TIMEOUT, DEMO_SITE_URL, S3Location, site_url, upload_storage
 
 DEFAULT_PROBE_DISTANCE = 0.01
 DEFAULT_MAX_TEAMS_PER_ACCOUNT = 3
@@ -39,6 +39,8 @@ class Settings:
     job_heartbeat: float = 5.0  # a running job's heartbeat; six missed, and its worker is taken for dead
     # Original uploads in an S3 bucket instead of the folder (STORAGE_URL=s3://bucket/prefix).
     upload_bucket: S3Location | None = None
+    # Seconds an upload waits for the store to confirm its original, retries included (STORAGE_TIMEOUT).
+    storage_timeout: float = DEFAULT_STORAGE_TIMEOUT
     # Mail: the SMTP server (None: mail is written to the log) and the base of the links it carries.
     mail_server: str | None = None
     mail_timeout: float = 30.0
@@ -59,6 +61,7 @@ class Settings:
             hidden_labels_dir=Path(config["HIDDEN_LABELS_DIR"]),
             submissions_dir=uploads if isinstance(uploads, Path) else Path(config["SUBMISSIONS_DIR"]),
             upload_bucket=uploads if isinstance(uploads, S3Location) else None,
+            storage_timeout=float(config.get("STORAGE_TIMEOUT", DEFAULT_STORAGE_TIMEOUT)),
             max_upload_mb=int(config["MAX_UPLOAD_MB"]),
             probe_distance=float(config.get("PROBE_DISTANCE", DEFAULT_PROBE_DISTANCE)),
             max_teams_per_account=int(config.get("MAX_TEAMS_PER_ACCOUNT", DEFAULT_MAX_TEAMS_PER_ACCOUNT)),

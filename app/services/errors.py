@@ -10,6 +10,7 @@ from app.names import invisible
 
 class ServiceError(Exception):
     status = 400
+    retry_after: int | None = None  # seconds after which a retry may succeed: the answer's Retry-After
 
     def __init__(self, message: str, problems: list[Problem] | None = None, field: str | None = None):
         super().__init__(message)
@@ -40,14 +41,15 @@ class TooLarge(ServiceError):
 class StorageFailed(ServiceError):
     """The server could not keep what it was asked to keep: nothing was stored. 507 for a full or failing
     disk; 503 for a store that is unavailable (an S3 server unreachable, timing out, failing or refusing
-    access), which a retry later may well find back."""
+    access), with ``retry_after`` when a retry later may well find it back (not for refused access)."""
 
     status = 507
 
-    def __init__(self, message: str, *, unavailable: bool = False):
+    def __init__(self, message: str, *, unavailable: bool = False, retry_after: int | None = None):
         super().__init__(message)
         if unavailable:
             self.status = 503
+        self.retry_after = retry_after
 
 
 class InvalidInput(ServiceError):
@@ -68,6 +70,7 @@ class Throttled(ServiceError):
     """Too many login or registration attempts from one client; `retry_after` in seconds."""
 
     status = 429
+    retry_after: int
 
     def __init__(self, message: str, retry_after: int):
         super().__init__(message)

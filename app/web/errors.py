@@ -16,7 +16,7 @@ from app import observability, request_limits
 from app.database_errors import disk_full
 from app.db import db
 from app.security import login_manager
-from app.services.errors import QuotaExceeded, ServiceError, Throttled
+from app.services.errors import QuotaExceeded, ServiceError
 from app.services.intake.quotas import retry_after_seconds
 
 MESSAGES = {
@@ -92,11 +92,9 @@ def register(app: Flask) -> None:
 
 def _service_error(exc: ServiceError):
     _rollback()
-    headers, retry_after = {}, None
-    if isinstance(exc, QuotaExceeded):
-        retry_after = retry_after_seconds(exc)
-    elif isinstance(exc, Throttled):
-        retry_after = exc.retry_after
+    headers = {}
+    # Else a throttle's wait, or a store that did not answer.
+    retry_after = retry_after_seconds(exc) if isinstance(exc, QuotaExceeded) else exc.retry_after
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
     return _render(exc.status, exc.message, exc.details(), headers, retry_after)

@@ -75,12 +75,15 @@ def new():
         result = submissions.submit(current_user, form.team.data, benchmark_slug, split_slug, upload)
     except ServiceError as exc:
         field = _field_of(exc, form)
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
         if _wants_json():
-            return jsonify(error=exc.message, details=exc.details(), field=field), exc.status
+            return jsonify(error=exc.message, details=exc.details(), field=field), exc.status, headers
         form[field].errors = [*form[field].errors, exc.message]  # beside the field too, as the script shows it
-        return render_template(
-            "submissions/new.html", form=form, choices=choices, error=exc, error_field=field
-        ), exc.status
+        return (
+            render_template("submissions/new.html", form=form, choices=choices, error=exc, error_field=field),
+            exc.status,
+            headers,
+        )
     target = url_for("submissions.show", submission_id=result.id)
     if _wants_json():
         return jsonify(redirect=target, id=result.id), 201

@@ -117,7 +117,7 @@ def test_a_full_database_is_a_503_without_retry_after_and_health_says_so(app, cl
     assert response.status_code == 503, response.json
     assert "database is full" in response.json["error"] and "Retrying will not help" in response.json["error"]
     assert "Retry-After" not in response.headers
-    assert _count(app) == 0 and _files(app) == []  # the original written beside the transaction is removed
+    assert _count(app) == 0 and _files(app) == []  # the original written before the transaction is removed
     for kind, labels in KINDS.items():
         assert _counted(f"holdout_{kind}_total", **labels) == before[kind] + 1, kind
     problems = client.get("/healthz").json["problems"]

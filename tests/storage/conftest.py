@@ -66,8 +66,18 @@ def s3_app(request, tmp_path, database_url, s3_environment):
     """An app keeping originals in the module's s3rver under a prefix of the test's own."""
     app = create_app(s3_config(tmp_path, database_url, s3_environment, prefix_for(request)))
     yield app
+    _settle_jobs()
     with app.app_context():
         db.engine.dispose()
+
+
+def _settle_jobs() -> None:
+    """The jobs a test started beside it end, and those waiting on a timer (the removal of an object a failed
+    upload may have left) are dropped, before the test's database goes."""
+    from app.services.jobs import transport
+
+    transport.wait_beside()
+    transport.cancel_retries()
 
 
 @pytest.fixture
@@ -82,6 +92,7 @@ def moto_app(tmp_path, database_url, monkeypatch):
         with app.app_context():
             upload_objects.client_for(settings.current().upload_bucket).create_bucket(Bucket=MOTO_BUCKET)
         yield app
+        _settle_jobs()
         with app.app_context():
             db.engine.dispose()
     upload_objects.forget_clients()

@@ -1,22 +1,28 @@
 """Original uploads in a real S3 server (s3rver on loopback, tests/support/s3_server.py) with
 STORAGE_URL=s3://bucket/prefix and S3_ENDPOINT_URL: an upload lands in the bucket under its content-hash key and
-not in SUBMISSIONS_DIR; with the server down an upload is a quick 503 that stores nothing; a server killed in
-the middle of an upload leaves a row with its object or no row, and `flask uploads check` reports (and
-`--delete` clears) an object without a row; the check pages through the listing; a backup restores into a
-fresh bucket and prefix (or a folder)."""
+not in SUBMISSIONS_DIR; with the server down an upload is a quick 503 that stores nothing; a server paused
+(SIGSTOP) mid-upload costs the upload STORAGE_TIMEOUT and nobody else anything, and the object it stores when
+it resumes is removed by the job its upload queued; a server killed in the middle of an upload leaves a row
+with its object or no row, and `flask uploads check` reports (and `--delete` clears) an object without a row;
+the check pages through the listing; a backup restores into a fresh bucket and prefix (or a folder)."""
 
 from __future__ import annotations
 
 import gzip
+import signal
+import threading
 import time
+from concurrent import futures
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from app import create_app
 from app.db import db
-from app.models import Submission
+from app.models import Job, Submission
+from app.services.intake import originals
+from app.services.jobs import transport
 from app.services.storage import checksums, upload_objects, upload_store
 from tests.conftest import SqliteBackend, make_config
 from tests.storage.conftest import prefix_for, s3_config
@@ -78,13 +84,113 @@ def test_with_the_server_stopped_an_upload_is_a_quick_503_and_stores_nothing(s3_
     assert response.json["error"].startswith("the server's upload storage is unavailable: the S3 server cannot be")
     assert "your file was not stored and your quota is unchanged" in response.json["error"]
     assert took < 5, took  # no long wait on a server that is not there
+    assert response.headers["Retry-After"] == "30"
     assert _rows(s3_app) == 0
     assert client.get("/api/v1/me", headers=world.headers("member")).json == quota_before
+    with s3_app.app_context():  # a write that never reached a server leaves nothing to remove later
+        assert db.session.scalar(select(func.count()).select_from(Job)) == 0
     s3_server.start()
     assert s3_server.keys(prefix) == []
     # Once it is back, the same upload is taken.
     assert post_file(client, world, "member", world.predictions()).status_code == 201
     assert len(s3_server.keys(prefix)) == 1
+
+
+BUDGET = 1.5  # STORAGE_TIMEOUT here: seconds
+
+
+@pytest.mark.postgres(
+    reason="what a waiting upload holds differs: SQLite's write lock for the whole database, PostgreSQL's row lock"
+)
+def test_a_server_paused_mid_upload_costs_the_budget_holds_no_lock_and_leaves_nothing(
+    s3_app, world, s3_server, prefix, monkeypatch
+):
+    """The issue's hang: s3rver stopped (SIGSTOP) as the upload's PUT goes out. The upload is answered 503 with
+    Retry-After within the budget, while a board read and another team's upload (a write) are answered meanwhile;
+    nothing is stored and the quota is unchanged. Once the server resumes it stores the PUT it had taken (an
+    object without a row), and the job the upload queued removes it: `uploads check` is clean."""
+    s3_app.config["STORAGE_TIMEOUT"] = BUDGET
+    monkeypatch.setattr(upload_objects, "SETTLE_SECONDS", 0.1)
+    client = s3_app.test_client()
+    quota_before = client.get("/api/v1/me", headers=world.headers("member")).json
+
+    def read_board():
+        return client.get("/api/v1/leaderboards/nlvr2/dev", headers=world.headers("other"))  # read afresh
+
+    def write_elsewhere():  # another team's rejected file: a row of its own
+        return post_file(client, world, "other", b"dev-0-0-0,maybe\n")
+
+    assert read_board().status_code == 200 and write_elsewhere().status_code == 422  # warm: built and loaded
+    paused, writes, put, keep = threading.Event(), [], upload_objects.UploadBucket.put, upload_objects.PendingObject
+    pid = s3_server.process.pid
+
+    def paused_as_it_goes_out(self, key, body, md5):
+        if not paused.is_set():
+            s3_server.process.send_signal(signal.SIGSTOP)
+            paused.set()
+        return put(self, key, body, md5)
+
+    def recorded(bucket, data, digest):
+        writes.append(keep(bucket, data, digest))
+        return writes[-1]
+
+    monkeypatch.setattr(upload_objects.UploadBucket, "put", paused_as_it_goes_out)
+    monkeypatch.setattr(upload_objects.UploadBucket, "keep", recorded)
+    data, answer = world.predictions(), {}
+
+    def upload() -> None:
+        started = time.monotonic()
+        answer["response"] = post_file(s3_app.test_client(), world, "member", data)
+        answer["took"] = time.monotonic() - started
+
+    uploading = threading.Thread(target=upload)
+    uploading.start()
+    try:
+        assert paused.wait(30)
+        board, rejected = read_board(), write_elsewhere()
+        waiting = uploading.is_alive()
+        uploading.join(BUDGET * 3 + 10)
+        transport.cancel_retries()  # the timer that would run the removal later: the test runs it itself
+    finally:
+        s3_server.process.send_signal(signal.SIGCONT)
+    assert board.status_code == 200 and rejected.status_code == 422, rejected.json
+    assert waiting, "the board read and the other team's write waited for the upload"
+    response = answer["response"]
+    assert response.status_code == 503, response.json
+    assert "the S3 server did not answer in time" in response.json["error"]
+    assert "your file was not stored and your quota is unchanged" in response.json["error"]
+    assert response.headers["Retry-After"] == "30"
+    assert answer["took"] < BUDGET * 3, answer["took"]
+    assert _rows(s3_app) == 0
+    assert client.get("/api/v1/me", headers=world.headers("member")).json == quota_before
+    digest = checksums.sha256(data)
+    with s3_app.app_context():
+        job = db.session.scalar(select(Job).where(Job.key == f"{originals.STRAY}:{digest}"))
+        assert job is not None and job.state == "queued"
+        assert (job.run_after - job.queued_at).total_seconds() >= upload_objects.stray_after(BUDGET)
+
+    # Resumed, the server stores the PUT it had taken: an object no row names.
+    futures.wait([write._future for write in writes], timeout=30)  # the writes given up on have ended
+    deadline = time.monotonic() + 10
+    while not s3_server.keys(prefix) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert s3_server.keys(prefix) == [_key(prefix, data)]
+    result = _check(s3_app)
+    assert result.exit_code == 1 and "object without a row" in result.output, result.output
+    # Its removal, run once due (the test does not wait the delay: it makes the job due).
+    with s3_app.app_context():
+        db.session.execute(update(Job).where(Job.id == job.id).values(run_after=job.queued_at))
+        db.session.commit()
+    assert s3_app.test_cli_runner().invoke(args=["jobs", "run"]).output == "1 jobs run\n"
+    assert s3_server.keys(prefix) == []
+    result = _check(s3_app)
+    assert result.exit_code == 0 and "uploads and rows agree" in result.output, result.output
+    assert pid == s3_server.process.pid  # the same server throughout, paused and resumed
+    # The same upload, now answered, is stored; its removal job (were it to run again) would keep it.
+    assert post_file(client, world, "member", data).status_code == 201
+    with s3_app.app_context():
+        assert upload_store.settle_stray(digest).startswith("kept ")
+    assert s3_server.keys(prefix) == [_key(prefix, data)]
 
 
 @pytest.mark.parametrize("moment", ["inside the write", "between the write and the commit", "after the commit"])

@@ -1,6 +1,6 @@
 """STORAGE_URL and S3_ENDPOINT_URL (app/config.py `upload_storage`): empty keeps SUBMISSIONS_DIR, a path or
 file:///path names another folder, s3://bucket/prefix a bucket; anything else refuses to start, naming the
-variable and never repeating what may be a credential."""
+variable and never repeating what may be a credential. STORAGE_TIMEOUT, the store's budget, within bounds."""
 
 from __future__ import annotations
 
@@ -94,6 +94,23 @@ def test_the_environment_sets_them(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_REGION", "eu-central-1")  # boto3 reads only AWS_DEFAULT_REGION: passed on for it
     settings = Settings.from_config(create_app({"TESTING": True}).config)
     assert settings.upload_bucket == S3Location("holdout", "prod", "http://127.0.0.1:8333", "eu-central-1")
+
+
+@pytest.mark.parametrize("raw, seconds", [(None, 10.0), ("2.5", 2.5), ("0.5", 0.5), ("25", 25.0)])
+def test_storage_timeout_is_the_stores_budget(monkeypatch, raw, seconds):
+    if raw is None:
+        monkeypatch.delenv("STORAGE_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("STORAGE_TIMEOUT", raw)
+    assert Settings.from_config(create_app({"TESTING": True}).config).storage_timeout == seconds
+
+
+@pytest.mark.parametrize("raw", ["0", "0.1", "60", "soon", "nan"])
+def test_a_storage_timeout_out_of_bounds_is_refused_by_name(monkeypatch, raw):
+    """Above 25 s a request could wait past gunicorn's 60 s (the write, then its check after the commit)."""
+    monkeypatch.setenv("STORAGE_TIMEOUT", raw)
+    with pytest.raises(ConfigError, match="STORAGE_TIMEOUT must be a number of seconds between 0.5 and 25"):
+        create_app({"TESTING": True})
 
 
 def test_a_storage_url_folder_takes_the_uploads(tmp_path, database_url):

@@ -227,6 +227,9 @@ def test_each_s3_failure_has_its_status_and_a_message_for_the_team(exc, status, 
     assert says in failed.message and "not stored" in failed.message and "quota is unchanged" in failed.message
     assert "s3.test" not in failed.message  # the server's address is for the log, not for the team
     assert _counted() == before + 1
+    # Retry-After only where a retry later may succeed: not for refused access, a missing bucket or credentials,
+    # nor a full store.
+    assert failed.retry_after == (30 if "answered 5" in says or "reached" in says or "in time" in says else None)
 
 
 @pytest.mark.parametrize("exc, status", [(FAILURES[0][0], 503), (FAILURES[5][0], 503), (FAILURES[-1][0], 507)])
@@ -267,7 +270,7 @@ def test_the_upload_page_answers_503_beside_the_file(moto_app, world, monkeypatc
         },
         content_type="multipart/form-data",
     )
-    assert response.status_code == 503
+    assert response.status_code == 503 and response.headers["Retry-After"] == "30"
     assert "upload storage is unavailable: the S3 server cannot be reached" in response.get_data(as_text=True)
     assert _count(moto_app) == 0
 
@@ -308,8 +311,11 @@ def test_the_client_fails_fast_and_speaks_to_other_s3_servers(monkeypatch):
     upload_objects.forget_clients()
     try:
         config = upload_objects.client_for(location).meta.config
-        assert (config.connect_timeout, config.read_timeout) == (3, 30)
+        # Two attempts fit the budget (STORAGE_TIMEOUT, 10 s unless set): a hanging server costs no more.
+        assert (config.connect_timeout, config.read_timeout) == (3, 5)
         assert config.retries["total_max_attempts"] == 2
+        small = upload_objects.client_for(location, budget=1).meta.config
+        assert (small.connect_timeout, small.read_timeout) == (0.5, 0.5)
         assert config.s3["addressing_style"] == "path"
         assert config.request_checksum_calculation == "when_required"
         assert config.response_checksum_validation == "when_required"

@@ -38,7 +38,7 @@ from app.services.errors import (
     TooLarge,
     check_visible,
 )
-from app.services.intake import quotas
+from app.services.intake import originals, quotas
 from app.services.people import addresses
 from app.services.storage import checksums, upload_store
 
@@ -136,14 +136,19 @@ def store_scored(
     digest = checksums.sha256(data)
     moment = submitted_at or utcnow()
     upload = Upload(data, model_name, description, paper_url, code_url, anonymous)
-    submission = _scored_submission(
-        split.id, team.id, user.id if user else None, upload, digest, moment, task, predictions
-    )
-    submission.published_at = moment if publish else None
-    _record(submission, split, inputs, predictions, scores)
-    if publish:
-        split.board_version += 1
-    _commit_keeping(upload_store.keep(data, digest))
+    kept = originals.keep_confirmed(data, digest)  # before this writes anything: a hanging store holds no lock
+    try:
+        submission = _scored_submission(
+            split.id, team.id, user.id if user else None, upload, digest, moment, task, predictions
+        )
+        submission.published_at = moment if publish else None
+        _record(submission, split, inputs, predictions, scores)
+        if publish:
+            split.board_version += 1
+    except BaseException:
+        originals.discard(kept)
+        raise
+    _commit_keeping(kept)
     return submission
 
 
@@ -203,12 +208,12 @@ def _record(
 
 
 def _commit_keeping(kept: upload_store.Kept) -> None:
-    """Commit with the original written, then make it durable; if the commit fails, remove it."""
+    """Commit with the original confirmed already (an acknowledged upload always has it), then make it
+    durable; if the commit fails, remove it."""
     try:
-        kept.wait()  # an acknowledged upload always has its original
         db.session.commit()
     except BaseException:
-        kept.discard()
+        originals.discard(kept)
         raise
     kept.finish()
 
@@ -393,15 +398,15 @@ def _score_and_store(split: Split, attempt: _Attempt, now: datetime | None) -> S
             attempt.task, attempt.predictions, attempt.scores = _score_upload(attempt.inputs, upload.data)
     except InvalidInput as exc:
         attempt.problems = _refusal(exc)
-    # A scored upload keeps its original: written beside the transaction (the folder: under a temporary
-    # name; a bucket: under its content-hash key), waited for before the commit, made durable after it,
-    # removed if nothing is stored.
-    kept = upload_store.keep(upload.data, attempt.digest) if attempt.problems is None else None
+    # A scored upload keeps its original (the folder: under a temporary name; a bucket: under its content-hash
+    # key), confirmed by the store before the transaction begins, so a store that hangs holds no lock (and
+    # costs at most STORAGE_TIMEOUT); made durable after the commit, removed if nothing is stored.
+    kept = originals.keep_confirmed(upload.data, attempt.digest) if attempt.problems is None else None
     try:
-        result = _store_attempt(attempt, kept, now)
+        result = _store_attempt(attempt, now)
     except BaseException:
         if kept is not None:
-            kept.discard()
+            originals.discard(kept)
         raise
     if kept is not None:  # a rejected file raised above: only a scored one gets here, with its original
         kept.finish()
@@ -486,9 +491,9 @@ class _Attempt:
     idempotency_key: str | None = None
 
 
-def _store_attempt(attempt: _Attempt, kept: upload_store.Kept | None, now: datetime | None) -> SubmitResult:
+def _store_attempt(attempt: _Attempt, now: datetime | None) -> SubmitResult:
     """The write transaction of ``submit``: quotas (the team's and the account's) under the lock, then the
-    rejected or scored row."""
+    rejected or scored row (whose original the store has confirmed already)."""
     with write_transaction(continue_open=True):
         split = quotas.split_under_locks(attempt.split_id, attempt.team_id, attempt.user_id)
         # A twin sent with the same key (by the same account) waited for this lock: it was stored meanwhile.
@@ -535,8 +540,6 @@ def _store_attempt(attempt: _Attempt, kept: upload_store.Kept | None, now: datet
             quota,
             verdict(submission, shown),
         )
-        if kept is not None:
-            kept.wait()  # an acknowledged submission has its original stored
         db.session.commit()
     observability.upload("scored")
     return result

@@ -93,15 +93,23 @@ class Queued:
 
 
 def enqueue(
-    kind: str, key: str, args: dict | None = None, session: Session | None = None, *, purpose: str | None = None
+    kind: str,
+    key: str,
+    args: dict | None = None,
+    session: Session | None = None,
+    delay: float = 0.0,
+    *,
+    purpose: str | None = None,
 ) -> int | None:
     """Queue a job in the session's open transaction: it exists if and only if the caller's changes commit,
-    and is handed to its runner after that commit. None when a job of this key is already waiting (it will
-    see these changes too: jobs read the state they work on when they run). `purpose` (the key unless given):
-    the newest finished run of a purpose says whether it needs a person (models.Job.purpose)."""
+    and is handed to its runner after that commit, to run no earlier than `delay` seconds later. None when a
+    job of this key is already waiting (it will see these changes too: jobs read the state they work on when
+    they run). `purpose` (the key unless given): the newest finished run of a purpose says whether it needs a
+    person (models.Job.purpose)."""
     session = session or db.session()
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     now = utcnow()
+    due = now + timedelta(seconds=delay)
     statement = (
         insert(Job)
         .values(
@@ -112,14 +120,14 @@ def enqueue(
             state="queued",
             attempts=0,
             queued_at=now,
-            run_after=now,
+            run_after=due,
         )
         .on_conflict_do_nothing(index_elements=[Job.key], index_where=WAITING)
         .returning(Job.id)
     )
     job_id = session.execute(statement).scalar()
     if job_id is not None:
-        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key))
+        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key, delay))
     return job_id
 
 

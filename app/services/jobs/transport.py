@@ -56,7 +56,10 @@ def hand_over(jobs: list[queue.Queued]) -> None:
         if kind is not None and kind.eager_inline:
             run_inline(job.id)
         elif kind is not None and kind.background_inline:
-            _run_beside(job.id)
+            if job.delay:  # queued to run later: a timer hands it over then
+                _retry_beside(job.id, job.delay)
+            else:
+                _run_beside(job.id)
         # Any other waits for whoever needs it first: a board's reader (board_snapshots), `flask jobs run`.
 
 

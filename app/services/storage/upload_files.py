@@ -1,10 +1,12 @@
 """Original upload files in the upload folder (STORAGE_URL empty or a folder: upload_store chooses), kept
 gzip-compressed and named by their sha256 (content-addressed, so idempotent).
 
-An original is kept only for a submission that is stored: it is written under a temporary name beside
-the transaction and moved into place only once the row is committed (``Pending``), removed otherwise.
-``check`` finds what a killed worker can still leave behind: files without a row, rows without a file.
-A write the disk refuses (full, failing) is a StorageFailed (507): the upload is then not stored at all.
+An original is kept only for a submission that is stored: it is written under a temporary name before
+the upload's transaction begins, and moved into place only once the row is committed (``Pending``),
+removed otherwise. ``check`` finds what a killed worker can still leave behind: files without a row, rows
+without a file. A write the disk refuses (full, failing) is a StorageFailed (507), one it has not finished
+within STORAGE_TIMEOUT a StorageFailed (503, with Retry-After: a disk that hangs holds neither the worker
+nor the database's lock); the upload is then not stored at all, and the file goes when its write ends.
 Originals are private to the server's account: files 0600 in folders 0700.
 """
 
@@ -34,6 +36,7 @@ FOLDER_MODE = 0o700
 WRITE_BLOCK = 1 << 20  # bytes of an original compressed at a time
 # A temporary file younger than this may belong to an upload in flight (workers time out after 60 s).
 IN_FLIGHT_SECONDS = 600
+RETRY_AFTER = 30  # seconds: the Retry-After of an upload a store did not answer in time (it may be back then)
 
 
 def uploads_dir() -> Path:
@@ -50,26 +53,40 @@ def _temp_for(target: Path) -> Path:
 
 
 class Pending:
-    """An original being written under a temporary name: ``wait`` before the commit (re-raises a write
-    error), ``finish`` after it (moves it into place), ``discard`` when nothing was stored."""
+    """An original being written under a temporary name: ``wait`` before the upload's transaction begins
+    (re-raises a write error; gives up after STORAGE_TIMEOUT), ``finish`` after its commit (moves it into
+    place), ``discard`` when nothing was stored."""
+
+    in_doubt = False  # never: a file still being written when its upload gave up is removed once written
 
     def __init__(self, data: bytes, digest: str, background: bool = True):
+        self.digest = digest
         self.target = path_for(digest)
         self.temp = _temp_for(self.target)
-        self._future: Future | None = writer_threads().submit(_write, self.temp, data) if background else None
-        if not background:
-            try:
-                _write(self.temp, data)
-            except OSError as exc:
-                raise storage_failed(exc) from exc
+        self._future: Future | None = None
+        if background:
+            self._deadline = time.monotonic() + settings.current().storage_timeout
+            self._future = writer_threads().submit(_write, self.temp, data)
+            return
+        try:
+            _write(self.temp, data)
+        except OSError as exc:
+            raise storage_failed(exc) from exc
+
+    def _remaining(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
 
     def wait(self) -> None:
-        """Raises StorageFailed if the disk refused the write."""
-        if self._future is not None:
-            try:
-                self._future.result()
-            except OSError as exc:
+        """Raises StorageFailed if the disk refused the write or did not finish it within STORAGE_TIMEOUT."""
+        if self._future is None:
+            return
+        try:
+            self._future.result(timeout=self._remaining())
+        except OSError as exc:  # futures.TimeoutError is one too: then the write has not ended
+            if self._future.done():
                 raise storage_failed(exc) from exc
+            self._future.cancel()  # not begun (waiting for a writer thread): it never will be
+            raise timed_out() from None
 
     def finish(self) -> None:
         """After the commit: the row is stored, so a failure here is logged, not answered; the complete
@@ -85,8 +102,13 @@ class Pending:
             log.error("could not move %s into place (%s); `flask uploads check --repair` will", self.temp, exc)
 
     def discard(self) -> None:
-        if self._future is not None:
-            futures.wait([self._future])  # a failed write leaves nothing to keep (and was answered already)
+        """Remove the temporary file; one still being written when the budget is spent goes when its write
+        ends (a failed write leaves nothing, and was answered already)."""
+        if self._future is not None and not self._future.done():
+            futures.wait([self._future], timeout=self._remaining())
+            if not self._future.cancel():  # under way (or ended meanwhile: then the callback runs at once)
+                self._future.add_done_callback(lambda _: self.temp.unlink(missing_ok=True))
+                return
         self.temp.unlink(missing_ok=True)
 
 
@@ -118,6 +140,18 @@ def storage_failed(exc: OSError) -> StorageFailed:
     return StorageFailed(
         f"the server's upload storage {what}: your file was not stored and your quota is unchanged; "
         "try again later, and tell the maintainers if it persists"
+    )
+
+
+def timed_out() -> StorageFailed:
+    """The answer to an upload the upload folder did not take within STORAGE_TIMEOUT (a disk that hangs)."""
+    observability.storage_failure("uploads", "timed out")
+    log.error("upload storage: the upload folder did not finish a write within STORAGE_TIMEOUT")
+    return StorageFailed(
+        "the server's upload storage is unavailable: the upload folder did not answer in time: your file was not "
+        "stored and your quota is unchanged; try again later, and tell the maintainers if it persists",
+        unavailable=True,
+        retry_after=RETRY_AFTER,
     )
 
 

@@ -1,13 +1,17 @@
 """Original upload files as objects in an S3 bucket (STORAGE_URL=s3://bucket/prefix; upload_store chooses):
 the same gzip bytes as the upload folder's files, under the key ``<prefix>/<sha256[:2]>/<sha256>.gz``.
 
-An original is written under its final key before its row is committed: the key is the content's hash,
-so writing it twice is harmless, and what a crash between the write and the commit leaves is an object
-without a row, which ``check`` reports (and ``repair`` deletes). ``discard`` deletes the object only
-when no stored submission names its sha256 (another upload may have the same content). A server that
-cannot be reached, times out, answers 5xx or refuses access is a StorageFailed answered 503: the upload is
-then not stored at all and uses no quota. boto3 finds the credentials itself (AWS_ACCESS_KEY_ID, ...);
-nothing here reads, keeps or logs them.
+An original is written under its final key, and confirmed by the server, before its upload's transaction
+begins: the key is the content's hash, so writing it twice is harmless, and what a crash between the write
+and the commit leaves is an object without a row, which ``check`` reports (and ``repair`` deletes).
+``discard`` deletes the object only when no stored submission names its sha256 (another upload may have the
+same content). A server that cannot be reached, answers 5xx or refuses access is a StorageFailed answered
+503 (with Retry-After but for refused access); so is one that has not confirmed the write within
+STORAGE_TIMEOUT (the budget of the whole write, retries included: each request's timeouts are cut to fit
+it): the upload is then not stored at all and uses no quota, and the worker and the database's lock are
+free again. A write that reached a server which did not answer may still land when it resumes: it is left
+``in_doubt``, and intake queues a job that deletes the object (``settle_stray``) once the server answers.
+boto3 finds the credentials itself (AWS_ACCESS_KEY_ID, ...); nothing here reads, keeps or logs them.
 """
 
 from __future__ import annotations
@@ -25,35 +29,52 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from app import observability
-from app.config import S3Location
+from app import observability, settings
+from app.config import DEFAULT_STORAGE_TIMEOUT, S3Location
 from app.services.errors import StorageFailed
 from app.services.storage import upload_files
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 1000  # keys a listing asks for at a time (S3's most)
-# Modest limits, so a dead server fails an upload within seconds instead of holding a worker.
-CONNECT_TIMEOUT = 3
-READ_TIMEOUT = 30
+# Each request's limits are cut from the budget (STORAGE_TIMEOUT), so a dead or hanging server fails an
+# upload within it instead of holding a worker.
+CONNECT_TIMEOUT = 3  # at most
 ATTEMPTS = 2  # in all: one retry, for a dropped connection
+CONTINUE_WAIT = 1  # botocore waits up to 1 s for a "100 Continue" before sending a PUT's body, in each attempt
+SETTLE_SECONDS = 1.0  # between the two deletes of a stray object (settle_stray)
 HASH_BLOCK = 1 << 20
 KEY_NAME = re.compile(r"([0-9a-f]{2})/(\1[0-9a-f]{62})\.gz")
 
 _clients: dict[tuple, Any] = {}
 
 
-def client_for(location: S3Location) -> Any:
-    """This process's S3 client for the location's server (botocore clients are thread-safe; a forked worker
-    makes its own, as it has none of its parent's connections)."""
-    key = (os.getpid(), location.endpoint_url, location.region)
+def timeouts(budget: float) -> tuple[float, float]:
+    """Each attempt's (connect, read) timeouts: ATTEMPTS of them fit the budget. An upload's wait is cut at the
+    budget whatever botocore does; these end the request itself soon after."""
+    share = budget / ATTEMPTS
+    return min(CONNECT_TIMEOUT, share), share
+
+
+def stray_after(budget: float) -> float:
+    """Seconds after an upload gave up on its write by which that write has ended in this process: its
+    attempts' timeouts (at most the budget each, connect and read), botocore's wait for "100 Continue" in each,
+    and the pause before the retry (under a second). The repair of an object in doubt waits that long."""
+    return ATTEMPTS * (budget + CONTINUE_WAIT) + 2
+
+
+def client_for(location: S3Location, budget: float = DEFAULT_STORAGE_TIMEOUT) -> Any:
+    """This process's S3 client for the location's server and budget (botocore clients are thread-safe; a
+    forked worker makes its own, as it has none of its parent's connections)."""
+    key = (os.getpid(), location.endpoint_url, location.region, budget)
     found = _clients.get(key)
     if found is None:
         import boto3  # only a deployment that keeps uploads in a bucket pays for importing it
         from botocore.config import Config
 
+        connect, read = timeouts(budget)
         config = Config(
-            connect_timeout=CONNECT_TIMEOUT,
-            read_timeout=READ_TIMEOUT,
+            connect_timeout=connect,
+            read_timeout=read,
             retries={"total_max_attempts": ATTEMPTS, "mode": "standard"},
             # Other S3 servers (MinIO, SeaweedFS, Ceph) serve buckets under the path, not as host names, and
             # some refuse the checksums that newer botocore adds to every request unless asked.
@@ -85,21 +106,22 @@ def storage_failed(exc: Exception, doing: str) -> StorageFailed:
         ReadTimeoutError,
     )
 
-    full = False
+    full, passing = False, True  # passing: a retry later may succeed (Retry-After)
     if isinstance(exc, ClientError):
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         code = exc.response.get("Error", {}).get("Code", "")
         full = status == 507 or "StorageFull" in code  # MinIO's XMinioStorageFull
+        passing = isinstance(status, int) and status >= 500 and not full
         if status == 403 or code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
             reason = f"the S3 server refused access ({code or status})"
         else:
             reason = f"the S3 server answered {status or 'an error'} {code}".rstrip()
-    elif isinstance(exc, (ConnectTimeoutError, ReadTimeoutError)):
-        reason = "the S3 server did not answer in time"
+    elif isinstance(exc, (ConnectTimeoutError, ReadTimeoutError, TimeoutError)):
+        reason = "the S3 server did not answer in time"  # TimeoutError: not within the budget (STORAGE_TIMEOUT)
     elif isinstance(exc, (EndpointConnectionError, ConnectionClosedError)):
         reason = "the S3 server cannot be reached"
     elif isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-        reason = "no S3 credentials are set"
+        reason, passing = "no S3 credentials are set", False
     else:
         reason = f"the S3 request failed ({type(exc).__name__})"
     observability.storage_failure("uploads", reason)
@@ -109,7 +131,19 @@ def storage_failed(exc: Exception, doing: str) -> StorageFailed:
         f"the server's upload storage {what}: your file was not stored and your quota is unchanged; "
         "try again later, and tell the maintainers if it persists",
         unavailable=not full,
+        retry_after=upload_files.RETRY_AFTER if passing else None,
     )
+
+
+def _may_have_landed(exc: BaseException) -> bool:
+    """Whether a write that failed so may still have reached the server, and its object appear: not when the
+    server could not be reached at all, refused the request (4xx) or no credentials were set."""
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, PartialCredentialsError
+
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return not (isinstance(status, int) and status < 500)
+    return not isinstance(exc, (EndpointConnectionError, NoCredentialsError, PartialCredentialsError))
 
 
 def _s3_errors() -> tuple[type[Exception], ...]:
@@ -135,14 +169,15 @@ def compress(data: bytes) -> bytes:
 class UploadBucket:
     """The originals under one bucket and prefix (a small handle: made for each use from the settings)."""
 
-    def __init__(self, location: S3Location):
+    def __init__(self, location: S3Location, budget: float | None = None):
         self.location = location
         self.bucket = location.bucket
         self.prefix = f"{location.prefix}/" if location.prefix else ""
+        self.budget = settings.current().storage_timeout if budget is None else budget  # STORAGE_TIMEOUT
 
     @property
     def client(self) -> Any:
-        return client_for(self.location)
+        return client_for(self.location, self.budget)
 
     def key_for(self, digest: str) -> str:
         return f"{self.prefix}{digest[:2]}/{digest}.gz"
@@ -159,7 +194,7 @@ class UploadBucket:
     # --- an upload's original ---------------------------------------------------------------------------
 
     def keep(self, data: bytes, digest: str) -> PendingObject:
-        """Start writing the upload's original in a background thread, beside the upload's database work."""
+        """Start writing the upload's original in a background thread; ``wait`` for it within the budget."""
         return PendingObject(self, data, digest)
 
     def put(self, key: str, body: Any, md5: bytes) -> None:
@@ -261,6 +296,29 @@ class UploadBucket:
         result.rows_without_object = sorted(unseen)
         return result
 
+    def forget_stray(self, digest: str) -> bool:
+        """Delete the object of an upload that was not stored, unless a stored submission names the same
+        content (another upload may share it): False when one does. Raises StorageFailed."""
+        if _named_by_a_row(digest):
+            return False
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.key_for(digest))
+        except _s3_errors() as exc:
+            raise storage_failed(exc, f"deleting {self.where(digest)}") from exc
+        return True
+
+    def settle_stray(self, digest: str) -> str:
+        """The repair of an upload whose write was left in doubt (a job, once ``stray_after`` has passed): its
+        object deleted unless a stored submission names it, and again a moment later, in case the server,
+        paused until just now, was still finishing the write it had taken before. Raises StorageFailed while
+        the server does not answer (the job is tried again later)."""
+        for attempt in range(2):
+            if not self.forget_stray(digest):
+                return f"kept {self.where(digest)}: a stored submission has this content"
+            if attempt == 0:
+                time.sleep(SETTLE_SECONDS)
+        return f"deleted {self.where(digest)}: no stored submission has this content"
+
     def repair(self, found: BucketCheck) -> None:
         """Delete the objects without a row (one request each: DeleteObjects wants a checksum some servers
         refuse, and such objects are few)."""
@@ -298,14 +356,18 @@ def check_bucket(
 
 
 class PendingObject:
-    """An original being written to its final key: ``wait`` before the commit (raises StorageFailed if the
-    server refused it), ``finish`` after it, ``discard`` when nothing was stored."""
+    """An original being written to its final key: ``wait`` before the upload's transaction begins (raises
+    StorageFailed if the server refused the write or did not confirm it within the budget), ``finish`` after
+    its commit, ``discard`` when nothing was stored (then ``in_doubt`` says whether the object may still
+    appear, for a repair once the server answers)."""
 
     def __init__(self, bucket: UploadBucket, data: bytes, digest: str):
         self.bucket = bucket
         self.digest = digest
         self.key = bucket.key_for(digest)
+        self.in_doubt = False
         self._body: bytes | None = None
+        self._deadline = time.monotonic() + bucket.budget
         self._future: Future = upload_files.writer_threads().submit(self._write, data)
 
     def _write(self, data: bytes) -> None:
@@ -313,15 +375,32 @@ class PendingObject:
         self.bucket.put(self.key, body, hashlib.md5(body, usedforsecurity=False).digest())
         self._body = body  # kept until finish, in case the object must be written again
 
+    def _remaining(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    def _gave_up(self) -> None:
+        """The budget is spent and the write has not ended: one not begun never will (cancelled); one under
+        way may still land."""
+        self.in_doubt = self.in_doubt or not self._future.cancel()
+
     def wait(self) -> None:
-        """Raises StorageFailed if the server refused the write or could not be reached."""
+        """Raises StorageFailed if the server refused the write, could not be reached or did not confirm it
+        within the budget."""
+        doing = f"writing {self.bucket.where(self.digest)}"
         try:
-            self._future.result()
+            self._future.result(timeout=self._remaining())
+        except futures.TimeoutError:
+            if self._future.done():  # the write's own failure, not the budget's end
+                raise
+            self._gave_up()
+            late = TimeoutError(f"no answer within {self.bucket.budget:g} s (STORAGE_TIMEOUT)")
+            raise storage_failed(late, doing) from None
         except _s3_errors() as exc:
-            raise storage_failed(exc, f"writing {self.bucket.where(self.digest)}") from exc
+            self.in_doubt = _may_have_landed(exc)
+            raise storage_failed(exc, doing) from exc
 
     def finish(self) -> None:
-        """After the commit: the object was written before it, so this only makes sure it is still there
+        """After the commit: the object was confirmed before it, so this only makes sure it is still there
         (a concurrent upload of the same content whose commit failed may have deleted it in between) and
         writes it again if not. The row is stored, so a failure here is logged, not answered; `flask uploads
         check` reports a row without its object."""
@@ -335,19 +414,27 @@ class PendingObject:
             log.error("could not confirm %s after its commit (%s); `flask uploads check` will tell", self.key, exc)
 
     def discard(self) -> None:
-        """Nothing was stored: delete the object, unless the write failed (then there is none, or a server
-        that failed holds one, which `flask uploads check` reports) or a stored submission names the same
-        content. Never raises: the upload's own error is the answer."""
-        futures.wait([self._future])
+        """Nothing was stored: delete the object, unless the write failed before reaching the server (then
+        there is none) or a stored submission names the same content. Never raises, and waits for the write no
+        longer than the rest of the budget: a write still under way then, one that failed after reaching the
+        server, or a delete that failed leaves ``in_doubt`` set. The upload's own error is the answer."""
         self._body = None
-        if self._future.exception() is not None:
+        if not self._future.done():
+            futures.wait([self._future], timeout=self._remaining())
+            if not self._future.done():
+                self._gave_up()
+                return
+        if self._future.cancelled():
+            return
+        failure = self._future.exception()
+        if failure is not None:
+            self.in_doubt = self.in_doubt or (isinstance(failure, _s3_errors()) and _may_have_landed(failure))
             return
         try:
-            if _named_by_a_row(self.digest):
-                return
-            self.bucket.client.delete_object(Bucket=self.bucket.bucket, Key=self.key)
-        except Exception as exc:  # the database or the server away: the object stays for `uploads check`
+            self.bucket.forget_stray(self.digest)
+        except Exception as exc:  # the database or the server away: the object waits for its repair
             log.warning("could not remove %s of an upload that was not stored (%s)", self.key, exc)
+            self.in_doubt = True
 
 
 def _named_by_a_row(digest: str) -> bool:

@@ -3,9 +3,12 @@ path or file:///path) or an S3 bucket (upload_objects: s3://bucket/prefix). Uplo
 uploads check` go through here and do not ask which.
 
 Both keep the same gzip bytes under the same content-addressed name (``<sha256[:2]>/<sha256>.gz``) and the
-same contract around an upload's transaction: ``keep`` starts the write, ``wait`` before the commit raises
-StorageFailed if the store refused it, ``finish`` after the commit makes the original durable and visible,
-``discard`` when nothing was stored.
+same contract around an upload's transaction: ``keep`` starts the write, ``wait`` before the transaction
+begins raises StorageFailed if the store refused it or did not confirm it within STORAGE_TIMEOUT (so a store
+that hangs holds no lock and no worker for longer), ``finish`` after the commit makes the original durable
+and visible, ``discard`` when nothing was stored. After ``discard``, ``in_doubt`` says that the original may
+still appear (a bucket that took the write but did not answer): ``settle_stray``, run by a job once
+``stray_after`` has passed, removes it unless a stored submission names it.
 """
 
 from __future__ import annotations
@@ -17,11 +20,25 @@ from app.services.storage import upload_files, upload_objects
 from app.services.storage.upload_files import IN_FLIGHT_SECONDS, FolderCheck
 from app.services.storage.upload_objects import BucketCheck
 
-__all__ = ["IN_FLIGHT_SECONDS", "BucketCheck", "FolderCheck", "Kept", "Store", "check", "current", "keep"]
+__all__ = [
+    "IN_FLIGHT_SECONDS",
+    "BucketCheck",
+    "FolderCheck",
+    "Kept",
+    "Store",
+    "check",
+    "current",
+    "keep",
+    "settle_stray",
+    "stray_after",
+]
 
 
 class Kept(Protocol):
-    """An original being written beside its upload's transaction."""
+    """An original being written for its upload, confirmed before the upload's transaction begins."""
+
+    digest: str
+    in_doubt: bool  # after discard: the original may still appear in the store (settle_stray removes it)
 
     def wait(self) -> None: ...
 
@@ -52,12 +69,27 @@ def current() -> Store:
 
 
 def keep(data: bytes, digest: str) -> Kept:
-    """Start writing an upload's original to the store, in the background (see the module's docstring)."""
+    """Start writing an upload's original to the store, in the background; ``wait`` for it before the upload's
+    transaction (see the module's docstring)."""
     return current().keep(data, digest)
 
 
 def read_original(digest: str) -> bytes:
     return current().read_original(digest)
+
+
+def stray_after() -> float:
+    """Seconds after a discard left an original in doubt by which this process no longer writes it."""
+    return upload_objects.stray_after(settings.current().storage_timeout)
+
+
+def settle_stray(digest: str) -> str:
+    """Remove the original of an upload that was not stored, left in doubt, unless a stored submission names
+    it; what was done, briefly. Raises StorageFailed while the store does not answer."""
+    store = current()
+    if not isinstance(store, upload_objects.UploadBucket):
+        return "nothing to do: uploads are kept in a folder"  # a folder's leftovers go when their write ends
+    return store.settle_stray(digest)
 
 
 def check(delete: bool = False, min_age: float = IN_FLIGHT_SECONDS) -> FolderCheck | BucketCheck:
