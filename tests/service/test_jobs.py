@@ -314,3 +314,16 @@ def test_an_address_refused_for_good_is_marked_once_with_its_latest_refusal(ctx)
     assert mark.reply == "mailbox name not allowed"
     undeliverable.clear("ZED@example.org")
     assert undeliverable.mark_of("zed@example.org") is None
+
+
+def test_a_letter_asked_for_by_address_shares_its_purpose_with_the_next_to_that_address_alone():
+    """A password reset is queued by address (no account id, so nothing tells who has one): its purpose is the
+    address's, so a reset delivered after one that failed clears it, and another person's never does."""
+    from app.services.mail import outbox
+
+    ann = outbox.purpose_of("reset", {"email": "ann@example.org"})
+    assert ann == outbox.purpose_of("reset", {"email": "Ann@Example.org"}) != outbox.purpose_of(
+        "reset", {"email": "bob@example.org"}
+    )
+    assert ann.startswith("mail:reset:") and "ann" not in ann  # the jobs page shows purposes, not addresses
+    assert outbox.purpose_of("reset", {}) is None

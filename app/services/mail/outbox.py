@@ -7,6 +7,7 @@ Arguments are ids and versions, never a link's secret: see the package's docstri
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 from collections.abc import Callable
@@ -43,10 +44,13 @@ def writer(name: str, write: Callable[[dict], Letter | None], *, checks_address:
 def purpose_of(letter: str, args: dict) -> str | None:
     """Letters of one kind about one thing (the ids among their arguments: an account, an invitation, a split)
     share a purpose: the newest one's outcome says whether mail of that purpose needs a person
-    (models.Job.purpose), so a letter that failed is cleared by the next one that goes. None for a letter
-    about no id: it answers for itself alone (sharing one purpose, a letter to one person would clear
-    another's failure)."""
+    (models.Job.purpose), so a letter that failed is cleared by the next one that goes. A letter about an
+    address alone (a password reset is asked for by address) shares it with letters of its kind to that
+    address, named by a digest (the jobs table shows purposes). None for a letter about neither: it answers
+    for itself alone (sharing one purpose, a letter to one person would clear another's failure)."""
     ids = "".join(f":{args[name]}" for name in sorted(args) if name.endswith("_id"))
+    if not ids and isinstance(args.get("email"), str):
+        ids = ":" + hashlib.sha256(args["email"].strip().lower().encode()).hexdigest()[:16]
     return f"{MAIL}:{letter}{ids}" if ids else None
 
 
