@@ -341,7 +341,9 @@ def submit(
     """Validate, score and store an upload for a team, consuming its quota in the same transaction.
 
     With an idempotency key this account has sent before, nothing is stored: the first upload's answer is
-    given again (its result, or its refusal), or InvalidInput if the key came with another upload.
+    given again (its result, or its refusal), or InvalidInput if the key came with another upload. The first
+    answer is given whatever happened since (the split closed, its phase ended, the quota filled): it is the
+    answer to that upload, which was taken when it came.
 
     Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed, or outside its phase:
     nothing is stored), TooLarge, QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then
@@ -351,12 +353,13 @@ def submit(
     now = now or utcnow()
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     team = resolve_team(user, team_ref)
-    if not split.is_open:
-        raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
-    phases.check_accepting(split, now)
+    key = check_idempotency_key(idempotency_key)
+    if key is None or not _key_used(user.id, key):  # a replay is answered below, before any other check
+        if not split.is_open:
+            raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
+        phases.check_accepting(split, now)
     upload = _clean_upload(upload)
     check_size(upload.data)
-    key = check_idempotency_key(idempotency_key)
     inputs = catalog.scoring_inputs(split)
     attempt = _Attempt(split.id, team.id, user.id, split.benchmark.slug, team.name, upload, inputs)
     attempt.digest = checksums.sha256(upload.data)
@@ -431,6 +434,12 @@ def _sent_before(attempt: _Attempt) -> Submission | None:
             Submission.user_id == attempt.user_id, Submission.idempotency_key == attempt.idempotency_key
         )
     )
+
+
+def _key_used(user_id: int, key: str) -> bool:
+    """Whether this account sent this key before (then the upload is a replay, _replay answers it)."""
+    found = select(Submission.id).where(Submission.user_id == user_id, Submission.idempotency_key == key)
+    return db.session.scalar(found.limit(1)) is not None
 
 
 def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
