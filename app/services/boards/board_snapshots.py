@@ -267,11 +267,19 @@ def _on_board(split: Split) -> tuple:
     )
 
 
+def standing_at(until: datetime | None) -> tuple:
+    """What kept an entry on the board at a closing time `until` (closed from that instant on, as for uploads):
+    uploaded and published before it; nothing more without one. With _on_board's conditions (still published,
+    not hidden), the final board's entries: an entry its team withdrew after the closing time has left the
+    final board too (its publication is cleared), and one published again after it dates from then, so it is
+    on the board but not on the final board; one a maintainer hid stays hidden from both."""
+    return () if until is None else (Submission.created_at < until, Submission.published_at < until)
+
+
 def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
-    predictions, by submission id; with `until` (a closing time: closed from that instant on, as for uploads),
-    only those uploaded and published before it."""
-    kept = () if until is None else (Submission.created_at < until, Submission.published_at < until)
+    predictions, by submission id; with `until` (a closing time), only those on the board then (standing_at)."""
+    kept = standing_at(until)
     return db.session.execute(
         select(
             Submission.id,

@@ -30,6 +30,7 @@ from app.services.boards.board_snapshots import (
     final_snapshot,
     memo_get,
     snapshot,
+    standing_at,
 )
 from app.services.catalog import phases
 from app.services.errors import NotFound, ServiceError
@@ -226,14 +227,16 @@ HELD_POLICIES = {
 }
 
 
-def held_facts(split: SplitInfo | Split) -> Held:
-    """How many published entries, from how many teams, a held board's reveal will show (one query)."""
+def held_facts(split: SplitInfo | Split, until: datetime | None = None) -> Held:
+    """How many published entries, from how many teams, a held board's reveal will show (one query); `until`
+    (the closing time, for the final view): those its final board will show (board_snapshots.standing_at)."""
     entries, teams = db.session.execute(
         select(func.count(), func.count(Submission.team_id.distinct())).where(
             Submission.split_id == split.id,
             Submission.status == "scored",
             Submission.published_at.is_not(None),
             Submission.hidden_at.is_(None),
+            *standing_at(until),
         )
     ).one()
     return Held(entries, teams, split.feedback, HELD_POLICIES[split.feedback])
@@ -710,7 +713,8 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         available=available,
         chosen=_given(asked.chosen),
         changelog=changelog(full),
-        held=held_facts(split),
+        # The final view counts the entries as they stood at closing, as its board will show them.
+        held=held_facts(split, as_utc(split.closes_at) if asked.view == FINAL and split.closes_at else None),
         q=asked.q,
         examples=examples,
     )
