@@ -25,7 +25,7 @@ from app.services.boards import exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import Listed
 from app.services.catalog import phases
-from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
+from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError, Throttled
 from app.services.intake import quotas, submissions
 from app.services.intake.submissions import Upload, timestamp
 from app.services.people import accounts
@@ -58,6 +58,8 @@ def service_error(exc: ServiceError):
         seconds = quotas.retry_after_seconds(exc)
         if seconds is not None:
             headers["Retry-After"] = str(seconds)
+    if isinstance(exc, Throttled):  # too many changes of a board's entries: when the next is allowed
+        headers["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, Unauthenticated):
         headers["WWW-Authenticate"] = 'Bearer realm="holdout"'
     return body, exc.status, headers

@@ -34,7 +34,6 @@ from app.services.boards.board_snapshots import (
 )
 from app.services.catalog import phases
 from app.services.errors import NotFound, ServiceError
-from app.services.jobs import transport
 
 PER_PAGE = 100
 # For pages that list several families' scores at once (a team's submissions): each family's declared labels.
@@ -571,10 +570,10 @@ _BENCHMARK_QUERY = (
 
 
 def behind_marker(snapshot_version: int | None) -> int | None:
-    """What a page depends on of its board's last finished snapshot: its version where workers build boards
-    (a page served while the next one is built changes when that is done); nothing where the reader builds
-    an out-of-date board itself (JOB_QUEUE=inline), whose page is always at the board's version."""
-    return None if transport.inline() else snapshot_version
+    """What a page depends on of its board's last finished snapshot: its version (a page served while the next
+    one is built, by a worker or in-process by a reader once BOARD_REBUILD_SECONDS have passed, changes when
+    that is done)."""
+    return snapshot_version
 
 
 def benchmark_info(slug: str) -> BenchmarkInfo:

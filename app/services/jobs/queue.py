@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -92,24 +93,29 @@ class Queued:
     delay: float = 0.0
 
 
-def enqueue(kind: str, key: str, args: dict | None = None, session: Session | None = None) -> int | None:
+def enqueue(
+    kind: str, key: str, args: dict | None = None, session: Session | None = None, run_after: datetime | None = None
+) -> int | None:
     """Queue a job in the session's open transaction: it exists if and only if the caller's changes commit,
-    and is handed to its runner after that commit. None when a job of this key is already waiting (it will
-    see these changes too: jobs read the state they work on when they run)."""
+    and is handed to its runner after that commit (`run_after`: not before then). None when a job of this key
+    is already waiting (it will see these changes too: jobs read the state they work on when they run)."""
     session = session or db.session()
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     now = utcnow()
+    due = max(now, run_after) if run_after is not None else now
     statement = (
         insert(Job)
         .values(
-            kind=kind, key=key, args=json.dumps(args or {}), state="queued", attempts=0, queued_at=now, run_after=now
+            kind=kind, key=key, args=json.dumps(args or {}), state="queued", attempts=0, queued_at=now, run_after=due
         )
         .on_conflict_do_nothing(index_elements=[Job.key], index_where=WAITING)
         .returning(Job.id)
     )
     job_id = session.execute(statement).scalar()
     if job_id is not None:
-        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key))
+        # A second more, so that its runner, woken by another clock, does not find it not yet due.
+        delay = math.ceil((due - now).total_seconds()) + 1 if due > now else 0.0
+        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key, delay))
     return job_id
 
 
@@ -291,6 +297,12 @@ def waiting_since(key: str) -> datetime | None:
     found = db.session.scalar(
         select(func.min(Job.queued_at)).where(Job.key == key, Job.state.in_(("queued", "running")))
     )
+    return as_utc(found) if found is not None else None
+
+
+def last_started(key: str, session: Session | None = None) -> datetime | None:
+    """When the latest run of this key began (None: none is kept)."""
+    found = (session or db.session()).scalar(select(func.max(Job.started_at)).where(Job.key == key))
     return as_utc(found) if found is not None else None
 
 
