@@ -85,7 +85,8 @@ def test_publishing_and_unpublishing_are_throttled_per_entry_and_per_account(app
     # Another entry has a count of its own, until the account's runs out (the refused attempt counted too).
     assert _change(client, world, second, "publish").status_code == 200
     over = _change(client, world, second, "unpublish")
-    assert over.status_code == 429 and "this account published, unpublished or edited entries 5 times" in over.json["error"]
+    assert over.status_code == 429
+    assert "this account published, unpublished or edited entries 5 times" in over.json["error"]
     # The pages answer the same: a 429 page with Retry-After.
     assert login(client, "member@example.org", PASSWORD).status_code == 302
     page = post_form(client, f"/submissions/{second}/unpublish", form_page=f"/submissions/{second}")
