@@ -725,7 +725,7 @@ def snapshot(split: Split) -> Snapshot:
     if transport.inline():
         # In-process the reader builds, once the window since the last build has passed (BOARD_REBUILD_SECONDS);
         # sooner, it is served the last board, as readers are while a worker builds the next.
-        if found.built_at is not None and utcnow() < found.built_at + timedelta(seconds=rebuild_seconds()):
+        if found.built_at is not None and built_lately(found.built_at):
             return _behind(split, found, since=found.built_at)
         return _build_here(split, version)
     return _behind(split, found)
@@ -734,6 +734,12 @@ def snapshot(split: Split) -> Snapshot:
 def rebuild_seconds() -> float:
     """BOARD_REBUILD_SECONDS: a board is rebuilt at most once in this many seconds."""
     return settings.current().board_rebuild_seconds
+
+
+def built_lately(built_at: datetime) -> bool:
+    """Whether a board built then is within its rebuild window: in-process its reader does not build it again
+    yet, whatever changed since."""
+    return utcnow() < as_utc(built_at) + timedelta(seconds=rebuild_seconds())
 
 
 def _next_rebuild(split_id: int, session: Session) -> datetime | None:

@@ -26,6 +26,7 @@ from app.services.boards.board_snapshots import (
     Entry,
     ReferenceRow,
     Snapshot,
+    built_lately,
     changelog,
     final_snapshot,
     memo_get,
@@ -34,6 +35,7 @@ from app.services.boards.board_snapshots import (
 )
 from app.services.catalog import phases
 from app.services.errors import NotFound, ServiceError
+from app.services.jobs import transport
 
 PER_PAGE = 100
 # For pages that list several families' scores at once (a team's submissions): each family's declared labels.
@@ -561,6 +563,7 @@ _BENCHMARK_QUERY = (
         LeaderboardCache.version,
         Split.opens_at,
         Split.closes_at,
+        LeaderboardCache.computed_at,
     )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .outerjoin(LeaderboardCache, LeaderboardCache.split_id == Split.id)
@@ -569,11 +572,16 @@ _BENCHMARK_QUERY = (
 )
 
 
-def behind_marker(snapshot_version: int | None) -> int | None:
-    """What a page depends on of its board's last finished snapshot: its version (a page served while the next
-    one is built, by a worker or in-process by a reader once BOARD_REBUILD_SECONDS have passed, changes when
-    that is done)."""
-    return snapshot_version
+def behind_marker(snapshot_version: int | None, built_at: datetime | None, board_version: int) -> int | None:
+    """What a page depends on of its board's last finished snapshot: its version where workers build boards
+    (a page served while the next one is built changes when that is done). In-process (JOB_QUEUE=inline) the
+    reader builds an out-of-date board itself, and its page is at the board's version (nothing), except within
+    the board's rebuild window (BOARD_REBUILD_SECONDS), when it is served the last board: its version then."""
+    if not transport.inline():
+        return snapshot_version
+    if snapshot_version is None or built_at is None or snapshot_version >= board_version:
+        return None
+    return snapshot_version if built_lately(built_at) else None
 
 
 def benchmark_info(slug: str) -> BenchmarkInfo:
@@ -599,7 +607,7 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
             row[17],
             bool(row[18]),
             row[20],
-            behind_marker(row[21]),
+            behind_marker(row[21], row[24], row[11] or 0),
             as_utc(row[22]) if row[22] is not None else None,
             as_utc(row[23]) if row[23] is not None else None,
             phases.phase_of(row[22], row[23], now),
