@@ -213,7 +213,7 @@ def test_a_held_board_queues_no_job_until_its_scores_are_shown(world, app, monke
     catalog.set_policy("nlvr2", "test-u", feedback="full")
     data = synthetic.predictions("nlvr2", world["hidden_gold"], 0.7, seed=1)
     submissions.store_scored(split, world["lab"], data, model_name="m1", description="d", publish=True)
-    assert _board_jobs(split) == ["queued"]  # shown under `full`: its reader builds it
+    assert _board_jobs(split) == ["queued"]  # shown under `full`: a worker builds it
     catalog.set_policy("nlvr2", "test-u", feedback="ladder")
     assert _board_jobs(split) == []  # held now: the waiting job is dropped
     data = synthetic.predictions("nlvr2", world["hidden_gold"], 0.8, seed=2)
