@@ -26,6 +26,8 @@ def create_app(config: dict | None = None) -> Flask:
         app.config.update(config)
         if config.get("TESTING") and "LEADERBOARD_PAGE_TTL" not in config:
             app.config["LEADERBOARD_PAGE_TTL"] = 0  # tests read pages right after changing them
+        if config.get("TESTING") and "BOARD_REBUILD_SECONDS" not in config:
+            app.config["BOARD_REBUILD_SECONDS"] = 0  # and boards right after changing them (a test sets a window)
     # Flask's defaults already hold MAX_CONTENT_LENGTH = None, so setdefault would never apply the limit.
     if not app.config.get("MAX_CONTENT_LENGTH"):
         app.config["MAX_CONTENT_LENGTH"] = request_body_limit(app.config["MAX_UPLOAD_MB"])

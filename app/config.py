@@ -97,6 +97,10 @@ def from_environment(instance_path: str) -> dict:
         # A leaderboard page served to visitors without a session is reused for this long without asking
         # the database (0: never). Pages for logged-in users are always current.
         "LEADERBOARD_PAGE_TTL": _seconds("LEADERBOARD_PAGE_TTL", 2.0),
+        # A board is rebuilt at most once in this many seconds: changes that come sooner after its last build
+        # (publishing and withdrawing, over and over) wait for the window's end, folded into one rebuild, and
+        # readers meanwhile get the last board marked as updating (0: rebuilt after every change).
+        "BOARD_REBUILD_SECONDS": _seconds("BOARD_REBUILD_SECONDS", 5.0),
         # Who may read /metrics: these addresses or networks, or anyone sending this bearer token.
         "METRICS_ALLOW": networks("METRICS_ALLOW", os.environ.get("METRICS_ALLOW", DEFAULT_METRICS_ALLOW)),
         "METRICS_TOKEN": os.environ.get("METRICS_TOKEN") or None,

@@ -117,8 +117,14 @@ def may_hold_write_lock() -> bool:
     """Whether the session's open transaction may hold a write lock: it has changes, pending or flushed,
     or this request began its transactions as a writer. Work done on a connection of its own (a shared
     cache) must not wait for such a lock held by its own caller."""
+    return bool(_immediate.get() or has_changes())
+
+
+def has_changes() -> bool:
+    """Whether the session's open transaction has changes of its own, pending or flushed (ending it would
+    lose them)."""
     session = db.session()
-    return bool(_immediate.get() or session.new or session.dirty or session.deleted or session.info.get("flushed"))
+    return bool(session.new or session.dirty or session.deleted or session.info.get("flushed"))
 
 
 @event.listens_for(Session, "after_flush")

@@ -37,6 +37,8 @@ class Settings:
     job_time_limit: float = 600.0
     job_stuck_after: float = 300.0
     job_heartbeat: float = 5.0  # a running job's heartbeat; six missed, and its worker is taken for dead
+    # A board is rebuilt at most once in this many seconds (changes meanwhile wait, folded into one rebuild).
+    board_rebuild_seconds: float = 5.0
     # Original uploads in an S3 bucket instead of the folder (STORAGE_URL=s3://bucket/prefix).
     upload_bucket: S3Location | None = None
     # Seconds an upload waits for the store to confirm its original, retries included (STORAGE_TIMEOUT).
@@ -71,6 +73,7 @@ class Settings:
             job_time_limit=float(config.get("JOB_TIME_LIMIT", 600)),
             job_stuck_after=float(config.get("JOB_STUCK_AFTER", 300)),
             job_heartbeat=float(config.get("JOB_HEARTBEAT", 5)),
+            board_rebuild_seconds=float(config.get("BOARD_REBUILD_SECONDS", 5)),
             mail_server=config.get("MAIL_SERVER") or None,
             mail_timeout=float(config.get("MAIL_TIMEOUT", 30)),
             mail_options=tuple((key, value) for key, value in config.items() if key.startswith("MAIL_")),

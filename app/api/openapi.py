@@ -647,6 +647,15 @@ RESPONSES["TooManyRequests"] = _json(
     },
 )
 
+# Publishing, unpublishing and editing a published entry: too many changes in the last hour (per account and
+# per entry); the body is a plain Error.
+RESPONSES["TooManyChanges"] = _json(
+    _ref("Error"),
+    "Too many changes of the board's entries in the last hour, by this account or of this entry.",
+    headers={"Retry-After": {"schema": {"type": "string"}, "description": "Seconds until the next is allowed."}},
+)
+TOO_MANY_CHANGES = {"429": {"$ref": "#/components/responses/TooManyChanges"}}
+
 SUBMISSION_ID = {
     "name": "submission_id",
     "in": "path",
@@ -925,7 +934,8 @@ PATHS = {
                 "404",
                 "409",
                 "422",
-            ),
+            )
+            | TOO_MANY_CHANGES,
         }
     },
     "/submissions/{submission_id}/unpublish": {
@@ -933,7 +943,8 @@ PATHS = {
             "operationId": "unpublishSubmission",
             "summary": "Take a submission off the leaderboard (team members)",
             "parameters": [SUBMISSION_ID],
-            "responses": _responses(("200", "The submission.", _ref("Submission")), "401", "403", "404"),
+            "responses": _responses(("200", "The submission.", _ref("Submission")), "401", "403", "404")
+            | TOO_MANY_CHANGES,
         }
     },
     "/openapi.json": {

@@ -58,7 +58,7 @@ def service_error(exc: ServiceError):
         seconds = quotas.retry_after_seconds(exc)
         if seconds is not None:
             headers["Retry-After"] = str(seconds)
-    elif exc.retry_after is not None:  # a store that did not answer (StorageFailed)
+    elif exc.retry_after is not None:  # a store that did not answer, too many changes: when to try again
         headers["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, Unauthenticated):
         headers["WWW-Authenticate"] = 'Bearer realm="holdout"'

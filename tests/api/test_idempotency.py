@@ -87,3 +87,34 @@ def test_a_malformed_key_is_refused_naming_the_header(app, client, world, key):
     assert response.status_code == 422
     assert "Idempotency-Key header must be 1 to 255 visible ASCII characters" in response.json["error"]
     assert _rows(app) == 0
+
+
+@pytest.mark.parametrize("closing", ["phase", "policy", "quota"])
+def test_a_replay_gets_the_stored_answer_after_the_split_closes(app, client, world, closing):
+    """As the README promises: the first answer again whatever happened since (issue 35: a replay after the
+    split's closing time, or after `splits policy --closed`, was a 409; one after the quota filled up is
+    answered too). A new upload is refused as before, and the same key with another file still is."""
+    from datetime import timedelta
+
+    from app.models import utcnow
+    from app.services import catalog
+    from app.services.catalog import phases
+
+    data = world.predictions()
+    first = _post(client, world, "member", data, "before-closing")
+    assert first.status_code == 201
+    with app.app_context():
+        if closing == "phase":
+            phases.set_phase("nlvr2", "dev", closes_at=(utcnow() - timedelta(minutes=1)).isoformat())
+        elif closing == "policy":
+            catalog.set_policy("nlvr2", "dev", is_open=False)
+        else:
+            catalog.set_policy("nlvr2", "dev", total=1)
+    again = _post(client, world, "member", data, "before-closing")
+    assert again.status_code == 201, again.json
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json["id"] == first.json["id"]
+    refused = 429 if closing == "quota" else 409
+    assert _post(client, world, "member", data, "after-closing").status_code == refused
+    other = _post(client, world, "member", world.predictions(seed=3), "before-closing")
+    assert other.status_code == 422 and "was sent before with another upload" in other.json["error"]
+    assert _rows(app) == 1

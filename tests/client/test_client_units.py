@@ -64,3 +64,14 @@ def test_a_rank_is_written_with_its_interval_as_the_board_and_the_exports_write_
     assert output._rank({"rank": 2, "rank_low": 2, "rank_high": 4}) == "2 (2–4)"
     assert output._rank({"rank": 1, "rank_low": 1, "rank_high": 1}) == "1 (1)"
     assert output._rank({"rank": 3, "rank_low": None, "rank_high": None}) == "3"
+
+
+def test_a_publication_limit_is_not_reported_as_a_quota(capsys):
+    """A 429 with a quota's `retry_at` is "over quota"; a publication limit's (issue 35) is reported as sent."""
+    from holdout_client import cli
+
+    cli._report(api.ApiError(429, "the team has used its 2 submissions for today", body={"retry_at": None}))
+    assert capsys.readouterr().err.startswith("over quota: the team has used its 2 submissions for today")
+    limit = "submission 3 was published, unpublished or edited 10 times in the last hour, the most allowed"
+    cli._report(api.ApiError(429, limit, body={"error": limit, "details": []}))
+    assert capsys.readouterr().err == f"refused (HTTP 429): {limit}\n"

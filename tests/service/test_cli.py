@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app import synthetic
 from app.db import db
 from app.evaluation import TASK_TYPES
-from app.models import Job, Score, Split, Submission
+from app.models import Job, LeaderboardCache, Score, Split, Submission
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots
 from tests.support.files import write
@@ -203,6 +203,11 @@ def test_demo_is_idempotent_and_lands_healthy(app, runner):
         # A held board's job either ran or was never queued.
         keys = {board_snapshots.board_key(split.id) for split in held}
         assert not db.session.scalars(select(Job).where(Job.key.in_(keys), Job.state != "done")).all()
+        # Every public board was built before the demo ended (in-process no job waits for its reader).
+        for split in splits:
+            if visibility.scores_are_public(split):
+                stored = db.session.get(LeaderboardCache, split.id)
+                assert stored is not None and stored.version == split.board_version, split.slug
         tasks = {s.benchmark.task_type for s in splits}
         assert tasks == set(TASK_TYPES)  # every family has a demo benchmark
         nlvr2_dev = next(s for s in splits if s.benchmark.task_type == "nlvr2" and s.slug == "dev")

@@ -202,16 +202,18 @@ def _board_jobs(split) -> list[str]:
     return list(db.session.scalars(select(Job.state).where(Job.key == board_snapshots.board_key(split.id))))
 
 
-def test_a_held_board_queues_no_job_until_its_scores_are_shown(world):
+def test_a_held_board_queues_no_job_until_its_scores_are_shown(world, app, monkeypatch):
     """Nobody may read a held board (a blind test under `ladder` or `none` before its reveal), so no job is queued
-    for it: in-process, where a board's job waits for its reader, it waited for ever and /healthz called it
-    stuck (issue 34). One queued while its scores were shown is dropped when they are held; the reveal queues
-    the job that builds it."""
+    for it (in-process, where a board's job waited for its reader, it waited for ever and /healthz called it
+    stuck: issue 34). One queued while its scores were shown is dropped when they are held; the reveal queues
+    the job that builds it. With workers (stood in for): in-process no board job is queued at all."""
+    monkeypatch.setattr(transport, "defer", lambda job: True)
+    app.config["JOB_QUEUE"] = "procrastinate"
     split = catalog.get_split("nlvr2", "test-u")
     catalog.set_policy("nlvr2", "test-u", feedback="full")
     data = synthetic.predictions("nlvr2", world["hidden_gold"], 0.7, seed=1)
     submissions.store_scored(split, world["lab"], data, model_name="m1", description="d", publish=True)
-    assert _board_jobs(split) == ["queued"]  # shown under `full`: its reader builds it
+    assert _board_jobs(split) == ["queued"]  # shown under `full`: a worker builds it
     catalog.set_policy("nlvr2", "test-u", feedback="ladder")
     assert _board_jobs(split) == []  # held now: the waiting job is dropped
     data = synthetic.predictions("nlvr2", world["hidden_gold"], 0.8, seed=2)
@@ -222,7 +224,7 @@ def test_a_held_board_queues_no_job_until_its_scores_are_shown(world):
     # reads before it writes, may lose the race with their commits ("database is locked"; it would be retried).
     assert transport.wait_beside()
     assert _board_jobs(split) == ["queued"]
-    assert transport.run_due_here() == 1 and _board_jobs(split) == ["done"]
+    assert transport.run_due_here() >= 1 and _board_jobs(split) == ["done"]  # with the reveal's letters
     assert [entry.model_name for entry in leaderboards.board("nlvr2", "test-u").entries] == ["m2", "m1"]
 
 
@@ -322,8 +324,10 @@ def test_a_letter_asked_for_by_address_shares_its_purpose_with_the_next_to_that_
     from app.services.mail import outbox
 
     ann = outbox.purpose_of("reset", {"email": "ann@example.org"})
-    assert ann == outbox.purpose_of("reset", {"email": "Ann@Example.org"}) != outbox.purpose_of(
-        "reset", {"email": "bob@example.org"}
+    assert (
+        ann
+        == outbox.purpose_of("reset", {"email": "Ann@Example.org"})
+        != outbox.purpose_of("reset", {"email": "bob@example.org"})
     )
     assert ann.startswith("mail:reset:") and "ann" not in ann  # the jobs page shows purposes, not addresses
     assert outbox.purpose_of("reset", {}) is None

@@ -18,8 +18,10 @@ from app.db import db
 from app.models import AuditEvent, Job, Reference, Score, Split, Submission, Subset, User
 from app.services import catalog
 from app.services.audit import audit_log
+from app.services.boards import board_snapshots
 from app.services.errors import InvalidInput
 from app.services.intake import submissions
+from app.services.jobs import queue
 from app.services.people import accounts, teams
 from tests.support.browser import login, post_form
 
@@ -71,6 +73,11 @@ def site(app):
                 submissions.Upload(data=b"dev-0-0-0-0,true\nno-such-id,false\n", model_name="Broken"),
             )
         ids = {"entry": entry.id, "hidden_entry": hidden_entry.id}
+        # Job 1, for the console's rerun: a board job as a worker would have it waiting (in-process, where this
+        # test runs, a board's change queues none: its reader builds it).
+        dev = catalog.get_split("nlvr2", "dev")
+        queue.enqueue("board", board_snapshots.board_key(dev.id), {"split_id": dev.id})
+        db.session.commit()
     return {"dev_gold": dev_gold, "test_gold": test_gold, **ids}
 
 

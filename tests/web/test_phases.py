@@ -10,6 +10,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import time_machine
 from sqlalchemy import func, select
 
@@ -166,3 +167,41 @@ def test_the_console_types_and_shows_times_as_24_hour_utc_text(app):
     twelve = post_form(admin, path, {"opens_at": "", "closes_at": "02/26/2027, 11:59 PM"}, form_page=page)
     assert twelve.status_code == 422
     assert "on the 24-hour clock, e.g. 2026-12-01 23:59" in twelve.get_data(True)
+
+
+@pytest.mark.postgres(reason="moments compared with the closing time in SQL: stored and compared per dialect")
+def test_a_held_boards_final_view_counts_the_entries_at_closing(app):
+    """A held board's final view says how many entries its final board will show: those uploaded and published
+    before the closing time and still on the board, not today's (issue 35). Withdrawn after the closing, an entry
+    has left the final board; published again after it, it is on the board but not the final one; hidden by a
+    maintainer, it is on neither."""
+    world = build_world(app)
+    with app.app_context():
+        phases.set_phase("nlvr2", "test-u", opens_at=OPENS, closes_at=CLOSES)
+    with time_machine.travel(DURING, tick=False):
+        kept, withdrawn, again, hidden = (
+            stored_submission(app, world, split="test-u", publish=True, seed=seed, model_name=f"m{seed}")
+            for seed in (1, 2, 3, 4)
+        )
+        late = stored_submission(app, world, split="test-u", seed=5, model_name="late")
+    with time_machine.travel(AFTER, tick=False):
+        with app.app_context():
+            member = db.session.scalar(select(User).where(User.email == "member@example.org"))
+            admin = db.session.scalar(select(User).where(User.email == "admin@example.org"))
+            submissions.unpublish(member, withdrawn)
+            submissions.unpublish(member, again)
+            submissions.publish(member, again, description="published again after the closing")
+            submissions.hide(admin, hidden, "a duplicate")
+            submissions.publish(member, late, description="after the closing")
+        client = app.test_client()
+        now = client.get("/api/v1/leaderboards/nlvr2/test-u").get_json()
+        final = client.get("/api/v1/leaderboards/nlvr2/test-u?view=final").get_json()
+        assert now["scores_public"] is False and final["entries"] == []
+        assert (now["held"]["entries"], final["held"]["entries"]) == (3, 1)  # kept, again, late; kept alone
+        page = client.get("/leaderboards/nlvr2/test-u?view=final").get_data(as_text=True)
+        assert "1 entry from 1 team is waiting" in page
+    with app.app_context():
+        catalog.reveal_split("nlvr2", "test-u")
+    with time_machine.travel(AFTER, tick=False):
+        final = app.test_client().get("/api/v1/leaderboards/nlvr2/test-u?view=final").get_json()
+        assert [entry["submission_id"] for entry in final["entries"]] == [kept]

@@ -7,8 +7,14 @@ Split.board_version, and the commit that bumps it queues a "board" job (app/serv
 snapshot and stores it, compressed, in LeaderboardCache. Readers never wait for it: they are served the
 last finished snapshot, marked as updating since the change (`Snapshot.updating_since`), less any entry
 taken off the board meanwhile; each process keeps the decoded snapshot in memory. Only a board that never
-had a snapshot, or one whose jobs run in-process (JOB_QUEUE=inline) with nobody else to run them, is built
-by its reader.
+had a snapshot, or one whose jobs would run in-process (JOB_QUEUE=inline), is built by its reader: in-process
+no board job is queued at all (nothing would run one that no reader asks for, and /healthz would call it
+stuck), the first reader after a change builds the board.
+
+A board is rebuilt at most once in BOARD_REBUILD_SECONDS, whoever builds it: a change that comes sooner after
+the last build waits for the window's end (its job is queued to run then; in-process, readers until then get
+the last board, marked as updating since it was built, less any entry taken off it), so N changes within a
+window cost one rebuild, however many toggles a team sends.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import cached_property
 from typing import Any, cast
 
@@ -32,8 +38,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from threadpoolctl import threadpool_limits
 
-from app import observability
-from app.db import db, may_hold_write_lock, own_session
+from app import observability, settings
+from app.db import db, has_changes, may_hold_write_lock, own_session
 from app.evaluation import display, get_task, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
@@ -150,6 +156,7 @@ class Snapshot:
     # with 80% power (statistics.resolution); None with fewer than two entries.
     resolutions: dict[str, float | None] = field(default_factory=dict)
     spreads: dict[str, float | None] = field(default_factory=dict)  # what each resolution came from (a unit's sd)
+    built_at: datetime | None = None  # when its computation began (for a stored one: when it was stored)
 
     @cached_property
     def team_entries(self) -> list[Entry]:
@@ -174,6 +181,7 @@ def _shown(value: float) -> float | None:
 def _compute(split: Split, version: int, until: datetime | None = None) -> Snapshot:
     """Scores, intervals and rank tiers of every published entry, from the stored predictions (`until`: of the
     entries on the board as it stood then, see final_snapshot)."""
+    built_at = utcnow()
     task = get_task(split.benchmark.task_type)
     rows = _published_rows(split, until)
     entries: list[Entry] = []
@@ -242,8 +250,10 @@ def _compute(split: Split, version: int, until: datetime | None = None) -> Snaps
                     gap_marked=gap_marked,
                 )
             )
-        return Snapshot(version, entries, _references(split), resolutions=resolutions, spreads=spreads)
-    return Snapshot(version, entries, _references(split))
+        return Snapshot(
+            version, entries, _references(split), resolutions=resolutions, spreads=spreads, built_at=built_at
+        )
+    return Snapshot(version, entries, _references(split), built_at=built_at)
 
 
 def _add_gap(task, gaps, i: int, scores: dict, intervals: dict) -> tuple[float | None, bool | None]:
@@ -267,11 +277,19 @@ def _on_board(split: Split) -> tuple:
     )
 
 
+def standing_at(until: datetime | None) -> tuple:
+    """What kept an entry on the board at a closing time `until` (closed from that instant on, as for uploads):
+    uploaded and published before it; nothing more without one. With _on_board's conditions (still published,
+    not hidden), the final board's entries: an entry its team withdrew after the closing time has left the
+    final board too (its publication is cleared), and one published again after it dates from then, so it is
+    on the board but not on the final board; one a maintainer hid stays hidden from both."""
+    return () if until is None else (Submission.created_at < until, Submission.published_at < until)
+
+
 def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
-    predictions, by submission id; with `until` (a closing time: closed from that instant on, as for uploads),
-    only those uploaded and published before it."""
-    kept = () if until is None else (Submission.created_at < until, Submission.published_at < until)
+    predictions, by submission id; with `until` (a closing time), only those on the board then (standing_at)."""
+    kept = standing_at(until)
     return db.session.execute(
         select(
             Submission.id,
@@ -612,7 +630,7 @@ def _as_figures(entry: Entry, decimals: dict[str, dict[str, int]]) -> None:
                 entry.intervals[subset][metric] = (display.figure(low, places), display.figure(high, places))
 
 
-def _decode(version: int, payload: bytes) -> Snapshot | None:
+def _decode(version: int, payload: bytes, built_at: datetime | None = None) -> Snapshot | None:
     try:
         body = json.loads(zlib.decompress(payload))
     except (zlib.error, ValueError):
@@ -623,7 +641,9 @@ def _decode(version: int, payload: bytes) -> Snapshot | None:
     for entry in entries:
         _as_figures(entry, body["decimals"])
     references = [_decoded_reference(values) for values in body["references"]]
-    return Snapshot(version, entries, references, resolutions=body["resolutions"], spreads=body["spreads"])
+    return Snapshot(
+        version, entries, references, resolutions=body["resolutions"], spreads=body["spreads"], built_at=built_at
+    )
 
 
 def _decoded_reference(values: list) -> ReferenceRow:
@@ -646,13 +666,18 @@ def _share(split_id: int, version: int, payload: bytes) -> None:
 
     The one place a read writes, and why: the first reader after a change computes the board (seconds on
     a crowded one) and every other worker and server should not compute it again. It never commits the
-    reader's transaction: it does nothing when the reader has changes of its own, pending or flushed (or
-    may hold a write lock it would wait for), and otherwise writes on a connection of its own. On SQLite
-    the reader's read-only transaction is then ended (there is nothing in it to lose), so that a write the
-    reader makes later does not start from a snapshot older than this one. A failure (two workers
-    inserting the first row at once, a busy database) means a later reader computes again."""
-    if may_hold_write_lock():
+    reader's transaction: it does nothing when the reader has changes of its own, pending or flushed, and
+    otherwise writes on a connection of its own. A write request's transaction that only read (a publication's
+    answer says where the entry now is) is ended first: it may hold a lock this write would wait for (SQLite's
+    write lock, taken when it began), and there is nothing in it to lose; the board it built is shared like
+    any other (else every server would build it again, and count its window from an older build). On SQLite
+    the reader's read-only transaction is ended afterwards too, so that a write the reader makes later does
+    not start from a snapshot older than this one. A failure (two workers inserting the first row at once, a
+    busy database) means a later reader computes again."""
+    if has_changes():
         return
+    if may_hold_write_lock():
+        db.session.rollback()
     still_current = exists().where(Split.id == split_id, Split.board_version == version)
     values = {"version": version, "payload": payload, "computed_at": utcnow()}
     try:
@@ -695,22 +720,58 @@ def snapshot(split: Split) -> Snapshot:
     found = _stored(split.id, version)
     if found is not None and found.version == version:
         return found
-    if transport.inline() or found is None:
+    if found is None:
+        return _build_here(split, version)
+    if transport.inline():
+        # In-process the reader builds, once the window since the last build has passed (BOARD_REBUILD_SECONDS);
+        # sooner, it is served the last board, as readers are while a worker builds the next.
+        if found.built_at is not None and built_lately(found.built_at):
+            return _behind(split, found, since=found.built_at)
         return _build_here(split, version)
     return _behind(split, found)
+
+
+def rebuild_seconds() -> float:
+    """BOARD_REBUILD_SECONDS: a board is rebuilt at most once in this many seconds."""
+    return settings.current().board_rebuild_seconds
+
+
+def built_lately(built_at: datetime) -> bool:
+    """Whether a board built then is within its rebuild window: in-process its reader does not build it again
+    yet, whatever changed since."""
+    return utcnow() < as_utc(built_at) + timedelta(seconds=rebuild_seconds())
+
+
+def _next_rebuild(split_id: int, session: Session) -> datetime | None:
+    """When the board's next build may begin: a window after its last one began (its last job's start, or its
+    stored snapshot's time, whichever is later); None when it may begin now."""
+    window = rebuild_seconds()
+    if window <= 0:
+        return None
+    stored = session.scalar(select(LeaderboardCache.computed_at).where(LeaderboardCache.split_id == split_id))
+    moments = [as_utc(stored)] if stored is not None else []
+    started = queue.last_started(board_key(split_id), session)
+    moments += [started] if started is not None else []
+    if not moments:
+        return None
+    due = max(moments) + timedelta(seconds=window)
+    return due if due > utcnow() else None
 
 
 def _stored(split_id: int, version: int) -> Snapshot | None:
     """The newest snapshot of the split in this process or the database (of any version up to `version`)."""
     key = (str(db.engine.url), split_id)
     held = _memo.get(key)
-    stored = db.session.execute(select(LeaderboardCache.version).where(LeaderboardCache.split_id == split_id)).scalar()
+    row = db.session.execute(
+        select(LeaderboardCache.version, LeaderboardCache.computed_at).where(LeaderboardCache.split_id == split_id)
+    ).first()
+    stored, stored_at = (row.version, as_utc(row.computed_at)) if row is not None else (None, None)
     if held is not None and (stored is None or held.version >= stored) and held.version <= version:
         return held
     if stored is None or stored > version:
         return held if held is not None and held.version <= version else None
     payload = db.session.execute(select(LeaderboardCache.payload).where(LeaderboardCache.split_id == split_id)).scalar()
-    decoded = _decode(stored, payload) if payload is not None else None
+    decoded = _decode(stored, payload, stored_at) if payload is not None else None
     if decoded is None:
         return None
     decoded.changelog = changelog_of(split_id)
@@ -735,10 +796,12 @@ def _build_here(split: Split, version: int) -> Snapshot:
     return _memo.put((str(db.engine.url), split.id), found)
 
 
-def _behind(split: Split, found: Snapshot) -> Snapshot:
+def _behind(split: Split, found: Snapshot, since: datetime | None = None) -> Snapshot:
     """The last finished snapshot, served while the board's job builds the next: marked as updating since its
-    oldest waiting change, and without entries taken off the board since (hidden, withdrawn)."""
-    since = queue.waiting_since(board_key(split.id))
+    oldest waiting change (`since`: given by an in-process reader, which has no job to ask), and without entries
+    taken off the board since (hidden, withdrawn)."""
+    if since is None:
+        since = queue.waiting_since(board_key(split.id))
     if since is None:
         # No job is waiting or running for it: its last one failed (shown on the console; its readers do not
         # queue another for JOB_STUCK_AFTER, so a board that cannot be built is not tried at every view), or
@@ -759,7 +822,9 @@ def _queue_board_job(split_id: int) -> None:
     """From a reader: queue the board's job in a transaction of its own (the reader's stays read-only)."""
     try:
         with own_session():
-            queue.enqueue("board", board_key(split_id), {"split_id": split_id})
+            queue.enqueue(
+                "board", board_key(split_id), {"split_id": split_id}, run_after=_next_rebuild(split_id, db.session())
+            )
             db.session.commit()
     except SQLAlchemyError as exc:
         log.warning("board job for split %s not queued: %s", split_id, exc)
@@ -807,11 +872,13 @@ def _board_changed(target: Split, _value, _old, _initiator) -> None:
 
 @event.listens_for(Session, "before_commit")
 def _queue_changed_boards(session: Session) -> None:
-    """The commit that changes what a board shows queues its job (in the same transaction), unless the board's
-    scores are held: nobody may read a held board (leaderboard() is empty) until the change that shows it
-    (a reveal, a policy of `full`), which bumps its version and queues its job then. In-process, where a
-    board's job waits for its reader, a held board's job waited for ever and was flagged stuck (issue 34);
-    one queued before the board was held is dropped for the same reason."""
+    """The commit that changes what a board shows queues its job (in the same transaction), to run a window
+    after the board's last build began at the earliest (_next_rebuild: changes meanwhile are folded into it),
+    unless the board's scores are held: nobody may read a held board (leaderboard() is empty) until the change
+    that shows it (a reveal, a policy of `full`), which bumps its version and queues its job then; one queued
+    before the board was held is dropped. In-process (JOB_QUEUE=inline) no board job is queued: its reader
+    builds the board, and a job would wait for a reader who may never come and be flagged stuck (issues 34
+    and 35); one left waiting by an older release is dropped."""
     changed = session.info.pop("boards_changed", None)
     if not changed:
         return
@@ -819,8 +886,9 @@ def _queue_changed_boards(session: Session) -> None:
         split = session.get(Split, split_id)
         if split is None:
             continue
-        if visibility.scores_are_public(split):
-            queue.enqueue("board", board_key(split_id), {"split_id": split_id}, session)
+        if visibility.scores_are_public(split) and not transport.inline():
+            due = _next_rebuild(split_id, session)
+            queue.enqueue("board", board_key(split_id), {"split_id": split_id}, session, run_after=due)
         else:
             queue.drop_waiting(board_key(split_id), session)
 

@@ -26,10 +26,12 @@ from app.services.boards.board_snapshots import (
     Entry,
     ReferenceRow,
     Snapshot,
+    built_lately,
     changelog,
     final_snapshot,
     memo_get,
     snapshot,
+    standing_at,
 )
 from app.services.catalog import phases
 from app.services.errors import NotFound, ServiceError
@@ -226,14 +228,16 @@ HELD_POLICIES = {
 }
 
 
-def held_facts(split: SplitInfo | Split) -> Held:
-    """How many published entries, from how many teams, a held board's reveal will show (one query)."""
+def held_facts(split: SplitInfo | Split, until: datetime | None = None) -> Held:
+    """How many published entries, from how many teams, a held board's reveal will show (one query); `until`
+    (the closing time, for the final view): those its final board will show (board_snapshots.standing_at)."""
     entries, teams = db.session.execute(
         select(func.count(), func.count(Submission.team_id.distinct())).where(
             Submission.split_id == split.id,
             Submission.status == "scored",
             Submission.published_at.is_not(None),
             Submission.hidden_at.is_(None),
+            *standing_at(until),
         )
     ).one()
     return Held(entries, teams, split.feedback, HELD_POLICIES[split.feedback])
@@ -559,6 +563,7 @@ _BENCHMARK_QUERY = (
         LeaderboardCache.version,
         Split.opens_at,
         Split.closes_at,
+        LeaderboardCache.computed_at,
     )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .outerjoin(LeaderboardCache, LeaderboardCache.split_id == Split.id)
@@ -567,11 +572,16 @@ _BENCHMARK_QUERY = (
 )
 
 
-def behind_marker(snapshot_version: int | None) -> int | None:
+def behind_marker(snapshot_version: int | None, built_at: datetime | None, board_version: int) -> int | None:
     """What a page depends on of its board's last finished snapshot: its version where workers build boards
-    (a page served while the next one is built changes when that is done); nothing where the reader builds
-    an out-of-date board itself (JOB_QUEUE=inline), whose page is always at the board's version."""
-    return None if transport.inline() else snapshot_version
+    (a page served while the next one is built changes when that is done). In-process (JOB_QUEUE=inline) the
+    reader builds an out-of-date board itself, and its page is at the board's version (nothing), except within
+    the board's rebuild window (BOARD_REBUILD_SECONDS), when it is served the last board: its version then."""
+    if not transport.inline():
+        return snapshot_version
+    if snapshot_version is None or built_at is None or snapshot_version >= board_version:
+        return None
+    return snapshot_version if built_lately(built_at) else None
 
 
 def benchmark_info(slug: str) -> BenchmarkInfo:
@@ -597,7 +607,7 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
             row[17],
             bool(row[18]),
             row[20],
-            behind_marker(row[21]),
+            behind_marker(row[21], row[24], row[11] or 0),
             as_utc(row[22]) if row[22] is not None else None,
             as_utc(row[23]) if row[23] is not None else None,
             phases.phase_of(row[22], row[23], now),
@@ -710,7 +720,8 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         available=available,
         chosen=_given(asked.chosen),
         changelog=changelog(full),
-        held=held_facts(split),
+        # The final view counts the entries as they stood at closing, as its board will show them.
+        held=held_facts(split, as_utc(split.closes_at) if asked.view == FINAL and split.closes_at else None),
         q=asked.q,
         examples=examples,
     )

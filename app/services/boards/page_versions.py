@@ -24,6 +24,7 @@ _CATALOG_QUERY = (
         Split.position,
         Split.sealed_fraction,
         LeaderboardCache.version,  # the last finished snapshot: the home page shows each board's best entry
+        LeaderboardCache.computed_at,
     )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .outerjoin(LeaderboardCache, LeaderboardCache.split_id == Split.id)
@@ -41,7 +42,10 @@ def benchmark(slug: str) -> leaderboards.BenchmarkInfo:
 def catalog() -> tuple:
     """Every benchmark and split with its board_version: what the home page and the benchmark list show."""
     begin_reading()
-    return tuple((*row[:-1], leaderboards.behind_marker(row[-1])) for row in db.session.execute(_CATALOG_QUERY))
+    return tuple(
+        (*row[:-2], leaderboards.behind_marker(row.version, row.computed_at, row.board_version or 0))
+        for row in db.session.execute(_CATALOG_QUERY)
+    )
 
 
 def submission(submission_id: int) -> tuple | None:

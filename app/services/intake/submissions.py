@@ -35,11 +35,12 @@ from app.services.errors import (
     InvalidInput,
     NotFound,
     StorageFailed,
+    Throttled,
     TooLarge,
     check_visible,
 )
 from app.services.intake import originals, quotas
-from app.services.people import addresses
+from app.services.people import addresses, throttle
 from app.services.storage import checksums, upload_store
 
 MAX_URL = 2000  # characters of a paper or code link
@@ -346,7 +347,9 @@ def submit(
     """Validate, score and store an upload for a team, consuming its quota in the same transaction.
 
     With an idempotency key this account has sent before, nothing is stored: the first upload's answer is
-    given again (its result, or its refusal), or InvalidInput if the key came with another upload.
+    given again (its result, or its refusal), or InvalidInput if the key came with another upload. The first
+    answer is given whatever happened since (the split closed, its phase ended, the quota filled): it is the
+    answer to that upload, which was taken when it came.
 
     Raises NotFound (benchmark/split), Forbidden (not a member), Conflict (split closed, or outside its phase:
     nothing is stored), TooLarge, QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then
@@ -356,12 +359,13 @@ def submit(
     now = now or utcnow()
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     team = resolve_team(user, team_ref)
-    if not split.is_open:
-        raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
-    phases.check_accepting(split, now)
+    key = check_idempotency_key(idempotency_key)
+    if key is None or not _key_used(user.id, key):  # a replay is answered below, before any other check
+        if not split.is_open:
+            raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
+        phases.check_accepting(split, now)
     upload = _clean_upload(upload)
     check_size(upload.data)
-    key = check_idempotency_key(idempotency_key)
     inputs = catalog.scoring_inputs(split)
     attempt = _Attempt(split.id, team.id, user.id, split.benchmark.slug, team.name, upload, inputs)
     attempt.digest = checksums.sha256(upload.data)
@@ -436,6 +440,12 @@ def _sent_before(attempt: _Attempt) -> Submission | None:
             Submission.user_id == attempt.user_id, Submission.idempotency_key == attempt.idempotency_key
         )
     )
+
+
+def _key_used(user_id: int, key: str) -> bool:
+    """Whether this account sent this key before (then the upload is a replay, _replay answers it)."""
+    found = select(Submission.id).where(Submission.user_id == user_id, Submission.idempotency_key == key)
+    return db.session.scalar(found.limit(1)) is not None
 
 
 def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
@@ -626,6 +636,38 @@ def refusal_of(submission: Submission) -> str | None:
 # --- publication and moderation ------------------------------------------------------------------------
 
 
+# Publishing, withdrawing and editing a published entry change its board (a rebuild, coalesced per board:
+# board_snapshots): each account and each entry may make this many such changes in an hour (a change that
+# changes nothing is not counted). Enough for a team's real work; not for toggling an entry to load the server.
+CHANGES_PER_ENTRY = 10
+CHANGES_PER_ACCOUNT = 60
+CHANGES_WINDOW = 3600  # seconds
+
+
+def _count_change(user: User, submission_id: int) -> None:
+    """Count one change of a board's entry against the account's and the entry's limits (committed at once,
+    so do it before changing anything); Throttled (429, with Retry-After) when either is over."""
+    for key, limit, done in (
+        (
+            f"board-change-account:{user.id}",
+            CHANGES_PER_ACCOUNT,
+            "this account published, unpublished or edited entries",
+        ),
+        (
+            f"board-change-entry:{submission_id}",
+            CHANGES_PER_ENTRY,
+            f"submission {submission_id} was published, unpublished or edited",
+        ),
+    ):
+        try:
+            throttle.attempt(key, limit=limit, window=CHANGES_WINDOW)
+        except Throttled as exc:
+            raise Throttled(
+                f"{done} {limit} times in the last hour, the most allowed; try again in {exc.retry_after} seconds",
+                exc.retry_after,
+            ) from None
+
+
 def _own(user: User, submission_id: int) -> Submission:
     submission = get_for(user, submission_id)
     if not user.is_member(submission.team_id):
@@ -640,7 +682,9 @@ def publish(
     paper_url: str | None = None,
     code_url: str | None = None,
 ) -> Submission:
-    """Show a scored submission on the leaderboard; it needs a description or a paper URL."""
+    """Show a scored submission on the leaderboard; it needs a description or a paper URL. Publishing one that
+    is published already, with nothing new, changes nothing (no new board version, no rebuild, not counted);
+    any other change counts against the account's and the entry's limits (_count_change)."""
     submission = _own(user, submission_id)
     addresses.check_verified(user)
     if submission.status != "scored":
@@ -653,14 +697,19 @@ def publish(
         raise InvalidInput(
             "Publishing needs a description or a paper URL (description or paper_url)", field="description"
         )
-    if description:
-        submission.description = description
-    if paper_url:
-        submission.paper_url = paper_url
-    if code_url:
-        submission.code_url = code_url
+    changed = {
+        name: value
+        for name, value in (("description", description), ("paper_url", paper_url), ("code_url", code_url))
+        if value and value != getattr(submission, name)
+    }
+    if submission.published_at is not None and not changed:
+        return submission
     if submission.published_at is None:
         _refuse_duplicate(submission)
+    _count_change(user, submission.id)  # commits its count: the submission is read again below
+    for name, value in changed.items():
+        setattr(submission, name, value)
+    if submission.published_at is None:
         submission.published_at = utcnow()
     submission.split.board_version += 1
     db.session.commit()
@@ -692,8 +741,13 @@ def _refuse_duplicate(submission: Submission) -> None:
 
 
 def unpublish(user: User, submission_id: int) -> Submission:
+    """Take a submission off the leaderboard (nothing to do, and nothing counted, when it is not on it); the
+    change counts against the account's and the entry's limits (_count_change). Only for a confirmed address."""
     addresses.check_verified(user)
     submission = _own(user, submission_id)
+    if submission.published_at is None:
+        return submission
+    _count_change(user, submission.id)  # commits its count: the submission is read again below
     submission.published_at = None
     submission.split.board_version += 1
     db.session.commit()

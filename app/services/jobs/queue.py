@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -99,17 +100,20 @@ def enqueue(
     session: Session | None = None,
     delay: float = 0.0,
     *,
+    run_after: datetime | None = None,
     purpose: str | None = None,
 ) -> int | None:
     """Queue a job in the session's open transaction: it exists if and only if the caller's changes commit,
-    and is handed to its runner after that commit, to run no earlier than `delay` seconds later. None when a
-    job of this key is already waiting (it will see these changes too: jobs read the state they work on when
-    they run). `purpose` (the key unless given): the newest finished run of a purpose says whether it needs a
-    person (models.Job.purpose)."""
+    and is handed to its runner after that commit, to run no earlier than `delay` seconds later (or than
+    `run_after`, the later of the two). None when a job of this key is already waiting (it will see these
+    changes too: jobs read the state they work on when they run). `purpose` (the key unless given): the
+    newest finished run of a purpose says whether it needs a person (models.Job.purpose)."""
     session = session or db.session()
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     now = utcnow()
     due = now + timedelta(seconds=delay)
+    if run_after is not None:
+        due = max(due, run_after)
     statement = (
         insert(Job)
         .values(
@@ -127,7 +131,9 @@ def enqueue(
     )
     job_id = session.execute(statement).scalar()
     if job_id is not None:
-        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key, delay))
+        # A second more, so that its runner, woken by another clock, does not find it not yet due.
+        handed = math.ceil((due - now).total_seconds()) + 1 if due > now else 0.0
+        session.info.setdefault("jobs_queued", []).append(Queued(job_id, kind, key, handed))
     return job_id
 
 
@@ -309,6 +315,12 @@ def waiting_since(key: str) -> datetime | None:
     found = db.session.scalar(
         select(func.min(Job.queued_at)).where(Job.key == key, Job.state.in_(("queued", "running")))
     )
+    return as_utc(found) if found is not None else None
+
+
+def last_started(key: str, session: Session | None = None) -> datetime | None:
+    """When the latest run of this key began (None: none is kept)."""
+    found = (session or db.session()).scalar(select(func.max(Job.started_at)).where(Job.key == key))
     return as_utc(found) if found is not None else None
 
 

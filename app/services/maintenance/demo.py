@@ -18,6 +18,8 @@ from app.db import db
 from app.evaluation import get_task
 from app.models import Benchmark, Reference, Split, Submission, Team, utcnow
 from app.services import catalog
+from app.services.blind_test import visibility
+from app.services.boards import board_snapshots
 from app.services.catalog import phases, references
 from app.services.errors import NotFound
 from app.services.intake import submissions
@@ -207,8 +209,11 @@ def load_demo(progress: Callable[[str], object] | None = None) -> dict[str, int]
             public = [split_spec for split_spec in spec.splits if not split_spec.hidden]
             catalog.pin_default_split(spec.slug, public[-1].slug)
     if transport.inline():
-        # In-process, a board's job waits for its first reader; the demo builds its boards now (seconds), so
-        # the server it is loaded for starts with nothing waiting (/healthz ok) and serves them at once.
+        # In-process a board is built by its first reader; the demo builds its boards now (seconds), so the
+        # server it is loaded for serves them at once, and runs any other job it queued (nothing waits: /healthz ok).
+        for split in db.session.scalars(select(Split).order_by(Split.id)).all():
+            if visibility.scores_are_public(split):
+                board_snapshots.snapshot(split)
         transport.run_due_here()
     return created
 

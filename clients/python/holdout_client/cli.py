@@ -359,7 +359,7 @@ def _report(exc: ApiError) -> None:
     if exc.status == 401:
         _err(f"refused: {exc.message}; run `holdout login --url URL` with a valid token")
         return
-    if exc.status == 429:
+    if exc.status == 429 and "retry_at" in exc.body:  # a quota's answer; a publication limit's has none
         _err(f"over quota: {exc.message}")
         retry_at = exc.body.get("retry_at")
         _err(f"next slot: {retry_at}" if retry_at else "next slot: none, the split's total is used up")
