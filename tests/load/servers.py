@@ -46,6 +46,10 @@ class Deployment:
             "DATABASE_URL": self.database_url,
             "HIDDEN_LABELS_DIR": str(self.folder / "hidden_labels"),
             "SUBMISSIONS_DIR": str(self.folder / "submissions"),
+            # A board rebuilt after every change, as in-process tests have it (create_app under TESTING): these
+            # servers' tests act faster than a person, within a window of the default 5 s; the window itself is
+            # tested in tests/service/test_board_churn.py. A test that wants it sets it.
+            "BOARD_REBUILD_SECONDS": "0",
         }
         for name in (
             "HOLDOUT_DEMO",
