@@ -499,7 +499,7 @@ class Job(Model):
     key: Mapped[str] = mapped_column(String(80))  # what it works on: one job per key at a time ("board:12")
     # What it is for: runs of one purpose answer for each other, the newest finished one telling whether it
     # still needs a person (a failed run is forgotten once a later one finishes). The key, but for letters:
-    # each is a job of its own key, and letters of one kind about one thing share a purpose ("mail:reset:7").
+    # each is a job of its own key, and letters of one kind about one thing share a purpose ("mail:verify:7").
     purpose: Mapped[str] = mapped_column(String(80), default=lambda context: context.get_current_parameters()["key"])
     args: Mapped[str] = mapped_column(Text, default="{}")  # JSON
     state: Mapped[str] = mapped_column(String(8), default="queued")

@@ -32,7 +32,7 @@ class JobRow:
     error: str | None
     result: str | None
     stuck: bool  # waiting or running for longer than JOB_STUCK_AFTER
-    # What it works on, as people name it ("nlvr2/test-u"); else its purpose ("mail:reset:7": a letter's key
+    # What it works on, as people name it ("nlvr2/test-u"); else its purpose ("mail:verify:7": a letter's key
     # ends in a random part that says nothing)
     target: str = ""
     dismissed: bool = False  # a failed run a maintainer let be
