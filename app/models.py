@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, date, datetime
 
 import numpy as np
@@ -42,6 +43,11 @@ def as_utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _first_generation() -> int:
+    # Far below the column's 2**31: bumps (+1 each) never reach it.
+    return secrets.randbelow(2**30)
+
+
 class User(UserMixin, Model):
     __tablename__ = "users"
 
@@ -50,8 +56,10 @@ class User(UserMixin, Model):
     password_hash: Mapped[str] = mapped_column(String(256))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     # Stamped into each session at login; bumping it (logout, password change, "sign out everywhere")
-    # ends every session of the user at once, on every server.
-    session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # ends every session of the user at once, on every server. A new account starts at a random one: SQLite
+    # gives a removed account's id to the next (`users prune-unconfirmed` removes the newest), and a cookie
+    # kept from the removed account must not sign in as the new one (issue 35's hostile pass).
+    session_generation: Mapped[int] = mapped_column(Integer, default=_first_generation, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # When the address was shown to be the user's (the mailed link followed; CLI accounts at creation). An
     # unverified account may log in but not upload or publish.

@@ -527,9 +527,12 @@ def is_shown(team: Team, user: User) -> bool:
 
 def set_shown(team: Team, user: User, shown: bool) -> None:
     """A member names themselves on the team's public page, or stops (their own choice only; NotFound for
-    anyone else)."""
+    anyone else). Naming oneself changes what the team shows: only for a confirmed address (a member from
+    before issue 35, or added by a maintainer, may not be); stopping is for anyone."""
     membership = db.session.get(Membership, (user.id, team.id))
     if membership is None:
         raise NotFound("no such team")
+    if shown:
+        accounts.check_verified(user)
     membership.shown = bool(shown)
     db.session.commit()
