@@ -45,11 +45,14 @@ class JobTimedOut(RuntimeError):
 
 
 class Deadline:
-    """A job's time limit, checked by its handler between units of work (a thread cannot be stopped)."""
+    """A job's time limit, checked by its handler between units of work (a thread cannot be stopped), and
+    whether this run is its last try (`last_try`: a handler may then make an outcome of what it would
+    otherwise leave to a retry)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, *, last_try: bool = False):
         self.seconds = seconds
         self.ends = time.monotonic() + seconds
+        self.last_try = last_try
 
     def check(self) -> None:
         if time.monotonic() > self.ends:
@@ -264,7 +267,7 @@ def run(job_id: int) -> Outcome:
             handler = _kinds.get(kind)
             if handler is None:
                 raise LookupError(f"no handler for jobs of kind {kind!r} in this process")
-            result = handler.run(args, Deadline(config.job_time_limit))
+            result = handler.run(args, Deadline(config.job_time_limit, last_try=attempts >= config.job_max_attempts))
         except Exception as exc:
             failure = exc
             db.session.rollback()

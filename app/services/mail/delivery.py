@@ -54,6 +54,16 @@ def _refusal(address: str, exc: smtplib.SMTPRecipientsRefused | smtplib.SMTPData
     return Undeliverable(address, code, _reply_text(reply)) if 500 <= code <= 599 else None
 
 
+class RecipientDeferred(Exception):
+    """The server refused the letter's recipient for now (a 4xx to RCPT: "450 domain not found", recipient
+    verification not answering): a retry may get through, so it is a failure until the last try, and then
+    an outcome about the address (outbox.py), not something an operator of the site can fix."""
+
+    def __init__(self, address: str, code: int, reply: str):
+        super().__init__(f"{address} refused for now ({code}): {reply}")
+        self.address, self.code, self.reply = address, code, reply
+
+
 class _TimedConnection(Connection):
     """Flask-Mail's connection with a timeout (it opens SMTP without one, and a silent server would hold a
     worker, or in-process a thread, for ever) and with the server's certificate checked: smtplib's own TLS
@@ -77,7 +87,8 @@ class _TimedConnection(Connection):
 
 def deliver(letter: Letter) -> str:
     """Send it; returns how it went, for the job's record. Raises Undeliverable when the address is refused
-    for good, any other error on a failure to try again (the job's retry)."""
+    for good, RecipientDeferred when it is refused for now, any other error on a failure to try again (the
+    job's retry)."""
     if not settings.current().mail_server:
         # A warning: the demo's way to read its mail, and on a real site a mail nobody received.
         log.warning(
@@ -102,7 +113,10 @@ def deliver(letter: Letter) -> str:
             connection.send(message)
     except (smtplib.SMTPRecipientsRefused, smtplib.SMTPDataError) as exc:
         refused = _refusal(letter.to, exc)
-        if refused is None:
-            raise
-        raise refused from exc
+        if refused is not None:
+            raise refused from exc
+        if isinstance(exc, smtplib.SMTPRecipientsRefused):
+            code, reply = next(iter(exc.recipients.values()), (0, b""))
+            raise RecipientDeferred(letter.to, code, _reply_text(reply)) from exc
+        raise
     return "sent"

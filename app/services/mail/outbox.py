@@ -17,7 +17,7 @@ from app import settings
 from app.db import db
 from app.services.jobs import queue
 from app.services.mail import undeliverable
-from app.services.mail.delivery import Letter, Undeliverable, deliver
+from app.services.mail.delivery import Letter, RecipientDeferred, Undeliverable, deliver
 
 log = logging.getLogger("holdout.mail")
 
@@ -96,6 +96,14 @@ def _send(args: dict, deadline: queue.Deadline) -> str:
         undeliverable.mark(exc.address, exc.code, exc.reply)
         log.info("mail %s: address refused for good (%s): %s", name, exc.code, exc.reply)
         return f"{name}: not delivered: refused for good ({exc.code or 'no code'} {exc.reply})"[:300]
+    except RecipientDeferred as exc:
+        if not deadline.last_try:
+            raise  # tried again later, with backoff
+        # Refused on every try: about the address (a domain that does not resolve), which anyone may type
+        # when registering, not about the site; marked as a lasting refusal is, so health stays ok.
+        undeliverable.mark(exc.address, exc.code, exc.reply)
+        log.info("mail %s: address refused on every try (%s): %s", name, exc.code, exc.reply)
+        return f"{name}: not delivered: refused on every try ({exc.code} {exc.reply})"[:300]
     if refused is not None:
         undeliverable.clear(letter.to)
     return f"{name}: {how}"
