@@ -65,7 +65,9 @@ class User(UserMixin, Model):
     # unverified account may log in but not upload or publish.
     email_verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Signed into each password-reset link; a reset bumps it, so a link works once and older links die with it.
-    reset_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Random at first for the same reason as session_generation: a link asked for by a removed account must not
+    # reset the password of the next account given its id.
+    reset_generation: Mapped[int] = mapped_column(Integer, default=_first_generation, server_default="0")
     # Mail the user may turn off on the account page (a password reset or verification link is always sent).
     notify_reveal: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     notify_rescore: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())

@@ -15,7 +15,7 @@ import pytest
 from app.db import db
 from app.models import Job, Membership, Team, User, utcnow
 from app.services.mail import undeliverable
-from app.services.people import addresses
+from app.services.people import accounts, addresses
 from tests.support.browser import login, post_form, register
 from tests.support.smtp_sink import settled
 from tests.support.users import PASSWORD, make_user
@@ -44,6 +44,26 @@ def test_a_cookie_kept_from_a_pruned_account_does_not_sign_in_the_account_given_
     assert page.status_code == 302, "the kept cookie signed in as the newcomer"
     assert "newcomer@example.org" not in page.get_data(as_text=True)
     assert login(app.test_client(), "newcomer@example.org", "a fresh passphrase").status_code == 302
+
+
+def test_a_reset_link_asked_for_by_a_pruned_account_does_not_reset_the_account_given_its_id_next(app, runner):
+    """FAILS on the old code (SQLite): the reset link carries the account's id and reset generation, 0 for every
+    new account; asked for by a throwaway account just before the prune removes it, it reset the password of
+    the account registered next under the same id."""
+    from app.services.people import signed_links
+
+    with app.app_context():
+        make_user("old@example.org")
+        throwaway = make_user("throwaway@example.net", verified=False)
+        throwaway.created_at = utcnow() - timedelta(days=8)
+        db.session.commit()
+        link = signed_links.sign(signed_links.RESET, {"u": throwaway.id, "g": throwaway.reset_generation})
+        throwaway_id = throwaway.id
+    assert "removed account" in runner.invoke(args=["users", "prune-unconfirmed"]).output
+    assert register(app.test_client(), "newcomer@example.org", "a fresh passphrase").status_code == 200
+    with app.app_context():
+        assert accounts.get_user_by_email("newcomer@example.org").id == throwaway_id  # SQLite reused it
+    assert app.test_client().get(f"/password/reset/{link}").status_code == 422
 
 
 def test_an_unconfirmed_member_cannot_name_itself_on_the_team_public_page(app):
