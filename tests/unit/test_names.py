@@ -8,7 +8,6 @@ the red team used is refused or collides with the name it imitates; real, distin
 from __future__ import annotations
 
 import itertools
-import time
 import unicodedata
 
 import pytest
@@ -293,10 +292,12 @@ def test_words_of_one_script_or_of_scripts_written_together_pass(name):
 
 
 def test_keys_are_cheap_once_the_table_is_built():
+    """The look-alike table is read and built once (about 0.1 s), never per name: 2,000 keys leave its cache's
+    misses where they were. (What a key costs, ~35 µs, is for `make bench`, not a timed assertion.)"""
     names._skeleton_table()
+    built = names._skeleton_table.cache_info().misses
     many = [f"Model {i}, fine-tuned ({i % 7} epochs)" for i in range(2000)]
-    start = time.perf_counter()
     for name in many:
         name_key.__wrapped__(name)
-    assert (time.perf_counter() - start) / len(many) < 0.001  # ~35 µs here; a 10,000-entry board pays < 1 s
+    assert names._skeleton_table.cache_info().misses == built
     assert len(set(itertools.islice(map(name_key, many), 100))) == 100

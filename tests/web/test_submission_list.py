@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import re
-import time
 from datetime import timedelta
 
 import pytest
@@ -247,17 +246,15 @@ def test_ten_thousand_submissions_page_by_page(app, client, site, database_backe
     listener = lambda conn, cursor, statement, parameters, context, many: statements.append((statement, parameters))  # noqa: E731
     event.listen(engine, "before_cursor_execute", listener)
     try:
-        started = time.perf_counter()
         page = client.get("/submissions?page=137").get_data(as_text=True)
-        seconds = time.perf_counter() - started
     finally:
         event.remove(engine, "before_cursor_execute", listener)
     assert list(_rows(page)) == list(range(10_000 - 136 * 50, 10_000 - 137 * 50, -1))
     assert 'rel="prev" href="/submissions?page=136"' in page and 'rel="next" href="/submissions?page=138"' in page
     listing = [(sql, params) for sql, params in statements if "FROM submissions" in sql and "LIMIT" in sql.upper()]
     assert len(listing) == 1, statements
-    assert len(statements) <= 12, [sql for sql, _ in statements]  # a fixed number of queries, whatever the page
-    assert seconds < 10, f"{seconds:.1f} s"
+    # A fixed number of queries, whatever the page: the bounded work a deep page costs (no timed assertion).
+    assert len(statements) <= 12, [sql for sql, _ in statements]
     if database_backend.name == "sqlite":
         sql, params = listing[0]
         with app.app_context(), db.engine.connect() as connection:
