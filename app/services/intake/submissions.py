@@ -360,7 +360,8 @@ def submit(
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     team = resolve_team(user, team_ref)
     key = check_idempotency_key(idempotency_key)
-    if key is None or not _key_used(user.id, key):  # a replay is answered below, before any other check
+    previous = _sent_before(user.id, key) if key is not None else None
+    if previous is None:  # a replay is answered below whatever happened since: no open or phase check for it
         if not split.is_open:
             raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
         phases.check_accepting(split, now)
@@ -372,7 +373,6 @@ def submit(
     attempt.idempotency_key = key
     if key is None:
         return _score_and_store(split, attempt, now)
-    previous = _sent_before(attempt)
     if previous is not None:  # a retry of an upload whose answer was lost: no parsing, no quota
         return _replay(previous, attempt)
     try:
@@ -380,7 +380,7 @@ def submit(
     except IntegrityError:
         # A twin with the same key, for another team (so under another row lock), was stored first.
         db.session.rollback()
-        previous = _sent_before(attempt)
+        previous = _sent_before(attempt.user_id, key)
         if previous is None:
             raise
         return _replay(previous, attempt)
@@ -434,18 +434,9 @@ def check_idempotency_key(value: str | None) -> str | None:
     return value
 
 
-def _sent_before(attempt: _Attempt) -> Submission | None:
-    return db.session.scalar(
-        select(Submission).where(
-            Submission.user_id == attempt.user_id, Submission.idempotency_key == attempt.idempotency_key
-        )
-    )
-
-
-def _key_used(user_id: int, key: str) -> bool:
-    """Whether this account sent this key before (then the upload is a replay, _replay answers it)."""
-    found = select(Submission.id).where(Submission.user_id == user_id, Submission.idempotency_key == key)
-    return db.session.scalar(found.limit(1)) is not None
+def _sent_before(user_id: int, key: str) -> Submission | None:
+    """What this account stored under this key before, if it did (the upload is then a replay: _replay)."""
+    return db.session.scalar(select(Submission).where(Submission.user_id == user_id, Submission.idempotency_key == key))
 
 
 def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
@@ -507,7 +498,7 @@ def _store_attempt(attempt: _Attempt, now: datetime | None) -> SubmitResult:
     with write_transaction(continue_open=True):
         split = quotas.split_under_locks(attempt.split_id, attempt.team_id, attempt.user_id)
         # A twin sent with the same key (by the same account) waited for this lock: it was stored meanwhile.
-        previous = _sent_before(attempt) if attempt.idempotency_key is not None else None
+        previous = _sent_before(attempt.user_id, attempt.idempotency_key) if attempt.idempotency_key else None
         if previous is not None:
             return _replay(previous, attempt)
         now = now or utcnow()
