@@ -253,7 +253,7 @@ def test_an_unverified_account_cannot_make_the_site_mail_strangers(mail_app, sin
     """Spam: anyone registers with a made-up address (never confirmed), names a team after the advert, and has
     the site mail INVITE_MAILS_PER_DAY strangers a day per throwaway account, the letter signed with whatever
     address the account claims. FAILS: teams.create_invite throttles per inviter but never asks for a verified
-    address (addresses.check_verified)."""
+    address (accounts.check_verified)."""
     with mail_app.app_context():
         spammer = make_user("spammer@example.org", verified=False)
         spam = Team(name="Cheap pills at spam dot test", slug="cheap-pills", created_by_id=spammer.id)

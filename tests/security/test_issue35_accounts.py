@@ -25,7 +25,7 @@ from app.db import db
 from app.models import ApiToken, AuditEvent, Invite, Membership, Submission, Team, User, utcnow
 from app.services.intake import submissions
 from app.services.intake.submissions import Upload
-from app.services.people import accounts, addresses, teams
+from app.services.people import accounts, teams
 from tests.support.blind_test_world import binary_file, public_split
 from tests.support.browser import login, post_form, register
 from tests.support.smtp_sink import settled
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _refusal(email: str) -> str:
     """The sentence uploads are refused with, for an account whose address is not confirmed."""
-    return addresses.NOT_VERIFIED.format(email=email)
+    return accounts.NOT_VERIFIED.format(email=email)
 
 
 def _team_of_squatter(name: str, email: str, *, days_ago: float, alone: bool = True) -> None:

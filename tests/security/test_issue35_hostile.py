@@ -15,7 +15,7 @@ import pytest
 from app.db import db
 from app.models import Job, Membership, Team, User, utcnow
 from app.services.mail import undeliverable
-from app.services.people import accounts, addresses
+from app.services.people import accounts
 from tests.support.browser import login, post_form, register
 from tests.support.smtp_sink import settled
 from tests.support.users import PASSWORD, make_user
@@ -84,7 +84,7 @@ def test_an_unconfirmed_member_cannot_name_itself_on_the_team_public_page(app):
 
     named = post_form(client, f"/teams/{team_id}/shown", {"shown": "yes"}, form_page=f"/teams/{team_id}")
     assert named.status_code == 403
-    assert html.escape(addresses.NOT_VERIFIED.format(email="newbie@example.org")) in named.get_data(as_text=True)
+    assert html.escape(accounts.NOT_VERIFIED.format(email="newbie@example.org")) in named.get_data(as_text=True)
     assert "newbie" not in app.test_client().get("/teams/lab").get_data(as_text=True)  # as the public sees it
     unnamed = post_form(client, f"/teams/{team_id}/shown", {"shown": "no"}, form_page=f"/teams/{team_id}")
     assert unnamed.status_code == 303

@@ -40,7 +40,7 @@ from app.services.errors import (
     check_visible,
 )
 from app.services.intake import originals, quotas
-from app.services.people import addresses, throttle
+from app.services.people import accounts, throttle
 from app.services.storage import checksums, upload_store
 
 MAX_URL = 2000  # characters of a paper or code link
@@ -355,7 +355,7 @@ def submit(
     nothing is stored), TooLarge, QuotaExceeded, or InvalidInput (metadata, or the file: the attempt is then
     stored as rejected). The upload is judged, and stored, at one moment: `now`, else when this call began.
     """
-    addresses.check_verified(user)
+    accounts.check_verified(user)
     now = now or utcnow()
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     team = resolve_team(user, team_ref)
@@ -677,7 +677,7 @@ def publish(
     is published already, with nothing new, changes nothing (no new board version, no rebuild, not counted);
     any other change counts against the account's and the entry's limits (_count_change)."""
     submission = _own(user, submission_id)
-    addresses.check_verified(user)
+    accounts.check_verified(user)
     if submission.status != "scored":
         raise Conflict("only scored submissions can be published")
     # Every field is checked before any is changed: a refused publish leaves the submission as it was.
@@ -734,7 +734,7 @@ def _refuse_duplicate(submission: Submission) -> None:
 def unpublish(user: User, submission_id: int) -> Submission:
     """Take a submission off the leaderboard (nothing to do, and nothing counted, when it is not on it); the
     change counts against the account's and the entry's limits (_count_change). Only for a confirmed address."""
-    addresses.check_verified(user)
+    accounts.check_verified(user)
     submission = _own(user, submission_id)
     if submission.published_at is None:
         return submission

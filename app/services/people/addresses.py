@@ -17,9 +17,6 @@ from app.services.errors import InvalidInput, Throttled
 from app.services.mail import outbox, undeliverable
 from app.services.mail.delivery import Letter
 from app.services.people import accounts, signed_links, throttle
-from app.services.people.accounts import NOT_VERIFIED, check_verified
-
-__all__ = ["NOT_VERIFIED", "check_verified", "register", "resend", "verify"]
 
 VERIFY_LINK_DAYS = 7
 RESENDS_PER_HOUR = 3
