@@ -14,6 +14,7 @@ it never does.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from app.db import db
 from app.services.jobs import queue
@@ -50,7 +51,8 @@ def queue_removal(digest: str) -> None:
     failed or was refused and is rolled back first (on SQLite it may hold the write lock)."""
     try:
         db.session.rollback()
-        queue.enqueue(STRAY, f"{STRAY}:{digest}", {"digest": digest}, delay=upload_store.stray_after())
+        later = timedelta(seconds=upload_store.stray_after())
+        queue.enqueue(STRAY, f"{STRAY}:{digest}", {"digest": digest}, run_after=later)
         db.session.commit()
     except Exception as exc:  # the database away too: `flask uploads check` lists the object
         db.session.rollback()

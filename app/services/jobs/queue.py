@@ -101,22 +101,22 @@ def enqueue(
     key: str,
     args: dict | None = None,
     session: Session | None = None,
-    delay: float = 0.0,
     *,
-    run_after: datetime | None = None,
+    run_after: datetime | timedelta | None = None,
     purpose: str | None = None,
 ) -> int | None:
     """Queue a job in the session's open transaction: it exists if and only if the caller's changes commit,
-    and is handed to its runner after that commit, to run no earlier than `delay` seconds later (or than
-    `run_after`, the later of the two). None when a job of this key is already waiting (it will see these
-    changes too: jobs read the state they work on when they run). `purpose` (the key unless given): the
-    newest finished run of a purpose says whether it needs a person (models.Job.purpose)."""
+    and is handed to its runner after that commit, to run no earlier than `run_after` (a moment, or a time
+    after its queueing; None: at once). None
+    when a job of this key is already waiting (it will see these changes too: jobs read the state they work
+    on when they run). `purpose` (the key unless given): the newest finished run of a purpose says whether it
+    needs a person (models.Job.purpose)."""
     session = session or db.session()
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     now = utcnow()
-    due = now + timedelta(seconds=delay)
-    if run_after is not None:
-        due = max(due, run_after)
+    if isinstance(run_after, timedelta):
+        run_after = now + run_after
+    due = max(now, run_after) if run_after is not None else now
     statement = (
         insert(Job)
         .values(
