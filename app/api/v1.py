@@ -438,7 +438,7 @@ def submission_file(submission_id: int):
 def publish_submission(submission_id: int):
     user = _caller()
     fields = _publish_body()
-    submission, placement = listings.publish(user, _submission_id(submission_id), **fields)
+    placement = listings.placement(submission := submissions.publish(user, _submission_id(submission_id), **fields))
     return _detail(submission) | {"placement": _placement(placement)}
 
 

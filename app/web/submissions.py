@@ -158,14 +158,14 @@ def publish(submission_id: int):
             abort(400)
         return _show_page(submission_id, form, status=422)  # what was typed stays, errors by the fields
     try:
-        _, placement = listings.publish(
-            current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data
-        )
+        submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data)
     except InvalidInput as exc:
         if exc.field in form:
             form[exc.field].errors = [*form[exc.field].errors, exc.message]
         return _show_page(submission_id, form, exc, status=exc.status)
-    flash(placement.message)  # the page it leads to links the board (#placement)
+    # Where the entry stands, the page it leads to says (#placement: the board's last snapshot, with a link to it);
+    # nothing here waits for the board to be built.
+    flash("Published.")
     return redirect(url_for("submissions.show", submission_id=submission_id), code=303)
 
 

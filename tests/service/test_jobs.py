@@ -272,7 +272,7 @@ def test_a_publication_through_the_api_never_builds_the_board_in_its_request(wor
         headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 200, response.json
-    assert built == [] and response.json["placement"]["row"] is None  # "it will appear on the board shortly"
+    assert built == [] and response.json["placement"]["row"] is None  # "the board is being updated"
     db.session.rollback()  # this test's own session: no transaction left open beside the worker's run
     assert transport.run_due_here() == 1 and len(built) == 1  # the worker's job builds it, once
 

@@ -1,7 +1,8 @@
 """/submissions, a team's list of its submissions: score and status columns (the score as far as the split's
 policy releases it, "held" where it releases none), filters by benchmark and split (a bad value is a 400, never a
-500), 50 a page with newer/older links, fast with 10,000 submissions. And the confirmation after publishing, on
-the page and in the API: "Published: row N of M on the <split> board", or held until the reveal."""
+500), 50 a page with newer/older links, fast with 10,000 submissions. And where a published entry stands, on its
+page and in the API's answer to publishing, from the board's last snapshot: "Published: row N of M on the <split>
+board", that the board is being updated, or held until the reveal."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from app.evaluation.display import score_text
 from app.models import Score, Submission, utcnow
 from app.services import catalog
 from app.services.blind_test import visibility
+from app.services.boards import board_snapshots
 from app.services.boards.listings import SUBMISSIONS_PER_PAGE
 from app.services.intake import submissions as intake
 from app.services.people import accounts, teams
@@ -268,17 +270,31 @@ def test_ten_thousand_submissions_page_by_page(app, client, site, database_backe
 # --- publishing ---------------------------------------------------------------------------------------------
 
 
-def test_publishing_on_a_page_confirms_the_row_with_a_link_to_the_board(app, client, site):
+def _count_builds(monkeypatch) -> list[int]:
+    """The board versions computed from here on (board_snapshots._compute: every build, by a job or a reader)."""
+    built: list[int] = []
+    real = board_snapshots._compute
+
+    def counted(split, version, until=None):
+        built.append(version)
+        return real(split, version, until)
+
+    monkeypatch.setattr(board_snapshots, "_compute", counted)
+    return built
+
+
+def test_publishing_on_a_page_builds_no_board_and_the_page_then_says_the_row(app, client, site, monkeypatch):
+    """The publish request only publishes; the page it leads to says where the entry is, from the board's last
+    snapshot (in-process, that page is the board's first reader since the change: it builds the board)."""
     low = _api_upload(client, site, "dev", 0.6, seed=1, description="low")
     high = _api_upload(client, site, "dev", 0.9, seed=2, description="high")
     login(client, "member@example.org", PASSWORD)
+    built = _count_builds(monkeypatch)
     post_form(client, f"/submissions/{high['id']}/publish", {}, form_page=f"/submissions/{high['id']}")
-    response = post_form(
-        client, f"/submissions/{low['id']}/publish", {}, form_page=f"/submissions/{low['id']}", follow_redirects=True
-    )
-    page = response.get_data(as_text=True)
-    assert response.status_code == 200
-    assert '<p class="alert alert-info">Published: row 2 of 2 on the Dev board.</p>' in page
+    answer = post_form(client, f"/submissions/{low['id']}/publish", {}, form_page=f"/submissions/{low['id']}")
+    assert answer.status_code == 303 and built == []
+    page = client.get(answer.headers["Location"]).get_data(as_text=True)
+    assert '<p class="alert alert-info">Published.</p>' in page and len(built) == 1
     assert re.search(
         r'id="placement">Published: row 2 of 2 on the Dev board\. <a href="/leaderboards/nlvr2/dev">', page
     )
@@ -300,14 +316,25 @@ def test_publishing_on_a_hidden_split_says_it_is_held_until_the_reveal(app, clie
     assert "Published: row 1 of 1 on the Test-U board." in again
 
 
-def test_the_api_says_where_a_published_entry_is(app, client, site):
+def test_the_api_says_where_a_published_entry_is_from_the_last_snapshot(app, client, site, monkeypatch):
+    """Publishing builds no board: the answer is the board's last snapshot, which holds a new entry only once the
+    board is rebuilt (in-process, by its first reader after the rebuild window); publishing again then says the row."""
+    app.config["BOARD_REBUILD_SECONDS"] = 60
     first = _api_upload(client, site, "dev", 0.9, seed=1, description="d")
     second = _api_upload(client, site, "dev", 0.6, seed=2, description="d")
     headers = bearer(site["token"])
+    built = _count_builds(monkeypatch)
     client.post(f"/api/v1/submissions/{first['id']}/publish", headers=headers)
     body = client.post(f"/api/v1/submissions/{second['id']}/publish", headers=headers).json
-    assert body["published"] is True
-    assert body["placement"] == {
+    assert body["published"] is True and built == []
+    assert (body["placement"]["row"], body["placement"]["message"]) == (
+        None,
+        "Published; the Dev board is being updated and shows the entry once it is rebuilt "
+        "(at most once every 60 seconds).",
+    )
+    assert len(client.get("/api/v1/leaderboards/nlvr2/dev").json["entries"]) == 2 and len(built) == 1
+    again = client.post(f"/api/v1/submissions/{second['id']}/publish", headers=headers).json
+    assert again["placement"] == {
         "message": "Published: row 2 of 2 on the Dev board.",
         "row": 2,
         "rows": 2,
@@ -316,6 +343,7 @@ def test_the_api_says_where_a_published_entry_is(app, client, site):
         "board_url": "/leaderboards/nlvr2/dev",
         "api_url": "/api/v1/leaderboards/nlvr2/dev",
     }
+    assert len(built) == 1
     with app.app_context():
         assert visibility.on_public_board(db.session.get(Submission, second["id"]))
 

@@ -9,7 +9,8 @@ last finished snapshot, marked as updating since the change (`Snapshot.updating_
 taken off the board meanwhile; each process keeps the decoded snapshot in memory. Only a board that never
 had a snapshot, or one whose jobs would run in-process (JOB_QUEUE=inline), is built by its reader: in-process
 no board job is queued at all (nothing would run one that no reader asks for, and /healthz would call it
-stuck), the first reader after a change builds the board.
+stuck), the first reader after a change builds the board. A publish is answered from the last stored snapshot
+alone (last_entries): it never builds one, nor waits for one.
 
 A board is rebuilt at most once in BOARD_REBUILD_SECONDS, whoever builds it: a change that comes sooner after
 the last build waits for the window's end (its job is queued to run then; in-process, readers until then get
@@ -813,9 +814,15 @@ def _behind(split: Split, found: Snapshot, since: datetime | None = None) -> Sna
             if not may_hold_write_lock():
                 _queue_board_job(split.id)
             since = utcnow()
+    return replace(
+        found, entries=_still_on_board(split, found.entries), updating_since=since, changelog=found.changelog
+    )
+
+
+def _still_on_board(split: Split, entries: list[Entry]) -> list[Entry]:
+    """A snapshot's entries less those taken off the board since it was built (hidden, withdrawn)."""
     on_board = set(db.session.scalars(select(Submission.id).where(*_on_board(split))))
-    entries = [entry for entry in found.entries if entry.submission_id in on_board]
-    return replace(found, entries=entries, updating_since=since, changelog=found.changelog)
+    return [entry for entry in entries if entry.submission_id in on_board]
 
 
 def _queue_board_job(split_id: int) -> None:
@@ -930,6 +937,19 @@ def leaderboard(split: Split) -> list[Entry]:
     if not visibility.scores_are_public(split):
         return []
     return snapshot(split).entries
+
+
+def last_entries(split: Split) -> list[Entry]:
+    """leaderboard() as its last stored snapshot has it, less entries taken off the board since, and never built
+    or queued here: a read, for an answer that must not wait for a build (a publish); empty while the split has
+    no snapshot yet or its scores are held."""
+    if not visibility.scores_are_public(split):
+        return []
+    version = split.board_version or 0
+    found = _stored(split.id, version)
+    if found is None:
+        return []
+    return found.entries if found.version == version else _still_on_board(split, found.entries)
 
 
 def submission_intervals(

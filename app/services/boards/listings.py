@@ -207,7 +207,7 @@ def _row(submission: Submission) -> SubmissionRow:
     return SubmissionRow(submission, primary, score, held, submissions.verdict(submission, shown))
 
 
-# --- publishing, and where the entry then sits -----------------------------------------------------------
+# --- where a published entry sits -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -217,11 +217,12 @@ class Placement:
     benchmark: str  # slugs, for the board's address
     split: str
     split_name: str
-    row: int | None  # 1-based row in the board's default order; None while it is not on the board
+    row: int | None  # 1-based row in the board's default order; None while its last snapshot does not hold it
     rows: int  # entries on the board
     page: int  # the board page that holds the row
     held: bool  # a blind test's entry that waits for the reveal
     hidden: bool  # hidden by a maintainer
+    rebuild_seconds: float  # BOARD_REBUILD_SECONDS: how soon a board that is being updated may be rebuilt
 
     @property
     def message(self) -> str:
@@ -231,15 +232,19 @@ class Placement:
         if self.held:
             return f"Published: held until the reveal; the entry appears on {board} once the maintainers reveal it."
         if self.row is None:
-            return f"Published; it will appear on {board} shortly."
+            # The publish queued the board's job to run a rebuild window after its last build (in-process, the
+            # board's first reader after that window builds it): the entry is on the next snapshot.
+            window = f" (at most once every {self.rebuild_seconds:g} seconds)" if self.rebuild_seconds > 0 else ""
+            return f"Published; {board} is being updated and shows the entry once it is rebuilt{window}."
         return f"Published: row {self.row:,} of {self.rows:,} on {board}."
 
 
 def placement(submission: Submission) -> Placement:
-    """Where a published submission is on its board now (the board's snapshot, computed once per change)."""
+    """Where a published submission is on its board's last stored snapshot (board_snapshots.last_entries): a read,
+    so a publish is answered without building the board; an entry that snapshot does not hold yet has no row."""
     split = submission.split
     held = not (visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy))
-    entries = [] if held else board_snapshots.leaderboard(split)
+    entries = [] if held else board_snapshots.last_entries(split)
     entry = next((e for e in entries if e.submission_id == submission.id), None)
     row = entry.position if entry is not None else None
     page = 1 if row is None else (row - 1) // leaderboards.PER_PAGE + 1
@@ -252,16 +257,5 @@ def placement(submission: Submission) -> Placement:
         page,
         held,
         submission.hidden_at is not None,
+        board_snapshots.rebuild_seconds(),
     )
-
-
-def publish(
-    user: User,
-    submission_id: int,
-    description: str | None = None,
-    paper_url: str | None = None,
-    code_url: str | None = None,
-) -> tuple[Submission, Placement]:
-    """Publish a submission (submissions.publish: its checks, its transaction), then say where it now is."""
-    submission = submissions.publish(user, submission_id, description, paper_url, code_url)
-    return submission, placement(submission)
