@@ -346,6 +346,15 @@ def test_the_api_says_where_a_published_entry_is_from_the_last_snapshot(app, cli
     assert len(built) == 1
     with app.app_context():
         assert visibility.on_public_board(db.session.get(Submission, second["id"]))
+    # Within the window the board lists its last snapshot less what left it since: the row as it lists it.
+    assert client.post(f"/api/v1/submissions/{first['id']}/unpublish", headers=headers).status_code == 200
+    last = client.post(f"/api/v1/submissions/{second['id']}/publish", headers=headers).json["placement"]
+    assert (last["message"], last["row"], last["rows"], len(built)) == (
+        "Published: row 1 of 1 on the Dev board.",
+        1,
+        1,
+        1,
+    )
 
 
 @pytest.mark.one_backend

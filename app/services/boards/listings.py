@@ -245,8 +245,8 @@ def placement(submission: Submission) -> Placement:
     split = submission.split
     held = not (visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy))
     entries = [] if held else board_snapshots.last_entries(split)
-    entry = next((e for e in entries if e.submission_id == submission.id), None)
-    row = entry.position if entry is not None else None
+    # Its row as the board lists them now: a snapshot's position, less entries taken off the board since it was built.
+    row = next((i for i, e in enumerate(entries, start=1) if e.submission_id == submission.id), None)
     page = 1 if row is None else (row - 1) // leaderboards.PER_PAGE + 1
     return Placement(
         split.benchmark.slug,
