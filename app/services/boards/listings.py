@@ -232,8 +232,8 @@ class Placement:
         if self.held:
             return f"Published: held until the reveal; the entry appears on {board} once the maintainers reveal it."
         if self.row is None:
-            # The publish queued the board's job to run a rebuild window after its last build (in-process, the
-            # board's first reader after that window builds it): the entry is on the next snapshot.
+            # Not on the last snapshot: the change that put it on the board queued the board's job, to run a rebuild
+            # window after its last build (in-process, the board's first reader after that window builds it).
             window = f" (at most once every {self.rebuild_seconds:g} seconds)" if self.rebuild_seconds > 0 else ""
             return f"Published; {board} is being updated and shows the entry once it is rebuilt{window}."
         return f"Published: row {self.row:,} of {self.rows:,} on {board}."
