@@ -73,6 +73,21 @@ ERROR_HEADERS = {
     "503": {"Retry-After": {"schema": {"type": "string"}, "description": "Seconds to wait, when the server knows."}},
 }
 
+# The one answer that is not JSON: a submission's file as uploaded, with its task type's media type.
+FILE_ANSWER = {
+    "content": {
+        media_type: {"schema": {"type": "string", "format": "binary"}}
+        for media_type in ("text/csv", "application/json", "application/jsonl")
+    },
+    "headers": {
+        "Content-Disposition": {
+            "schema": {"type": "string"},
+            "description": 'attachment; filename="<benchmark>-<split>-submission-<id>.<ext>"',
+        }
+    },
+}
+FILE_OPERATIONS = {"getSubmissionFile"}
+
 # An answer of an operation: (status, model or None, description).
 Answer = tuple[int, type[BaseModel] | None, str]
 
@@ -115,6 +130,8 @@ def document() -> dict:
             for status, headers in ERROR_HEADERS.items():
                 if status in described["responses"]:
                     described["responses"][status]["headers"] = headers
+            if described["operationId"] in FILE_OPERATIONS:
+                described["responses"]["200"].update(copy.deepcopy(FILE_ANSWER))
             json_body = described.get("requestBody", {}).get("content", {}).get("application/json")
             if json_body is not None:
                 # A JSON body none of whose fields is required may be left out (publishing takes an empty one).
