@@ -61,6 +61,13 @@ ERRORS = {
     507: "The server's upload storage is full or failing: nothing was stored.",
 }
 
+# The parts of the API's addresses (app/api/v1.py's routes).
+PATH_PARAMETERS = {
+    "benchmark": "Benchmark slug, e.g. demo-nlvr2.",
+    "split": "Split slug, e.g. dev.",
+    "submission_id": "The submission's id.",
+}
+
 # Headers an error answer carries, by status (app/api/v1.py's service_error).
 ERROR_HEADERS = {
     "401": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Always `Bearer`."}},
@@ -117,6 +124,7 @@ def operation(
         security={} if public else None,  # an empty requirement overrides the document's bearer
         operation_id=operation_id,
         validation_error_status=listed,
+        path_parameter_descriptions=PATH_PARAMETERS,
         skip_validation=True,
     )
 
