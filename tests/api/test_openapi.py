@@ -52,6 +52,9 @@ def test_document_describes_every_route(app, client):
         for method in rule.methods - {"HEAD", "OPTIONS"}
     }
     assert documented == routed
+    # One operation id each (the default board and a split's board are two views, not one under two routes).
+    ids = [operation["operationId"] for operations in spec["paths"].values() for operation in operations.values()]
+    assert len(ids) == len(set(ids)) == len(routed)
 
 
 def test_every_error_response_uses_the_error_schema(client):
