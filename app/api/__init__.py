@@ -1,1 +1,6 @@
-"""The JSON API (versioned blueprints); it authenticates with bearer tokens only, never the session cookie."""
+"""The JSON API (versioned blueprints): its views (v1), the shapes they answer with and accept (shapes), the
+OpenAPI document generated from those (openapi) and the page that shows it (docs). It authenticates with bearer
+tokens only, never the session cookie.
+
+May import: app.security, app.http_caching, app.request_limits, app.services, app.db, app.models, app.evaluation
+"""

@@ -1,6 +1,7 @@
 """JSON API v1 at /api/v1: submit predictions, follow one's submissions, read benchmarks and leaderboards.
 
-Thin views: each parses its input, calls one service function and formats the result. Callers
+Thin views: each parses its input, calls one service function and answers with a model of app/api/shapes.py;
+each view's `operation(...)` and docstring are its entry in the OpenAPI document (app/api/openapi.py). Callers
 authenticate with `Authorization: Bearer <token>`; the session cookie is ignored here, so CSRF does not
 apply. Errors are `{"error": "...", "details": [{"line": n, "message": "..."}]}`.
 """
@@ -8,12 +9,15 @@ apply. Errors are `{"error": "...", "details": [{"line": n, "message": "..."}]}`
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from flask import Blueprint, Response, request, url_for
+from pydantic import ValidationError
 
 from app import http_caching as caching
 from app.api import openapi
+from app.api import shapes as shape
+from app.api.openapi import operation
 from app.db import db
 from app.evaluation import Problem
 from app.evaluation.display import score_text
@@ -119,16 +123,15 @@ def _publish_body() -> dict[str, str | None]:
     body = request.get_json(force=True, silent=True)
     if not isinstance(body, dict):
         raise InvalidInput("the request body must be a JSON object with description, paper_url, code_url")
-    fields: dict[str, str | None] = {}
-    for name in ("description", "paper_url", "code_url"):
-        value = body.get(name)
-        if value is not None and not isinstance(value, str):
-            raise InvalidInput(f"{name} must be a string or null")
-        fields[name] = value
-    return fields
+    try:
+        fields = shape.PublishRequest.model_validate(body, strict=True)
+    except ValidationError as exc:
+        name = exc.errors()[0]["loc"][0]
+        raise InvalidInput(f"{name} must be a string or null") from None
+    return fields.model_dump()
 
 
-# --- output (pure formatting) --------------------------------------------------------------------------
+# --- output: the models, filled from the services' results ------------------------------------------------
 
 
 def _number(value: float) -> float | None:
@@ -168,11 +171,11 @@ def _window(listed: Listed) -> dict:
     return {"total": listed.total, "limit": listed.window.limit, "offset": listed.window.offset}
 
 
-def _quota(choice: quotas.SplitChoice, team: dict) -> dict:
+def _quota(choice: quotas.SplitChoice, team: dict) -> shape.SplitQuota:
     split = choice.split
     status = choice.quotas[team["id"]]
-    return {"benchmark": split.benchmark.slug, "split": split.slug, "team_id": team["id"], "team": team["name"]} | (
-        status.as_dict()
+    return shape.SplitQuota(
+        benchmark=split.benchmark.slug, split=split.slug, team_id=team["id"], team=team["name"], **status.as_dict()
     )
 
 
@@ -180,20 +183,21 @@ def _verdict(verdict: submissions.Verdict) -> dict:
     return {"improved": verdict.improved, "released": verdict.released}
 
 
-def _placement(placement: listings.Placement) -> dict:
-    return {
-        "message": placement.message,
-        "row": placement.row,
-        "rows": placement.rows,
-        "held_until_reveal": placement.held,
-        "hidden": placement.hidden,
-        "board_url": url_for("public.leaderboard", benchmark=placement.benchmark, split=placement.split)
+def _placement(placement: listings.Placement) -> shape.Placement:
+    return shape.Placement(
+        message=placement.message,
+        row=placement.row,
+        rows=placement.rows,
+        held_until_reveal=placement.held,
+        hidden=placement.hidden,
+        board_url=url_for("public.leaderboard", benchmark=placement.benchmark, split=placement.split)
         + (f"?page={placement.page}" if placement.page > 1 else ""),
-        "api_url": url_for("api_v1.leaderboard", benchmark=placement.benchmark, split=placement.split),
-    }
+        api_url=url_for("api_v1.leaderboard", benchmark=placement.benchmark, split=placement.split),
+    )
 
 
 def _detail(submission: Submission) -> dict:
+    """A submission's fields (of shape.Submission)."""
     shown = visibility.released_scores(submission)
     return _summary(submission) | {
         "sha256": submission.file_sha256,
@@ -211,39 +215,42 @@ def _detail(submission: Submission) -> dict:
     }
 
 
-def _split(split: Split) -> dict:
-    return {
-        "slug": split.slug,
-        "name": split.name,
-        "hidden": split.hidden,
-        "examples": split.example_count,
-        "open": split.is_open,
-        "feedback": split.feedback,
-    }
-
-
-def _score(value: float, bounds: tuple[float | None, float | None], decimals: int | None = None) -> dict:
-    low, high = bounds
-    return exports.score_document(
-        _number(value), None if low is None else _number(low), None if high is None else _number(high), decimals
+def _split(split: Split) -> shape.Split:
+    return shape.Split(
+        slug=split.slug,
+        name=split.name,
+        hidden=split.hidden,
+        examples=split.example_count,
+        open=split.is_open,
+        feedback=cast(shape.Feedback, split.feedback),
     )
 
 
-def _entry(entry: Entry, columns: list[leaderboards.Column]) -> dict:
+def _score(value: float, bounds: tuple[float | None, float | None], decimals: int | None = None) -> shape.Score:
+    low, high = bounds
+    return shape.Score(
+        **exports.score_document(
+            _number(value), None if low is None else _number(low), None if high is None else _number(high), decimals
+        )
+    )
+
+
+def _entry(entry: Entry, columns: list[leaderboards.Column]) -> shape.LeaderboardEntry:
     """A leaderboard entry: its significance-aware rank, and every score with its 95% interval (written with the
     decimals its column declares)."""
     decimals = {column.key: column.decimals for column in columns}
-    return {
-        "rank": entry.rank,
-        "rank_low": entry.rank_low,
-        "rank_high": entry.rank_high,
-        "submission_id": entry.submission_id,
-        "model_name": entry.model_name,
-        "team": entry.team,
-        "submitted_at": timestamp(entry.submitted_at),
-        "paper_url": entry.paper_url,
-        "code_url": entry.code_url,
-        "scores": {
+    gap = exports.gap_document(entry) if entry.gap_marked is not None else None
+    return shape.LeaderboardEntry(
+        rank=entry.rank,
+        rank_low=entry.rank_low,
+        rank_high=entry.rank_high,
+        submission_id=entry.submission_id,
+        model_name=entry.model_name,
+        team=entry.team,
+        submitted_at=timestamp(entry.submitted_at),
+        paper_url=entry.paper_url,
+        code_url=entry.code_url,
+        scores={
             subset: {
                 metric: _score(
                     value,
@@ -254,120 +261,187 @@ def _entry(entry: Entry, columns: list[leaderboards.Column]) -> dict:
             }
             for subset, metrics in entry.scores.items()
         },
-        **({"gap": exports.gap_document(entry)} if entry.gap_marked is not None else {}),
-    }
+        gap=None if gap is None else shape.Gap(**gap),
+    )
 
 
-# --- views ---------------------------------------------------------------------------------------------
+def _phase(phase: phases.Phase | None) -> shape.Phase | None:
+    """When the split takes uploads, and where it stands now (services/catalog/phases.py)."""
+    if phase is None:
+        return None
+    return shape.Phase(
+        opens_at=timestamp(phase.opens_at) if phase.opens_at else None,
+        closes_at=timestamp(phase.closes_at) if phase.closes_at else None,
+        state=cast(shape.PhaseState, phase.state),
+        text=phase.sentence,
+    )
 
 
-@bp.get("/openapi.json")
-@caching.public()
-def openapi_document():
-    return openapi.document()
+def _held(held: leaderboards.Held | None) -> shape.Held | None:
+    """A held board's counts and policy, where its entries would be (None once its scores are public)."""
+    if held is None:
+        return None
+    return shape.Held(
+        entries=held.entries,
+        teams=held.teams,
+        feedback=cast(shape.HeldFeedback, held.feedback),
+        policy=held.policy,
+        opens=held.opens,
+        about_url=url_for("public.blind_test", _anchor="feedback"),
+    )
 
 
-@bp.get("/benchmarks")
-@caching.public(page_versions.catalog)
-def benchmarks():
-    listed = listings.benchmark_list(request.args.get("limit"), request.args.get("offset"))
-    return {
-        "benchmarks": [
-            {
-                "slug": benchmark.slug,
-                "name": benchmark.name,
-                "task_type": benchmark.task_type,
-                "description": benchmark.description,
-                "paper_url": benchmark.paper_url,
-                "splits": [_split(split) for split in benchmark.splits],
-            }
-            for benchmark in listed.items
-        ],
-        **_window(listed),
-    }
-
-
-@bp.get("/me")
-def me():
-    user = _caller()
-    teams = [{"id": team.id, "name": team.name} for team in user.teams]
-    return {
-        "email": user.email,
-        "email_verified": user.email_verified_at is not None,  # uploading and publishing need it
-        "maintainer": user.is_admin,
-        "teams": teams,
-        # Each open split, for each of the caller's teams: what is left (the stricter of the team's and the caller's).
-        "quotas": [_quota(choice, team) for choice in quotas.upload_choices(user) for team in teams],
-    }
-
-
-@bp.get("/leaderboards/<benchmark>")
-@bp.get("/leaderboards/<benchmark>/<split>")
-@caching.public(lambda benchmark, **_: page_versions.benchmark(benchmark))
-def leaderboard(benchmark: str, split: str | None = None):
+def _leaderboard(benchmark: str, split: str | None) -> dict:
     args = request.args
     board, listed = listings.leaderboard(
         benchmark, split, args.get("view"), q=args.get("q"), limit=args.get("limit"), offset=args.get("offset")
     )
     assert board.split is not None  # listings.leaderboard refuses a benchmark without splits (404)
-    return {
-        "benchmark": board.benchmark.slug,
-        "split": board.split.slug,
-        "scores_public": board.scores_public,
-        "view": board.view,
-        "columns": [
-            {"key": c.key, "subset": c.subset, "metric": c.metric, **exports.column_facts(c)} for c in board.columns
+    answer = shape.Leaderboard(
+        benchmark=board.benchmark.slug,
+        split=board.split.slug,
+        scores_public=board.scores_public,
+        view=cast(shape.View, board.view),
+        columns=[
+            shape.BoardColumn(key=c.key, subset=c.subset, metric=c.metric, **exports.column_facts(c))
+            for c in board.columns
         ],
-        "entries": [_entry(entry, board.available) for entry in listed.items],
+        entries=[_entry(entry, board.available) for entry in listed.items],
         **_window(listed),
-        "rank_method": board.rank_method,
-        "resolution": board.resolution,
-        "references": exports.reference_documents(board),
-        "held": _held(board.held),
-        "phase": _phase(board.phase),
+        rank_method=board.rank_method,
+        resolution=board.resolution,
+        references=[shape.ReferenceRow.model_validate(row) for row in exports.reference_documents(board)],
+        held=_held(board.held),
+        phase=_phase(board.phase),
         # Set while a newer snapshot is being built: these entries are the board before the latest changes.
-        "updating_since": (
+        updating_since=(
             board.snapshot.updating_since.isoformat() if board.snapshot and board.snapshot.updating_since else None
         ),
-    }
+    )
+    return shape.body(answer)
 
 
-def _phase(phase: phases.Phase | None) -> dict | None:
-    """When the split takes uploads, and where it stands now (services/catalog/phases.py)."""
-    if phase is None:
-        return None
-    return {
-        "opens_at": timestamp(phase.opens_at) if phase.opens_at else None,
-        "closes_at": timestamp(phase.closes_at) if phase.closes_at else None,
-        "state": phase.state,
-        "text": phase.sentence,
-    }
+# --- views ---------------------------------------------------------------------------------------------
+
+PUBLIC_READ = (400, 404)  # a malformed query parameter; an unknown benchmark or split
 
 
-def _held(held: leaderboards.Held | None) -> dict | None:
-    """A held board's counts and policy, where its entries would be (None once its scores are public)."""
-    if held is None:
-        return None
-    return {
-        "entries": held.entries,
-        "teams": held.teams,
-        "feedback": held.feedback,
-        "policy": held.policy,
-        "opens": held.opens,
-        "about_url": url_for("public.blind_test", _anchor="feedback"),
-    }
+@bp.get("/openapi.json")
+@caching.public()
+@operation("getOpenApi", (200, shape.OpenApiDocument, "The OpenAPI 3.1 document."), public=True)
+def openapi_document():
+    """This document"""
+    return openapi.document()
+
+
+@bp.get("/benchmarks")
+@caching.public(page_versions.catalog)
+@operation(
+    "listBenchmarks",
+    (200, shape.Benchmarks, "The benchmarks, by name, with their splits."),
+    400,
+    422,
+    public=True,
+    query=shape.WindowQuery,
+)
+def benchmarks():
+    """Benchmarks and their splits"""
+    listed = listings.benchmark_list(request.args.get("limit"), request.args.get("offset"))
+    answer = shape.Benchmarks(
+        benchmarks=[
+            shape.Benchmark(
+                slug=benchmark.slug,
+                name=benchmark.name,
+                task_type=benchmark.task_type,
+                description=benchmark.description,
+                paper_url=benchmark.paper_url,
+                splits=[_split(split) for split in benchmark.splits],
+            )
+            for benchmark in listed.items
+        ],
+        **_window(listed),
+    )
+    return shape.body(answer)
+
+
+@bp.get("/me")
+@operation("getMe", (200, shape.Me, "The token's user."), 401)
+def me():
+    """Who the token belongs to, and their teams"""
+    user = _caller()
+    teams = [{"id": team.id, "name": team.name} for team in user.teams]
+    answer = shape.Me(
+        email=user.email,
+        email_verified=user.email_verified_at is not None,  # uploading and publishing need it
+        maintainer=user.is_admin,
+        teams=[shape.TeamName(id=team.id, name=team.name) for team in user.teams],
+        # Each open split, for each of the caller's teams: what is left (the stricter of the team's and the caller's).
+        quotas=[_quota(choice, team) for choice in quotas.upload_choices(user) for team in teams],
+    )
+    return shape.body(answer)
+
+
+@bp.get("/leaderboards/<benchmark>")
+@caching.public(lambda benchmark: page_versions.benchmark(benchmark))
+@operation(
+    "getDefaultLeaderboard",
+    (200, shape.Leaderboard, "The leaderboard."),
+    *PUBLIC_READ,
+    422,
+    public=True,
+    query=shape.BoardQuery,
+)
+def default_leaderboard(benchmark: str):
+    """The leaderboard of a benchmark's landing split (pinned, else its first hidden split, else its first split)"""
+    return _leaderboard(benchmark, None)
+
+
+@bp.get("/leaderboards/<benchmark>/<split>")
+@caching.public(lambda benchmark, **_: page_versions.benchmark(benchmark))
+@operation(
+    "getLeaderboard",
+    (200, shape.Leaderboard, "The leaderboard."),
+    *PUBLIC_READ,
+    422,
+    public=True,
+    query=shape.BoardQuery,
+)
+def leaderboard(benchmark: str, split: str):
+    """The published entries of a split, ranked"""
+    return _leaderboard(benchmark, split)
 
 
 @bp.get("/leaderboards/<benchmark>/models")
 @caching.public(lambda benchmark: page_versions.benchmark(benchmark))
+@operation(
+    "getModels", (200, shape.Models, "The models view."), *PUBLIC_READ, 422, public=True, query=shape.BoardSearch
+)
 def models(benchmark: str):
+    """One row per model across the benchmark's splits"""
     args = request.args
-    return exports.models_document(benchmark, args.get("q"), args.get("limit"), args.get("offset"))
+    document = exports.models_document(benchmark, args.get("q"), args.get("limit"), args.get("offset"))
+    return shape.body(shape.Models.model_validate(document))
 
 
 @bp.post("/submissions")
 @accepts_upload
+@operation(
+    "createSubmission",
+    (201, shape.SubmissionCreated, "Scored and stored; scores are null where the feedback policy withholds them."),
+    *(401, 403, 404, 409, 413, 422),
+    (429, shape.QuotaError, "Over the split's submission quota (or the daily cap on invalid files)."),
+    507,
+    form=shape.UploadForm,
+    headers=shape.UploadHeaders,
+)
 def create_submission():
+    """Upload a prediction file; it is validated, scored and stored
+
+    Every attempt is stored. A file with problems is kept as `rejected` (422, each problem named by line) and
+    does not use the quota; a valid one is `scored` (201). Send an `Idempotency-Key` (a random UUID per upload)
+    to retry safely: a repeat of a key this account has sent is answered as the first upload was (201 with
+    `Idempotent-Replayed: true`, or its 422) and stores nothing; the same key with another upload is a 422.
+    """
     user = _caller()
     check_form_parts()  # reading the form is where werkzeug answers 413 for an oversized body
     _check_required_fields()
@@ -388,43 +462,57 @@ def create_submission():
         upload,
         idempotency_key=request.headers.get("Idempotency-Key"),
     )
-    body = {
-        "id": result.id,
-        "benchmark": result.benchmark,
-        "split": result.split,
-        "team": result.team,
-        "model_name": result.model_name,
-        "status": "scored",
-        "submitted_at": timestamp(result.created_at),
-        "published": False,
-        "scores": _scores(result.scores),
-        "scores_text": _scores_text(result.scores),
+    answer = shape.SubmissionCreated(
+        id=result.id,
+        benchmark=result.benchmark,
+        split=result.split,
+        team=result.team,
+        model_name=result.model_name,
+        status="scored",
+        submitted_at=timestamp(result.created_at),
+        published=False,
+        scores=_scores(result.scores),
+        scores_text=_scores_text(result.scores),
         **_verdict(result.verdict),
-        "quota": result.quota.as_dict(),
-    }
+        quota=shape.Quota.model_validate(result.quota.as_dict()),
+    )
     headers = {"Location": url_for("api_v1.get_submission", submission_id=result.id)}
     if result.replayed:
         headers["Idempotent-Replayed"] = "true"  # the first upload's answer; nothing new was stored
-    return body, 201, headers
+    return shape.body(answer), 201, headers
 
 
 @bp.get("/submissions")
+@operation("listSubmissions", (200, shape.Submissions, "The submissions."), 400, 401, 422, query=shape.SubmissionSearch)
 def list_submissions():
+    """Submissions of the caller's teams, newest first"""
     user = _caller()
     args = request.args
     listed = listings.submission_list(user, args.get("q"), args.get("limit"), args.get("offset"))
-    return {"submissions": [_summary(submission) for submission in listed.items], **_window(listed)}
+    answer = shape.Submissions(
+        submissions=[shape.SubmissionSummary(**_summary(submission)) for submission in listed.items], **_window(listed)
+    )
+    return shape.body(answer)
 
 
 @bp.get("/submissions/<int:submission_id>")
+@operation("getSubmission", (200, shape.Submission, "The submission."), 401, 404)
 def get_submission(submission_id: int):
+    """One submission (its team's members and maintainers)"""
     user = _caller()
-    return _detail(submissions.get_for(user, _submission_id(submission_id)))
+    return shape.body(shape.Submission(**_detail(submissions.get_for(user, _submission_id(submission_id)))))
 
 
 @bp.get("/submissions/<int:submission_id>/file")
+@operation("getSubmissionFile", (200, None, "The file."), 401, 404, 503)
 def submission_file(submission_id: int):
-    """The file as uploaded, byte for byte: for the team's members and maintainers (404 for anyone else)."""
+    """The file as uploaded, byte for byte (its team's members and maintainers)
+
+    The exact bytes of a scored submission's upload (their sha256 is the submission's), with its task type's
+    media type (text/csv, application/json or application/jsonl) and a file name
+    `<benchmark>-<split>-submission-<id>.<ext>` (Content-Disposition: attachment). Anyone else, another team's
+    member included, gets 404, as for a submission that does not exist; a rejected file is not kept (404).
+    """
     user = _caller()
     found = submissions.original_file(user, _submission_id(submission_id))
     return Response(
@@ -435,14 +523,23 @@ def submission_file(submission_id: int):
 
 
 @bp.post("/submissions/<int:submission_id>/publish")
+@operation(
+    "publishSubmission",
+    (200, shape.PublishedSubmission, "The published submission, and where it is on the board."),
+    *(401, 403, 404, 409, 422, 429),
+    json=shape.PublishRequest,
+)
 def publish_submission(submission_id: int):
+    """Show a scored submission on the leaderboard (team members)"""
     user = _caller()
     fields = _publish_body()
     placement = listings.placement(submission := submissions.publish(user, _submission_id(submission_id), **fields))
-    return _detail(submission) | {"placement": _placement(placement)}
+    return shape.body(shape.PublishedSubmission(**_detail(submission), placement=_placement(placement)))
 
 
 @bp.post("/submissions/<int:submission_id>/unpublish")
+@operation("unpublishSubmission", (200, shape.Submission, "The submission."), 401, 403, 404, 429)
 def unpublish_submission(submission_id: int):
+    """Take a submission off the leaderboard (team members)"""
     user = _caller()
-    return _detail(submissions.unpublish(user, _submission_id(submission_id)))
+    return shape.body(shape.Submission(**_detail(submissions.unpublish(user, _submission_id(submission_id)))))

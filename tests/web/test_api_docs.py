@@ -1,14 +1,13 @@
 """Issue 27: /api/docs shows the OpenAPI document in Swagger UI, whose files this site serves itself (the pinned
-swagger-ui-bundle package: no CDN, so the page works offline), under the site's strict Content-Security-Policy."""
+swagger-ui-py package: no CDN, so the page works offline), under the site's strict Content-Security-Policy.
+Issue 36: Swagger UI 5, which reads the OpenAPI 3.1 document as it is served (no 3.0 copy)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from openapi_spec_validator import OpenAPIV30SpecValidator, validate
-from swagger_ui_bundle import swagger_ui_path
-
+from app.api.docs import SWAGGER_UI, SWAGGER_UI_VERSION
 from app.security import CONTENT_SECURITY_POLICY
 
 ADDRESS = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
@@ -28,24 +27,26 @@ def test_the_docs_page_loads_only_this_sites_files_and_they_are_served(app):
     # The site's policy, unchanged: Swagger UI is started by a file, not an inline script.
     assert response.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
     assert not INLINE_SCRIPT.search(page)
-    # Swagger UI 4 reads OpenAPI 3.0 alone: the page gets the same document in 3.0's spelling.
-    assert 'id="swagger-ui" data-url="/api/docs/openapi-3.0.json"' in page and 'href="/api/v1/openapi.json"' in page
-    shown = visitor.get("/api/docs/openapi-3.0.json").json
-    validate(shown, cls=OpenAPIV30SpecValidator)
-    assert shown["paths"].keys() == visitor.get("/api/v1/openapi.json").json["paths"].keys()
+    # Swagger UI 5 reads OpenAPI 3.1: the page shows the API's own document, and no 3.0 copy is made.
+    assert 'id="swagger-ui" data-url="/api/v1/openapi.json"' in page
+    assert visitor.get("/api/v1/openapi.json").json["openapi"].startswith("3.1")
+    assert visitor.get("/api/docs/openapi-3.0.json").status_code == 404
 
     loaded = LOADED.findall(page)
-    vendor = {Path(a).name: a for a in loaded if "/swagger-ui-4.15.5/" in a}
+    vendor = {Path(a).name: a for a in loaded if f"/swagger-ui-{SWAGGER_UI_VERSION}/" in a}
     assert set(vendor) == {"swagger-ui.css", "swagger-ui-bundle.js"}
     for name, address in vendor.items():
         served = visitor.get(address)
         assert served.status_code == 200, address
-        assert served.get_data() == (Path(swagger_ui_path) / name).read_bytes()
+        assert served.get_data() == (SWAGGER_UI / name).read_bytes()
         assert served.mimetype == ("text/css" if name.endswith(".css") else "text/javascript")
         assert served.headers["Cache-Control"] == A_YEAR  # the address names the version
     starter = next(a for a in loaded if a.endswith("/api-docs.js"))
     script = visitor.get(starter).get_data(as_text=True)
     assert "SwaggerUIBundle" in script and "validatorUrl: null" in script  # no badge fetched from swagger.io
     assert not re.search(r"https?://", script)
-    assert visitor.get("/api/docs/swagger-ui-4.15.5/swagger-ui.js.map").status_code == 404  # only what the page needs
+    bundle = visitor.get(vendor["swagger-ui-bundle.js"]).get_data(as_text=True)
+    assert int(re.search(r'PACKAGE_VERSION:"(\d+)\.', bundle).group(1)) >= 5  # Swagger UI 5 reads OpenAPI 3.1
+    # Only what the page needs.
+    assert visitor.get(f"/api/docs/swagger-ui-{SWAGGER_UI_VERSION}/swagger-ui.css.map").status_code == 404
     assert 'href="/api/docs"' in visitor.get("/").get_data(as_text=True)  # linked from every page's footer

@@ -361,6 +361,6 @@ def test_the_api_says_where_a_published_entry_is_from_the_last_snapshot(app, cli
 def test_the_placement_is_documented(client, site):
     """On SQLite alone: the OpenAPI document does not depend on the database."""
     spec = client.get("/api/v1/openapi.json").json
-    publish = spec["paths"]["/submissions/{submission_id}/publish"]["post"]["responses"]["200"]
+    publish = spec["paths"]["/api/v1/submissions/{submission_id}/publish"]["post"]["responses"]["200"]
     assert publish["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PublishedSubmission"}
     assert "row" in spec["components"]["schemas"]["Placement"]["required"]
