@@ -1,0 +1,27 @@
+"""A demo benchmark as plain data: what ``make run``'s demo creates for a family, written in the family's folder
+(``<family>/demo.py``, ``BENCHMARKS``) and turned into rows by app/services/maintenance/demo.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DemoSplit:
+    slug: str
+    name: str
+    size: int  # examples of its synthetic gold file
+    hidden: bool = False
+    annotations: bool = False  # NLVR2: category annotations of 100 sentences
+    choices: bool = False  # GQA: an official choices file (validity and plausibility on the board)
+
+
+@dataclass(frozen=True)
+class DemoBenchmark:
+    slug: str
+    task: str  # the registered task type's name
+    name: str
+    description: str
+    splits: tuple[DemoSplit, ...]
+    subset_field: str | None = None
+    sweep: bool = False  # Sweep Lab publishes its whole sweep here
