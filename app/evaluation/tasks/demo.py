@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+# A file made beside a split's synthetic gold file, from that file and the split's seed (the family's own).
+SideFile = Callable[[bytes, int], bytes]
 
 
 @dataclass(frozen=True)
@@ -12,8 +16,8 @@ class DemoSplit:
     name: str
     size: int  # examples of its synthetic gold file
     hidden: bool = False
-    annotations: bool = False  # NLVR2: category annotations of 100 sentences
-    choices: bool = False  # GQA: an official choices file (validity and plausibility on the board)
+    annotations: SideFile | None = None  # its category annotations (NLVR2: 100 sentences')
+    choices: SideFile | None = None  # its official choices file (GQA: validity and plausibility on the board)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from app import synthetic
 from app.db import db
 from app.evaluation import get_task
 from app.evaluation.tasks import DemoBenchmark, DemoSplit, demo_benchmarks
@@ -211,8 +210,8 @@ def _ensure_split(
         return catalog.get_split(spec.slug, split_spec.slug)
     except NotFound:
         pass
-    annotations = synthetic.nlvr2_annotations(gold(), 100, seed=seed) if split_spec.annotations else None
-    choices = synthetic.gqa_choices(gold(), seed=seed) if split_spec.choices else None
+    annotations = split_spec.annotations(gold(), seed) if split_spec.annotations else None
+    choices = split_spec.choices(gold(), seed) if split_spec.choices else None
     created["splits"] += 1
     split = catalog.add_split(
         spec.slug,

@@ -2,6 +2,8 @@
 
 from app.evaluation.tasks.demo import DemoBenchmark, DemoSplit
 
+from .synthetic import choices
+
 BENCHMARKS = (
     DemoBenchmark(
         "demo-gqa",
@@ -10,8 +12,8 @@ BENCHMARKS = (
         "Synthetic data in the shape of GQA: compositional questions about scene graphs, scored on balanced "
         "questions, with consistency over entailed questions and the answer distribution.",
         (
-            DemoSplit("testdev", "Test-dev", 2000, choices=True),
-            DemoSplit("test", "Test", 2000, hidden=True, choices=True),
+            DemoSplit("testdev", "Test-dev", 2000, choices=choices),
+            DemoSplit("test", "Test", 2000, hidden=True, choices=choices),
         ),
     ),
 )

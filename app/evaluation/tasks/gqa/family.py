@@ -45,8 +45,7 @@ from . import choices, formats, synthetic
 from .scoring import CHOICES_METRICS, average, scoring_of, whole
 
 _PAPER = "https://arxiv.org/abs/1902.09506"
-
-
+SUBSET_FIELDS = ("structural", "semantic")  # the subsets every split gets, as the official per-type accuracies
 AUDIT_CLASSES = ("no", "yes", "another answer")  # a label audit's classes (label_votes)
 _NO_YES = encoding.text_hashes(["no", "yes"])
 
@@ -56,12 +55,6 @@ def _audit_class(hashes: np.ndarray) -> np.ndarray:
     hashes = np.asarray(hashes)
     classes: np.ndarray = np.where(hashes == _NO_YES[0], 0, np.where(hashes == _NO_YES[1], 1, 2)).astype(np.int8)
     return classes
-
-
-SUBSET_FIELDS = ("structural", "semantic")  # the subsets every split gets, as the official per-type accuracies
-
-
-# --- the family -------------------------------------------------------------------------------------------
 
 
 @register

@@ -2,6 +2,14 @@
 
 from app.evaluation.tasks.demo import DemoBenchmark, DemoSplit
 
+from .synthetic import nlvr2_annotations
+
+
+def _annotations(gold: bytes, seed: int) -> bytes:
+    """Category annotations of 100 of the split's sentences."""
+    return nlvr2_annotations(gold, 100, seed=seed)
+
+
 BENCHMARKS = (
     DemoBenchmark(
         "demo-nlvr2",
@@ -10,7 +18,7 @@ BENCHMARKS = (
         "Synthetic data in the shape of NLVR2: is a sentence true of a pair of photographs? "
         "Sets of four image pairs, each with two sentences.",
         (
-            DemoSplit("dev", "Dev", 6982, annotations=True),
+            DemoSplit("dev", "Dev", 6982, annotations=_annotations),
             DemoSplit("test-p", "Test-P", 6967),
             DemoSplit("test-u", "Test-U", 6970, hidden=True),
         ),

@@ -12,7 +12,7 @@ import pandas as pd
 
 from app.evaluation import encoding, json_files
 from app.evaluation.errors import ProblemList, ValidationError
-from app.evaluation.gold import GoldSet
+from app.evaluation.gold import GoldSet, object_array
 from app.evaluation.predictions import max_lines_for
 from app.evaluation.text_files import show
 
@@ -186,10 +186,10 @@ def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
     labels["answers"] = np.where(unanimous[:, None], forms[:, :, 0], forms[:, :, 1])
     return GoldSet(
         task,
-        _objects(ids),
+        object_array(ids),
         labels,
         np.arange(len(ids), dtype=np.int32),
-        {name: _objects(values) for name, values in fields.items()},
+        {name: object_array(values) for name, values in fields.items()},
     )
 
 
@@ -213,10 +213,7 @@ def _key(value: Any) -> Any:
     return value  # str, None and numbers (bool and int hash as the float they equal)
 
 
-def _objects(values: list[Any]) -> np.ndarray:
-    array = np.empty(len(values), dtype=object)
-    array[:] = values
-    return array
+# --- the results file -------------------------------------------------------------------------------------------
 
 
 def _entry_problem(row: int, entry: Any) -> str:
@@ -227,9 +224,6 @@ def _entry_problem(row: int, entry: Any) -> str:
     if type(question) is not int:
         return f"entry {row + 1:,}: question_id must be an integer, not {show(question)}"
     return f"entry {row + 1:,}: question {question}: answer must be a string, not {show(answer)}"
-
-
-# --- the results file -------------------------------------------------------------------------------------------
 
 
 def parse_results(data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
