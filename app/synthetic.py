@@ -1,7 +1,7 @@
 """Synthetic benchmark data: gold files, category annotations and prediction files.
 
 Everything here is made up. Each task family makes files of its own shape (keys, identifier schemes, group
-sizes, label balance, image-pair reuse: see the family modules under app/evaluation/tasks), so the demo and
+sizes, label balance, image-pair reuse: see each family's synthetic.py under app/evaluation/tasks), so the demo and
 the scale tests never need the real data. This module is their public face by task name, and dispatches
 through the task type.
 
@@ -16,7 +16,7 @@ Public interface
 ``vcr_gold(n_questions, seed=0, regions=(...))``
 ``nlvr2_annotations(gold, n_sentences=100, seed=0)``
 ``gqa_choices(gold, seed=0)``: the official choices file of a GQA questions file (validity, plausibility)
-``predictions(task, gold, accuracy, seed=0, *, header=False, shuffle=True, ...)``
+``predictions(task, gold, accuracy, seed=0, **options)``: options as SyntheticOptions' (app/evaluation/tasks)
 ``all_true(task, gold, **kw)``
 ``TASK_NAMES``
 """
@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.evaluation.tasks import TASK_TYPES, get_task
-from app.evaluation.tasks.gqa_synthetic import choices as gqa_choices
-from app.evaluation.tasks.nlvr_synthetic import NLVR2_CATEGORIES, nlvr2_annotations, nlvr2_gold, nlvr_gold
-from app.evaluation.tasks.vcr_synthetic import VCR_HEADER, vcr_gold
+from app.evaluation.tasks.gqa.synthetic import choices as gqa_choices
+from app.evaluation.tasks.nlvr.synthetic import NLVR2_CATEGORIES, nlvr2_annotations, nlvr2_gold, nlvr_gold
+from app.evaluation.tasks.vcr.synthetic import VCR_HEADER, vcr_gold
 
 __all__ = [
     "TASK_NAMES",
@@ -46,19 +46,10 @@ __all__ = [
 TASK_NAMES: tuple[str, ...] = tuple(TASK_TYPES)
 
 
-def predictions(
-    task: str,
-    gold: bytes,
-    accuracy: float,
-    seed: int = 0,
-    *,
-    header: bool = False,
-    shuffle: bool = True,
-    split: str = "dev",
-    group_correlation: float = 0.0,
-    rationale_accuracy: float | None = None,
-) -> bytes:
-    """A valid prediction file for ``gold`` whose expected accuracy is ``accuracy``.
+def predictions(task: str, gold: bytes, accuracy: float, seed: int = 0, **options: Any) -> bytes:
+    """A valid prediction file for ``gold`` whose expected accuracy is ``accuracy``: the task type's
+    ``synthetic_predictions``, whose options (``header``, ``shuffle``, ``split``, ``group_correlation``, a
+    family's own such as VCR's ``rationale_accuracy``) are SyntheticOptions'.
 
     Binary tasks: each prediction is correct with probability ``accuracy``
     (``nlvr-images``: each image). ``group_correlation`` in [0, 1] makes a
@@ -76,17 +67,7 @@ def predictions(
     """
     if task not in TASK_TYPES:
         raise ValueError(f"unknown task {task!r}; expected one of {TASK_NAMES}")
-    options: dict[str, Any] = {} if rationale_accuracy is None else {"rationale_accuracy": rationale_accuracy}
-    return get_task(task).synthetic_predictions(
-        gold,
-        accuracy,
-        seed,
-        header=header,
-        shuffle=shuffle,
-        split=split,
-        group_correlation=group_correlation,
-        **options,
-    )
+    return get_task(task).synthetic_predictions(gold, accuracy, seed, **options)
 
 
 def all_true(task: str, gold: bytes, **kw: Any) -> bytes:

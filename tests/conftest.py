@@ -35,7 +35,7 @@ from flask_migrate import upgrade
 
 from app import create_app, observability, synthetic
 from app.db import db
-from app.evaluation.tasks import nlvr_synthetic
+from app.evaluation.tasks.nlvr import synthetic as nlvr_synthetic
 from app.lru import LRU
 from tests.postgres import PostgresCluster, PostgresUnavailable
 

@@ -1,4 +1,5 @@
-"""Official gold files (one JSON object a line) read into arrays: ids, labels, consistency groups, fields.
+"""Gold sets (GoldSet) and the shared reader of JSON-lines gold files: a family describes its records in a
+LineFormat (in its folder's ``formats.py``) and read_examples reads them into ids, labels and fields.
 
 Gold files come from maintainers, are read once per process and cached by the services, so this is
 plain Python over records; json.loads per line dominates (~50 ms of ~80 ms for the 3.7 MB NLVR2 dev
@@ -13,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,19 +24,6 @@ from .errors import Problem, ProblemList, at
 from .text_files import read_text, show
 
 Record = dict[str, Any]  # one parsed line of a gold file
-
-# NLVR2 'split-set_id-pair_id-sentence_id'; the consistency group drops pair_id.
-NLVR2_IDENTIFIER = re.compile(r"(\S+)-(\d+)-(\d+)-(\d+)")
-# NLVR 'n-m'; the consistency group is n.
-NLVR_IDENTIFIER = re.compile(r"([^\s-]+)-(\d+)")
-# NLVR2 contrast sets: the original NLVR2 identifier and one digit, 'test1-769-1-0-1'; the group is the original.
-# No comma, nor a quote first (a cell loses its quotes at its ends): else no `identifier,prediction` line of a
-# prediction file could name it, the split's sample file included.
-CONTRAST_IDENTIFIER = re.compile(r'([^\s,"][^\s,]*-\d+-\d+-\d+)-\d')
-# Winoground 'id': an integer, as the official statistics read it (int() of the label's first part).
-WINOGROUND_IDENTIFIER = re.compile(r"0|-?[1-9][0-9]*")
-WINOGROUND_TEXTS = ("caption_0", "caption_1", "image_0", "image_1")
-VCR_LABELS = ("answer_label", "rationale_label")
 
 
 @dataclass(eq=False, repr=False)
@@ -174,10 +162,11 @@ def _scalars(record: Any) -> Any:
     return {key: value for key, value in record.items() if not isinstance(value, (list, dict))}
 
 
+BINARY_LABEL_PROBLEM = "missing or invalid 'label' (true or false)"
 _LABEL_WORDS = {"true": True, "false": False, "True": True, "False": False, "TRUE": True, "FALSE": False}
 
 
-def _label(value: object) -> bool | None:
+def binary_label(value: object) -> bool | None:
     """True/False from JSON booleans or 'true'/'false' in any case (NLVR2 uses 'True')."""
     if isinstance(value, bool):
         return value
@@ -188,7 +177,8 @@ def _label(value: object) -> bool | None:
     return None
 
 
-def _binary_labels(records: list[Record]) -> list[Any] | None:
+def binary_labels(records: list[Record]) -> list[Any] | None:
+    """Every record's 'label' column-wise (binary_label's fast path), None if any is not a label."""
     labels = [
         value if type(value) is bool else _LABEL_WORDS.get(value) if type(value) is str else None
         for value in (record.get("label") for record in records)
@@ -196,24 +186,8 @@ def _binary_labels(records: list[Record]) -> list[Any] | None:
     return None if None in labels else labels
 
 
-def _is_choice(value: object) -> TypeGuard[int]:
-    """One of VCR's four choices: an integer 0-3, not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 3
-
-
-def _vcr_label(record: Record) -> tuple[int, int] | None:
-    answer, rationale = (record.get(name) for name in VCR_LABELS)
-    return (answer, rationale) if _is_choice(answer) and _is_choice(rationale) else None
-
-
-def _vcr_labels(records: list[Record]) -> list[Any] | None:
-    pairs = [(record.get("answer_label"), record.get("rationale_label")) for record in records]
-    flat = [value for pair in pairs for value in pair]
-    return pairs if set(map(type, flat)) == {int} and set(flat) <= {0, 1, 2, 3} else None
-
-
 @dataclass(frozen=True)
-class _Format:
+class LineFormat:
     """What every record of a gold file must hold."""
 
     key: str  # the identifier's key
@@ -225,7 +199,7 @@ class _Format:
     required: tuple[str, ...] = ()  # string fields every record must have
 
 
-def _read_examples(data: bytes, spec: _Format) -> tuple[list[str], list[Any], list[Record]]:
+def read_examples(data: bytes, spec: LineFormat) -> tuple[list[str], list[Any], list[Record]]:
     """Identifiers, labels and records of a gold file, or ValidationError naming every bad line.
 
     A well-formed file passes column-wise checks in a few C-level passes; anything unusual goes
@@ -237,7 +211,7 @@ def _read_examples(data: bytes, spec: _Format) -> tuple[list[str], list[Any], li
     return fast if fast is not None else _read_slow(records, lines, spec)
 
 
-def _read_fast(records: list[Any], spec: _Format) -> tuple[list[str], list[Any], list[Record]] | None:
+def _read_fast(records: list[Any], spec: LineFormat) -> tuple[list[str], list[Any], list[Record]] | None:
     if not records or not all(type(record) is dict for record in records):
         return None
     ids = [record.get(spec.key) for record in records]
@@ -252,7 +226,7 @@ def _read_fast(records: list[Any], spec: _Format) -> tuple[list[str], list[Any],
     return None if labels is None else (ids, labels, records)
 
 
-def _read_slow(records: list[Any], lines: np.ndarray, spec: _Format) -> tuple[list[str], list[Any], list[Record]]:
+def _read_slow(records: list[Any], lines: np.ndarray, spec: LineFormat) -> tuple[list[str], list[Any], list[Record]]:
     problems = ProblemList()
     ids: list[str] = []
     labels: list[Any] = []
@@ -293,117 +267,16 @@ def _read_slow(records: list[Any], lines: np.ndarray, spec: _Format) -> tuple[li
     return ids, labels, kept
 
 
-_BINARY_LABEL = "missing or invalid 'label' (true or false)"
-NLVR2_FORMAT = _Format(
-    "identifier",
-    NLVR2_IDENTIFIER,
-    "split-set-pair-sentence (e.g. 'dev-850-0-1')",
-    lambda record: _label(record.get("label")),
-    _binary_labels,
-    _BINARY_LABEL,
-    ("sentence", "left_url", "right_url"),
-)
-NLVR_FORMAT = _Format(
-    "identifier",
-    NLVR_IDENTIFIER,
-    "n-m (e.g. '1572-0')",
-    lambda record: _label(record.get("label")),
-    _binary_labels,
-    _BINARY_LABEL,
-)
-VCR_FORMAT = _Format(
-    "annot_id",
-    re.compile(r"\S(?:.*\S)?"),
-    "a non-empty string",
-    _vcr_label,
-    _vcr_labels,
-    "missing or invalid 'answer_label'/'rationale_label' (integers 0-3)",
-)
-
-CONTRAST_FORMAT = _Format(
-    "identifier",
-    CONTRAST_IDENTIFIER,
-    "the original NLVR2 identifier and one digit, without spaces or commas nor a quote first (e.g. 'test1-769-1-0-1')",
-    lambda record: _label(record.get("label")),
-    _binary_labels,
-    _BINARY_LABEL,
-)
-WINOGROUND_FORMAT = _Format(
-    "id",
-    WINOGROUND_IDENTIFIER,
-    "an integer (e.g. 0)",
-    lambda record: 0,  # no label: caption_0 goes with image_0 and caption_1 with image_1
-    lambda records: [0] * len(records),
-    "",
-    WINOGROUND_TEXTS,
-)
-
-
-def _groups(keys: list[str]) -> np.ndarray:
+def groups_of(keys: list[str]) -> np.ndarray:
+    """Consistency groups numbered in order of first appearance, one per distinct key."""
     codes, _ = pd.factorize(pd.Series(keys, dtype=object), sort=False)
     return codes.astype(np.int32)
 
 
-def _object_array(values: list[Any]) -> np.ndarray:
+def object_array(values: list[Any]) -> np.ndarray:
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return array
-
-
-def read_nlvr2(data: bytes, task: str = "nlvr2") -> GoldSet:
-    """NLVR2: 'identifier' split-set-pair-sentence, 'label' True/False, 'sentence', 'left_url', 'right_url'."""
-    ids, labels, records = _read_examples(data, NLVR2_FORMAT)
-    # 'dev-850-0-1' -> group 'dev-850-1' (the identifier without its pair_id)
-    groups = _groups([f"{prefix}-{sentence}" for prefix, _, sentence in (i.rsplit("-", 2) for i in ids)])
-    fields = scalar_fields(records, exclude={"identifier", "label"})
-    return GoldSet(task, _object_array(ids), np.array(labels, dtype=bool), groups, fields)
-
-
-def read_nlvr(data: bytes, task: str = "nlvr-structured", n_images: int = 1) -> GoldSet:
-    """NLVR: 'identifier' n-m, 'label' true/false, 'sentence' (optional); groups are the sentences n."""
-    ids, labels, records = _read_examples(data, NLVR_FORMAT)
-    groups = _groups([identifier.rsplit("-", 1)[0] for identifier in ids])
-    fields = scalar_fields(records, exclude={"identifier", "label"})
-    fields.setdefault("sentence", _object_array([""] * len(ids)))
-    return GoldSet(task, _object_array(ids), np.array(labels, dtype=bool), groups, fields, n_images)
-
-
-def read_vcr(data: bytes, task: str = "vcr") -> GoldSet:
-    """VCR annotations: 'annot_id', 'answer_label' and 'rationale_label' (0-3); one group per question."""
-    ids, labels, records = _read_examples(data, VCR_FORMAT)
-    return GoldSet(
-        task,
-        _object_array(ids),
-        np.array(labels, dtype=np.int8).reshape(-1, 2),
-        np.arange(len(ids), dtype=np.int32),
-        scalar_fields(records, exclude={"annot_id", *VCR_LABELS}),
-    )
-
-
-def read_nlvr2_contrast(data: bytes, task: str = "nlvr2-contrast") -> GoldSet:
-    """NLVR2 contrast sets (``contrast_set_nlvr2.jsonl``): 'identifier' the original NLVR2 identifier and one
-    digit, 'label' true/false. The consistency group is the original example: the identifier without its last
-    two characters, as the official eval.py groups (``ex['identifier'][:-2]``); the one-digit form keeps that
-    the original's identifier."""
-    ids, labels, records = _read_examples(data, CONTRAST_FORMAT)
-    groups = _groups([identifier[:-2] for identifier in ids])
-    fields = scalar_fields(records, exclude={"identifier", "label"})
-    return GoldSet(task, _object_array(ids), np.array(labels, dtype=bool), groups, fields)
-
-
-def read_winoground(data: bytes, task: str = "winoground") -> GoldSet:
-    """Winoground ``examples.jsonl``: 'id' an integer, 'caption_0', 'caption_1', 'image_0', 'image_1'; the tags
-    ('collapsed_tag', 'secondary_tag', 'num_main_preds', 'tag') become fields. There is no label (the right
-    pairing is always caption_0-image_0 and caption_1-image_1): ``labels`` is an empty (n, 0) array. One group
-    per example."""
-    ids, _, records = _read_examples(data, WINOGROUND_FORMAT)
-    return GoldSet(
-        task,
-        _object_array(ids),
-        np.zeros((len(ids), 0), dtype=np.int8),
-        np.arange(len(ids), dtype=np.int32),
-        scalar_fields(records, exclude={"id"}),
-    )
 
 
 def scalar_fields(records: list[Record], exclude: set[str]) -> dict[str, np.ndarray]:
@@ -422,7 +295,7 @@ def scalar_fields(records: list[Record], exclude: set[str]) -> dict[str, np.ndar
         values = [record.get(name, "") for record in records]
         types = set(map(type, values))
         if types == {str}:
-            fields[name] = _object_array(values)
+            fields[name] = object_array(values)
         elif types <= {str, int}:
-            fields[name] = _object_array([str(value) for value in values])
+            fields[name] = object_array([str(value) for value in values])
     return fields

@@ -42,6 +42,21 @@ _LOW = rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 _LONE_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*(" + _HIGH + rb"(?!" + _LOW + rb")|(?<!" + _HIGH + rb")" + _LOW + rb")")
 
 
+_TYPE_NAMES = {
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def json_type(value: object) -> str:
+    """What a parsed JSON value is, in JSON's own words, for every family's messages ("found an array")."""
+    return "null" if value is None else _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
 def value_bound(data: bytes) -> int:
     """An upper bound on the JSON values (scalars, arrays and objects, keys not counted) ``data`` holds."""
     return data.count(b",") + data.count(b"{") + data.count(b"[") + 1

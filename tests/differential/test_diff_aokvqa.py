@@ -49,7 +49,7 @@ def test_bad_files_are_refused_naming_the_question(seed):
         message = str(caught.value)
         named = "not-in-gold" if name == "id not in gold" else first
         if name == "list instead of object":
-            assert "found a list" in message
+            assert "found an array" in message
         else:
             assert repr(named) in message, (name, message)
         if name not in ("missing id", "list instead of object"):

@@ -41,7 +41,7 @@ from sqlalchemy import func, select
 from app.db import db
 from app.evaluation import ValidationError, get_task, statistics
 from app.evaluation.gold import GoldSet
-from app.evaluation.tasks.gqa import LABEL_DTYPE, GQAGold
+from app.evaluation.tasks.gqa.scoring import LABEL_DTYPE, GQAGold
 from app.models import Split, Submission
 from app.services import catalog
 from app.services.boards import leaderboards

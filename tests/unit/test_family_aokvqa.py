@@ -12,7 +12,7 @@ import pytest
 
 from app.evaluation import ValidationError, get_task, sealed, statistics
 from app.evaluation.tasks import TASK_TYPES
-from app.evaluation.tasks.aokvqa import DA_MISSING, MC_MISSING, MC_OUTSIDE
+from app.evaluation.tasks.aokvqa.formats import DA_MISSING, MC_MISSING, MC_OUTSIDE
 
 TASK = get_task("a-okvqa")
 
@@ -84,11 +84,11 @@ def test_gold_keeps_ids_in_order_one_group_each_and_scalar_fields():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"choices": ["bus", "train", "car"]}, "'choices' of question 'q1' is not a list of 4 strings"),
+        ({"choices": ["bus", "train", "car"]}, "'choices' of question 'q1' is not an array of 4 strings"),
         ({"correct_choice_idx": 4}, "'correct_choice_idx' of question 'q1' is not an integer 0-3"),
         ({"correct_choice_idx": True}, "'correct_choice_idx' of question 'q1' is not an integer 0-3"),
-        ({"direct_answers": ["bus"] * 9}, "'direct_answers' of question 'q1' is not a list of 10 strings"),
-        ({"direct_answers": ["bus"] * 9 + [3]}, "'direct_answers' of question 'q1' is not a list of 10 strings"),
+        ({"direct_answers": ["bus"] * 9}, "'direct_answers' of question 'q1' is not an array of 10 strings"),
+        ({"direct_answers": ["bus"] * 9 + [3]}, "'direct_answers' of question 'q1' is not an array of 10 strings"),
         ({"difficult_direct_answer": 0}, "'difficult_direct_answer' of question 'q1' is not true or false"),
         ({"correct_choice_idx": None, "question_id": 7}, "missing or invalid 'question_id' (a non-empty string)"),
         ({"question_id": "q0"}, "duplicate question_id 'q0' (first on line 2)"),
@@ -108,7 +108,7 @@ def test_gold_refusals_for_missing_fields_shapes_and_scope():
         TASK.read_gold(_lines([_question("q0"), row]))
     with pytest.raises(ValidationError, match="line 2: expected a JSON object"):
         TASK.read_gold(_lines([["q0"]]))
-    with pytest.raises(ValidationError, match="a JSON list of questions; found an object"):
+    with pytest.raises(ValidationError, match="a JSON array of questions; found an object"):
         TASK.read_gold(b'{"q0": {}}')
     with pytest.raises(ValidationError, match="no questions"):
         TASK.read_gold(b"[]")
@@ -168,7 +168,7 @@ def test_a_repeated_id_or_key_is_refused_not_last_wins():
 
 
 def test_whole_file_refusals():
-    assert "found a list" in str(_refusal(json.dumps(list(RIGHT.values())).encode()))
+    assert "found an array" in str(_refusal(json.dumps(list(RIGHT.values())).encode()))
     assert "invalid JSON" in str(_refusal(b'{"q0": {"multiple_choice": "bus",'))
     assert "no entry has a 'multiple_choice' or a 'direct_answer' key" in str(
         _refusal(_predictions({qid: {"multiple_choices": "bus"} for qid in RIGHT}))

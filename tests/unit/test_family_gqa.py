@@ -1,4 +1,4 @@
-"""The GQA family (app/evaluation/tasks/gqa.py): the official questions and predictions files read and refused
+"""The GQA family (app/evaluation/tasks/gqa/): the official questions and predictions files read and refused
 with the question and its line named, the official metrics on hand-made cases (exact match, balanced questions
 only, binary/open by structural type, consistency over entailed questions, the chi-square distribution), the
 units the statistics, the Ladder and the probe check count, and the synthetic files."""
@@ -13,8 +13,9 @@ import pytest
 
 from app.evaluation import ValidationError, encoding, sealed, statistics
 from app.evaluation.label_audit import dawid_skene
-from app.evaluation.tasks import GQAGold, get_task
-from app.evaluation.tasks.gqa_synthetic import choices as gqa_choices
+from app.evaluation.tasks import get_task
+from app.evaluation.tasks.gqa.scoring import GQAGold
+from app.evaluation.tasks.gqa.synthetic import choices as gqa_choices
 
 GQA = get_task("gqa")
 

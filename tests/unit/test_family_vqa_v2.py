@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.evaluation import ValidationError, get_task, statistics
-from app.evaluation.tasks import vqa_v2
+from app.evaluation.tasks.vqa_v2 import formats as vqa_v2
 from tests.unit.test_rank_procedure import _check_shown
 
 TASK = get_task("vqa-v2")

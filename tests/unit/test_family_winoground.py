@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from app.evaluation import ValidationError, get_task, statistics
-from app.evaluation.tasks.winoground import KEYS, outcomes
+from app.evaluation.tasks.winoground.formats import KEYS
+from app.evaluation.tasks.winoground.scoring import outcomes
 from tests.hostile import shapes
 from tests.support.files import jsonl
 

@@ -24,7 +24,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "app.models": (1, "the tables the services read and write"),
     "app.schema": (1, "the schema's migration state, checked at start-up and by backups (a service)"),
     "app.names": (1, "the rules of names and shown text: invisible characters, look-alike names"),
-    "app.synthetic": (1, "demo and test data in each benchmark's format; the demo service loads it"),
+    "app.synthetic": (1, "synthetic data in each benchmark's format by task name, for the tests and benchmarks"),
     "app.observability": (1, "metric counters the services record into"),
     "app.lru": (1, "the in-memory memo the services' caches (gold sets, snapshots) and the page caches use"),
     "app.services": (2, "use cases; each owns its transaction"),

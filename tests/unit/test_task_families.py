@@ -18,6 +18,7 @@ from app.evaluation import GoldSet, TaskType, ValidationError, encoding, ladder,
 from app.evaluation.metrics import accuracy
 from app.evaluation.tasks import TASK_TYPES, get_task, register
 from app.evaluation.tasks.base import ACCURACY, LabelVotes
+from app.evaluation.tasks.synthetic_files import SyntheticOptions
 from app.services.blind_test import integrity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ REQUIRED_METHODS = (
     "decode_many",
     "unit_correctness",
     "synthetic_gold",
-    "synthetic_predictions",
+    "synthetic_file",
 )
 REQUIRED_ATTRIBUTES = (
     "name",
@@ -159,10 +160,10 @@ class ThreeWayChoice(TaskType):
         answers = np.random.default_rng(seed).integers(0, 3, size=size).tolist()
         return "".join(f"q{i},{answer}\n" for i, answer in enumerate(answers)).encode()
 
-    def synthetic_predictions(self, gold: bytes, accuracy: float, seed: int = 0, **options: Any) -> bytes:
-        rng = np.random.default_rng(seed)
+    def synthetic_file(self, gold: bytes, options: SyntheticOptions) -> bytes:
+        rng = np.random.default_rng(options.seed)
         rows = [line.split(",") for line in gold.decode().splitlines()]
-        right = rng.random(len(rows)) < accuracy
+        right = rng.random(len(rows)) < options.accuracy
         wrong = (np.array([int(a) for _, a in rows]) + rng.integers(1, 3, size=len(rows))) % 3
         return "".join(
             f"{qid},{answer if ok else other}\n" for (qid, answer), ok, other in zip(rows, right, wrong, strict=True)

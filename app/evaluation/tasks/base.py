@@ -3,21 +3,22 @@
 A task type knows its gold format, its prediction format, its metrics and subsets, how its aligned
 predictions are stored, which units its statistics, the Ladder and the probe check count, what its
 boards call a resampled group, and how to make synthetic data of its shape. The rest of the app asks
-the task type and never branches on its name; adding a family is one module in this package (a
-registered subclass) and its line in the package's ``__init__``.
+the task type and never branches on its name; adding a family is one folder in this package (its
+``family.py`` defines a registered subclass; the package's ``__init__`` finds the folder).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from .. import encoding, layout
 from ..gold import GoldSet
 from ..subsets import field_subsets
+from .synthetic_files import SyntheticOptions
 
 Scores = dict[str, dict[str, float]]
 # Per-example outcomes for the statistics: {"counts": {metric: (by-example (n, k) uint8 right counts,
@@ -134,6 +135,9 @@ class TaskType:
     primary_metric: str
     tie_break_metric: str | None
     subset_metrics: tuple[str, ...]
+    # Where the app lists the family among the others (pages, tables, the demo): lower first, ties by name. A
+    # subclass sets its own (it would otherwise share its parent's place).
+    list_position: int = 1000
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -336,22 +340,14 @@ class TaskType:
         where the family's identifiers name it)."""
         raise NotImplementedError
 
-    def synthetic_predictions(
-        self,
-        gold: bytes,
-        accuracy: float,
-        seed: int = 0,
-        *,
-        header: bool = False,
-        shuffle: bool = True,
-        split: str = "dev",
-        group_correlation: float = 0.0,
-        **options: Any,
-    ) -> bytes:
+    def synthetic_predictions(self, gold: bytes, accuracy: float, seed: int = 0, **options: Any) -> bytes:
         """A valid prediction file for a synthetic ``gold`` whose expected accuracy is ``accuracy``, deterministic
-        for ``seed``: lines in a shuffled order unless ``shuffle`` is false, a header line where ``header`` asks
-        for one (and the format allows it), ``split`` the split's prefix where names carry one, a consistency
-        group sharing its errors with probability ``group_correlation``; family options in ``options``."""
+        for ``seed``; the other options are SyntheticOptions' (``header``, ``shuffle``, ``split``,
+        ``group_correlation``, a family's own by name). Checked here, made by the family's ``synthetic_file``."""
+        return self.synthetic_file(gold, SyntheticOptions.of(accuracy, seed, **options))
+
+    def synthetic_file(self, gold: bytes, options: SyntheticOptions) -> bytes:
+        """The family's synthetic prediction file for ``gold`` made as ``options`` ask (already checked)."""
         raise NotImplementedError
 
     def synthetic_constant(
@@ -384,3 +380,15 @@ class FixedDtypeTask(TaskType):
 
     def decode_many(self, blobs: Sequence[bytes], gold_n: int) -> np.ndarray:
         return encoding.unpack_fixed_many(blobs, self.prediction_shape(gold_n), self.stored_dtype)
+
+
+@runtime_checkable
+class TakesChoices(Protocol):
+    """A family whose split may carry an official choices file (GQA): the services store it beside the gold file
+    and attach it to the gold set; `choices_metrics` are reported only where a split has one."""
+
+    choices_metrics: tuple[str, ...]
+
+    def read_choices(self, gold: GoldSet, data: bytes, max_bytes: int | None = None) -> bytes: ...
+
+    def with_choices(self, gold: GoldSet, compact: bytes) -> GoldSet: ...

@@ -1,5 +1,8 @@
 """The demo: synthetic benchmarks of every task type, a few teams and scored, published submissions.
 
+What each benchmark is, is written in its family's folder (app/evaluation/tasks/<family>/demo.py, plain data);
+this module turns them into rows.
+
 Idempotent: anything that already exists is left as it is.
 """
 
@@ -7,15 +10,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from app import synthetic
 from app.db import db
 from app.evaluation import get_task
+from app.evaluation.tasks import DemoBenchmark, DemoSplit, demo_benchmarks
 from app.models import Benchmark, Reference, Split, Submission, Team, utcnow
 from app.services import catalog
 from app.services.blind_test import visibility
@@ -26,113 +28,8 @@ from app.services.intake import submissions
 from app.services.jobs import transport
 from app.services.people import accounts, teams
 
-
-@dataclass(frozen=True)
-class DemoSplit:
-    slug: str
-    name: str
-    size: int
-    hidden: bool = False
-    annotations: bool = False
-    choices: bool = False  # GQA: an official choices file (validity and plausibility on the board)
-
-
-@dataclass(frozen=True)
-class DemoBenchmark:
-    slug: str
-    task: str
-    name: str
-    description: str
-    splits: tuple[DemoSplit, ...]
-    subset_field: str | None = None
-    sweep: bool = False  # Sweep Lab publishes its whole sweep here
-
-
-BENCHMARKS = (
-    DemoBenchmark(
-        "demo-nlvr2",
-        "nlvr2",
-        "NLVR2 (demo)",
-        "Synthetic data in the shape of NLVR2: is a sentence true of a pair of photographs? "
-        "Sets of four image pairs, each with two sentences.",
-        (
-            DemoSplit("dev", "Dev", 6982, annotations=True),
-            DemoSplit("test-p", "Test-P", 6967),
-            DemoSplit("test-u", "Test-U", 6970, hidden=True),
-        ),
-        sweep=True,
-    ),
-    DemoBenchmark(
-        "demo-nlvr",
-        "nlvr-structured",
-        "NLVR structured (demo)",
-        "Synthetic data in the shape of NLVR with structured representations: four examples a sentence.",
-        (
-            DemoSplit("dev", "Dev", 5940),
-            DemoSplit("test-p", "Test-P", 5936),
-            DemoSplit("test-u", "Test-U", 5940, hidden=True),
-        ),
-        sweep=True,
-    ),
-    DemoBenchmark(
-        "demo-nlvr-images",
-        "nlvr-images",
-        "NLVR images (demo)",
-        "Synthetic data in the shape of NLVR, scored over images: six box permutations an example.",
-        (DemoSplit("dev", "Dev", 5940), DemoSplit("test-u", "Test-U", 5940, hidden=True)),
-    ),
-    DemoBenchmark(
-        "demo-vcr",
-        "vcr",
-        "VCR (demo)",
-        "Synthetic data in the shape of VCR: four answers, then four rationales for each answer.",
-        (DemoSplit("val", "Val", 3000), DemoSplit("test", "Test", 3000, hidden=True)),
-        subset_field="region",
-    ),
-    DemoBenchmark(
-        "demo-vqa-v2",
-        "vqa-v2",
-        "VQA v2 (demo)",
-        "Synthetic data in the shape of VQA v2: open-ended questions about images, ten human answers each, "
-        "scored by the official soft accuracy.",
-        (DemoSplit("test-dev", "Test-dev", 2000), DemoSplit("test-std", "Test-std", 2000, hidden=True)),
-    ),
-    DemoBenchmark(
-        "demo-gqa",
-        "gqa",
-        "GQA (demo)",
-        "Synthetic data in the shape of GQA: compositional questions about scene graphs, scored on balanced "
-        "questions, with consistency over entailed questions and the answer distribution.",
-        (
-            DemoSplit("testdev", "Test-dev", 2000, choices=True),
-            DemoSplit("test", "Test", 2000, hidden=True, choices=True),
-        ),
-    ),
-    DemoBenchmark(
-        "demo-a-okvqa",
-        "a-okvqa",
-        "A-OKVQA (demo)",
-        "Synthetic data in the shape of A-OKVQA: questions needing outside knowledge, with four choices and ten "
-        "direct answers.",
-        (DemoSplit("val", "Val", 1100), DemoSplit("test", "Test", 1100, hidden=True)),
-    ),
-    DemoBenchmark(
-        "demo-winoground",
-        "winoground",
-        "Winoground (demo)",
-        "Synthetic data in the shape of Winoground: two images and two captions with the same words in another "
-        "order; a model scores each caption against each image.",
-        (DemoSplit("test", "Test", 400),),
-    ),
-    DemoBenchmark(
-        "demo-nlvr2-contrast",
-        "nlvr2-contrast",
-        "NLVR2 contrast sets (demo)",
-        "Synthetic data in the shape of the NLVR2 contrast sets: small perturbations of NLVR2 examples, scored "
-        "by accuracy and by consistency over each original's set.",
-        (DemoSplit("test", "Test", 994),),
-    ),
-)
+# Every family's demo benchmarks (its folder's demo.py), in the order the app lists the families.
+BENCHMARKS: tuple[DemoBenchmark, ...] = demo_benchmarks()
 
 # (team, model, accuracy on binary tasks / per stage on VCR, description, paper URL, days before the demo
 # is loaded): entries spread over about two years, so the progress chart shows a field improving.
@@ -182,12 +79,15 @@ DEMO_USERS: tuple[tuple[str, str, bool, str | None], ...] = (
 )
 
 
-def load_demo(progress: Callable[[str], object] | None = None) -> dict[str, int]:
-    """Create whatever part of the demo is missing; return counts of what was created."""
+def load_demo(
+    progress: Callable[[str], object] | None = None, benchmarks: Sequence[DemoBenchmark] | None = None
+) -> dict[str, int]:
+    """Create whatever part of the demo is missing; return counts of what was created. ``benchmarks``: the demo
+    benchmarks to load (every family's, found now, by default); each one's seeds follow from its place in it."""
     created = {"benchmarks": 0, "splits": 0, "teams": 0, "users": 0, "submissions": 0, "references": 0}
     now = utcnow()
     by_name = _ensure_teams_and_users(created)
-    for seed, spec in enumerate(BENCHMARKS):
+    for seed, spec in enumerate(demo_benchmarks() if benchmarks is None else benchmarks):
         if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == spec.slug)) is None:
             catalog.add_benchmark(spec.slug, spec.task, spec.name, spec.description, "https://example.org/paper")
             created["benchmarks"] += 1
@@ -310,8 +210,8 @@ def _ensure_split(
         return catalog.get_split(spec.slug, split_spec.slug)
     except NotFound:
         pass
-    annotations = synthetic.nlvr2_annotations(gold(), 100, seed=seed) if split_spec.annotations else None
-    choices = synthetic.gqa_choices(gold(), seed=seed) if split_spec.choices else None
+    annotations = split_spec.annotations(gold(), seed) if split_spec.annotations else None
+    choices = split_spec.choices(gold(), seed) if split_spec.choices else None
     created["splits"] += 1
     split = catalog.add_split(
         spec.slug,

@@ -12,15 +12,25 @@ from typing import Any
 
 import numpy as np
 
-from .. import encoding, layout
-from .. import gold as gold_files
-from .. import predictions as prediction_files
-from ..gold import GoldSet
-from ..metrics import accuracy, consistency
-from ..subsets import PARTS, balanced_unbalanced
-from . import nlvr_synthetic as synthetic
-from . import synthetic_files
-from .base import ACCURACY, CONSISTENCY, Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
+from app.evaluation import encoding, layout
+from app.evaluation import predictions as prediction_files
+from app.evaluation.gold import GoldSet
+from app.evaluation.metrics import accuracy, consistency
+from app.evaluation.subsets import PARTS, balanced_unbalanced
+from app.evaluation.tasks.base import (
+    ACCURACY,
+    CONSISTENCY,
+    Columns,
+    LabelVotes,
+    Metric,
+    Outcomes,
+    Scores,
+    TaskType,
+    register,
+)
+from app.evaluation.tasks.synthetic_files import SyntheticOptions
+
+from . import formats, synthetic
 
 _NLVR2_PAPER = "https://arxiv.org/abs/1811.00491"
 _NLVR_PAPER = "https://aclanthology.org/P17-2034"
@@ -128,33 +138,20 @@ class BinaryTask(TaskType):
     def synthetic_gold(self, size: int, seed: int = 0, *, split: str = "dev") -> bytes:
         return synthetic.nlvr_gold(size, seed=seed)
 
-    def synthetic_predictions(
-        self,
-        gold: bytes,
-        accuracy: float,
-        seed: int = 0,
-        *,
-        header: bool = False,
-        shuffle: bool = True,
-        split: str = "dev",
-        group_correlation: float = 0.0,
-        **options: Any,
-    ) -> bytes:
+    def synthetic_file(self, gold: bytes, options: SyntheticOptions) -> bytes:
         """Each prediction (each image) right with probability ``accuracy``; ``group_correlation`` makes a
         consistency group share one draw with that probability. Other families' options are ignored."""
-        accuracy = synthetic_files.check_accuracy("accuracy", accuracy)
-        group_correlation = synthetic_files.check_accuracy("group_correlation", group_correlation)
         return synthetic.predictions(
             gold,
-            accuracy,
-            np.random.default_rng(seed),
+            options.accuracy,
+            np.random.default_rng(options.seed),
             group_of=self.group_of,
             n_images=self.n_images,
             words=self.words,
-            header=header,
-            shuffle=shuffle,
-            split=split,
-            group_correlation=group_correlation,
+            header=options.header,
+            shuffle=options.shuffle,
+            split=options.split,
+            group_correlation=options.group_correlation,
         )
 
     def synthetic_constant(
@@ -184,6 +181,7 @@ class BinaryTask(TaskType):
 @register
 class NLVR2(BinaryTask):
     name = "nlvr2"
+    list_position = 10
     label = "NLVR2"
     example = ("identifier,prediction", "test1-0-0-0,True", "test1-0-1-0,false")
     words = ("True", "False")
@@ -191,7 +189,7 @@ class NLVR2(BinaryTask):
     majority = {"dev": 50.9, "test-p": 51.1, "test-u": 51.4}
 
     def read_gold(self, data: bytes) -> GoldSet:
-        return gold_files.read_nlvr2(data, self.name)
+        return formats.read_nlvr2(data, self.name)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
         return prediction_files.parse_binary(data, gold, max_bytes=max_bytes)
@@ -211,13 +209,14 @@ class NLVRStructured(BinaryTask):
     """NLVR with structured representations: an example a line, identifiers n-m (sentence n)."""
 
     name = "nlvr-structured"
+    list_position = 11
     label = "NLVR (structured representations)"
     example = ("identifier,prediction", "1572-0,false", "1572-1,true")
     paper = ("Suhr et al. 2017", _NLVR_PAPER, 95.4)
     majority = {"dev": 55.3, "test-p": 56.2, "test-u": 55.4}
 
     def read_gold(self, data: bytes) -> GoldSet:
-        return gold_files.read_nlvr(data, self.name, n_images=self.n_images)
+        return formats.read_nlvr(data, self.name, n_images=self.n_images)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
         return prediction_files.parse_binary(data, gold, max_bytes=max_bytes, split_prefix=True)
@@ -231,6 +230,7 @@ class NLVRImages(NLVRStructured):
     """
 
     name = "nlvr-images"
+    list_position = 12
     label = "NLVR (images)"
     declared_metrics = (Metric("accuracy", "Accuracy", "Acc.", counts="images"), CONSISTENCY)
     n_images = prediction_files.IMAGES_PER_NLVR_EXAMPLE

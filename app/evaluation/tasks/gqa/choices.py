@@ -20,14 +20,12 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .. import encoding
-from ..errors import ProblemList, ValidationError, at
-from ..gold import GoldSet
-from ..text_files import read_text, show
+from app.evaluation import encoding
+from app.evaluation.errors import ProblemList, ValidationError, at
+from app.evaluation.text_files import read_text, show
 
 FORMAT = 1  # of the compact form (to_bytes); stored beside the gold file
 COMMON = ("color", "material", "shape")  # belongs()'s list for a "Common" question, as the official script has it
@@ -35,18 +33,6 @@ COMMON_SET = 0  # the set id of COMMON in every Choices
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 _MAX_PROBLEMS = 1000  # problems gathered before the reader stops looking
-
-
-@runtime_checkable
-class TakesChoices(Protocol):
-    """A family whose split may carry an official choices file (GQA): the services store it beside the gold file
-    and attach it to the gold set; `choices_metrics` are reported only where a split has one."""
-
-    choices_metrics: tuple[str, ...]
-
-    def read_choices(self, gold: GoldSet, data: bytes, max_bytes: int | None = None) -> bytes: ...
-
-    def with_choices(self, gold: GoldSet, compact: bytes) -> GoldSet: ...
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import synthetic_files as files
+from app.evaluation.tasks import synthetic_files as files
 
 NLVR2_CATEGORIES: tuple[str, ...] = (
     "hard cardinality",

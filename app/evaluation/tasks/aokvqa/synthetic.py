@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import synthetic_files as files
+from app.evaluation.tasks import synthetic_files as files
 
 # Short answers of the kinds A-OKVQA's are (objects, activities, places, seasons, colours, reasons).
 WORDS: tuple[str, ...] = (

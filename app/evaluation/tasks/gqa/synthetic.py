@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import synthetic_files as files
+from app.evaluation.tasks import synthetic_files as files
 
 # (structural, semantic, detailed, answers, global group, weight): roughly the shares of GQA's balanced test-dev.
 _KINDS: tuple[tuple[str, str, str, tuple[str, ...], str | None, float], ...] = (

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from .. import encoding, layout
-from .. import gold as gold_files
-from .. import predictions as prediction_files
-from ..gold import GoldSet
-from ..metrics import accuracy, vcr_staged
-from . import synthetic_files
-from . import vcr_synthetic as synthetic
-from .base import Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
+from app.evaluation import encoding, layout
+from app.evaluation import predictions as prediction_files
+from app.evaluation.gold import GoldSet
+from app.evaluation.metrics import accuracy, vcr_staged
+from app.evaluation.tasks.base import Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
+from app.evaluation.tasks.synthetic_files import SyntheticOptions
+
+from . import formats, synthetic
 
 _PAPER = "https://arxiv.org/abs/1811.10830"
 
@@ -26,6 +25,7 @@ class VCR(TaskType):
     A question is one unit and one resampled group, whichever of its five predicted choices is looked at."""
 
     name = "vcr"
+    list_position = 20
     label = "VCR"
     unit_noun = "questions"
     file_format = (
@@ -55,7 +55,7 @@ class VCR(TaskType):
     subset_metrics = ("q_a", "qa_r", "q_ar")
 
     def read_gold(self, data: bytes) -> GoldSet:
-        return gold_files.read_vcr(data, self.name)
+        return formats.read_vcr(data, self.name)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
         return prediction_files.parse_vcr(data, gold, max_bytes=max_bytes)
@@ -110,30 +110,11 @@ class VCR(TaskType):
     def synthetic_gold(self, size: int, seed: int = 0, *, split: str = "dev") -> bytes:
         return synthetic.vcr_gold(size, seed=seed)
 
-    def synthetic_predictions(
-        self,
-        gold: bytes,
-        accuracy: float,
-        seed: int = 0,
-        *,
-        header: bool = False,
-        shuffle: bool = True,
-        split: str = "dev",
-        group_correlation: float = 0.0,
-        rationale_accuracy: float | None = None,
-        **options: Any,
-    ) -> bytes:
+    def synthetic_file(self, gold: bytes, options: SyntheticOptions) -> bytes:
         """A score file (always with its header): the answer argmax right with probability ``accuracy``, the
         rationale given the gold answer with ``rationale_accuracy`` (default ``accuracy``), independently."""
-        accuracy = synthetic_files.check_accuracy("accuracy", accuracy)
-        synthetic_files.check_accuracy("group_correlation", group_correlation)
-        rng = np.random.default_rng(seed)
-        r_acc = (
-            accuracy
-            if rationale_accuracy is None
-            else synthetic_files.check_accuracy("rationale_accuracy", rationale_accuracy)
-        )
-        return synthetic.predictions(rng, gold, accuracy, r_acc, shuffle)
+        rng = np.random.default_rng(options.seed)
+        return synthetic.predictions(rng, gold, options.accuracy, options.share("rationale_accuracy"), options.shuffle)
 
     def demo_references(self, split_slug: str) -> list[tuple[str, Scores, str]]:
         return [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import synthetic_files as files
+from app.evaluation.tasks import synthetic_files as files
 
 VCR_HEADER: tuple[str, ...] = (
     ("annot_id",)

@@ -1,0 +1,44 @@
+"""The NLVR2 contrast sets' gold file (``contrast_set_nlvr2.jsonl``, JSON lines); predictions are NLVR2's CSV,
+read by the shared CSV reader (app/evaluation/predictions.py) with 1 and 0 allowed."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from app.evaluation.gold import (
+    BINARY_LABEL_PROBLEM,
+    GoldSet,
+    LineFormat,
+    binary_label,
+    binary_labels,
+    groups_of,
+    object_array,
+    read_examples,
+    scalar_fields,
+)
+
+# The original NLVR2 identifier and one digit, 'test1-769-1-0-1'; the group is the original.
+# No comma, nor a quote first (a cell loses its quotes at its ends): else no `identifier,prediction` line of a
+# prediction file could name it, the split's sample file included.
+CONTRAST_IDENTIFIER = re.compile(r'([^\s,"][^\s,]*-\d+-\d+-\d+)-\d')
+CONTRAST_FORMAT = LineFormat(
+    "identifier",
+    CONTRAST_IDENTIFIER,
+    "the original NLVR2 identifier and one digit, without spaces or commas nor a quote first (e.g. 'test1-769-1-0-1')",
+    lambda record: binary_label(record.get("label")),
+    binary_labels,
+    BINARY_LABEL_PROBLEM,
+)
+
+
+def read_nlvr2_contrast(data: bytes, task: str = "nlvr2-contrast") -> GoldSet:
+    """NLVR2 contrast sets (``contrast_set_nlvr2.jsonl``): 'identifier' the original NLVR2 identifier and one
+    digit, 'label' true/false. The consistency group is the original example: the identifier without its last
+    two characters, as the official eval.py groups (``ex['identifier'][:-2]``); the one-digit form keeps that
+    the original's identifier."""
+    ids, labels, records = read_examples(data, CONTRAST_FORMAT)
+    groups = groups_of([identifier[:-2] for identifier in ids])
+    fields = scalar_fields(records, exclude={"identifier", "label"})
+    return GoldSet(task, object_array(ids), np.array(labels, dtype=bool), groups, fields)
