@@ -173,8 +173,13 @@ def _operation(document: dict[str, Any], path: str, method: str, operation: dict
 def api_reference(document: dict[str, Any]) -> str:
     """The document as Markdown: every operation (parameters, body, answers), then every named schema."""
     info = document.get("info", {})
-    lines = [f"Generated from the served OpenAPI {document.get('openapi', '')} document ({info.get('title', '')}, "
-             f"version {info.get('version', '')}).", "", "## Operations", ""]
+    lines = [
+        f"Generated from the served OpenAPI {document.get('openapi', '')} document ({info.get('title', '')}, "
+        f"version {info.get('version', '')}).",
+        "",
+        "## Operations",
+        "",
+    ]
     for path, item in document.get("paths", {}).items():
         for method in METHODS:
             if method in item:
