@@ -1,9 +1,10 @@
 # Holdout: `make run` serves the demo on 127.0.0.1:8000; `make test` runs the whole suite in parallel (on
 # SQLite, and the tests marked `postgres` again on a throwaway PostgreSQL cluster with TEST_POSTGRES=1 or when
-# CI is set) with branch coverage; `make lint` checks style, format and types; `make bench` prints the
-# benchmark tables. `make run`/`make install` install the runtime set only (requirements.txt); `make test` and
-# `make lint` the development set too (requirements-dev.txt). `make docs` serves the documentation site (mkdocs.yml)
-# on 127.0.0.1:$(DOCS_PORT); `make lint` builds it with --strict, so a broken link or a page missing fails.
+# CI is set) with branch coverage; `make lint` checks style, format, imports and types and builds the
+# documentation site with --strict (a broken link or a missing page fails); `make docs` serves that site on
+# 127.0.0.1:$(DOCS_PORT); `make bench` prints the benchmark tables and writes them into docs/performance/.
+# `make run`/`make install` install the runtime set only (requirements.txt); `make test`, `make lint` and
+# `make docs` the development set too (requirements-dev.txt).
 #
 # The virtual environment lives outside the clone, so a fresh clone finds it ready: $(HOLDOUT_VENV), by
 # default ~/.cache/holdout/venv-<key>, the key a digest of the Python version and both requirements files
@@ -98,7 +99,8 @@ docs: install-dev
 coverage:
 	$(MAKE) --no-print-directory test COVERAGE_ARGS="--cov=app --cov=serving --cov-branch --cov-report=term:skip-covered"
 
-# The speed and scale benchmarks: scripts that print tables, never part of the test run.
+# The speed and scale benchmarks: scripts that print their tables and write them into docs/performance/ (each its
+# page, between its markers: benchmarks/doc_tables.py), never part of the test run.
 bench: install-dev system-deps
 	$(BIN)/python benchmarks/scoring.py
 	$(BIN)/python benchmarks/leaderboard.py
