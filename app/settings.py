@@ -229,6 +229,12 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
         "the public host name; absolute URLs are built from it",
     ),
     (
+        "`SESSION_COOKIE_SECURE`",
+        None,
+        "off",
+        "`1` (`true`, `yes`): session cookies are sent over HTTPS only (set it behind TLS, as in production)",
+    ),
+    (
         "`TRUSTED_PROXIES`",
         None,
         "`0`",
