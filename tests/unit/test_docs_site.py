@@ -138,6 +138,15 @@ def test_every_registered_family_shows_its_file_and_example():
     assert hooks.FORMATS_MARKER in page
 
 
+def test_the_prediction_formats_table_has_a_row_for_every_family():
+    """One table, no blank line breaking it (a blank line once turned five families' rows into text)."""
+    page = (REPO / "docs" / "participants" / "families.md").read_text(encoding="utf-8")
+    section = page.split("## Prediction file formats", 1)[1].lstrip("\n")
+    table = section[: section.index("\n\n")].splitlines()
+    assert table[:2] == ["| task | file |", "|---|---|"]
+    assert [line.split(" | ")[0].strip("| `") for line in table[2:]] == list(TASK_TYPES)
+
+
 def test_a_bench_page_gets_its_tables_between_its_own_markers(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(doc_tables, "PAGES", tmp_path)
     begin, end = doc_tables.markers("toy.py")
