@@ -137,7 +137,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`STORAGE_TIMEOUT`",
         "storage_timeout",
-        (),
+        "",
         (
             "seconds (0.5-25) an upload waits for the store (bucket or folder) to confirm its original, retries "
             "included, before it is answered 503 with `Retry-After: 30`; each S3 request's timeouts are cut to fit "
@@ -186,7 +186,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`PROBE_DISTANCE`",
         "probe_distance",
-        (),
+        "",
         (
             "a submission on a hidden split that differs from an earlier one (of its team, or of another team) on "
             "fewer than this share of examples is flagged as possible probing"
@@ -195,7 +195,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`MAX_TEAMS_PER_ACCOUNT`",
         "max_teams_per_account",
-        (),
+        "",
         (
             "teams an account may belong to, created or joined (a whole number, at least 1); one more is refused "
             'with 409 naming them ("an account may belong to at most 3 teams; you belong to 3 (A, B, C)"), and an '
@@ -206,7 +206,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`MAX_TEAMS_CREATED_PER_DAY`",
         "max_teams_created_per_day",
-        (),
+        "",
         (
             "teams an account may create on the Teams page in any 24 hours (at least 1); one more is refused with "
             "429 naming them and when the next can be made. Teams a maintainer makes on the command line count "
@@ -283,13 +283,13 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`JOB_MAX_ATTEMPTS`",
         "job_max_attempts",
-        (),
+        "",
         "tries of a job before it is given up as failed (retries wait 5 s, 20 s, 80 s, ... at most 10 min)",
     ),
     (
         "`JOB_TIME_LIMIT`",
         "job_time_limit",
-        (),
+        "",
         (
             "seconds (1-86,400) a job may run; it is stopped at its next check after that (between two chunks of "
             "its work) and retried"
@@ -298,7 +298,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`JOB_STUCK_AFTER`",
         "job_stuck_after",
-        (),
+        "",
         (
             "seconds (1-86,400) after which a job still waiting or running is shown as stuck (console, `flask jobs "
             "list`, `/healthz`)"
@@ -307,7 +307,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`JOB_HEARTBEAT`",
         "job_heartbeat",
-        (),
+        "",
         (
             "seconds between a running job's heartbeats; after six missed ones its worker is taken for dead and the"
             " job is run again"
@@ -316,7 +316,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`BOARD_REBUILD_SECONDS`",
         "board_rebuild_seconds",
-        (),
+        "",
         (
             "seconds (0-3,600): a board is rebuilt at most once in this window; changes that come sooner after its "
             "last build wait for the window's end, folded into one rebuild, and readers meanwhile get the last "
@@ -363,7 +363,7 @@ SETTINGS_DOCUMENTED: tuple[tuple[str, str | None, str, str], ...] = (
     (
         "`MAIL_TIMEOUT`",
         "mail_timeout",
-        (),
+        "",
         "seconds (1-600) an SMTP exchange may take before the job fails and is retried",
     ),
     (
