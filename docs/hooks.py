@@ -163,11 +163,19 @@ def _operation(document: dict[str, Any], path: str, method: str, operation: dict
             lines += [f"Request body (`{media_type}`):", ""]
             lines += _properties_table(_resolve(document, content.get("schema", {}))) + [""]
     lines += ["| status | answer | body |", "|---|---|---|"]
+    inline = []  # answers whose body is described here rather than named in the schemas
     for status, response in operation.get("responses", {}).items():
         response = _resolve(document, response)
-        bodies = [type_text(content.get("schema", {})) for content in (response.get("content") or {}).values()]
-        lines.append(f"| {status} | {_cell(response.get('description'))} | {_cell(', '.join(bodies)) or '–'} |")
-    return lines + [""]
+        schemas = [content.get("schema", {}) for content in (response.get("content") or {}).values()]
+        lines.append(
+            f"| {status} | {_cell(response.get('description'))} | "
+            f"{_cell(', '.join(type_text(schema) for schema in schemas)) or '–'} |"
+        )
+        inline += [(status, schema) for schema in schemas if schema.get("properties")]
+    lines.append("")
+    for status, schema in inline:
+        lines += [f"The {status} answer's object:", "", *_properties_table(schema), ""]
+    return lines
 
 
 def api_reference(document: dict[str, Any]) -> str:

@@ -77,6 +77,14 @@ DOCUMENT = {
                         "description": "The thing.",
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}},
                     },
+                    "202": {
+                        "description": "Queued.",
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "object", "properties": {"job": {"type": "integer"}}}
+                            }
+                        },
+                    },
                     "404": {"$ref": "#/components/responses/NotFound"},
                 },
             }
@@ -116,6 +124,11 @@ def test_the_api_reference_follows_refs_and_writes_every_type():
     assert "| `parts` | array of [Part](#schema-part) | no |" in text
     assert '| `kind` | one of `"a"`, `"b"` | no |' in text
     assert "| `n` | integer or null | no |" in text
+    assert "| 202 | Queued. | object |" in text
+    assert (
+        "The 202 answer's object:\n\n| field | type | required | description |\n|---|---|---|---|\n"
+        "| `job` | integer | no |" in text
+    )
 
 
 def test_the_api_reference_renders_every_served_operation_and_schema():
