@@ -201,3 +201,14 @@ def test_the_serve_benchmark_keeps_a_table_per_database():
     for database in ("SQLite", "PostgreSQL"):
         begin, end = doc_tables.markers("serve.py", database)
         assert text.count(begin) == 1 and text.count(end) == 1
+
+
+def test_the_page_on_adding_a_family_joins_the_nav_once_it_exists(tmp_path):
+    def config():
+        return {"docs_dir": str(tmp_path), "nav": [{"Home": "index.md"}, {"Development": ["development/index.md"]}]}
+
+    assert hooks.on_config(config())["nav"][1]["Development"] == ["development/index.md"]
+    (tmp_path / "development").mkdir()
+    (tmp_path / "development" / "adding-a-family.md").write_text("# Adding a task family\n")
+    added = hooks.on_config(hooks.on_config(config()))["nav"][1]["Development"]
+    assert added == ["development/index.md", {"Adding a task family": "development/adding-a-family.md"}]
