@@ -1,8 +1,10 @@
 # Holdout: `make run` serves the demo on 127.0.0.1:8000; `make test` runs the whole suite in parallel (on
 # SQLite, and the tests marked `postgres` again on a throwaway PostgreSQL cluster with TEST_POSTGRES=1 or when
-# CI is set) with branch coverage; `make lint` checks style, format and types; `make bench` prints the
-# benchmark tables. `make run`/`make install` install the runtime set only (requirements.txt); `make test` and
-# `make lint` the development set too (requirements-dev.txt).
+# CI is set) with branch coverage; `make lint` checks style, format, imports and types and builds the
+# documentation site with --strict (a broken link or a missing page fails); `make docs` serves that site on
+# 127.0.0.1:$(DOCS_PORT); `make bench` prints the benchmark tables and writes them into docs/performance/.
+# `make run`/`make install` install the runtime set only (requirements.txt); `make test`, `make lint` and
+# `make docs` the development set too (requirements-dev.txt).
 #
 # The virtual environment lives outside the clone, so a fresh clone finds it ready: $(HOLDOUT_VENV), by
 # default ~/.cache/holdout/venv-<key>, the key a digest of the Python version and both requirements files
@@ -17,6 +19,8 @@ STAMP := $(VENV)/.installed-run-$(shell sha256sum requirements.txt | cut -c1-12)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where `make docs` serves the site: beside `make run`, never on its port.
+DOCS_PORT ?= 8001
 # Where the demo's mailed links point: where `make run` serves (a SITE_URL in the environment wins). A server
 # bound to every address is reached on loopback.
 DEMO_SITE_URL := http://$(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(HOST)):$(PORT)
@@ -35,7 +39,7 @@ COVERAGE_ARGS ?=
 export MYPY_CACHE_DIR ?= $(CACHE_HOME)/mypy-$(VENV_KEY)
 export RUFF_CACHE_DIR ?= $(CACHE_HOME)/ruff
 
-.PHONY: install install-dev venv-link system-deps run test coverage lint bench benchmarks serve-benchmark scale-benchmark clean
+.PHONY: install install-dev venv-link system-deps run test coverage lint docs docs-check bench benchmarks serve-benchmark scale-benchmark clean
 
 # The stamps' names hold a digest of the files' contents, so they depend on nothing else: a fresh clone's
 # newer file times must not reinstall (a changed file makes a new stamp name, which reinstalls).
@@ -81,11 +85,22 @@ lint: install-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(MAKE) --no-print-directory docs-check
+
+# The site built with --strict into a temporary folder (never into the clone): a broken link, a page left out of
+# the nav or a generated page that fails (docs/hooks.py) fails the build.
+docs-check: install-dev
+	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir "$$site"; \
+	  status=$$?; rm -rf "$$site"; exit $$status
+
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr $(HOST):$(DOCS_PORT)
 
 coverage:
 	$(MAKE) --no-print-directory test COVERAGE_ARGS="--cov=app --cov=serving --cov-branch --cov-report=term:skip-covered"
 
-# The speed and scale benchmarks: scripts that print tables, never part of the test run.
+# The speed and scale benchmarks: scripts that print their tables and write them into docs/performance/ (each its
+# page, between its markers: benchmarks/doc_tables.py), never part of the test run.
 bench: install-dev system-deps
 	$(BIN)/python benchmarks/scoring.py
 	$(BIN)/python benchmarks/leaderboard.py

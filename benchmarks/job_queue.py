@@ -1,5 +1,6 @@
 """Readers never wait, and uploads in object storage (issue 26). Run from the repository root:
-`.venv/bin/python benchmarks/job_queue.py [--entries 3000] [--publications 5] [--uploads 20]`. Prints two tables.
+`.venv/bin/python benchmarks/job_queue.py [--entries 3000] [--publications 5] [--uploads 20]`. Prints two tables
+and writes them into docs/performance/job-queue.md.
 
 1. A throwaway PostgreSQL cluster (tests/postgres.py) with NLVR2 Test-P (6,967 examples) and `--entries`
    published entries (bulk insert), its board built once. A gunicorn server (2 workers) and one `flask worker`
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import synthetic  # noqa: E402
+from benchmarks.doc_tables import Page  # noqa: E402
 from tests.load.servers import Gunicorn, multipart  # noqa: E402
 
 TEST_P = 6967
@@ -217,7 +219,7 @@ def main() -> None:
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("JOB_", "STORAGE_", "S3_"))}
     try:
         url = cluster.url(cluster.create_database("queue_bench"))
-        print(f"preparing {args.entries:,} published entries on PostgreSQL ...", flush=True)
+        print(f"preparing {args.entries:,} published entries on PostgreSQL ...", file=sys.stderr, flush=True)
         env, gold, token = prepare(url, folder, args.entries)
         env = base_env | env
         lines = ["| what | median | p90 | max | n |", "|---|---|---|---|---|"]
@@ -246,8 +248,9 @@ def main() -> None:
         lines.append(row("inline (no worker): the publish request", [m[3] for m in measured]))
         lines.append(row("inline (no worker): first view of the page after a publication", [m[0] for m in measured]))
         lines.append(row_s("inline (no worker): publication to the new entry served", [m[2] for m in measured]))
-        print(f"\nBoards on PostgreSQL, {args.entries:,} entries, NLVR2 Test-P size ({TEST_P:,} examples)\n")
-        print("\n".join(lines))
+        page = Page("job-queue", "job_queue.py")
+        page.add(f"Boards on PostgreSQL, {args.entries:,} entries, NLVR2 Test-P size ({TEST_P:,} examples):")
+        page.add("\n".join(lines))
 
         data = synthetic.predictions("nlvr2", gold, 0.7, seed=7, split="test1")
         lines = ["| originals kept in | median | p90 | max | n |", "|---|---|---|---|---|"]
@@ -267,8 +270,9 @@ def main() -> None:
                 finally:
                     web.stop()
                 lines.append(row(name, times))
-        print(f"\nUpload latency, a Test-P-size file ({len(data) / 1024:,.0f} KB), one at a time\n")
-        print("\n".join(lines))
+        page.add(f"Upload latency, a Test-P-size file ({len(data) / 1024:,.0f} KB), one at a time:")
+        page.add("\n".join(lines))
+        page.write()
     finally:
         cluster.remove()
 

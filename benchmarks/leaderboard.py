@@ -1,6 +1,7 @@
 """Leaderboard speed: intervals and ranks for 100 / 1,000 / 10,000 entries, and page requests per second.
 
-Run from the repository root: `.venv/bin/python benchmarks/leaderboard.py`. Prints a table.
+Run from the repository root: `.venv/bin/python benchmarks/leaderboard.py`. Prints a table and writes it into
+docs/performance/leaderboard.md.
 
 1. Cold computation of a board's statistics on synthetic NLVR2 Test-U-size predictions (6,970 examples,
    1,743 sentence groups, packed as stored): decode, scores and 95% cluster-bootstrap intervals of every
@@ -39,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from app import synthetic  # noqa: E402
 from app.evaluation import get_task, statistics  # noqa: E402
+from benchmarks.doc_tables import Page  # noqa: E402
 
 N_EXAMPLES = 6970  # NLVR2 Test-U
 
@@ -298,34 +300,32 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each; the best is shown")
     args = parser.parse_args()
 
-    print(f"{'case':<66} {'time':>9} {'target':>8}  ok")
-    print("-" * 92)
+    page = Page("leaderboard", "leaderboard.py")
+    rows = []
     for name, seconds, target in time_statistics(args.statistics):
-        if target != target:  # NaN: reported, no target
-            print(f"{name:<66} {seconds:>8.2f}s {'–':>8}  –")
-        else:
-            print(f"{name:<66} {seconds:>8.2f}s {target:>7.0f}s  {'yes' if seconds < target else 'NO'}")
+        met = "" if target != target else "yes" if seconds < target else "**no**"  # NaN: reported, no target
+        rows.append((name, f"{seconds:.2f} s", "" if target != target else f"{target:.0f} s", met))
     folder = Path(tempfile.mkdtemp(prefix="holdout-board-"))
     try:
         env = prepare_database(folder, args.entries)
         name, seconds, target = time_service(env)
-        print(f"{name:<66} {seconds:>8.2f}s {target:>7.0f}s  {'yes' if seconds < target else 'NO'}")
-        print()
-        print(
-            f"gunicorn, 2 workers; {args.requests:,} requests from {args.concurrency} threads a round, "
-            f"best of {args.rounds} alternating rounds, after warm-up"
-        )
-        print(f"{'endpoint':<66} {'req/s':>9} {'target':>8}  ok")
-        print("-" * 92)
+        rows.append((name, f"{seconds:.2f} s", f"{target:.0f} s", "yes" if seconds < target else "**no**"))
+        page.table(("case", "measured", "target", "met"), rows)
         results = serve_and_measure(env, args.requests, args.concurrency, args.rounds)
-        (first_name, first), (health_name, health), (page_name, page) = results
-        print(f"{first_name:<66} {first:>8.2f}s {'':>8}")
-        print(f"{health_name:<66} {health:>9.0f} {'':>8}")
-        ratio = page / health
-        print(
-            f"{page_name:<66} {page:>9.0f} {health / 2:>8.0f}  {'yes' if ratio >= 0.5 else 'NO'} "
-            f"({ratio:.0%} of /healthz)"
-        )
+        (first_name, first), (health_name, health), (page_name, rate) = results
+        ratio = rate / health
+        page.table(
+            ("endpoint", "measured", "target", "met"),
+            [
+                (first_name, f"{first:.2f} s", "", ""),
+                (health_name, f"{health:,.0f} requests/s", "", ""),
+                (page_name, f"{rate:,.0f} requests/s ({ratio:.0%} of `/healthz`)", "≥ 50% of `/healthz`",
+                 "yes" if ratio >= 0.5 else "**no**"),
+            ],
+            title=f"gunicorn, 2 workers; {args.requests:,} requests from {args.concurrency} threads a round, "
+            f"best of {args.rounds} alternating rounds, after a warm-up request:",
+        )  # fmt: skip
+        page.write()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -1,6 +1,7 @@
 """Scale, measured (issue 15): a deployment with a million stored submissions and a 10,000-entry board.
 
-Run from the repository root: `make scale-benchmark` (or `.venv/bin/python benchmarks/scale.py`). Prints a table.
+Run from the repository root: `make scale-benchmark` (or `.venv/bin/python benchmarks/scale.py`). Prints a table
+and writes it into docs/performance/scale.md.
 
 Builds, on a throwaway PostgreSQL cluster (tests/postgres.py; `--database sqlite` for a SQLite file), a
 migrated deployment with one NLVR2-shaped benchmark (synthetic gold files of the real sizes: dev 6,982,
@@ -50,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from app import synthetic  # noqa: E402
 from app.evaluation import get_task  # noqa: E402
+from benchmarks.doc_tables import Page  # noqa: E402
 
 SPLITS = (
     ("dev", "Dev", 6982, False, 0.3),
@@ -469,12 +471,13 @@ def postgres():
 
 
 def _print_table(database: str, submissions: int, built: float, rows: list[tuple]) -> None:
-    print(f"\n{database}, {submissions:,} stored submissions, {datetime.now(UTC):%Y-%m-%d}, built in {built:.0f} s")
-    print(f"{'case':<78} {'measured':<44} {'goal':<9} ok")
-    print("-" * 137)
-    for name, measured, goal, *ok in rows:
-        mark = ("yes" if ok[0] else "NO") if ok else ""
-        print(f"{name:<78} {measured:<44} {goal:<9} {mark}")
+    """Printed, and written into docs/performance/scale.md."""
+    page = Page("scale", "scale.py")
+    page.table(
+        (f"case ({database}, {submissions:,} submissions; built in {built:.0f} s)", "measured", "goal", "met"),
+        [(name, measured, goal, (("yes" if ok[0] else "**no**") if ok else "")) for name, measured, goal, *ok in rows],
+    )
+    page.write()
 
 
 def main() -> None:

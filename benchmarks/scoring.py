@@ -1,7 +1,8 @@
 """Scoring speed: parse + validate + score typical files, and rescoring 10,000 stored submissions.
 
 Run from the repository root: `.venv/bin/python benchmarks/scoring.py` (or `make benchmarks`).
-Prints a table; the targets are the issue's, measured on the project's 2-core machine.
+Prints a table and writes it into docs/performance/scoring.md; the targets are the issue's, measured on the
+project's 2-core machine.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import synthetic  # noqa: E402
 from app.evaluation import get_task  # noqa: E402
+from benchmarks.doc_tables import Page  # noqa: E402
 
 
 def best_of(fn, repeat: int) -> tuple[float, float]:
@@ -169,29 +171,40 @@ def main() -> None:
             150.0,
         ),
     ]
-    print(f"{'case':<58} {'median':>10} {'best':>10} {'target':>9}  ok")
-    print("-" * 94)
+    page = Page("scoring", "scoring.py")
+    rows = []
     for name, target_text, fn, target in cases:
         median, best = best_of(fn, args.repeat)
-        print(
-            f"{'parse+validate+score ' + name:<58} {median:>8.1f}ms {best:>8.1f}ms {target_text:>9}  "
-            f"{'yes' if median < target else 'NO'}"
+        rows.append(
+            (f"parse + validate + score {name}", f"{median:.1f} ms", f"{best:.1f} ms", target_text, median < target)
         )
     seconds, megabytes, process = vqa_case(214_354)
-    print(
-        f"{'parse+validate+score VQA v2 results, 214,354 questions':<58} {seconds:>9.2f}s {'':>10} "
-        f"{'2 s':>9}  {'yes' if seconds < 2 else 'NO'}"
+    rows.append(
+        (
+            "parse + validate + score a VQA v2 results file, 214,354 questions",
+            f"{seconds:.2f} s",
+            "",
+            "2 s",
+            seconds < 2,
+        )
     )
-    print(
-        f"{'  its peak memory allocated (tracemalloc)':<58} {megabytes:>8.0f}MB {'':>10} "
-        f"{'300 MB':>9}  {'yes' if megabytes < 300 else 'NO'}"
-    )
-    print(f"{'  the process with the parsed gold, peak RSS':<58} {process:>8.0f}MB")
+    rows.append(("its peak memory allocated (tracemalloc)", f"{megabytes:.0f} MB", "", "300 MB", megabytes < 300))
+    rows.append(("the process with the parsed gold, peak RSS", f"{process:.0f} MB", "", "", None))
     seconds = rescoring_case(args.stored)
-    print(
-        f"{f'rescore {args.stored:,} stored submissions on a new subset':<58} {seconds:>9.2f}s {'':>10} "
-        f"{'10 s':>9}  {'yes' if seconds < 10 else 'NO'}"
+    rows.append(
+        (
+            f"add a subset and rescore {args.stored:,} stored NLVR2 submissions",
+            f"{seconds:.2f} s",
+            "",
+            "10 s",
+            seconds < 10,
+        )
     )
+    page.table(
+        ("case", f"median of {args.repeat}", "best", "target", "met"),
+        [(*row[:4], "" if row[4] is None else "yes" if row[4] else "**no**") for row in rows],
+    )
+    page.write()
 
 
 if __name__ == "__main__":

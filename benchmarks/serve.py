@@ -12,7 +12,7 @@ public leaderboard):
 
 Run from the repository root: `.venv/bin/python benchmarks/serve.py` (or `make serve-benchmark`) for a
 temporary SQLite database; `--postgres` uses a throwaway PostgreSQL cluster (Debian's postgresql package).
-Prints a table; the targets are the issue's.
+Prints a table and writes it into docs/performance/serve.md; the targets are the issue's.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from app import synthetic  # noqa: E402
+from benchmarks.doc_tables import Page  # noqa: E402
 from tests.load.servers import Deployment, Gunicorn, children_of, rss_kib, send, upload_request  # noqa: E402
 from tests.postgres import PostgresCluster, PostgresUnavailable  # noqa: E402
 
@@ -275,10 +276,15 @@ def main() -> None:
         (f"/healthz, {args.clients} clients, median of {args.rounds}", f"{health_rate:.0f} req/s", "", None),
         (f"worker RSS, max of {len(rss)} workers", f"{max(rss):.0f} MB", "< 200 MB", max(rss) < 200),
     ]
-    print(f"{'measure':<62} {'value':>12}  {'target':<28} ok")
-    print("-" * 108)
-    for name, value, target, ok in rows:
-        print(f"{name:<62} {value:>12}  {target:<28} {'' if ok is None else 'yes' if ok else 'NO'}")
+    database = "PostgreSQL" if cluster else "SQLite"
+    page = Page("serve", "serve.py", part=database)
+    page.table(
+        ("measure", "value", "target", "met"),
+        [(name, value, target, "" if ok is None else "yes" if ok else "**no**") for name, value, target, ok in rows],
+        title=f"{database}, gunicorn with {len(workers)} sync workers (gunicorn.conf.py), {args.stored:,} stored "
+        "submissions:",
+    )
+    page.write()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ parsed), starts gunicorn with gunicorn.conf.py on a free loopback port and print
    resident size (VmRSS) once answered, and the time to answer; then its VmRSS after a second idle;
 2. two workers taking 8 of the largest files at once: each worker's peak, and its VmRSS after.
 
+The summary of 1 and the table of 2 are written into docs/performance/worker-memory.md.
+
 Targets (issue 23): every worker under 300 MB throughout, and back under 200 MB once idle.
 """
 
@@ -28,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.doc_tables import Page  # noqa: E402
 from tests.load.memory import (  # noqa: E402
     MB,
     SHAPES,
@@ -77,16 +80,36 @@ def main() -> None:
             server.wait_until_up()
             warm_up(server, token)
             [pid] = server.worker_pids()
-            print(f"one worker, every split's gold loaded: VmRSS {status_mib(pid, 'VmRSS'):.0f} MB\n")
+            before = status_mib(pid, "VmRSS")
+            print(f"one worker, every split's gold loaded: VmRSS {before:.0f} MB\n")
             print("| task | shape | size | status | peak RSS | RSS after | seconds |")
             print("|---|---|---|---|---|---|---|")
             files = ((task, name, shape(name, task, valid[task], size)) for task in tasks for name in SHAPES)
             answers = series(server, token, files, row)
             rest = idle(server)
-            print(
-                f"\nseries of {len(answers)}: largest peak {max(a.peak for a in answers):.0f} MB, largest RSS after "
-                f"{max(a.after for a in answers):.0f} MB, slowest {max(a.seconds for a in answers):.2f} s; "
-                f"idle after 1 s: {max(rest.values()):.0f} MB\n"
+            print()
+            page = Page("worker-memory", "worker_memory.py")
+            peaks = {task: max(a.peak for a in answers if a.task == task) for task in tasks}
+            page.table(
+                ("measure", "measured", "target", "met"),
+                [
+                    ("a worker with every split's gold loaded, before any upload", f"{before:.0f} MB", "", ""),
+                    (
+                        f"{len(answers)} uploads in a row: largest peak ({' / '.join(peaks)})",
+                        " / ".join(f"{peak:.0f}" for peak in peaks.values()) + " MB",
+                        "< 300 MB",
+                        "yes" if max(peaks.values()) < 300 else "**no**",
+                    ),
+                    ("... largest resident size once answered", f"{max(a.after for a in answers):.0f} MB", "", ""),
+                    (
+                        "... idle 1 s after the series",
+                        f"{max(rest.values()):.0f} MB",
+                        "< 200 MB",
+                        "yes" if max(rest.values()) < 200 else "**no**",
+                    ),
+                    ("slowest answer", f"{max(a.seconds for a in answers):.2f} s", "", ""),
+                ],
+                title="One worker taking every file in a row:",
             )
         finally:
             server.stop()
@@ -99,14 +122,18 @@ def main() -> None:
             jobs = (jobs * 8)[:8]
             result = burst(server, token, jobs)
             rest = idle(server)
-            print("| 8 uploads at once, 2 workers | measured |")
-            print("|---|---|")
-            print(f"| files | {', '.join(f'{t} {n} ({len(d) / MB:.0f} MB)' for t, n, d in jobs)} |")
-            print(f"| statuses | {sorted(result.statuses)} |")
-            print(f"| all answered in | {result.seconds:.2f} s |")
-            print(f"| peak RSS per worker (VmHWM) | {', '.join(f'{v:.0f} MB' for v in result.peaks.values())} |")
-            print(f"| RSS once answered | {', '.join(f'{v:.0f} MB' for v in result.after.values())} |")
-            print(f"| RSS after 1 s idle | {', '.join(f'{v:.0f} MB' for v in rest.values())} |")
+            page.table(
+                ("8 uploads at once, 2 workers", "measured"),
+                [
+                    ("files", ", ".join(f"{t} {n} ({len(d) / MB:.0f} MB)" for t, n, d in jobs)),
+                    ("statuses", sorted(result.statuses)),
+                    ("all answered in", f"{result.seconds:.2f} s"),
+                    ("peak RSS per worker (VmHWM)", ", ".join(f"{v:.0f} MB" for v in result.peaks.values())),
+                    ("RSS once answered", ", ".join(f"{v:.0f} MB" for v in result.after.values())),
+                    ("RSS after 1 s idle", ", ".join(f"{v:.0f} MB" for v in rest.values())),
+                ],
+            )
+            page.write()
         finally:
             server.stop()
     finally:

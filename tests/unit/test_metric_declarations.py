@@ -1,5 +1,6 @@
-"""Each family declares its metrics once (tasks.base.Metric), and the README's table of metrics is that declaration
-as written: a family or a metric added or changed without its row fails here."""
+"""Each family declares its metrics once (tasks.base.Metric), and the documentation's table of metrics (the
+participants' page on file formats and metrics) is that declaration as written: a family or a metric added or
+changed without its row fails here."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from app.evaluation import TASK_TYPES, get_task
 from app.evaluation.tasks.base import Metric
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "participants" / "families.md").read_text(encoding="utf-8")
 HEADER = "| task | metrics, in the order every view shows them: label (n counts …) |"
 
 
@@ -31,7 +32,7 @@ def _metric_text(task, metric: Metric) -> str:
 
 
 def metric_rows() -> list[str]:
-    """The README's table, one row a registered family, from the declarations alone."""
+    """The documentation's table, one row a registered family, from the declarations alone."""
     rows = []
     for task in TASK_TYPES.values():
         named = ", ".join(f"{task.subset_label(s)}" for s in task.subset_labels)
@@ -40,9 +41,9 @@ def metric_rows() -> list[str]:
     return rows
 
 
-def test_the_readme_table_is_the_declarations():
+def test_the_documented_table_is_the_declarations():
     table = "\n".join([HEADER, "|---|---|", *metric_rows()])
-    assert table in README, "README's metrics table differs from the declarations; write it as:\n" + table
+    assert table in PAGE, "docs/participants/families.md's metrics table is not the declarations; write:\n" + table
 
 
 @pytest.mark.parametrize("name", list(TASK_TYPES))

@@ -1,7 +1,9 @@
-"""The README's examples run as written against `make run` (issue 24): every local address in it is the one the
-Makefile's run target serves on, and the curl and `holdout` walkthroughs write only into the temporary folder
-they make (`WORK=$(mktemp -d)`), never into the clone, and publish nothing but clearly labelled examples on a demo
-benchmark, taken off the board again before they end."""
+"""The examples of the README and of every page of the documentation site (docs/**/*.md) run as written against
+`make run` (issue 24; the site since issue 36): every local address in them is the one the Makefile's run target
+serves on (or, beside `make docs`, where that serves the site), every `make` target and `flask --app wsgi` command
+they show exists with the options they give it, and the curl and `holdout` walkthroughs write only into the
+temporary folder their page makes (`WORK=$(mktemp -d)`), never into the clone, and publish nothing but clearly
+labelled examples on a demo benchmark, taken off the board again before they end."""
 
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text(encoding="utf-8")
+PAGES = {
+    path.relative_to(REPO).as_posix(): path.read_text(encoding="utf-8")
+    for path in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+}
 MAKEFILE = (REPO / "Makefile").read_text(encoding="utf-8")
 LOCAL = re.compile(r"\b(?:127\.0\.0\.1|localhost|0\.0\.0\.0|\[::1\]):\d+")
 
@@ -23,11 +28,22 @@ def _make_default(name: str) -> str:
     return found.group(1)
 
 
+def _target(name: str) -> str:
+    found = re.search(rf"^{name}:.*?(?=^\S)", MAKEFILE, re.M | re.S)
+    assert found, f"the Makefile has no {name} target"
+    return found.group(0)
+
+
 def _served_on() -> str:
     """host:port of `make run`, read from the Makefile (its defaults and the run target's --bind)."""
-    run = re.search(r"^run:.*?(?=^\S)", MAKEFILE, re.M | re.S)
-    assert run and "--bind $(HOST):$(PORT)" in run.group(0), "make run no longer binds $(HOST):$(PORT)"
+    assert "--bind $(HOST):$(PORT)" in _target("run"), "make run no longer binds $(HOST):$(PORT)"
     return f"{_make_default('HOST')}:{_make_default('PORT')}"
+
+
+def _docs_served_on() -> str:
+    """host:port of `make docs` (mkdocs serve), which must not be make run's."""
+    assert "--dev-addr $(HOST):$(DOCS_PORT)" in _target("docs"), "make docs no longer serves on $(HOST):$(DOCS_PORT)"
+    return f"{_make_default('HOST')}:{_make_default('DOCS_PORT')}"
 
 
 def _shell_blocks(text: str) -> list[str]:
@@ -43,8 +59,8 @@ def _lines(block: str) -> list[str]:
             continue
         try:
             shlex.split(line)
-        except ValueError:  # an unbalanced quote: the README's own problem
-            raise AssertionError(f"README: cannot read {line!r} as a shell command") from None
+        except ValueError:  # an unbalanced quote: the page's own problem
+            raise AssertionError(f"cannot read {line!r} as a shell command") from None
         lines.append(line)
     return lines
 
@@ -92,24 +108,35 @@ def _simple_commands(line: str) -> list[list[str]]:
     return [command for command in commands if command]
 
 
-def _walkthroughs() -> list[str]:
-    """The README's shell blocks that talk to the server: curl or the holdout command."""
-    found = [
-        block for block in _shell_blocks(README) if re.search(r"^\s*(curl|holdout|echo .*\| holdout)\b", block, re.M)
-    ]
-    assert len(found) >= 2, "the README's API and holdout examples are gone"
+def _page_walkthroughs(text: str) -> list[str]:
+    """A page's shell blocks that talk to the server: curl or the holdout command."""
+    return [block for block in _shell_blocks(text) if re.search(r"^\s*(curl|holdout|echo .*\| holdout)\b", block, re.M)]
+
+
+def _walkthroughs() -> list[tuple[str, list[str]]]:
+    """(page, its walkthroughs) for every page that has any."""
+    found = [(page, _page_walkthroughs(text)) for page, text in PAGES.items()]
+    found = [(page, blocks) for page, blocks in found if blocks]
+    pages = {page for page, _ in found}
+    assert {"docs/api/index.md", "docs/participants/client.md"} <= pages, "the API and holdout examples are gone"
     return found
 
 
-def test_every_local_address_in_the_readme_is_where_make_run_serves():
-    served = _served_on()
-    addresses = LOCAL.findall(README)
-    assert addresses, "the README names no local address"
-    wrong = sorted({address for address in addresses if address != served})
-    assert not wrong, f"the README uses {wrong}; `make run` serves on {served}"
-    for block in _walkthroughs():
-        for url in re.findall(r"https?://[^\s\"')]+", block):
-            assert LOCAL.match(url.split("://", 1)[1]), f"an example talks to {url}, not to `make run`"
+def test_every_local_address_in_the_docs_is_where_make_run_serves():
+    served, site = _served_on(), _docs_served_on()
+    assert site != served, "make docs would serve on make run's port"
+    seen = False
+    for page, text in PAGES.items():
+        for line in text.splitlines():
+            for address in LOCAL.findall(line):
+                seen = True
+                beside_make_docs = address == site and re.search(r"\bmake docs\b|\bmkdocs\b", line)
+                assert address == served or beside_make_docs, f"{page} uses {address}; `make run` serves on {served}"
+    assert seen, "the documentation names no local address"
+    for page, blocks in _walkthroughs():
+        for block in blocks:
+            for url in re.findall(r"https?://[^\s\"')]+", block):
+                assert url.split("://", 1)[1].startswith(served), f"{page}: an example talks to {url}, not `make run`"
 
 
 def _targets(words: list[str]) -> list[tuple[str, str]]:
@@ -128,9 +155,11 @@ def _targets(words: list[str]) -> list[tuple[str, str]]:
     return [(what, target) for what, target in found if not target.startswith("-")]
 
 
-def test_the_examples_write_only_into_their_temporary_folder():
+@pytest.mark.parametrize("page", [page for page, text in PAGES.items() if _page_walkthroughs(text)])
+def test_the_examples_write_only_into_their_temporary_folder(page):
+    """Each page on its own: a reader may start from any of them."""
     made = config_in_work = False
-    for block in _walkthroughs():
+    for block in _page_walkthroughs(PAGES[page]):
         for line in _lines(block):
             if line == "WORK=$(mktemp -d)":
                 made = True
@@ -142,13 +171,13 @@ def test_the_examples_write_only_into_their_temporary_folder():
             for words in _simple_commands(line):
                 for what, target in _targets(words):
                     assert target.startswith("$WORK/") or target == "/dev/null", (
-                        f"README: {what} in {line!r} writes {target!r}, not into $WORK (the clone stays clean)"
+                        f"{page}: {what} in {line!r} writes {target!r}, not into $WORK (the clone stays clean)"
                     )
-    assert made, "the examples make no temporary folder (WORK=$(mktemp -d))"
+    assert made, f"{page}: the examples make no temporary folder (WORK=$(mktemp -d))"
 
 
 def test_an_example_upload_is_labelled_and_leaves_the_board_as_it_found_it():
-    for block in _walkthroughs():
+    for block in [block for _, blocks in _walkthroughs() for block in blocks]:
         lines = _lines(block)
         words = [word for line in lines for command in _simple_commands(line) for word in command]
         names = [w.split("=", 1)[1] for w in words if w.startswith("model_name=")]
@@ -157,7 +186,7 @@ def test_an_example_upload_is_labelled_and_leaves_the_board_as_it_found_it():
         benchmarks += [words[i + 2] for i, w in enumerate(words[:-2]) if words[i : i + 2] == ["holdout", "submit"]]
         assert names and benchmarks
         for name in names:
-            assert "README example" in name, f"an example upload named {name!r} would look like a real entry"
+            assert "Docs example" in name, f"an example upload named {name!r} would look like a real entry"
         for benchmark in benchmarks:
             assert benchmark.startswith("demo-"), f"an example uploads to {benchmark}, not to a demo benchmark"
         published = [i for i, line in enumerate(lines) if re.search(r"/publish\b|\bholdout publish\b", line)]
@@ -165,6 +194,57 @@ def test_an_example_upload_is_labelled_and_leaves_the_board_as_it_found_it():
         assert len(unpublished) == len(published), "every example entry published is unpublished again"
         assert all(u > p for p, u in zip(published, unpublished, strict=True))
         assert "--publish" not in words
+
+
+def _all_lines() -> list[tuple[str, str]]:
+    """(page, line) for every command line of every shell block of every page."""
+    return [(page, line) for page, text in PAGES.items() for block in _shell_blocks(text) for line in _lines(block)]
+
+
+def test_every_make_target_the_docs_run_exists():
+    targets = set(re.findall(r"^([a-z][\w-]*):", MAKEFILE, re.M))
+    shown = [(page, m) for page, line in _all_lines() for m in re.findall(r"(?:^|[;&|(] *)make ([a-z][\w-]*)", line)]
+    assert shown, "the documentation runs no make target"
+    for page, target in shown:
+        assert target in targets, f"{page}: `make {target}` is no target of the Makefile"
+
+
+def _flask_invocations() -> list[tuple[str, list[str]]]:
+    """(page, words after `flask --app wsgi`) for every such command of every shell block, placeholders' brackets
+    dropped (`[--hidden]` is the option --hidden)."""
+    found = []
+    for page, line in _all_lines():
+        for rest in re.findall(r"flask --app wsgi (.*)", line):
+            words = []
+            for word in shlex.split(rest.replace("[", " ").replace("]", " "), comments=True):
+                if word in ("|", "||", "&&", ";") or word.endswith(")"):
+                    break  # the next command, or the end of a $(...)
+                words.append(word)
+            found.append((page, words))
+    return found
+
+
+def _option_names(command) -> set[str]:
+    return {name for parameter in command.params for name in (*parameter.opts, *parameter.secondary_opts)}
+
+
+def test_every_flask_command_the_docs_run_exists_with_its_options(app):
+    invocations = _flask_invocations()
+    assert len(invocations) > 20, "the maintainers' command line is gone from the documentation"
+    for page, words in invocations:
+        command, path = app.cli, ["flask"]
+        for word in words:
+            if word.startswith("-") or not hasattr(command, "get_command"):
+                break
+            path.append(word)
+            command = command.get_command(None, word)
+            assert command is not None, f"{page}: `{' '.join(path)}` is no command"
+        assert not hasattr(command, "get_command"), f"{page}: `{' '.join(path)}` names a group, not a command"
+        names = _option_names(command) | {"--help"}
+        for word in words:
+            for option in word.split("=", 1)[0].split("/"):  # --open/--closed: a flag and its opposite
+                if option.startswith("--"):
+                    assert option in names, f"{page}: `{' '.join(path)}` has no option {option}"
 
 
 @pytest.mark.parametrize(
