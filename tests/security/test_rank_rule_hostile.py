@@ -1,4 +1,4 @@
-"""Hostile review of issue 34's rank rule: one test per pair of entries, one Holm step-down over all N(N - 1)/2
+"""The rank rule under attack (issue 34): one test per pair of entries, one Holm step-down over all N(N - 1)/2
 pairs of a board, rank = 1 + B, interval [1 + B, N - W]; each view a board of its own; each board's
 `resolution`; `flask splits power`.
 
