@@ -1,1 +1,7 @@
-"""The JSON API (versioned blueprints); it authenticates with bearer tokens only, never the session cookie."""
+"""The JSON API (versioned blueprints) and its OpenAPI document; it authenticates with bearer tokens only, never
+the session cookie.
+
+May import: app.services.boards, app.services.intake, app.services.blind_test, app.services.catalog,
+app.services.people, app.services.errors, app.security, app.http_caching, app.request_limits, app.db, app.models,
+app.evaluation.
+"""

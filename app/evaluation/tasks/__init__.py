@@ -1,6 +1,8 @@
 """Task types, one module per benchmark family, behind the interface in ``base`` (see README, "Adding a task
 family"). Importing a family module registers it: the lines below are the registry, in the order the app
 lists the task types.
+
+May import: app.evaluation.
 """
 
 # The registry, in the order the app lists the families (isort: split keeps it).
