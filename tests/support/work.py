@@ -7,7 +7,9 @@ a regression to such a loop fails at once instead of running on, traced.
 
 ``cpu_seconds``: for work done in C (numpy, bytes and str methods), which no line count sees, the CPU time of
 this process, only ever compared with another size's (a growth ratio): other processes' load is not counted
-in it, and a ratio does not depend on the machine's speed."""
+in it, and a ratio does not depend on the machine's speed.
+
+``problems_made``: the problems a refusal puts in words, which must stop at what it shows."""
 
 from __future__ import annotations
 
