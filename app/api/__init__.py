@@ -2,5 +2,7 @@
 OpenAPI document generated from those (openapi) and the page that shows it (docs). It authenticates with bearer
 tokens only, never the session cookie.
 
-May import: app.security, app.http_caching, app.request_limits, app.services, app.db, app.models, app.evaluation
+May import: app.services.boards, app.services.intake, app.services.blind_test, app.services.catalog,
+app.services.people, app.services.errors, app.security, app.http_caching, app.request_limits, app.db, app.models,
+app.evaluation.
 """

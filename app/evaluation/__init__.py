@@ -1,7 +1,10 @@
-"""The scoring domain, pure (numpy/pandas/stdlib only): gold files, prediction files, metrics, subsets.
+"""The scoring domain, pure (numpy, pandas, scipy and the standard library; no Flask, no database): gold files,
+prediction files, metrics, subsets, ranks and their statistics.
 
 Data flows one way: ``task.read_gold`` -> ``task.parse`` (an upload -> array aligned to the gold
 order, or ValidationError) -> ``task.score`` / ``task.score_batch`` -> {subset: {metric: percentage}}.
+
+May import: nothing of the app.
 """
 
 from .errors import Problem, ValidationError

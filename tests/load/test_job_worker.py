@@ -1,7 +1,8 @@
 """Jobs on PostgreSQL with real `flask worker` processes and a gunicorn server (issue 26).
 
 - A publication: the board's page and API answer at once with the last finished snapshot (marked as
-  updating), the worker builds the next, and the new entry is on the board within seconds.
+  updating), and the worker builds the next, at its first attempt, with the new entry on it (how soon is
+  `make bench`'s: benchmarks/job_queue.py; a test asserts no wall-clock time, issue 36).
 - A worker killed (SIGKILL) in the middle of a rescoring job: once another worker runs, the job is taken back
   and run again, and every scored submission ends with one score per subset and metric, each equal to a fresh
   scoring against the corrected file; the board shows every entry once.
@@ -44,7 +45,7 @@ pytestmark = [
 ENTRIES = 40  # published before the workers start
 EXAMPLES = 1000
 HEARTBEAT = 0.5  # JOB_HEARTBEAT: a killed worker's job is taken back after six missed beats (3 s)
-APPEARS_WITHIN = 10.0  # seconds: the issue's bound for a new entry to be on the board
+PATIENCE = 60.0  # seconds the test waits for the new entry before it gives up (the speed is `make bench`'s)
 
 
 class Worker:
@@ -109,11 +110,9 @@ def deployment(postgres_cluster, tmp_path_factory):
         postgres_cluster.drop_database(url.rsplit("/", 1)[1])
 
 
-def _get(url: str) -> tuple[int, dict, float]:
-    started = time.perf_counter()
+def _get(url: str) -> tuple[int, dict]:
     with urllib.request.urlopen(url, timeout=30) as response:
-        body = json.loads(response.read())
-        return response.status, body, time.perf_counter() - started
+        return response.status, json.loads(response.read())
 
 
 def _board(web: Gunicorn) -> dict:
@@ -130,7 +129,7 @@ def _wait(what, limit: float, message: str):
     pytest.fail(message)
 
 
-def test_a_publication_is_on_the_board_within_seconds_and_readers_never_wait(deployment):
+def test_a_publication_is_built_into_the_board_by_a_worker_and_readers_never_wait(deployment):
     dep, web, _, _, folder, _ = deployment
     before = _board(web)
     assert before["updating_since"] is None and len(before["entries"]) == ENTRIES
@@ -145,9 +144,8 @@ def test_a_publication_is_on_the_board_within_seconds_and_readers_never_wait(dep
     )
     status, published, _ = send(publish)
     assert status == 200, published
-    published_at = time.monotonic()
     # Right after: the last finished board (or already the new one, if the worker was quicker), never an error.
-    status, first, _ = _get(f"{web.base}/api/v1/leaderboards/nlvr2/test-p")
+    status, first = _get(f"{web.base}/api/v1/leaderboards/nlvr2/test-p")
     assert status == 200
     ids = [entry["submission_id"] for entry in first["entries"]]
     assert len(ids) == len(set(ids))
@@ -166,12 +164,14 @@ def test_a_publication_is_on_the_board_within_seconds_and_readers_never_wait(dep
 
     board = _wait(
         on_board,
-        APPEARS_WITHIN,
-        f"the entry was not on the board within {APPEARS_WITHIN} s:\n" + (folder / "worker-0.log").read_text()[-3000:],
+        PATIENCE,
+        f"the entry was not on the board after {PATIENCE} s:\n" + (folder / "worker-0.log").read_text()[-3000:],
     )
-    took = time.monotonic() - published_at
     assert board["entries"][0]["submission_id"] == body["id"] and len(board["entries"]) == ENTRIES + 1
-    assert took < APPEARS_WITHIN
+    with dep.app().app_context():  # built by a worker (not by a reader) at its first attempt
+        job = db.session.scalar(select(Job).where(Job.kind == "board").order_by(Job.id.desc()))
+        assert (job.state, job.attempts, job.error) == ("done", 1, None) and job.worker, job.result
+        db.engine.dispose()
     health = _get(f"{web.base}/healthz")[1]
     assert set(health["queue"]) >= {"waiting", "oldest_s", "failed"} and health["queue"]["failed"] == 0
     with urllib.request.urlopen(f"{web.base}/metrics", timeout=30) as response:

@@ -17,7 +17,7 @@ from app.models import Job, Submission
 from app.services.intake import originals
 from app.services.storage import upload_files, upload_store
 from tests.support.api_world import build_world, post_file
-from tests.support.hung_store import assert_refused_for_a_hang
+from tests.support.hung_store import HeldWait, assert_refused_for_a_hang
 
 BUDGET = 1.0  # STORAGE_TIMEOUT here: seconds
 
@@ -44,25 +44,25 @@ def test_a_folder_that_hangs_costs_the_budget_holds_no_lock_and_leaves_nothing(a
         written.set()
 
     monkeypatch.setattr(upload_files, "_write", stuck)
-    answer = {}
+    held, answer = HeldWait(monkeypatch, upload_files.Pending), {}
 
     def upload() -> None:
-        started = time.monotonic()
         answer["response"] = post_file(app.test_client(), world, "member", world.predictions())
-        answer["took"] = time.monotonic() - started
+        answer["store_hung"] = not disk_back.is_set()
 
     uploading = threading.Thread(target=upload)
     uploading.start()
     try:
-        assert writing.wait(30)
-        rejected = write_elsewhere()
-        waiting = uploading.is_alive()
-        uploading.join(BUDGET * 3 + 10)
+        assert writing.wait(30) and held.waiting.wait(30)
+        rejected = write_elsewhere()  # while the upload waits for the disk (held until this is answered)
+        held.release()
+        uploading.join(30)
     finally:
+        held.release()
         disk_back.set()
     assert rejected.status_code == 422, rejected.json
-    assert waiting, "the other team's write waited for the upload"
-    assert_refused_for_a_hang(answer, "the upload folder did not answer in time", BUDGET)
+    held.assert_others_went_on("the other team's write")
+    assert_refused_for_a_hang(answer, "the upload folder did not answer in time", held, BUDGET)
     assert client.get("/api/v1/me", headers=world.headers("member")).json == quota_before
     with app.app_context():
         assert db.session.scalar(select(func.count()).where(Submission.status == "scored")) == 0

@@ -8,7 +8,7 @@ import json
 
 from app import synthetic
 from app.db import db
-from app.models import Team
+from app.models import Team, User
 from app.services import catalog
 from app.services.intake import submissions
 from app.services.intake.submissions import Upload
@@ -80,3 +80,18 @@ def api_upload(client, token, gold, *, split="dev", wrong=(), key=None, **extra)
         headers=headers,
         content_type="multipart/form-data",
     )
+
+
+def hidden_test_u(feedback: str, sealed_fraction: float | None = None) -> tuple[bytes, User]:
+    """NLVR2's hidden Test-U of 200 examples under ``feedback`` (no quota), and Ann, of the team Lab: its gold
+    file and Ann (the mail tests' blind test)."""
+    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+    gold = synthetic.nlvr2_gold(200, split="test", seed=5)
+    catalog.add_split("nlvr2", "test-u", gold, hidden=True)
+    catalog.set_policy(
+        "nlvr2", "test-u", feedback=feedback, per_day=None, per_month=None, total=None, sealed_fraction=sealed_fraction
+    )
+    lab = Team(name="Lab", slug="lab")
+    db.session.add(lab)
+    db.session.commit()
+    return gold, make_user("ann@example.org", team=lab)

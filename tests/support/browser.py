@@ -44,3 +44,12 @@ def login(client, email: str, password: str, **kwargs):
 def logout(client, **kwargs):
     # /login is a page with a form for everyone, logged in or not; any token of the session will do.
     return post_form(client, "/logout", form_page="/login", **kwargs)
+
+
+def forget_user() -> None:
+    """For tests that hold an application context, which each request reuses: flask-login's user of the
+    previous request and its CSRF token (kept in g) are forgotten, so each client is seen as who it is."""
+    from flask import g
+
+    g.pop("_login_user", None)
+    g.pop("csrf_token", None)

@@ -11,6 +11,7 @@ from app.models import ApiToken, Membership, Team, User, utcnow
 from app.services.people import accounts
 
 PASSWORD = "correct horse battery"
+NEW_PASSWORD = "a brand new passphrase"  # what a test changes a password to
 
 
 def make_user(

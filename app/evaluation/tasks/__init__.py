@@ -7,7 +7,8 @@ plain data). The modules beside the folders are what every family shares: ``base
 registry), ``synthetic_files`` (SyntheticOptions and the helpers of synthetic files), ``demo`` (DemoBenchmark).
 Importing this package imports every family folder (``discover``); the app lists the task types by their
 ``list_position``, and the demo benchmarks in that order.
-May import: app.evaluation
+
+May import: app.evaluation.
 """
 
 from __future__ import annotations

@@ -4,5 +4,7 @@ exports for papers (`exports`), a submission's page (`submission_pages`), the AP
 what each public read depends on, for HTTP validators (`page_versions`), and what a split's board can tell
 apart at a planned size (`power`).
 
-May import: `intake`, `blind_test`, `catalog`, `storage`, `people`, `audit`, `errors`.
+May import: app.services.intake, app.services.blind_test, app.services.catalog, app.services.people,
+app.services.storage, app.services.audit, app.services.jobs, app.services.errors, app.settings, app.db, app.models,
+app.names, app.observability, app.lru, app.evaluation.
 """

@@ -6,4 +6,6 @@ transaction with one waiting job per key, running with retries, backoff, a time 
 (queue), and who runs them: `flask worker` processes on PostgreSQL, or the process itself (transport).
 The work itself belongs to the service that registers its kind (queue.register). Public: `queue`,
 `transport`, `console` (what maintainers, `flask jobs` and /healthz see).
+
+May import: app.services.errors, app.settings, app.db, app.models, app.observability.
 """

@@ -7,4 +7,6 @@ rescorings). Written at sending, a letter carries the state of that moment (a re
 opt-out honoured then) and the jobs table never holds a link that opens an account. Delivery is SMTP through
 Flask-Mail, or the log when no MAIL_SERVER is set (the demo). An address the server refuses for good is
 recorded as undeliverable, an outcome and not a failing job (`undeliverable`). Public: `outbox`, `undeliverable`.
+
+May import: app.services.jobs, app.settings, app.db, app.models.
 """

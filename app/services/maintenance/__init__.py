@@ -2,5 +2,7 @@
 command line), label audits and corrected gold files (`label_audits`), backups and restore (`backups`) and
 the demo (`demo`).
 
-May import every other service package.
+May import: app.services.boards, app.services.intake, app.services.blind_test, app.services.catalog,
+app.services.people, app.services.mail, app.services.storage, app.services.audit, app.services.jobs,
+app.services.errors, app.settings, app.db, app.models, app.schema, app.synthetic, app.evaluation.
 """

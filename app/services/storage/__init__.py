@@ -4,5 +4,7 @@ an S3 bucket.
 
 Public: `checksums`, `upload_store` (the originals, in whichever store STORAGE_URL chose: `upload_files`,
 the folder, or `upload_objects`, a bucket), `capacity` (room left in the stores, for /healthz). Imports
-nothing of the other service packages.
+nothing of the other service packages but `errors`.
+
+May import: app.services.errors, app.config, app.settings, app.db, app.models, app.observability.
 """

@@ -1,4 +1,4 @@
-"""Hostile review of issue 34's rank rule: one test per pair of entries, one Holm step-down over all N(N - 1)/2
+"""The rank rule under attack (issue 34): one test per pair of entries, one Holm step-down over all N(N - 1)/2
 pairs of a board, rank = 1 + B, interval [1 + B, N - W]; each view a board of its own; each board's
 `resolution`; `flask splits power`.
 
@@ -23,7 +23,6 @@ import io
 import json
 import math
 import re
-import time
 
 import numpy as np
 import pytest
@@ -36,6 +35,7 @@ from app.evaluation.tasks import TASK_TYPES
 from app.services import catalog
 from app.services.intake import submissions
 from app.services.people import teams
+from tests.support.work import cpu_seconds
 
 ALPHA = 0.05
 
@@ -674,8 +674,8 @@ def test_team_and_submission_pages_say_what_the_board_says(module_app, world):
 
 
 def _timed_board(k: int, units: int = 6967) -> float:
-    """Seconds (best of two) for view_ranks of a k-entry NLVR2-size board, 0.70 to 0.72 accurate (most pairs in
-    the exact band) with a view of every other entry."""
+    """CPU seconds (best of two: this process's, not the wall clock's) for view_ranks of a k-entry NLVR2-size
+    board, 0.70 to 0.72 accurate (most pairs in the exact band) with a view of every other entry."""
     rng = np.random.default_rng(k)
     hard = rng.random(units)
     accuracies = np.sort(rng.uniform(0.70, 0.72, size=k))[::-1]
@@ -684,20 +684,20 @@ def _timed_board(k: int, units: int = 6967) -> float:
     packed = statistics.PackedJudgements.of(correct)
     best = math.inf
     for _ in range(2):
-        start = time.perf_counter()
-        found = statistics.view_ranks(packed, primary, [None, np.arange(0, k, 2)])
-        best = min(best, time.perf_counter() - start)
+        found, seconds = cpu_seconds(lambda: statistics.view_ranks(packed, primary, [None, np.arange(0, k, 2)]))
+        best = min(best, seconds)
     assert (found[0].lows - 1).sum() == (k - found[0].highs).sum()
     return best
 
 
 def test_a_crowded_board_grows_no_worse_than_its_pairs():
     """A crowded 3,000-entry board against a 1,500-entry one: at most about the pairs' growth (4x), with room
-    for a shared machine (8x). Measured on the review's machine: 0.25 s and 0.84 s (3.4x); 97 MB traced peak."""
+    (8x). A growth ratio of CPU time, not a bound in seconds; the timings are `make bench`'s. Measured on the
+    review's machine: 0.25 s and 0.84 s (3.4x); 97 MB traced peak."""
     statistics.load_tests()
     small, large = _timed_board(1500), _timed_board(3000)
     print(f"crowded board ranks: 1,500 entries {small:.2f} s, 3,000 entries {large:.2f} s")
-    assert large < 8 * small + 0.5
+    assert large < 8 * small, (small, large)
 
 
 def _same_count(data: bytes, labels: dict[str, bool], swaps: int, seed: int) -> bytes:
