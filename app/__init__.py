@@ -48,16 +48,17 @@ def create_app(config: dict | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 
     # Imported here: blueprints and the CLI import services, which need the models defined first.
-    from app import cli, http_caching, request_limits, security
+    from app import cli
     from app.api import docs as api_docs
     from app.api import v1 as api_v1
+    from app.http import caching, request_limits, security
     from app.web import account, auth, console, errors, metrics, public, teams, templating
     from app.web import submissions as submission_pages
 
     metrics.init_app(app)  # first, so its clock starts before any other hook runs
     request_limits.init_app(app)  # before anything reads a body
     security.init_app(app)
-    http_caching.init_app(app)  # Cache-Control and ETag of every response
+    caching.init_app(app)  # Cache-Control and ETag of every response
     templating.init_app(app)  # links, the score filter, the visibility predicates
     blueprints = (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp, api_docs.bp)
     for blueprint in blueprints:

@@ -16,8 +16,8 @@ from pathlib import Path
 from flask import Blueprint, render_template, send_file
 from swagger_ui_bundle import swagger_ui_path
 
-from app import http_caching as caching
 from app.api import openapi
+from app.http import caching
 
 bp = Blueprint("api_docs", __name__, url_prefix="/api/docs")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
-from app import http_caching as caching
+from app.http import caching
 from app.services.boards import page_versions, team_pages
 from app.services.errors import QuotaExceeded, ServiceError
 from app.services.intake.quotas import retry_after_seconds

@@ -9,7 +9,7 @@ from pathlib import Path
 from openapi_spec_validator import OpenAPIV30SpecValidator, validate
 from swagger_ui_bundle import swagger_ui_path
 
-from app.security import CONTENT_SECURITY_POLICY
+from app.http.security import CONTENT_SECURITY_POLICY
 
 ADDRESS = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
 LOADED = re.compile(r"""<(?:script\b[^>]*\bsrc|link\b[^>]*\bhref)\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
