@@ -14,8 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from app import observability
-from app.database_errors import disk_full
-from app.db import db
+from app.db import db, disk_full
 from app.http import request_limits
 from app.http.errors import ErrorAnswer, answer_to
 from app.http.security import login_manager

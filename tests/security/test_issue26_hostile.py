@@ -13,7 +13,6 @@ from flask import g
 from sqlalchemy import func, select, update
 
 from app import create_app, synthetic
-from app.config import ConfigError, from_environment
 from app.db import db
 from app.evaluation import get_task
 from app.models import Job, Score, Submission, utcnow
@@ -24,6 +23,7 @@ from app.services.errors import Conflict, NotFound
 from app.services.intake import submissions
 from app.services.jobs import console, queue, transport
 from app.services.maintenance import label_audits, maintainer_actions
+from app.settings import ConfigError, from_environment
 from tests.support.browser import csrf_token, login
 from tests.support.submission_world import build_submission_world
 from tests.support.users import PASSWORD

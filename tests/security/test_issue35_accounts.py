@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from app.config import site_url
 from app.db import db
 from app.models import ApiToken, AuditEvent, Invite, Membership, Submission, Team, User, utcnow
 from app.services.intake import submissions
 from app.services.intake.submissions import Upload
 from app.services.people import accounts, teams
+from app.settings import Settings
 from tests.support.blind_test_world import binary_file, public_split
 from tests.support.browser import login, post_form, register
 from tests.support.smtp_sink import settled
@@ -351,6 +351,6 @@ def test_make_run_mails_links_to_the_port_the_demo_serves_on(tmp_path, variables
     served = subprocess.run(
         ["sh", "-c", line], env={**env, **environment}, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert site_url({"SITE_URL": served[0]}) == expected
+    assert Settings(site_url=served[0]).link_base == expected
     bind = shlex.split(served[1])
     assert bind[bind.index("--bind") + 1] == f"{variables.get('HOST', '127.0.0.1')}:{variables['PORT']}"

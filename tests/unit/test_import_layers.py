@@ -17,10 +17,8 @@ APP = Path(__file__).resolve().parents[2] / "app"
 # Each module's layer, by the longest matching name; a module may import its own layer or lower ones.
 LAYERS: dict[str, tuple[int, str]] = {
     "app.evaluation": (0, "the scoring domain: pure, imports nothing else of app"),
-    "app.config": (1, "settings read from the environment"),
-    "app.settings": (1, "the typed settings object the services are handed"),
-    "app.database_errors": (0, "which database errors are a full disk: the metrics and the error pages ask"),
-    "app.db": (1, "the engine, sessions and transactions the services run in"),
+    "app.settings": (1, "the typed settings object: read from the environment, handed to the services"),
+    "app.db": (1, "the engine, sessions and transactions the services run in; which errors are a full disk"),
     "app.models": (1, "the tables the services read and write"),
     "app.schema": (1, "the schema's migration state, checked at start-up and by backups (a service)"),
     "app.names": (1, "the rules of names and shown text: invisible characters, look-alike names"),
