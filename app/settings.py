@@ -273,7 +273,7 @@ class Settings:
         empty_is_unset=False,
     )
     metrics_token: str | None = setting(
-        "METRICS_TOKEN", "Anyone sending this bearer token may read /metrics too.", Reader(lambda _n, raw: raw or None)
+        "METRICS_TOKEN", "Anyone sending this bearer token may read /metrics too.", TEXT
     )
     trusted_hosts: list[str] | None = setting(
         "TRUSTED_HOSTS",
@@ -282,7 +282,7 @@ class Settings:
         Reader(_hosts),
     )
     server_name: str | None = setting(
-        "SERVER_NAME", "The site's host name (and port), as Flask builds URLs from it.", Reader(lambda _n, raw: raw)
+        "SERVER_NAME", "The site's host name (and port), as Flask builds URLs from it.", TEXT
     )
     job_queue: str = setting(
         "JOB_QUEUE",
@@ -312,7 +312,7 @@ class Settings:
     storage_url: str = setting(
         "STORAGE_URL",
         "Where original uploads are kept: empty (SUBMISSIONS_DIR), a folder path, file:///path or s3://bucket/prefix.",
-        Reader(lambda _n, raw: raw.strip()),
+        STRIPPED,
         "",
     )
     s3_endpoint_url: str | None = setting(
@@ -331,7 +331,7 @@ class Settings:
         ("AWS_DEFAULT_REGION", "AWS_REGION"),
         "The bucket's region. boto3 reads AWS_DEFAULT_REGION itself but not AWS_REGION, which other S3 tools "
         "read: either works.",
-        Reader(lambda _n, raw: raw),
+        TEXT,
         key="S3_REGION",
     )
     mail_server: str | None = setting(
@@ -345,8 +345,8 @@ class Settings:
     mail_use_ssl: bool = setting(
         "MAIL_USE_SSL", "SMTP over TLS from the start (1/true/yes or 0/false/no).", FLAG, False
     )
-    mail_username: str | None = setting("MAIL_USERNAME", "The SMTP login.", Reader(lambda _n, raw: raw))
-    mail_password: str | None = setting("MAIL_PASSWORD", "The SMTP password.", Reader(lambda _n, raw: raw))
+    mail_username: str | None = setting("MAIL_USERNAME", "The SMTP login.", TEXT)
+    mail_password: str | None = setting("MAIL_PASSWORD", "The SMTP password.", TEXT)
     mail_default_sender: str = setting(
         "MAIL_DEFAULT_SENDER", "The From of every mail.", TEXT, "Holdout <noreply@localhost>"
     )

@@ -7,7 +7,7 @@ from flask_login import current_user, login_required
 
 from app.evaluation import get_task
 from app.http import caching
-from app.http.errors import answer_to
+from app.http.errors import ErrorAnswer, answer_to
 from app.http.request_limits import accepts_upload
 from app.http.security import login_manager
 from app.services.boards import leaderboards, listings, page_versions, submission_pages
@@ -59,9 +59,7 @@ def new():
                 for name, messages in form.errors.items()
                 for message in messages
             ]
-            return jsonify(
-                error="The form is incomplete.", details=details
-            ), 400 if "csrf_token" in form.errors else 422
+            return ErrorAnswer(400 if "csrf_token" in form.errors else 422, "The form is incomplete.", details).json()
         return render_template("submissions/new.html", form=form, choices=choices), status
     benchmark_slug, _, split_slug = form.split.data.partition("/")
     upload = submissions.Upload(
