@@ -35,7 +35,7 @@ keepalive = 5
 
 # The request line and headers, refused by gunicorn itself (400) before the app sees them: a request line of
 # 4 KB (the longest address with its query), 100 header fields of 8 KB each. Bodies are bounded by the app,
-# per route, while they are read (app/request_limits.py), and by the proxy in front (serving/nginx.conf).
+# per route, while they are read (app/http/request_limits.py), and by the proxy in front (serving/nginx.conf).
 limit_request_line = 4094
 limit_request_fields = 100
 limit_request_field_size = 8190

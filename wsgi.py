@@ -6,8 +6,8 @@ import click
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app import create_app
-from app.config import ConfigError
 from app.schema import SchemaOutOfDate, require_current
+from app.settings import ConfigError
 
 try:
     app = create_app()

@@ -10,8 +10,9 @@ from flask import Flask, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.routing import IntegerConverter
 
-from app.config import ConfigError, engine_options, from_environment, request_body_limit
-from app.db import begin_writes_immediately, db, migrate
+from app.db import begin_writes_immediately, db, engine_options, migrate
+from app.http.request_limits import request_body_limit
+from app.settings import ConfigError, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -21,7 +22,7 @@ STATIC = ROOT / "static"
 def create_app(config: dict | None = None) -> Flask:
     app = Flask(__name__, instance_relative_config=True, template_folder=str(TEMPLATES), static_folder=str(STATIC))
     os.makedirs(app.instance_path, exist_ok=True)
-    app.config.update(from_environment(app.instance_path))
+    app.config.update(Settings.from_environment(app.instance_path).flask_config())
     if config:
         app.config.update(config)
         if config.get("TESTING") and "LEADERBOARD_PAGE_TTL" not in config:
@@ -38,26 +39,27 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app.services.catalog.label_files import secure_labels_dir
     from app.services.storage.upload_files import secure_uploads_dir
-    from app.settings import Settings
 
-    secure_labels_dir(Path(app.config["HIDDEN_LABELS_DIR"]))
-    settings = Settings.from_config(app.config)  # refuses a malformed STORAGE_URL now, not at the first upload
+    settings = Settings.from_config(app.config)  # what the environment gave, with the caller's config over it
+    secure_labels_dir(settings.hidden_labels_dir)
+    settings.check()  # refuses a malformed STORAGE_URL or SITE_URL now, not at the first upload or mail
     if settings.upload_bucket is None:
-        secure_uploads_dir(settings.submissions_dir)
+        secure_uploads_dir(settings.upload_folder)
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
 
     # Imported here: blueprints and the CLI import services, which need the models defined first.
-    from app import cli, http_caching, request_limits, security
+    from app import cli
     from app.api import docs as api_docs
     from app.api import v1 as api_v1
+    from app.http import caching, request_limits, security
     from app.web import account, auth, console, errors, metrics, public, teams, templating
     from app.web import submissions as submission_pages
 
     metrics.init_app(app)  # first, so its clock starts before any other hook runs
     request_limits.init_app(app)  # before anything reads a body
     security.init_app(app)
-    http_caching.init_app(app)  # Cache-Control and ETag of every response
+    caching.init_app(app)  # Cache-Control and ETag of every response
     templating.init_app(app)  # links, the score filter, the visibility predicates
     blueprints = (public.bp, auth.bp, teams.bp, account.bp, submission_pages.bp, console.bp, api_v1.bp, api_docs.bp)
     for blueprint in blueprints:

@@ -1,4 +1,5 @@
-"""The database handle: one session per request, a declarative base with named constraints."""
+"""The database handle: one session per request, a declarative base with named constraints, and which
+database errors no retry cures."""
 
 from __future__ import annotations
 
@@ -192,3 +193,32 @@ def in_app_context(work):
             work()
 
     return run
+
+
+def engine_options(database_url: str) -> dict:
+    """SQLALCHEMY_ENGINE_OPTIONS for the database URL.
+
+    PostgreSQL: test a pooled connection before handing it out (pool_pre_ping), so connections broken by
+    a database restart or failover are replaced instead of failing a request, and give up connecting
+    after a few seconds, so an unreachable database answers 503 quickly instead of hanging workers.
+    """
+    if database_url.startswith("postgresql"):
+        return {"pool_pre_ping": True, "pool_recycle": 3600, "connect_args": {"connect_timeout": 5}}
+    return {}
+
+
+# Database errors that no retry cures: a full disk (or SQLite's page limit). Told apart here, once, for the
+# metrics and for the answer a request gets (503 saying so, without a Retry-After that would never come true).
+# SQLite's "database or disk is full" (SQLITE_FULL) and PostgreSQL's disk_full (SQLSTATE 53100).
+SQLITE_FULL = 13
+DISK_FULL_SQLSTATE = "53100"
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether a database error says its disk (or SQLite's page limit) is full: no retry cures that, unlike
+    a database that is restarting or locked."""
+    orig = getattr(exc, "orig", None) or exc
+    if getattr(orig, "sqlite_errorcode", None) == SQLITE_FULL or getattr(orig, "sqlstate", None) == DISK_FULL_SQLSTATE:
+        return True
+    text = str(orig)
+    return "database or disk is full" in text or "No space left on device" in text

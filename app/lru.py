@@ -1,5 +1,6 @@
 """A small thread-safe least-recently-used memo, optionally with an expiry, for this process's caches
-(decoded gold sets, board snapshots, arranged and rendered pages)."""
+(decoded gold sets, board snapshots, arranged and rendered pages). In the ground layer, not in app/http: the
+services' caches use it as much as the pages' (app/http/caching.py), and it knows nothing of either."""
 
 from __future__ import annotations
 

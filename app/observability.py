@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from app.database_errors import disk_full
+from app.db import disk_full
 
 UPLOAD_OUTCOMES = ("scored", "rejected", "over_quota", "replayed")
 CONTENT_TYPE = CONTENT_TYPE_LATEST  # what /metrics answers with (the Prometheus text format)

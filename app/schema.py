@@ -8,8 +8,8 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from flask import Flask
 
-from app.config import ConfigError
 from app.db import db
+from app.settings import ConfigError
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from flask import Blueprint, render_template, send_file
 
-from app import http_caching as caching
+from app.http import caching
 
 bp = Blueprint("api_docs", __name__, url_prefix="/api/docs")
 

@@ -9,27 +9,28 @@ apply. Errors are `{"error": "...", "details": [{"line": n, "message": "..."}]}`
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import cast
 
 from flask import Blueprint, Response, request, url_for
 from pydantic import ValidationError
 
-from app import http_caching as caching
 from app.api import openapi
 from app.api import shapes as shape
 from app.api.openapi import operation
 from app.db import db
 from app.evaluation import Problem
 from app.evaluation.display import score_text
+from app.http import caching
+from app.http.errors import answer_to
+from app.http.request_limits import accepts_upload
+from app.http.security import bearer_token, check_form_parts, csrf
 from app.models import Split, Submission, User
-from app.request_limits import accepts_upload
-from app.security import bearer_token, check_form_parts, csrf
 from app.services.blind_test import visibility
 from app.services.boards import exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import Listed
 from app.services.catalog import phases
-from app.services.errors import InvalidInput, NotFound, QuotaExceeded, ServiceError
+from app.services.errors import InvalidInput, NotFound, ServiceError
 from app.services.intake import quotas, submissions
 from app.services.intake.submissions import Upload, timestamp
 from app.services.people import accounts
@@ -55,18 +56,10 @@ class Unauthenticated(ServiceError):
 @bp.errorhandler(ServiceError)
 def service_error(exc: ServiceError):
     db.session.rollback()
-    body: dict[str, Any] = {"error": exc.message, "details": exc.details()}
-    headers: dict[str, str] = {}
-    if isinstance(exc, QuotaExceeded):
-        body["retry_at"] = timestamp(exc.retry_at) if exc.retry_at else None
-        seconds = quotas.retry_after_seconds(exc)
-        if seconds is not None:
-            headers["Retry-After"] = str(seconds)
-    elif exc.retry_after is not None:  # a store that did not answer, too many changes: when to try again
-        headers["Retry-After"] = str(exc.retry_after)
+    body, status, headers = answer_to(exc).json()
     if isinstance(exc, Unauthenticated):
         headers["WWW-Authenticate"] = 'Bearer realm="holdout"'
-    return body, exc.status, headers
+    return body, status, headers
 
 
 # --- input ---------------------------------------------------------------------------------------------

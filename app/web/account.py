@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, flash, make_response, redirect, render_template, url_for
 from flask_login import current_user, login_required
 
+from app.http.security import continue_session
 from app.models import utcnow
-from app.security import continue_session
 from app.services.errors import ServiceError
 from app.services.people import accounts, addresses
 from app.web.forms import ConfirmForm, NotificationsForm, PasswordForm, TokenForm

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from flask import Blueprint, flash, make_response, redirect, render_template, request, session, url_for
 from flask_login import current_user, logout_user
 
-from app.security import start_session
+from app.http.security import start_session
 from app.services.errors import ServiceError
 from app.services.people import accounts, addresses, password_resets, throttle
 from app.web.forms import ForgotPasswordForm, LoginForm, RegisterForm, ResetPasswordForm

@@ -1,4 +1,5 @@
-"""Error pages (HTML) and JSON errors for the API; every error rolls the session back."""
+"""Error pages (HTML), and the one error answer (app/http/errors.py) for scripts and the API; every error
+rolls the session back."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
-from app import observability, request_limits
-from app.database_errors import disk_full
-from app.db import db
-from app.security import login_manager
-from app.services.errors import QuotaExceeded, ServiceError
-from app.services.intake.quotas import retry_after_seconds
+from app import observability
+from app.db import db, disk_full
+from app.http import request_limits
+from app.http.errors import ErrorAnswer, answer_to
+from app.http.security import login_manager
+from app.services.errors import ServiceError
 
 MESSAGES = {
     400: "The request could not be understood.",
@@ -56,29 +57,22 @@ def _rollback() -> None:
         db.session.rollback()
 
 
-def _render(
-    status: int,
-    message: str,
-    details: list[dict] | None = None,
-    headers: dict | None = None,
-    retry_after: int | None = None,
-    own_page: bool = True,
-):
-    headers = headers or {}
+def _render(answer: ErrorAnswer, own_page: bool = True):
     if _wants_json():
-        return {"error": message, "details": details or []}, status, headers
+        return answer.json()
+    status, message = answer.status, answer.message
     templates: list[str | Template] = (
         [f"errors/{status}.html", "errors/error.html"] if status in PAGES and own_page else ["errors/error.html"]
     )
     try:
         page = render_template(
-            templates, status=status, message=message, details=details or [], retry_after=retry_after
+            templates, status=status, message=message, details=answer.details, retry_after=answer.retry_after
         )
     except Exception:
         # The error page itself failed (say the database is down and the layout asks who is logged in):
         # answer with bare HTML rather than a traceback.
         page = f"<!doctype html><title>Error {status} · Holdout</title><h1>Error {status}</h1><p>{escape(message)}</p>"
-    return page, status, headers
+    return page, status, answer.all_headers()
 
 
 def register(app: Flask) -> None:
@@ -92,12 +86,7 @@ def register(app: Flask) -> None:
 
 def _service_error(exc: ServiceError):
     _rollback()
-    headers = {}
-    # Else a throttle's wait, or a store that did not answer.
-    retry_after = retry_after_seconds(exc) if isinstance(exc, QuotaExceeded) else exc.retry_after
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
-    return _render(exc.status, exc.message, exc.details(), headers, retry_after)
+    return _render(answer_to(exc))
 
 
 def _http_error(exc: HTTPException):
@@ -116,13 +105,13 @@ def _http_error(exc: HTTPException):
     valid_methods = getattr(exc, "valid_methods", None)  # MethodNotAllowed's
     if status == 405 and valid_methods:
         headers["Allow"] = ", ".join(valid_methods)
-    return _render(status, message, headers=headers, own_page=own_page)
+    return _render(ErrorAnswer(status, message, headers=headers), own_page=own_page)
 
 
 def _unexpected(exc: Exception):
     _rollback()
     current_app.logger.exception("unhandled error on %s %s", request.method, request.path)
-    return _render(500, MESSAGES[500])
+    return _render(ErrorAnswer(500, MESSAGES[500]))
 
 
 def _database_full(exc: Exception):
@@ -133,7 +122,7 @@ def _database_full(exc: Exception):
     observability.storage_failure("database", reason)
     current_app.logger.error("database full on %s %s: %s", request.method, request.path, reason)
     g._login_user = login_manager.anonymous_user()  # the layout must not ask the database who is logged in
-    return _render(503, DATABASE_FULL_MESSAGE)
+    return _render(ErrorAnswer(503, DATABASE_FULL_MESSAGE))
 
 
 def _first_line(exc: Exception) -> str:
@@ -159,4 +148,4 @@ def _database_error(exc: Exception):
     )
     # The layout asks who is logged in, which needs the database: render the page for a visitor.
     g._login_user = login_manager.anonymous_user()
-    return _render(503, MESSAGES[503], headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
+    return _render(ErrorAnswer(503, MESSAGES[503], retry_after=DATABASE_RETRY_AFTER))

@@ -14,7 +14,7 @@ import time
 from flask import Blueprint, Flask, Response, abort, current_app, g, request
 
 from app import observability
-from app.security import bearer_token
+from app.http.security import bearer_token
 from app.services.maintenance import health
 
 bp = Blueprint("metrics", __name__)

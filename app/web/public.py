@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, render_template, request
 
-from app import http_caching as caching
-from app import page_cache
 from app.evaluation import get_task
+from app.http import caching
 from app.services import catalog
 from app.services.boards import exports, leaderboards, models_view, page_versions
 from app.services.maintenance import health
@@ -44,7 +43,7 @@ def healthz():
 def leaderboard(benchmark: str, split: str | None = None):
     if request.cookies:
         return _leaderboard_page(_board(benchmark, split))  # a session: who is logged in, the board as it is now
-    return page_cache.shared_page(lambda: _board(benchmark, split), _leaderboard_page)
+    return caching.shared_page(lambda: _board(benchmark, split), _leaderboard_page)
 
 
 def _board(benchmark: str, split: str | None) -> leaderboards.Board:
@@ -64,7 +63,7 @@ def _leaderboard_page(board: leaderboards.Board) -> str:
     task = get_task(board.benchmark.task_type)
     # The table is the same for every visitor: rendered once per board version, sort and page.
     table = (
-        page_cache.rendered(
+        caching.rendered(
             board,
             lambda: render_template(
                 "public/_board.html",

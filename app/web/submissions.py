@@ -5,10 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
-from app import http_caching as caching
 from app.evaluation import get_task
-from app.request_limits import accepts_upload
-from app.security import login_manager
+from app.http import caching
+from app.http.errors import ErrorAnswer, answer_to
+from app.http.request_limits import accepts_upload
+from app.http.security import login_manager
 from app.services.boards import leaderboards, listings, page_versions, submission_pages
 from app.services.errors import Forbidden, InvalidInput, NotFound, ServiceError, StorageFailed, TooLarge
 from app.services.intake import quotas, submissions
@@ -58,9 +59,7 @@ def new():
                 for name, messages in form.errors.items()
                 for message in messages
             ]
-            return jsonify(
-                error="The form is incomplete.", details=details
-            ), 400 if "csrf_token" in form.errors else 422
+            return ErrorAnswer(400 if "csrf_token" in form.errors else 422, "The form is incomplete.", details).json()
         return render_template("submissions/new.html", form=form, choices=choices), status
     benchmark_slug, _, split_slug = form.split.data.partition("/")
     upload = submissions.Upload(
@@ -75,13 +74,13 @@ def new():
         result = submissions.submit(current_user, form.team.data, benchmark_slug, split_slug, upload)
     except ServiceError as exc:
         field = _field_of(exc, form)
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
+        body, status, headers = answer_to(exc).json()
         if _wants_json():
-            return jsonify(error=exc.message, details=exc.details(), field=field), exc.status, headers
+            return jsonify(body | {"field": field}), status, headers
         form[field].errors = [*form[field].errors, exc.message]  # beside the field too, as the script shows it
         return (
             render_template("submissions/new.html", form=form, choices=choices, error=exc, error_field=field),
-            exc.status,
+            status,
             headers,
         )
     target = url_for("submissions.show", submission_id=result.id)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
-from app import http_caching as caching
+from app.http import caching
+from app.http.errors import answer_to
 from app.services.boards import page_versions, team_pages
-from app.services.errors import QuotaExceeded, ServiceError
-from app.services.intake.quotas import retry_after_seconds
+from app.services.errors import ServiceError
 from app.services.people import teams
 from app.web import progress_chart
 from app.web.forms import ConfirmForm, ShownForm, TeamForm
@@ -26,15 +26,13 @@ def _me():
 def index():
     form = TeamForm()
     status = 200
-    headers = {}
+    headers: dict[str, str] = {}
     if form.validate_on_submit():
         try:
             team = teams.create_team(form.name.data, _me())
         except ServiceError as exc:
             form.form_errors.append(exc.message)
-            status = exc.status
-            if isinstance(exc, QuotaExceeded) and exc.retry_at is not None:
-                headers["Retry-After"] = str(retry_after_seconds(exc))
+            status, headers = exc.status, answer_to(exc).all_headers()  # when to try again, if ever
         else:
             flash(f"Created team {team.name}.")
             return redirect(url_for("teams.detail", team_id=team.id))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from app.request_limits import BODY_LIMIT, JSON_DEPTH_LIMIT
+from app.http.request_limits import BODY_LIMIT, JSON_DEPTH_LIMIT
 from tests.load.servers import Deployment, Gunicorn, multipart, prepare
 
 MB = 1024 * 1024

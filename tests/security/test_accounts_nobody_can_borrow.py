@@ -288,7 +288,7 @@ def test_unknown_hosts_are_refused_and_urls_use_the_trusted_one(app, people):
 
 
 def test_trusted_hosts_and_server_name_from_the_configuration(tmp_path, database_url, monkeypatch):
-    from app.config import ConfigError, from_environment
+    from app.settings import ConfigError, from_environment
 
     monkeypatch.setenv("TRUSTED_HOSTS", "leaderboard.example.org, .holdout.example")
     assert from_environment(str(tmp_path))["TRUSTED_HOSTS"] == ["leaderboard.example.org", ".holdout.example"]

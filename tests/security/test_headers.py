@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.security import CONTENT_SECURITY_POLICY
+from app.http.security import CONTENT_SECURITY_POLICY
 from tests.security import crawler
 from tests.support.security_world import build
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.request_limits import BODY_LIMIT
+from app.http.request_limits import BODY_LIMIT
 from tests.security import crawler
 from tests.support.browser import csrf_token
 from tests.support.security_world import build, table_counts

@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import func, select, update
 
 from app import create_app
-from app.config import ConfigError, from_environment
 from app.db import db
 from app.models import Job
 from app.services.errors import Conflict, NotFound
 from app.services.jobs import console, queue
+from app.settings import ConfigError, from_environment
 from tests.support.browser import csrf_token, forget_user, login
 from tests.support.submission_world import build_submission_world
 from tests.support.users import PASSWORD

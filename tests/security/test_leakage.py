@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from app import create_app
-from app.config import from_environment
 from app.db import db
 from app.models import Split, Submission
 from app.services.storage import checksums
+from app.settings import from_environment
 from tests.security import crawler
 from tests.security.leaks import LeakDetector
 from tests.support.security_world import HIDDEN, ROLES, build

@@ -135,7 +135,7 @@ def test_the_caps_come_from_the_settings(app):
 
 
 def test_the_caps_are_read_from_the_environment(monkeypatch, tmp_path):
-    from app.config import ConfigError, from_environment
+    from app.settings import ConfigError, from_environment
 
     assert from_environment(str(tmp_path))["MAX_TEAMS_PER_ACCOUNT"] == 3
     assert from_environment(str(tmp_path))["MAX_TEAMS_CREATED_PER_DAY"] == 2

@@ -12,8 +12,8 @@ from werkzeug.security import check_password_hash
 
 from app import create_app
 from app.db import db
+from app.http.security import bearer_token
 from app.models import Team, User
-from app.security import bearer_token
 from app.services.people import accounts, teams
 
 PASSWORD = "correct horse battery"

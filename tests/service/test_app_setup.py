@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
-from app.config import ConfigError
+from app.settings import ConfigError
 
 
 def test_refuses_to_start_without_secret_key(monkeypatch, tmp_path):

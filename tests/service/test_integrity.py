@@ -205,7 +205,7 @@ def test_probe_threshold_comes_from_the_config(world, app):
 
 
 def test_probe_threshold_from_the_environment(monkeypatch, tmp_path):
-    from app.config import ConfigError, from_environment
+    from app.settings import ConfigError, from_environment
 
     monkeypatch.setenv("PROBE_DISTANCE", "0.002")
     assert from_environment(str(tmp_path))["PROBE_DISTANCE"] == 0.002

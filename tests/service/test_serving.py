@@ -11,8 +11,7 @@ import pytest
 from flask_migrate import upgrade
 
 from app import create_app
-from app.config import engine_options
-from app.db import db
+from app.db import db, engine_options
 from app.schema import SchemaOutOfDate, head_revision, require_current
 from tests.conftest import make_config
 from tests.load.servers import REPO, Deployment, Gunicorn

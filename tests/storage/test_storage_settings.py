@@ -1,4 +1,4 @@
-"""STORAGE_URL and S3_ENDPOINT_URL (app/config.py `upload_storage`): empty keeps SUBMISSIONS_DIR, a path or
+"""STORAGE_URL and S3_ENDPOINT_URL (app/settings.py `Settings.upload_location`): empty keeps SUBMISSIONS_DIR, a path or
 file:///path names another folder, s3://bucket/prefix a bucket; anything else refuses to start, naming the
 variable and never repeating what may be a credential. STORAGE_TIMEOUT, the store's budget, within bounds."""
 
@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from app import create_app
-from app.config import ConfigError, S3Location, upload_storage
-from app.settings import Settings
+from app.settings import ConfigError, S3Location, Settings
 from tests.conftest import make_config
 from tests.support.api_world import build_world, post_file
 
-BASE = {"SUBMISSIONS_DIR": "/srv/holdout/submissions"}
+BASE = {"submissions_dir": Path("/srv/holdout/submissions")}
 
 
 @pytest.mark.parametrize(
@@ -39,8 +38,8 @@ BASE = {"SUBMISSIONS_DIR": "/srv/holdout/submissions"}
     ],
 )
 def test_where_uploads_are_kept(url, endpoint, region, expected):
-    config = {**BASE, "STORAGE_URL": url, "S3_ENDPOINT_URL": endpoint, "S3_REGION": region}
-    assert upload_storage(config) == expected
+    settings = Settings(**BASE, storage_url=url, s3_endpoint_url=endpoint, s3_region=region)
+    assert settings.upload_location == expected
 
 
 @pytest.mark.parametrize(
@@ -62,23 +61,23 @@ def test_where_uploads_are_kept(url, endpoint, region, expected):
 )
 def test_a_malformed_storage_url_is_refused_by_name(url, says):
     with pytest.raises(ConfigError, match="STORAGE_URL") as info:
-        upload_storage({**BASE, "STORAGE_URL": url})
+        Settings(**BASE, storage_url=url).check()
     assert says in str(info.value)
 
 
 @pytest.mark.parametrize("url", ["s3://AKIAEXAMPLE:wJalrXUtnFEMI@holdout/p", "https://key:secret@s3.example.org"])
 def test_what_may_be_a_credential_is_never_repeated(url):
     name = "STORAGE_URL" if url.startswith("s3") else "S3_ENDPOINT_URL"
-    config = {**BASE, "STORAGE_URL": "s3://holdout/p"} | {name: url}
+    settings = {**BASE, "storage_url": "s3://holdout/p"} | {name.lower(): url}
     with pytest.raises(ConfigError, match=name) as info:
-        upload_storage(config)
+        Settings(**settings).check()
     assert "secret" not in str(info.value) and "wJalrXUtnFEMI" not in str(info.value)
 
 
 @pytest.mark.parametrize("endpoint", ["127.0.0.1:8333", "ftp://s3.example.org", "http://", "http://host:port"])
 def test_a_malformed_endpoint_is_refused_by_name(endpoint):
     with pytest.raises(ConfigError, match="S3_ENDPOINT_URL"):
-        upload_storage({**BASE, "STORAGE_URL": "s3://holdout/p", "S3_ENDPOINT_URL": endpoint})
+        Settings(**BASE, storage_url="s3://holdout/p", s3_endpoint_url=endpoint).check()
 
 
 def test_the_server_refuses_to_start_with_a_malformed_storage_url(monkeypatch):

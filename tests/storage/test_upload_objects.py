@@ -22,11 +22,11 @@ from prometheus_client import REGISTRY
 from sqlalchemy import func, select
 
 from app import create_app
-from app.config import S3Location
 from app.db import db
 from app.models import Submission
 from app.services.errors import StorageFailed
 from app.services.storage import checksums, upload_files, upload_objects, upload_store
+from app.settings import S3Location
 from tests.conftest import make_config
 from tests.storage.conftest import MOTO_BUCKET
 from tests.support.api_world import PASSWORD, build_world, post_file

@@ -1,10 +1,10 @@
-"""`Authorization: Bearer <token>` is parsed in one place (app.security.bearer_token), for the API and /metrics."""
+"""`Authorization: Bearer <token>` is parsed in one place (app.http.security.bearer_token), for the API and /metrics."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.security import bearer_token
+from app.http.security import bearer_token
 
 
 @pytest.mark.parametrize(

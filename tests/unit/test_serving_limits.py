@@ -7,8 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from app.config import request_body_limit
-from app.request_limits import BODY_LIMIT
+from app.http.request_limits import BODY_LIMIT, request_body_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX = (ROOT / "serving" / "nginx.conf").read_text()

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from app.db import db
+from app.http.security import bearer_token
 from app.models import ApiToken
-from app.security import bearer_token
 from app.services.errors import InvalidInput, NotFound
 from app.services.people import accounts
 from tests.support.browser import login, post_form

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from app.api.docs import SWAGGER_UI, SWAGGER_UI_VERSION
-from app.security import CONTENT_SECURITY_POLICY
+from app.http.security import CONTENT_SECURITY_POLICY
 
 ADDRESS = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
 LOADED = re.compile(r"""<(?:script\b[^>]*\bsrc|link\b[^>]*\bhref)\s*=\s*["']([^"']+)["']""", re.IGNORECASE)

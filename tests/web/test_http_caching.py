@@ -1,4 +1,4 @@
-"""HTTP caching (app/http_caching.py): every GET route's Cache-Control class, walked from the URL map, and
+"""HTTP caching (app/http/caching.py): every GET route's Cache-Control class, walked from the URL map, and
 the ETag / 304 cycle of the public reads: a matching If-None-Match is answered without rendering, and a
 change to the board gives a new ETag."""
 

@@ -12,9 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app
-from app.config import ConfigError, from_environment, networks
 from app.db import db
 from app.services import catalog
+from app.settings import ConfigError, from_environment, networks
 from tests.conftest import make_config
 from tests.support.api_world import build_world, post_file, stored_submission
 

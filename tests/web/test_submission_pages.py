@@ -112,6 +112,22 @@ def test_over_quota_upload_is_429_with_next_slot(client, site):
     assert "next slot opens" in response.get_data(as_text=True)
 
 
+def test_script_upload_over_quota_gets_the_apis_answer(client, site):
+    """The upload page's script gets the one error answer the API gives (app/http/errors.py): when to retry,
+    in the body and in Retry-After; the page itself carries Retry-After too."""
+    login(client, "member@example.org", "password123")
+    with client.application.app_context():
+        catalog.set_policy("nlvr2", "dev", per_day=1)
+    fetch = {"X-Requested-With": "fetch"}
+    assert _upload(client, site, headers=fetch).status_code == 201
+    response = _upload(client, site, model="Again", headers=fetch)
+    assert response.status_code == 429
+    assert set(response.json) == {"error", "details", "retry_at", "field"}
+    assert response.json["retry_at"].endswith("+00:00") and int(response.headers["Retry-After"]) >= 1
+    page = _upload(client, site, model="Again")
+    assert page.status_code == 429 and int(page.headers["Retry-After"]) >= 1
+
+
 def test_hidden_split_under_none_holds_scores(client, site):
     login(client, "member@example.org", "password123")
     gold = synthetic.nlvr2_gold(240, split="test", seed=8)

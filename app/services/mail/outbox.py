@@ -67,7 +67,7 @@ def post(letter: str, **args) -> None:
 
 def link(path: str) -> str:
     """An absolute link to a page of the site (SITE_URL): mail is read away from the site."""
-    return settings.current().site_url + path
+    return settings.current().link_base + path
 
 
 def _send(args: dict, deadline: queue.Deadline) -> str:

@@ -37,7 +37,7 @@ def problems() -> list[str]:
     config = settings.current()
     need = 2 * config.max_upload_bytes  # an upload's original and its temporary copy, with room to spare
     # A bucket's room is not ours to see: its refused writes (below) are the sign.
-    free = _free_bytes(config.submissions_dir) if config.upload_bucket is None else None
+    free = _free_bytes(config.upload_folder) if config.upload_bucket is None else None
     if free is not None and free < need:
         found.append(
             f"uploads: {free / MB:.1f} MB free in the upload folder, under the {need // MB} MB an upload may need"

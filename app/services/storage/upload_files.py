@@ -40,7 +40,7 @@ RETRY_AFTER = 30  # seconds: the Retry-After of an upload a store did not answer
 
 
 def uploads_dir() -> Path:
-    return settings.current().submissions_dir
+    return settings.current().upload_folder
 
 
 def path_for(digest: str) -> Path:

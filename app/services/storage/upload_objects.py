@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app import observability, settings
-from app.config import DEFAULT_STORAGE_TIMEOUT, S3Location
 from app.services.errors import StorageFailed
 from app.services.storage import upload_files
+from app.settings import DEFAULT_STORAGE_TIMEOUT, S3Location
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 1000  # keys a listing asks for at a time (S3's most)

@@ -7,7 +7,7 @@ from functools import wraps
 from flask import Blueprint, abort
 from flask_login import current_user
 
-from app.security import login_manager
+from app.http.security import login_manager
 
 bp = Blueprint("console", __name__, url_prefix="/console")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.request_limits import accepts_upload
+from app.http.request_limits import accepts_upload
 from app.services import catalog
 from app.services.catalog import references
 from app.services.errors import ServiceError

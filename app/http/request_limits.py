@@ -28,6 +28,12 @@ JSON_DEPTH_LIMIT = 32
 View = TypeVar("View", bound=Callable[..., Any])
 
 
+def request_body_limit(max_upload_mb: int) -> int:
+    """The upload cap (MAX_CONTENT_LENGTH): werkzeug refuses bodies past this before they are read whole
+    (413); a little slack for the multipart envelope and the form fields around the file itself."""
+    return int(max_upload_mb) * 1024 * 1024 + 64 * 1024
+
+
 def accepts_upload(view: View) -> View:
     """Marks a view whose POST carries a file: its body may reach the upload cap (MAX_CONTENT_LENGTH)."""
     view.accepts_upload = True  # type: ignore[attr-defined]

@@ -9,8 +9,9 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.exceptions import UnsupportedMediaType
 
 from app.db import db
+from app.http.errors import ErrorAnswer
+from app.http.request_limits import is_upload_route
 from app.models import User
-from app.request_limits import is_upload_route
 from app.services.errors import InvalidInput, NotFound
 
 login_manager = LoginManager()
@@ -55,7 +56,7 @@ def load_user(user_id: str) -> User | None:
 def unauthorized():
     """API clients get a 401 JSON answer; browsers are sent to log in and come back afterwards."""
     if request.path.startswith("/api/"):
-        return {"error": "authentication required", "details": []}, 401
+        return ErrorAnswer(401, "authentication required").json()
     # Only a page can be returned to; after a refused POST the user starts again from the login page.
     if request.method in ("GET", "HEAD"):
         return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
@@ -132,7 +133,7 @@ def _check_text_input():
     without a name (its key is None, which Flask-WTF's CSRF check cannot handle) is a 422 too. Every form the
     CSRF check will read is read here first; multipart bodies of the API (exempt from CSRF) are left to the
     API, so an unauthenticated upload is never parsed before its token is checked. Every read is bounded by
-    app/request_limits.py, whose hook runs before this one.
+    app/http/request_limits.py, whose hook runs before this one.
     """
     if "\x00" in request.path:
         raise NotFound("there is nothing at an address with a NUL byte")
