@@ -11,7 +11,16 @@ from app.http.errors import ErrorAnswer, answer_to
 from app.http.request_limits import accepts_upload
 from app.http.security import login_manager
 from app.services.boards import leaderboards, listings, page_versions, submission_pages
-from app.services.errors import Forbidden, InvalidInput, NotFound, ServiceError, StorageFailed, TooLarge
+from app.services.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    ServiceError,
+    StorageFailed,
+    Throttled,
+    TooLarge,
+)
 from app.services.intake import quotas, submissions
 from app.web.forms import ConfirmForm, HideForm, PublishForm, UploadForm
 
@@ -158,10 +167,11 @@ def publish(submission_id: int):
         return _show_page(submission_id, form, status=422)  # what was typed stays, errors by the fields
     try:
         submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data)
-    except InvalidInput as exc:
-        if exc.field in form:
+    except (InvalidInput, Conflict, Throttled) as exc:  # a field, a duplicate, too many changes: the form again
+        if isinstance(exc, InvalidInput) and exc.field in form:
             form[exc.field].errors = [*form[exc.field].errors, exc.message]
-        return _show_page(submission_id, form, exc, status=exc.status)
+        page, status = _show_page(submission_id, form, exc, status=exc.status)
+        return page, status, answer_to(exc).json()[2]
     # Where the entry stands, the page it leads to says (#placement: the board's last snapshot, with a link to it);
     # nothing here waits for the board to be built.
     flash("Published.")

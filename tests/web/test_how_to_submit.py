@@ -125,6 +125,21 @@ def test_a_failed_publish_keeps_the_form_and_names_the_field_in_words(client, si
     assert 'href="javascript' not in page
 
 
+def test_a_publish_refused_as_a_duplicate_keeps_the_form_and_says_why(client, site):
+    """A refusal that is not a field's (the same predictions as a published entry) is said above the form the
+    member typed into, with its status, not on a bare error page."""
+    login(client, "member@example.org", "password123")
+    valid = client.get("/leaderboards/nlvr2/dev/sample.csv").data
+    first, second = (_upload(client, site, valid).headers["Location"] for _ in range(2))
+    fields = {"description": "Constant predictions", "paper_url": "", "code_url": ""}
+    assert post_form(client, f"{first}/publish", fields, form_page=first).status_code == 303
+    response = post_form(client, f"{second}/publish", fields | {"code_url": "https://c.example"}, form_page=second)
+    assert response.status_code == 409
+    page = _text(response)
+    assert "The entry was not published." in page and "identical to the team&#39;s published submission" in page
+    assert 'value="https://c.example"' in page  # what was typed stays
+
+
 def test_404_pages_list_the_valid_slugs(client, site):
     page = _text(client.get("/leaderboards/demo-nlvr2"))
     assert "the benchmarks are: nlvr2, vcr" in page
