@@ -111,7 +111,7 @@ def type_text(schema: dict[str, Any]) -> str:
         return "one of " + ", ".join(f"`{json.dumps(value)}`" for value in schema["enum"])
     kinds = schema.get("type", "any")
     kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-    if schema.get("nullable"):  # OpenAPI 3.0's spelling of a type that may be null
+    if schema.get("nullable"):  # how OpenAPI 3.0 wrote a type that may be null (3.1 lists "null" among the types)
         kinds.append("null")
     words = []
     for kind in kinds:

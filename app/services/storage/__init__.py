@@ -6,5 +6,5 @@ Public: `checksums`, `upload_store` (the originals, in whichever store STORAGE_U
 the folder, or `upload_objects`, a bucket), `capacity` (room left in the stores, for /healthz). Imports
 nothing of the other service packages but `errors`.
 
-May import: app.services.errors, app.config, app.settings, app.db, app.models, app.observability.
+May import: app.services.errors, app.settings, app.db, app.models, app.observability.
 """

@@ -4,7 +4,7 @@ Importing the package registers every console route on `bp` (app/web/console/blu
 import the blueprint from there, never from this package, so no import runs in a circle.
 
 May import: app.services.maintenance, app.services.blind_test, app.services.catalog, app.services.errors,
-app.security, app.request_limits, app.models.
+app.http, app.models.
 """
 
 from __future__ import annotations
