@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.evaluation import encoding, layout
-from app.evaluation import predictions as prediction_files
 from app.evaluation.gold import GoldSet
 from app.evaluation.metrics import accuracy, vcr_staged
 from app.evaluation.tasks.base import Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
@@ -34,14 +33,14 @@ class VCR(TaskType):
         "per choice (the highest wins)"
     )
     example = (
-        ",".join(prediction_files.VCR_COLUMNS),
+        ",".join(formats.VCR_COLUMNS),
         "val-0," + ",".join(["0.7", "0.1", "0.1", "0.1"] + ["0.25"] * 16),
         "val-1," + ",".join(["0.1", "0.6", "0.2", "0.1"] + ["0.25"] * 16),
     )
 
     def sample(self, gold: GoldSet) -> bytes:
-        scores = ",".join(["1"] + ["0"] * (len(prediction_files.VCR_SCORE_COLUMNS) - 1))
-        header = ",".join(prediction_files.VCR_COLUMNS)
+        scores = ",".join(["1"] + ["0"] * (len(formats.VCR_SCORE_COLUMNS) - 1))
+        header = ",".join(formats.VCR_COLUMNS)
         return (header + "\n" + "".join(f"{key},{scores}\n" for key in gold.ids.tolist())).encode()
 
     # The order and names of the VCR paper and leaderboard.
@@ -58,7 +57,7 @@ class VCR(TaskType):
         return formats.read_vcr(data, self.name)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
-        return prediction_files.parse_vcr(data, gold, max_bytes=max_bytes)
+        return formats.parse_vcr(data, gold, max_bytes=max_bytes)
 
     def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
         return (gold_n, 5)
