@@ -15,7 +15,7 @@ import numpy as np
 from app.evaluation import encoding, layout
 from app.evaluation.gold import GoldSet
 from app.evaluation.metrics import accuracy, consistency
-from app.evaluation.subsets import PARTS, balanced_unbalanced
+from app.evaluation.subsets import PARTS
 from app.evaluation.tasks.base import (
     ACCURACY,
     CONSISTENCY,
@@ -30,6 +30,7 @@ from app.evaluation.tasks.base import (
 from app.evaluation.tasks.synthetic_files import SyntheticOptions
 
 from . import formats, synthetic
+from .visual_bias import balanced_unbalanced
 
 _NLVR2_PAPER = "https://arxiv.org/abs/1811.00491"
 _NLVR_PAPER = "https://aclanthology.org/P17-2034"

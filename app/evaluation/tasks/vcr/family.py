@@ -8,11 +8,11 @@ import numpy as np
 
 from app.evaluation import encoding, layout
 from app.evaluation.gold import GoldSet
-from app.evaluation.metrics import accuracy, vcr_staged
+from app.evaluation.metrics import accuracy
 from app.evaluation.tasks.base import Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
 from app.evaluation.tasks.synthetic_files import SyntheticOptions
 
-from . import formats, synthetic
+from . import formats, scoring, synthetic
 
 _PAPER = "https://arxiv.org/abs/1811.10830"
 
@@ -63,7 +63,7 @@ class VCR(TaskType):
         return (gold_n, 5)
 
     def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
-        staged = dict(zip(self.metrics, vcr_staged(stacked, gold.labels), strict=True))  # each (k, n)
+        staged = dict(zip(self.metrics, scoring.staged(stacked, gold.labels), strict=True))  # each (k, n)
         columns = {"all": {metric: accuracy(correct) for metric, correct in staged.items()}}
         for name, indices in subsets.items():
             if len(indices):
@@ -94,11 +94,11 @@ class VCR(TaskType):
     # --- units: a question, right when Q->AR is --------------------------------------------------------------
 
     def unit_correctness(self, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
-        return vcr_staged(stacked, gold.labels)[2]
+        return scoring.staged(stacked, gold.labels)[2]
 
     def example_outcomes(self, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
         """Every stage counted, one judgement a question; all right when Q->AR is."""
-        staged = [layout.by_example(outcome) for outcome in vcr_staged(stacked, gold.labels)]
+        staged = [layout.by_example(outcome) for outcome in scoring.staged(stacked, gold.labels)]
         return {
             "counts": {m: (o, 1) for m, o in zip(self.metrics, staged, strict=True)},
             "all_right": staged[2],
