@@ -267,6 +267,7 @@ class Layout:
 
 
 def strip(cell: str) -> str:
+    """A cell without the spaces, '\\r' and quotes around it."""
     return cell.strip(_CELL_PADDING)
 
 
@@ -283,6 +284,7 @@ def objects(values: list[str]) -> np.ndarray:
 
 
 def strip_all(cells: np.ndarray) -> np.ndarray:
+    """``strip`` of every cell, as an object array."""
     return objects([cell.strip(_CELL_PADDING) for cell in cells.tolist()])
 
 
