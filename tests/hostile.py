@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.evaluation.predictions import VCR_COLUMNS
+from app.evaluation.tasks.vcr.formats import VCR_COLUMNS
 
 
 def _fill(unit: bytes, size: int) -> bytes:

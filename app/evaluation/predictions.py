@@ -1,48 +1,42 @@
-"""Parse an uploaded prediction file into an array aligned to the gold order, or raise ValidationError.
+"""What every CSV prediction reader shares: the limits of a prediction file, its lines and cells read without a
+copy of the upload, true/false words, and identifiers aligned to the gold order with one way of naming what is
+wrong. Each family's readers are in its folder (``app/evaluation/tasks/<family>/formats.py``) and call these.
 
-Every parse runs the same stages:
-1. ``text_files.check_text``: size limit, binary content, UTF-8, byte-order mark, emptiness.
-2. ``_Layout``: one numpy pass over the bytes finds every physical line, its number of fields and
+A reader runs the same stages:
+1. ``checked_text`` (``text_files.check_text``): size limit, line count, binary content, UTF-8, byte-order mark,
+   emptiness.
+2. ``Layout``: one numpy pass over the bytes finds every physical line, its number of fields and
    the blank lines, so each row keeps its real line number whatever pandas would count.
 3. The cells of the lines that have the right number of fields: identifiers (and true|false words) as
-   byte spans, settled through a fixed-width numpy bytes view where spelled exactly as expected; VCR
-   scores through ``pandas.read_csv`` (C engine), a few MB of lines at a time.
-4. Task-specific checks on the cells, then ``_align``: unknown, duplicate and missing identifiers,
+   byte spans (``Column``), settled through a fixed-width numpy bytes view where spelled exactly as expected;
+   numbers through ``pandas.read_csv`` (C engine, ``Layout.read``), a few MB of lines at a time.
+4. The family's checks on the cells, then ``align``: unknown, duplicate and missing identifiers,
    joined on identifiers through ``pandas.Index.get_indexer`` (never on row order).
 Python-level loops only format problems (at most a few dozen) or handle rare layouts.
 
 Memory: the upload is never copied (no slice of it, no decoded text of it). Whatever is made in proportion
 to it is made a chunk at a time: a few MB of bytes looked at, a few thousand cells decoded into Python
-strings, a few MB of lines handed to pandas; what outlives a chunk is a few numbers per line.
+strings (``settle``), a few MB of lines handed to pandas; what outlives a chunk is a few numbers per line.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .errors import Problem, ProblemList, ValidationError, at
-from .gold import GoldSet
 from .text_files import check_text, show
 
 LABELS = ("true", "false")
-IMAGES_PER_NLVR_EXAMPLE = 6
 # Around a cell: whitespace, including the '\r' of CRLF files, and the quotes of files written with
 # QUOTE_ALL (quoting is otherwise off, so a stray quote can never swallow the following lines).
 _CELL_PADDING = ' \t\r\x0b\x0c"'
-# 'dev-', 'test-', 'hidden-' in front of an NLVR identifier; bounded, as it is spelled onto every gold key.
-_SPLIT_PREFIX = r"^[A-Za-z][A-Za-z0-9]{0,15}-"
-_IMAGE_EXTENSION = r"\.[A-Za-z]{2,5}$"  # '.png' (or any other image extension) after an image name
-_SPLIT_PREFIX_RE = re.compile(_SPLIT_PREFIX)
-_IMAGE_EXTENSION_RE = re.compile(_IMAGE_EXTENSION)
 _MISSING_SHOWN = 10
 _FIELD_CHUNK = 1 << 22  # bytes a field-counting step looks at: bounds its temporary arrays
 _FIND_CHUNK = 1 << 20  # bytes looked at a time for a byte's offsets (8 bytes an offset found)
@@ -50,11 +44,6 @@ _READ_CHUNK = 1 << 22  # bytes of lines handed to pandas at a time: bounds its t
 _CELLS_AT_ONCE = 8192  # cells decoded into Python strings at a time on the general paths
 _NOT_SPACE = np.ones(256, dtype=bool)
 _NOT_SPACE[list(b" \t\r\n\x0b\x0c")] = False  # what bytes.strip() removes
-
-VCR_ANSWER_COLUMNS = tuple(f"answer_{i}" for i in range(4))
-VCR_RATIONALE_COLUMNS = tuple(f"rationale_conditioned_on_a{a}_{r}" for a in range(4) for r in range(4))
-VCR_SCORE_COLUMNS = VCR_ANSWER_COLUMNS + VCR_RATIONALE_COLUMNS
-VCR_COLUMNS = ("annot_id",) + VCR_SCORE_COLUMNS
 
 
 def max_lines_for(rows: int) -> int:
@@ -150,7 +139,7 @@ def _fields_per_line(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> n
 
 
 @dataclass
-class _Layout:
+class Layout:
     """Physical lines of a text file: byte spans, field counts, and which lines have content."""
 
     data: bytes
@@ -160,7 +149,7 @@ class _Layout:
     content: np.ndarray  # 0-based indices of the non-blank lines
 
     @classmethod
-    def scan(cls, data: bytes, max_fields: int | None = None, start: int = 0) -> _Layout:
+    def scan(cls, data: bytes, max_fields: int | None = None, start: int = 0) -> Layout:
         """The lines of ``data`` from offset ``start`` (past a byte-order mark); with ``max_fields``, the
         first line longer than a valid line of that many columns can be is refused, naming it, before any
         cell is read."""
@@ -277,11 +266,12 @@ class _Layout:
         return frame if usecols is None else frame[list(usecols)]
 
 
-def _strip(cell: str) -> str:
+def strip(cell: str) -> str:
+    """A cell without the spaces, '\\r' and quotes around it."""
     return cell.strip(_CELL_PADDING)
 
 
-def _objects(values: list[str]) -> np.ndarray:
+def objects(values: list[str]) -> np.ndarray:
     """An object array of ``values`` (str).
 
     The general paths clean cells with plain str methods rather than pandas' ``.str`` accessor: a Series
@@ -293,50 +283,18 @@ def _objects(values: list[str]) -> np.ndarray:
     return array
 
 
-def _strip_all(cells: np.ndarray) -> np.ndarray:
-    return _objects([cell.strip(_CELL_PADDING) for cell in cells.tolist()])
+def strip_all(cells: np.ndarray) -> np.ndarray:
+    """``strip`` of every cell, as an object array."""
+    return objects([cell.strip(_CELL_PADDING) for cell in cells.tolist()])
 
 
-def _lookup(index: pd.Index, cells: np.ndarray, general: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+def lookup(index: pd.Index, cells: np.ndarray, general: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Positions of ``cells`` in ``index`` (-1: unknown): one hash lookup of the cells as they are,
     then ``general(rows)`` (cleaning, other spellings) for the rows, few or all, not found that way."""
     positions = index.get_indexer(pd.Index(cells))
     misses = np.flatnonzero(positions < 0)
     if misses.size:
         positions[misses] = general(misses)
-    return positions
-
-
-def _affixed(keys: pd.Index, first: str, prefix: bool, suffix: bool) -> pd.Index:
-    """``keys`` spelled like ``first``, the first identifier of a file ('dev-1572-0-3.png' for '1572-0-3').
-
-    Files name every row the same way, so one vectorised spelling of all keys lets a single hash
-    lookup resolve the whole file; rows spelled otherwise still go through the general path.
-    """
-    first = _strip(first)
-    prefixes = [""] + ([m[0] for m in [re.match(_SPLIT_PREFIX, first)] if m] if prefix else [])
-    suffixes = [""] + ([m[0] for m in [re.search(_IMAGE_EXTENSION, first)] if m] if suffix else [])
-    for head in prefixes:
-        for tail in suffixes:
-            if (head or tail) and first[len(head) : len(first) - len(tail)] in keys:
-                spelled = np.strings.add(np.strings.add(head, keys.to_numpy().astype(str)), tail)
-                return pd.Index(spelled.astype(object))
-    return keys
-
-
-def _without_prefix(index: pd.Index, ids: np.ndarray) -> np.ndarray:
-    """Positions of ids written with a split prefix ('dev-1572-0' for '1572-0'); -1 where that fails."""
-    stripped = _objects([_SPLIT_PREFIX_RE.sub("", identifier, count=1) for identifier in ids.tolist()])
-    return np.where(stripped != ids, index.get_indexer(pd.Index(stripped)), -1)
-
-
-def _identifier_positions(index: pd.Index, ids: np.ndarray, split_prefix: bool) -> np.ndarray:
-    """General path for identifiers: surrounding spaces or quotes, then an optional split prefix."""
-    ids = _strip_all(ids)
-    positions = index.get_indexer(pd.Index(ids))
-    if split_prefix:
-        misses = np.flatnonzero(positions < 0)
-        positions[misses] = _without_prefix(index, ids[misses])
     return positions
 
 
@@ -349,7 +307,7 @@ def _read_labels(words: np.ndarray, digits: bool = False) -> tuple[np.ndarray, n
     codes = _LABEL_SPELLINGS.get_indexer(pd.Index(words))
     misses = np.flatnonzero(codes < 0)
     if misses.size:
-        lowered = _objects([_strip(word).lower() for word in words[misses].tolist()])
+        lowered = objects([strip(word).lower() for word in words[misses].tolist()])
         true, false = (lowered == "true"), (lowered == "false")
         if digits:
             true, false = true | (lowered == "1"), false | (lowered == "0")
@@ -357,24 +315,26 @@ def _read_labels(words: np.ndarray, digits: bool = False) -> tuple[np.ndarray, n
     return (codes >= 0) & (codes % 2 == 0), codes >= 0
 
 
-def _align(
+def align(
     positions: np.ndarray,
     size: int,
     lines: np.ndarray,
-    cells: np.ndarray | _Column,
+    cells: np.ndarray | Column,
     problems: ProblemList,
     name_of: Callable[[int], str],
     what: str = "identifier",
     hint: Callable[[int], str] = lambda row: "",
     spelling: str = "",
+    names: str = "",
 ) -> None:
     """Unknown (position -1), duplicate and missing identifiers, each a problem naming lines and ids; unknown
     ones also give the refusal a hint of the split's form, its first identifier ("identifiers look like
-    dev-850-0-0", then ``spelling``: other accepted spellings)."""
+    dev-850-0-0", then ``spelling``: other accepted spellings). ``what`` names one row's key in the messages,
+    ``names`` (default ``what`` + 's') what the hint says look like the first."""
     unknown = np.flatnonzero(positions < 0)
-    problems.add_lines(lines, unknown, lambda r: f"unknown {what} {show(_strip(cells[r]))}{hint(r)}")
+    problems.add_lines(lines, unknown, lambda r: f"unknown {what} {show(strip(cells[r]))}{hint(r)}")
     if unknown.size and size:
-        problems.hint(f"{'image names' if what == 'image' else what + 's'} look like {name_of(0)}{spelling}")
+        problems.hint(f"{names or what + 's'} look like {name_of(0)}{spelling}")
     known = np.flatnonzero(positions >= 0)
     counts = np.bincount(positions[known], minlength=size)
     if counts.max(initial=0) > 1:  # some identifier is repeated: find each repeat and its first line
@@ -388,7 +348,7 @@ def _align(
         problems.add_lines(
             lines,
             order[repeated],
-            lambda r: f"duplicate {what} {show(_strip(cells[r]))} (first on line {int(lines[first_row[r]])})",
+            lambda r: f"duplicate {what} {show(strip(cells[r]))} (first on line {int(lines[first_row[r]])})",
         )
     missing = np.flatnonzero(counts == 0)
     if missing.size:
@@ -405,19 +365,19 @@ def _looks_like_header(cells: list[str]) -> bool:
     return len(cells) == 2 and cells[1].lower() not in LABELS and not any(ch.isdigit() for ch in cells[0])
 
 
-def _checked_text(data: bytes, max_bytes: int | None, max_lines: int) -> tuple[bytes, int]:
+def checked_text(data: bytes, max_bytes: int | None, max_lines: int) -> tuple[bytes, int]:
     """(the file's bytes, where its text starts) once ``check_text`` has passed it; never a copy of bytes."""
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
     return data, check_text(data, max_bytes, max_lines)
 
 
-def _two_column_rows(
+def two_column_rows(
     data: bytes, max_bytes: int | None, problems: ProblemList, expected_rows: int
-) -> tuple[_Layout, np.ndarray]:
+) -> tuple[Layout, np.ndarray]:
     """The layout of an 'identifier,prediction' file and its rows with exactly two fields (header skipped)."""
-    data, start = _checked_text(data, max_bytes, max_lines_for(expected_rows))
-    layout = _Layout.scan(data, max_fields=2, start=start)
+    data, start = checked_text(data, max_bytes, max_lines_for(expected_rows))
+    layout = Layout.scan(data, max_fields=2, start=start)
     rows = layout.content
     if _looks_like_header(layout.cells(int(rows[0]))):
         rows = rows[1:]
@@ -428,7 +388,7 @@ def _two_column_rows(
 
 
 @dataclass
-class _Column:
+class Column:
     """One column of a file as byte spans, one per row. Cells are decoded only where the byte-level fast
     path does not settle them (a chunk of them at a time), or for a message."""
 
@@ -441,7 +401,7 @@ class _Column:
     FIXED_WIDTH_LIMIT = 64
 
     @classmethod
-    def pair(cls, layout: _Layout, rows: np.ndarray) -> tuple[_Column, _Column]:
+    def pair(cls, layout: Layout, rows: np.ndarray) -> tuple[Column, Column]:
         """(first, second) column of rows that hold exactly one comma; the second without a final '\r'."""
         arr = np.frombuffer(layout.data, dtype=np.uint8)
         starts, ends = layout.starts[rows], layout.ends[rows]
@@ -450,7 +410,7 @@ class _Column:
         return cls(layout.data, starts, comma), cls(layout.data, comma + 1, ends)
 
     @classmethod
-    def of(cls, layout: _Layout, rows: np.ndarray, column: int, n_fields: int) -> _Column:
+    def of(cls, layout: Layout, rows: np.ndarray, column: int, n_fields: int) -> Column:
         """Column ``column`` of rows that hold exactly ``n_fields`` fields; the last without a final '\r'."""
         arr = np.frombuffer(layout.data, dtype=np.uint8)
         starts, ends = layout.starts[rows], layout.ends[rows]
@@ -492,7 +452,7 @@ class _Column:
         return cells
 
 
-def _settle(out: np.ndarray, rows: np.ndarray, work: Callable[[np.ndarray], np.ndarray]) -> None:
+def settle(out: np.ndarray, rows: np.ndarray, work: Callable[[np.ndarray], np.ndarray]) -> None:
     """``out[rows] = work(rows)``, _CELLS_AT_ONCE rows at a time: the general paths decode cells into Python
     strings (and clean copies of them), and a file of long junk cells must not have all of them at once."""
     for k in range(0, rows.size, _CELLS_AT_ONCE):
@@ -500,7 +460,7 @@ def _settle(out: np.ndarray, rows: np.ndarray, work: Callable[[np.ndarray], np.n
         out[chunk] = work(chunk)
 
 
-def _labels(words: _Column, digits: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def true_or_false(words: Column, digits: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(is_true, valid) of a column of true/false words (with ``digits``, 1/0 too): spelled exactly in
     bytes, else cell by cell."""
     fixed_words = words.fixed()
@@ -513,7 +473,7 @@ def _labels(words: _Column, digits: bool = False) -> tuple[np.ndarray, np.ndarra
     del fixed_words
     unsettled = np.flatnonzero(~valid)
     codes = np.zeros(unsettled.size, dtype=np.int8)  # 0: false, 1: true, -1: neither
-    _settle(codes, np.arange(unsettled.size), lambda k: _label_codes(words.take(unsettled[k]), digits))
+    settle(codes, np.arange(unsettled.size), lambda k: _label_codes(words.take(unsettled[k]), digits))
     is_true[unsettled], valid[unsettled] = codes == 1, codes >= 0
     return is_true, valid
 
@@ -521,234 +481,3 @@ def _labels(words: _Column, digits: bool = False) -> tuple[np.ndarray, np.ndarra
 def _label_codes(words: np.ndarray, digits: bool = False) -> np.ndarray:
     is_true, valid = _read_labels(words, digits)
     return np.where(valid, is_true.astype(np.int8), -1)
-
-
-def parse_binary(
-    data: bytes, gold: GoldSet, *, max_bytes: int | None = None, split_prefix: bool = False, digits: bool = False
-) -> np.ndarray:
-    """``identifier,true|false`` lines -> bool array (n,) in gold order.
-
-    ``split_prefix``: also accept identifiers with a split prefix (NLVR 'dev-1572-0' for '1572-0').
-    ``digits``: also accept 1 for true and 0 for false (the NLVR2 contrast sets' own files).
-    """
-    problems = ProblemList()
-    layout, rows = _two_column_rows(data, max_bytes, problems, gold.n)
-    lines = rows + 1
-    ids, words = _Column.pair(layout, rows)
-    # Fast path in bytes: labels spelled exactly, identifiers exactly as in the gold file. Whatever it
-    # leaves (padding, quotes, split prefixes, typos) takes the general path, cell by cell.
-    is_true, valid = _labels(words, digits)
-    expected = "true, false, 1 or 0" if digits else "true or false"
-    problems.add_lines(
-        lines,
-        np.flatnonzero(~valid),
-        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(ids[r]))}; expected {expected}",
-    )
-    positions = gold.positions_of_bytes(ids.fixed())
-    misses = np.flatnonzero(positions < 0)
-    if misses.size:
-        index = _affixed(gold.id_index, ids[int(misses[0])], prefix=split_prefix, suffix=False)
-
-        def general(rows: np.ndarray) -> np.ndarray:
-            cells = ids.take(rows)
-            return _lookup(index, cells, lambda r: _identifier_positions(gold.id_index, cells[r], split_prefix))
-
-        _settle(positions, misses, general)
-    spelling = ", with or without a split prefix such as dev-" if split_prefix else ""
-    _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i], spelling=spelling)
-    problems.raise_if_any()
-    predictions = np.zeros(gold.n, dtype=bool)
-    predictions[positions] = is_true
-    return predictions
-
-
-def parse_images(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) -> np.ndarray:
-    """NLVR image predictions, one line per image ('dev-1572-0-3.png,true') -> bool array (n, 6).
-
-    Accepted names: with or without the split prefix and the extension; 'n-m' must be a gold example
-    and k in 0..5.
-    """
-    problems = ProblemList()
-    layout, rows = _two_column_rows(data, max_bytes, problems, gold.n * gold.n_images)
-    lines = rows + 1
-    names, words = _Column.pair(layout, rows)
-    is_true, valid = _labels(words)
-    problems.add_lines(
-        lines,
-        np.flatnonzero(~valid),
-        lambda r: f"invalid prediction {show(_strip(words[r]))} for {show(_strip(names[r]))}; expected true or false",
-    )
-    n_images = gold.n_images
-    well_named = np.ones(names.size, dtype=bool)  # for hints: 'n-m-k' with k in range
-
-    def general(rows: np.ndarray, cells: np.ndarray) -> np.ndarray:
-        # 'dev-1572-0-3.png' -> example 'dev-1572-0' and image '3' (slicing beats a regex split)
-        bare = [_IMAGE_EXTENSION_RE.sub("", _strip(cell), count=1) for cell in cells.tolist()]
-        image = pd.Index([str(k) for k in range(n_images)]).get_indexer(pd.Index(_objects([b[-1:] for b in bare])))
-        named = np.array([b[-2:-1] == "-" for b in bare], dtype=bool) & (image >= 0)
-        well_named[rows] = named
-        examples = _identifier_positions(gold.id_index, _objects([b[:-2] for b in bare]), split_prefix=True)
-        return np.where(named & (examples >= 0), examples * n_images + image, -1)
-
-    keys = gold.image_index
-    index = _affixed(keys, names[0], prefix=True, suffix=True) if names.size else keys
-
-    def lookup(rows: np.ndarray) -> np.ndarray:
-        cells = names.take(rows)
-        return _lookup(index, cells, lambda r: general(rows[r], cells[r]))
-
-    positions = np.full(names.size, -1, dtype=np.int64)
-    _settle(positions, np.arange(names.size), lookup)
-    _align(
-        positions,
-        gold.n * n_images,
-        lines,
-        names,
-        problems,
-        lambda i: keys[i],
-        what="image",
-        hint=lambda r: "" if well_named[r] else f" (expected 'n-m-k' with image number k in 0-{n_images - 1})",
-        spelling=", with or without a split prefix such as dev- and an extension such as .png",
-    )
-    problems.raise_if_any()
-    predictions = np.zeros(gold.n * n_images, dtype=bool)
-    predictions[positions] = is_true
-    return predictions.reshape(gold.n, n_images)
-
-
-def parse_vcr(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) -> np.ndarray:
-    """VCR score CSV (header + 21 columns, any order) -> int8 array (n, 5) in gold order.
-
-    Columns of the result: argmax over answer_0..3, then for a = 0..3 the argmax over
-    rationale_conditioned_on_a{a}_0..3 (all four kept, so a corrected gold answer can be rescored).
-    """
-    data, start = _checked_text(data, max_bytes, max_lines_for(gold.n))
-    layout = _Layout.scan(data, max_fields=len(VCR_COLUMNS), start=start)
-    problems = ProblemList()
-    header_row = int(layout.content[0])
-    header = [name.lower() for name in layout.cells(header_row)]
-    _check_vcr_header(header, header_row + 1)
-    rows = layout.content[1:]
-    if rows.size == 0:
-        problems.add(Problem(None, "file contains no predictions"))
-        problems.raise_if_any()
-    n_fields = len(header)
-    rows = layout.keep_well_formed(rows, n_fields, problems)
-    lines = rows + 1
-    id_column = header.index("annot_id")
-    score_columns = [header.index(name) for name in VCR_SCORE_COLUMNS]
-    ids = _Column.of(layout, rows, id_column, n_fields)
-
-    # Fast path: pandas parses the scores as floats in C (the identifiers stay byte spans). Any cell it
-    # cannot parse, or that is not finite, sends us to the string path, which finds and names every bad cell.
-    frame = layout.read(rows, n_fields, dtype=dict.fromkeys(score_columns, np.float64), usecols=score_columns)
-    scores = frame[score_columns].to_numpy(dtype=np.float64) if frame is not None else None
-    del frame
-    if scores is None or not np.isfinite(scores).all():
-        scores = _vcr_cells_with_problems(layout, rows, n_fields, ids, score_columns, problems)
-    positions = gold.positions_of_bytes(ids.fixed())
-    misses = np.flatnonzero(positions < 0)
-    if misses.size:
-
-        def general(rows: np.ndarray) -> np.ndarray:
-            cells = ids.take(rows)
-            return _lookup(gold.id_index, cells, lambda r: gold.id_index.get_indexer(pd.Index(_strip_all(cells[r]))))
-
-        _settle(positions, misses, general)
-    _align(positions, gold.n, lines, ids, problems, lambda i: gold.ids[i])
-    problems.raise_if_any()
-
-    answer = scores[:, :4].argmax(axis=1)
-    rationale = scores[:, 4:].reshape(-1, 4, 4).argmax(axis=2)
-    predictions = np.zeros((gold.n, 5), dtype=np.int8)
-    predictions[positions, 0] = answer
-    predictions[positions, 1:] = rationale
-    return predictions
-
-
-def _check_vcr_header(header: list[str], line: int) -> None:
-    if not set(header) & set(VCR_COLUMNS):
-        raise ValidationError(
-            at(
-                line,
-                "expected a header line naming the columns annot_id, answer_0..answer_3 and "
-                "rationale_conditioned_on_a0_0..rationale_conditioned_on_a3_3",
-            )
-        )
-    problems = []
-    seen: set[str] = set()
-    duplicates = []
-    for name in header:
-        if name in seen:
-            duplicates.append(name)
-        seen.add(name)
-    if duplicates:
-        problems.append(at(line, f"duplicate columns: {', '.join(show(n) for n in dict.fromkeys(duplicates))}"))
-    missing = [name for name in VCR_COLUMNS if name not in seen]
-    if missing:
-        problems.append(
-            at(
-                line,
-                f"missing columns: {', '.join(missing)} (the header must name annot_id, "
-                "answer_0..answer_3 and rationale_conditioned_on_a0_0..a3_3)",
-            )
-        )
-    extra = [name for name in dict.fromkeys(header) if name not in VCR_COLUMNS]
-    if extra:
-        problems.append(at(line, f"unexpected columns: {', '.join(show(n) for n in extra)}"))
-    if problems:
-        raise ValidationError(problems)
-
-
-_VCR_CHUNK = 4096  # rows read as strings at a time on the slow path: bounds its Python objects
-
-
-def _vcr_cells_with_problems(
-    layout: _Layout,
-    rows: np.ndarray,
-    n_fields: int,
-    ids: _Column,
-    score_columns: list[int],
-    problems: ProblemList,
-) -> np.ndarray:
-    """Scores from string cells, a chunk of rows at a time, to the end of the file: the refusal gives the
-    true number of bad lines, and only a chunk's strings are ever held (ProblemList formats the first
-    MAX_PROBLEMS and counts the rest)."""
-    scores = []
-    for start in range(0, rows.size, _VCR_CHUNK):
-        chunk = rows[start : start + _VCR_CHUNK]
-        frame = layout.read(chunk, n_fields, usecols=score_columns)
-        assert frame is not None  # dtype=str always reads
-        scores.append(
-            _vcr_scores_with_problems(frame, partial(_shifted, ids, start), score_columns, chunk + 1, problems)
-        )
-        del frame
-    return np.concatenate(scores) if scores else np.zeros((0, len(score_columns)), dtype=np.float64)
-
-
-def _shifted(ids: _Column, start: int, row: int) -> str:
-    return ids[start + row]
-
-
-def _vcr_scores_with_problems(
-    frame: pd.DataFrame,
-    id_of: Callable[[int], str],
-    score_columns: list[int],
-    lines: np.ndarray,
-    problems: ProblemList,
-) -> np.ndarray:
-    """Scores from string cells; a problem for each cell that is not a finite number."""
-    scores = np.empty((len(frame), len(score_columns)), dtype=np.float64)
-    for j, (column, name) in enumerate(zip(score_columns, VCR_SCORE_COLUMNS, strict=True)):
-        cells = _strip_all(frame[column].to_numpy(dtype=object))
-        values = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
-        scores[:, j] = values
-
-        def invalid(r: int, cells: np.ndarray = cells, name: str = name) -> str:
-            return (
-                f"invalid score {show(cells[r])} in column {name} for {show(_strip(id_of(r)))}; "
-                "expected a finite number"
-            )
-
-        problems.add_lines(lines, np.flatnonzero(~np.isfinite(values)), invalid)
-    return scores

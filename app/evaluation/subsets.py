@@ -1,8 +1,8 @@
 """Subsets of a split, as sorted int32 arrays of example indices (gold order).
 
-- balanced / unbalanced: the NLVR2 visual-bias subsets, derived from the image pairs;
 - field subsets: one per distinct value of a gold field ('region:west');
-- category subsets: NLVR2's annotated dev sentences ('category:hard-cardinality');
+- category subsets: sentences annotated with categories, the format of NLVR2's annotated dev sentences
+  ('category:hard-cardinality'), for a split of any family;
 - identifier files: any list of example identifiers a maintainer uploads;
 - a blind test's queried and sealed parts (made in sealed.py), whole groups each.
 """
@@ -29,29 +29,6 @@ PARTS = (QUERIED, SEALED)
 
 def _indices(mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask).astype(np.int32)
-
-
-def balanced_unbalanced(gold: GoldSet) -> dict[str, np.ndarray]:
-    """NLVR2 visual-bias subsets (Suhr et al. 2019).
-
-    Examples are grouped by image pair (left_url, right_url). Pairs that occur more than once with
-    both labels form the balanced subset, pairs that occur more than once with a single label the
-    unbalanced one; pairs seen once are in neither.
-    """
-    missing = [name for name in ("left_url", "right_url") if name not in gold.fields]
-    if missing:
-        raise ValueError(f"balanced/unbalanced subsets need the gold fields {', '.join(missing)}")
-    left, _ = pd.factorize(gold.fields["left_url"])
-    right, right_values = pd.factorize(gold.fields["right_url"])
-    pair, _ = pd.factorize(left.astype(np.int64) * max(len(right_values), 1) + right)
-    count = np.bincount(pair)
-    true_count = np.bincount(pair, weights=np.asarray(gold.labels, dtype=np.float64))
-    repeated = count > 1
-    mixed = (true_count > 0) & (true_count < count)
-    return {
-        "balanced": _indices((repeated & mixed)[pair]),
-        "unbalanced": _indices((repeated & ~mixed)[pair]),
-    }
 
 
 def field_subsets(gold: GoldSet, field: str) -> dict[str, np.ndarray]:

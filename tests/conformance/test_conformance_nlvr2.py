@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from app.evaluation import get_task
-from app.evaluation.subsets import balanced_unbalanced, category_subsets, ids_subset, parse_category_annotations
+from app.evaluation.subsets import category_subsets, ids_subset, parse_category_annotations
+from app.evaluation.tasks.nlvr.visual_bias import balanced_unbalanced
 
 pytestmark = pytest.mark.conformance
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from app.evaluation import get_task
-from app.evaluation.predictions import VCR_COLUMNS, VCR_SCORE_COLUMNS
+from app.evaluation.tasks.vcr.formats import VCR_COLUMNS, VCR_SCORE_COLUMNS
 
 pytestmark = pytest.mark.conformance
 

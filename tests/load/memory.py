@@ -17,7 +17,8 @@ from pathlib import Path
 
 from app import synthetic
 from app.db import db
-from app.evaluation.predictions import VCR_COLUMNS, max_line_bytes, max_lines_for
+from app.evaluation.predictions import max_line_bytes, max_lines_for
+from app.evaluation.tasks.vcr.formats import VCR_COLUMNS
 from tests.load.servers import Deployment, Gunicorn, multipart, prepare, send
 
 MB = 2**20

@@ -228,3 +228,15 @@ def test_a_hidden_split_with_choices_takes_submissions_under_its_feedback(app, r
         released = done.scores.get("all", {})
         assert "accuracy" in released
         assert ({"validity", "plausibility"} <= set(released)) == (feedback == "full")
+
+
+def test_the_refusal_names_the_choices_files_the_families_take(app, runner, tmp_path, monkeypatch):
+    """Which families take a choices file is theirs to say (TakesChoices.choices_file), not the service's."""
+    _benchmark(runner, "vcr", "vcr")
+    args = ["splits", "add", "vcr", "dev", "--labels", write(tmp_path, "dev.jsonl", get_task("vcr").synthetic_gold(8))]
+    args += ["--choices", write(tmp_path, "c.json", b"{}")]
+    result = runner.invoke(args=args)
+    assert result.exit_code == 2
+    assert "a vcr split takes no choices file (only GQA's official {tier}_choices.json)" in result.output
+    monkeypatch.setattr(type(GQA), "choices_file", "GQA's choices, renamed")
+    assert "(only GQA's choices, renamed)" in runner.invoke(args=args).output

@@ -14,7 +14,7 @@ from sqlalchemy import delete, select
 from app import synthetic
 from app.db import db
 from app.evaluation import get_task, probes
-from app.evaluation.predictions import VCR_COLUMNS
+from app.evaluation.tasks.vcr.formats import VCR_COLUMNS
 from app.models import ProbeFlag, ProbeSummary, Submission, Team
 from app.services import catalog
 from app.services.blind_test import integrity

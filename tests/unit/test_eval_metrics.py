@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from app.evaluation.metrics import accuracy, consistency, vcr_staged
+from app.evaluation.metrics import accuracy, consistency
+from app.evaluation.tasks.vcr.scoring import staged as vcr_staged
 
 
 def test_accuracy_is_a_percentage_of_correct_entries():

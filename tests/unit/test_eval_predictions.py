@@ -5,7 +5,7 @@ import pytest
 
 from app.evaluation import ValidationError, get_task
 from app.evaluation.errors import MAX_PROBLEMS
-from app.evaluation.predictions import VCR_COLUMNS, VCR_SCORE_COLUMNS
+from app.evaluation.tasks.vcr.formats import VCR_COLUMNS, VCR_SCORE_COLUMNS
 from tests.support.files import jsonl
 
 NLVR2 = get_task("nlvr2")

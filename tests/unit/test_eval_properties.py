@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.evaluation import ValidationError, get_task
-from app.evaluation.predictions import VCR_COLUMNS
+from app.evaluation.tasks.vcr.formats import VCR_COLUMNS
 from tests.support.files import jsonl
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

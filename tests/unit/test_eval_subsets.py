@@ -7,12 +7,12 @@ import pytest
 
 from app.evaluation import ValidationError, get_task
 from app.evaluation.subsets import (
-    balanced_unbalanced,
     category_subsets,
     field_subsets,
     ids_subset,
     parse_category_annotations,
 )
+from app.evaluation.tasks.nlvr.visual_bias import balanced_unbalanced
 
 NLVR2 = get_task("nlvr2")
 

@@ -1,6 +1,7 @@
 """A task family is one folder (issue 36): the registry finds a new folder by itself, scores its files and lists
-its demo benchmark; every family's folder has the same files; the synthetic options are one dataclass, checked
-once for every family; a JSON value's type is named one way in every family's messages."""
+its demo benchmark; every family's folder has the same files; nothing of one family (a reader, its columns, its
+metrics) is left in the shared modules; the synthetic options are one dataclass, checked once for every family;
+a JSON value's type is named one way in every family's messages."""
 
 from __future__ import annotations
 
@@ -73,6 +74,38 @@ def test_every_family_is_a_folder_with_the_same_files_and_nothing_else_registers
     assert homes == {folder.name for folder in folders}
 
 
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+
+
+def test_no_family_reader_or_rule_is_left_in_the_shared_modules():
+    """What belongs to one family (its readers, its columns, its metrics) is in its folder: the modules beside the
+    folders, the tasks package's and the scoring domain's, name no family in code, only in docstrings and comments
+    as examples ("a VCR-size gold file")."""
+    family = re.compile("|".join(sorted({folder.name.split("_")[0] for folder in _family_folders()})), re.IGNORECASE)
+    found = []
+    for path in [*sorted(TASKS.glob("*.py")), *sorted(TASKS.parent.glob("*.py"))]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            named = [getattr(node, field, None) for field in ("id", "name", "attr", "arg", "asname")]
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                named.append(node.value)
+            found += [
+                f"{path.relative_to(TASKS.parent)}:{node.lineno}: {name!r}"
+                for name in named
+                if isinstance(name, str) and family.search(name)
+            ]
+    assert family.pattern.count("|") == 6  # aokvqa, gqa, nlvr, nlvr2, vcr, vqa, winoground
+    assert found == []
+
+
 def test_the_synthetic_signature_is_written_once():
     """Families make a file from SyntheticOptions (synthetic_file); the keywords are read in base.py alone."""
     defined = [
@@ -126,13 +159,7 @@ def test_no_family_message_calls_a_json_array_a_list():
     found = []
     for path in [*TASKS.rglob("*.py"), TASKS.parent / "json_files.py", TASKS.parent / "gold.py"]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = {
-            id(node.body[0].value)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
-            and node.body
-            and isinstance(node.body[0], ast.Expr)
-        }
+        docstrings = _docstrings(tree)
         found += [
             f"{path.relative_to(TASKS.parent)}:{node.lineno}: {node.value!r}"
             for node in ast.walk(tree)

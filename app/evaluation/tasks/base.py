@@ -385,9 +385,11 @@ class FixedDtypeTask(TaskType):
 @runtime_checkable
 class TakesChoices(Protocol):
     """A family whose split may carry an official choices file (GQA): the services store it beside the gold file
-    and attach it to the gold set; `choices_metrics` are reported only where a split has one."""
+    and attach it to the gold set; `choices_metrics` are reported only where a split has one. `choices_file`: the
+    file as a message names it to someone who gave one to a family that takes none."""
 
     choices_metrics: tuple[str, ...]
+    choices_file: str
 
     def read_choices(self, gold: GoldSet, data: bytes, max_bytes: int | None = None) -> bytes: ...
 

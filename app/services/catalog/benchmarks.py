@@ -183,7 +183,8 @@ def add_split(
 def _read_choices(task: TaskType, gold: GoldSet, data: bytes) -> bytes:
     """The choices file in its compact stored form; InvalidInput when the family takes none or it is invalid."""
     if not isinstance(task, TakesChoices):
-        raise InvalidInput(f"a {task.name} split takes no choices file (only GQA's official {{tier}}_choices.json)")
+        takers = " or ".join(other.choices_file for other in TASK_TYPES.values() if isinstance(other, TakesChoices))
+        raise InvalidInput(f"a {task.name} split takes no choices file (only {takers})")
     try:
         return task.read_choices(gold, data)
     except ValidationError as exc:

@@ -79,6 +79,7 @@ class GQA(FixedDtypeTask):
         Metric("distribution", "Distribution", "Distr.", unit="plain", lower_is_better=True, decimals=4, ranks=False),
     )
     choices_metrics = CHOICES_METRICS  # reported only where the split has the official choices file
+    choices_file = "GQA's official {tier}_choices.json"
     # The paper's names of the structural and semantic types (eval.py prints the raw ones).
     subset_labels = {
         **{f"structural:{t}": t.capitalize() for t in ("verify", "query", "choose", "logical", "compare")},

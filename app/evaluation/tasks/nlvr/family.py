@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 
 from app.evaluation import encoding, layout
-from app.evaluation import predictions as prediction_files
 from app.evaluation.gold import GoldSet
 from app.evaluation.metrics import accuracy, consistency
-from app.evaluation.subsets import PARTS, balanced_unbalanced
+from app.evaluation.subsets import PARTS
 from app.evaluation.tasks.base import (
     ACCURACY,
     CONSISTENCY,
@@ -31,6 +30,7 @@ from app.evaluation.tasks.base import (
 from app.evaluation.tasks.synthetic_files import SyntheticOptions
 
 from . import formats, synthetic
+from .visual_bias import balanced_unbalanced
 
 _NLVR2_PAPER = "https://arxiv.org/abs/1811.00491"
 _NLVR_PAPER = "https://aclanthology.org/P17-2034"
@@ -192,7 +192,7 @@ class NLVR2(BinaryTask):
         return formats.read_nlvr2(data, self.name)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
-        return prediction_files.parse_binary(data, gold, max_bytes=max_bytes)
+        return formats.parse_binary(data, gold, max_bytes=max_bytes)
 
     def _derived_subsets(self, gold: GoldSet) -> dict[str, np.ndarray]:
         return balanced_unbalanced(gold)
@@ -219,7 +219,7 @@ class NLVRStructured(BinaryTask):
         return formats.read_nlvr(data, self.name, n_images=self.n_images)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
-        return prediction_files.parse_binary(data, gold, max_bytes=max_bytes, split_prefix=True)
+        return formats.parse_binary(data, gold, max_bytes=max_bytes, split_prefix=True)
 
 
 @register
@@ -233,7 +233,7 @@ class NLVRImages(NLVRStructured):
     list_position = 12
     label = "NLVR (images)"
     declared_metrics = (Metric("accuracy", "Accuracy", "Acc.", counts="images"), CONSISTENCY)
-    n_images = prediction_files.IMAGES_PER_NLVR_EXAMPLE
+    n_images = formats.IMAGES_PER_NLVR_EXAMPLE
     file_format = (
         "CSV, one line per image: image,prediction, the image named n-m-k (k = 0-5, with or without "
         "the split prefix and .png) and prediction true or false; an optional header line"
@@ -241,7 +241,7 @@ class NLVRImages(NLVRStructured):
     example = ("image,prediction", "dev-1572-0-0.png,true", "dev-1572-0-1.png,false")
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
-        return prediction_files.parse_images(data, gold, max_bytes=max_bytes)
+        return formats.parse_images(data, gold, max_bytes=max_bytes)
 
     def demo_split_options(self, split_slug: str) -> dict[str, Any]:
         """Image names carry the split prefix, as the official files do (``test-u`` -> ``testu``)."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.evaluation import predictions as prediction_files
 from app.evaluation.gold import GoldSet
 from app.evaluation.tasks.base import ACCURACY, Metric, register
 from app.evaluation.tasks.nlvr.family import BinaryTask
@@ -55,7 +54,7 @@ class NLVR2Contrast(BinaryTask):
         return formats.read_nlvr2_contrast(data, self.name)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
-        return prediction_files.parse_binary(data, gold, max_bytes=max_bytes, digits=True)
+        return formats.parse_predictions(data, gold, max_bytes=max_bytes)
 
     def group_of(self, identifier: str) -> str:
         return identifier[:-2]

@@ -1,5 +1,5 @@
-"""The NLVR2 contrast sets' gold file (``contrast_set_nlvr2.jsonl``, JSON lines); predictions are NLVR2's CSV,
-read by the shared CSV reader (app/evaluation/predictions.py) with 1 and 0 allowed."""
+"""The NLVR2 contrast sets' files: the gold file (``contrast_set_nlvr2.jsonl``, JSON lines) and the prediction
+file, NLVR2's CSV with 1 and 0 allowed (read by the NLVR family's reader)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from app.evaluation.gold import (
     read_examples,
     scalar_fields,
 )
+from app.evaluation.tasks.nlvr.formats import parse_binary
 
 # The original NLVR2 identifier and one digit, 'test1-769-1-0-1'; the group is the original.
 # No comma, nor a quote first (a cell loses its quotes at its ends): else no `identifier,prediction` line of a
@@ -42,3 +43,8 @@ def read_nlvr2_contrast(data: bytes, task: str = "nlvr2-contrast") -> GoldSet:
     groups = groups_of([identifier[:-2] for identifier in ids])
     fields = scalar_fields(records, exclude={"identifier", "label"})
     return GoldSet(task, object_array(ids), np.array(labels, dtype=bool), groups, fields)
+
+
+def parse_predictions(data: bytes, gold: GoldSet, *, max_bytes: int | None = None) -> np.ndarray:
+    """``identifier,prediction`` lines, the prediction true or false (any case) or 1 or 0 -> bool array (n,)."""
+    return parse_binary(data, gold, max_bytes=max_bytes, digits=True)

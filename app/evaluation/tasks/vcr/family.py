@@ -7,13 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.evaluation import encoding, layout
-from app.evaluation import predictions as prediction_files
 from app.evaluation.gold import GoldSet
-from app.evaluation.metrics import accuracy, vcr_staged
+from app.evaluation.metrics import accuracy
 from app.evaluation.tasks.base import Columns, LabelVotes, Metric, Outcomes, Scores, TaskType, register
 from app.evaluation.tasks.synthetic_files import SyntheticOptions
 
-from . import formats, synthetic
+from . import formats, scoring, synthetic
 
 _PAPER = "https://arxiv.org/abs/1811.10830"
 
@@ -34,14 +33,14 @@ class VCR(TaskType):
         "per choice (the highest wins)"
     )
     example = (
-        ",".join(prediction_files.VCR_COLUMNS),
+        ",".join(formats.VCR_COLUMNS),
         "val-0," + ",".join(["0.7", "0.1", "0.1", "0.1"] + ["0.25"] * 16),
         "val-1," + ",".join(["0.1", "0.6", "0.2", "0.1"] + ["0.25"] * 16),
     )
 
     def sample(self, gold: GoldSet) -> bytes:
-        scores = ",".join(["1"] + ["0"] * (len(prediction_files.VCR_SCORE_COLUMNS) - 1))
-        header = ",".join(prediction_files.VCR_COLUMNS)
+        scores = ",".join(["1"] + ["0"] * (len(formats.VCR_SCORE_COLUMNS) - 1))
+        header = ",".join(formats.VCR_COLUMNS)
         return (header + "\n" + "".join(f"{key},{scores}\n" for key in gold.ids.tolist())).encode()
 
     # The order and names of the VCR paper and leaderboard.
@@ -58,13 +57,13 @@ class VCR(TaskType):
         return formats.read_vcr(data, self.name)
 
     def parse(self, data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np.ndarray:
-        return prediction_files.parse_vcr(data, gold, max_bytes=max_bytes)
+        return formats.parse_vcr(data, gold, max_bytes=max_bytes)
 
     def prediction_shape(self, gold_n: int) -> tuple[int, ...]:
         return (gold_n, 5)
 
     def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
-        staged = dict(zip(self.metrics, vcr_staged(stacked, gold.labels), strict=True))  # each (k, n)
+        staged = dict(zip(self.metrics, scoring.staged(stacked, gold.labels), strict=True))  # each (k, n)
         columns = {"all": {metric: accuracy(correct) for metric, correct in staged.items()}}
         for name, indices in subsets.items():
             if len(indices):
@@ -95,11 +94,11 @@ class VCR(TaskType):
     # --- units: a question, right when Q->AR is --------------------------------------------------------------
 
     def unit_correctness(self, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
-        return vcr_staged(stacked, gold.labels)[2]
+        return scoring.staged(stacked, gold.labels)[2]
 
     def example_outcomes(self, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
         """Every stage counted, one judgement a question; all right when Q->AR is."""
-        staged = [layout.by_example(outcome) for outcome in vcr_staged(stacked, gold.labels)]
+        staged = [layout.by_example(outcome) for outcome in scoring.staged(stacked, gold.labels)]
         return {
             "counts": {m: (o, 1) for m, o in zip(self.metrics, staged, strict=True)},
             "all_right": staged[2],

@@ -10,11 +10,9 @@ import numpy as np
 
 from app.evaluation.tasks import synthetic_files as files
 
-VCR_HEADER: tuple[str, ...] = (
-    ("annot_id",)
-    + tuple(f"answer_{i}" for i in range(4))
-    + tuple(f"rationale_conditioned_on_a{a}_{r}" for a in range(4) for r in range(4))
-)
+from .formats import VCR_COLUMNS
+
+VCR_HEADER: tuple[str, ...] = VCR_COLUMNS  # a score file's header: the columns the reader asks for, in its order
 
 # VCR vocabulary.
 _VCR_OBJECT_POOL: tuple[str, ...] = (
