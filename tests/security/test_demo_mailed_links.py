@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import site_url
+from app.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,6 +49,6 @@ def test_make_run_mails_links_to_the_port_the_demo_serves_on(tmp_path, variables
     served = subprocess.run(
         ["sh", "-c", line], env={**env, **environment}, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert site_url({"SITE_URL": served[0]}) == expected
+    assert Settings(site_url=served[0]).link_base == expected
     bind = shlex.split(served[1])
     assert bind[bind.index("--bind") + 1] == f"{variables.get('HOST', '127.0.0.1')}:{variables['PORT']}"
