@@ -106,16 +106,14 @@ def test_scores_and_statuses_as_each_policy_releases_them(app, client, site):
     assert cells[best["id"]] == cells[worse["id"]] == "held"
 
 
-# The filters are the same equality conditions on every dialect: the set using both runs on PostgreSQL too
-# (proving the query there), the others on SQLite alone.
 @pytest.mark.parametrize(
     ("query", "kept"),
     [
-        pytest.param("", {"nlvr2/dev", "nlvr2/test-u", "other/dev"}, marks=pytest.mark.one_backend),
-        pytest.param("?benchmark=nlvr2", {"nlvr2/dev", "nlvr2/test-u"}, marks=pytest.mark.one_backend),
+        ("", {"nlvr2/dev", "nlvr2/test-u", "other/dev"}),
+        ("?benchmark=nlvr2", {"nlvr2/dev", "nlvr2/test-u"}),
         ("?benchmark=nlvr2&split=dev", {"nlvr2/dev"}),
-        pytest.param("?split=dev", {"nlvr2/dev", "other/dev"}, marks=pytest.mark.one_backend),
-        pytest.param("?benchmark=other&split=", {"other/dev"}, marks=pytest.mark.one_backend),
+        ("?split=dev", {"nlvr2/dev", "other/dev"}),
+        ("?benchmark=other&split=", {"other/dev"}),
     ],
 )
 def test_filters_by_benchmark_and_split(app, client, site, query, kept):
@@ -159,9 +157,7 @@ def test_a_nul_byte_in_a_filter_is_refused_before_the_list(client, site):
     assert client.get("/submissions?split=%00").status_code == 422  # the app's guard on every query string
 
 
-@pytest.mark.one_backend
 def test_an_empty_filter_says_nothing_matches(client, site):
-    """On SQLite alone: the query is test_filters_by_benchmark_and_split's (run on both), this the page's text."""
     _api_upload(client, site, "dev", 0.8, seed=1)
     login(client, "member@example.org", PASSWORD)
     assert "No submissions match this filter." in client.get("/submissions?benchmark=other").get_data(as_text=True)
