@@ -187,13 +187,22 @@ def pytest_generate_tests(metafunc):
 
 def pytest_collection_modifyitems(config, items):
     """A `postgres` marker must say why the test depends on the dialect (a test marked `one_backend` in a
-    module marked `postgres` stays on SQLite: its docstring says why). Then the modules longest first."""
-    wrong = []
+    module marked `postgres` stays on SQLite: its docstring says why). A parameter set marked `one_backend`
+    (`pytest.param(..., marks=pytest.mark.one_backend)`, a comment beside it says why) runs on SQLite alone
+    while the test's other sets run on both: its `[postgresql]` item is deselected here, since parameter marks
+    are not seen when the backends are chosen. Then the modules longest first."""
+    wrong, kept, dropped = [], [], []
     for item in items:
         if _postgres_reason(item) == "":
             wrong.append(f"{item.nodeid}: @pytest.mark.postgres needs reason='why it depends on the dialect'")
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("database_backend") == "postgresql"
+        (dropped if on_postgres and item.get_closest_marker("one_backend") else kept).append(item)
     if wrong:
         raise pytest.UsageError("bad database markers:\n" + "\n".join(sorted(set(wrong))))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
     _longest_modules_first(items)
 
 
@@ -483,19 +492,32 @@ def database_backend(request):
     return PostgresBackend(request.getfixturevalue("postgres_cluster"))
 
 
+# Per backend, the migrated template and the working database, made once per session (per worker) and kept
+# here rather than by the fixtures below: `database_backend` is a parametrised session fixture, so pytest tears
+# it down, with every fixture that uses it, whenever the next test wants the other backend (a module's [sqlite]
+# tests, then its [postgresql] ones, then the next module's [sqlite] ones...), and each switch ran every
+# migration again. The PostgreSQL cluster goes at the end of the session with everything in it; SQLite files
+# go with the session's temporary folders.
+_templates: dict[str, Path | str] = {}
+_working_databases: dict[str, WorkingDatabase] = {}
+
+
 @pytest.fixture(scope="session")
 def migrated_database(database_backend, tmp_path_factory) -> Path | str:
-    """Run the migrations once per session (per worker); databases are copies of the result (SQLite: the
-    file; PostgreSQL: the template database's URL)."""
+    """Run the migrations once per session (per worker) and backend; databases are copies of the result
+    (SQLite: the file; PostgreSQL: the template database's URL)."""
+    found = _templates.get(database_backend.name)
+    if found is not None:
+        return found
     folder = tmp_path_factory.mktemp("template")
     url = database_backend.new_database(folder, name="template")
     app = create_app(make_config(folder, url))
     with app.app_context():
         upgrade()
         db.engine.dispose()
-    if database_backend.name == "sqlite":
-        return Path(url[len("sqlite:///") :])
-    return url
+    found = Path(url[len("sqlite:///") :]) if database_backend.name == "sqlite" else url
+    _templates[database_backend.name] = found
+    return found
 
 
 class WorkingDatabase:
@@ -515,10 +537,13 @@ class WorkingDatabase:
 
 
 @pytest.fixture(scope="session")
-def working_database(database_backend, migrated_database, tmp_path_factory):
-    working = WorkingDatabase(database_backend, migrated_database, tmp_path_factory.mktemp("working"))
-    yield working
-    database_backend.drop(working.url)
+def working_database(database_backend, migrated_database, tmp_path_factory) -> WorkingDatabase:
+    """The worker's working database on this backend (made on first use, kept for the session)."""
+    working = _working_databases.get(database_backend.name)
+    if working is None:
+        working = WorkingDatabase(database_backend, migrated_database, tmp_path_factory.mktemp("working"))
+        _working_databases[database_backend.name] = working
+    return working
 
 
 @pytest.fixture

@@ -81,7 +81,17 @@ def test_a_rejected_upload_is_refused_again_without_a_second_row(app, client, wo
     assert _rows(app) == 1
 
 
-@pytest.mark.parametrize("key", ["has space", "x" * 256, "ключ", "tab\there"])
+# The key one past the column's 255 characters would be PostgreSQL's error if it reached the database: it runs
+# on both; the other malformed keys are refused by the same check and fit the column, so SQLite alone.
+@pytest.mark.parametrize(
+    "key",
+    [
+        pytest.param("has space", marks=pytest.mark.one_backend),
+        "x" * 256,
+        pytest.param("ключ", marks=pytest.mark.one_backend),
+        pytest.param("tab\there", marks=pytest.mark.one_backend),
+    ],
+)
 def test_a_malformed_key_is_refused_naming_the_header(app, client, world, key):
     response = _post(client, world, "member", world.predictions(), key)
     assert response.status_code == 422

@@ -83,11 +83,13 @@ def test_after_the_reveal_every_file_shows_its_own_scores_and_keeps_its_verdict(
     assert detail["scores"]["all"]["accuracy"] == pytest.approx(_own_accuracy(app, worse["id"]))
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize(
     ("split", "feedback", "released"),
     [("dev", None, "this"), ("test-u", "full", "this"), ("test-u", "none", "none")],
 )
 def test_other_policies_give_no_ladder_verdict(app, client, world, split, feedback, released):
+    """On SQLite alone: these policies keep no Ladder state, so nothing is written under the lock."""
     if feedback:
         with app.app_context():
             catalog.set_policy("nlvr2", split, feedback=feedback)
@@ -97,9 +99,11 @@ def test_other_policies_give_no_ladder_verdict(app, client, world, split, feedba
         assert (answer["scores"] is None) == (released == "none")
 
 
+@pytest.mark.one_backend
 def test_a_ladder_answer_holds_nothing_but_the_released_figure(app, client, world):
     """Whatever the verdict, the answer has the documented keys alone: no per-example result, no subset, no
-    interval of a hidden split."""
+    interval of a hidden split. On SQLite alone: the answer's shape; the state under the lock is proved on both
+    by the tests above."""
     _upload(client, world, 0.8, seed=1)
     worse = _upload(client, world, 0.55, seed=2)
     assert set(worse) == SUMMARY_KEYS | {"scores", "scores_text", "improved", "released", "quota"}
@@ -170,7 +174,9 @@ def _browser_upload(client, app, world, accuracy: float, seed: int) -> str:
     return client.get(response.headers["Location"]).get_data(as_text=True)
 
 
+@pytest.mark.one_backend
 def test_the_page_after_an_upload_says_whether_it_beat_the_best(app, client, world):
+    """On SQLite alone: the page's words; the verdict's writing under the lock is proved on both above."""
     login(client, "member@example.org", "not-used-here")
     first = _browser_upload(client, app, world, 0.8, seed=1)
     assert "New best" in first and "Did not beat" not in first
@@ -199,7 +205,9 @@ def test_an_account_with_no_figure_yet_is_told_why(app, client, world):
     assert "released no figure" in page
 
 
+@pytest.mark.one_backend
 def test_a_maintainers_page_shows_the_verdict_the_team_got(app, client, world):
+    """On SQLite alone: the page's words; the verdict's writing under the lock is proved on both above."""
     _upload(client, world, 0.8, seed=1)
     worse = _upload(client, world, 0.55, seed=2)
     login(client, "admin@example.org", "not-used-here")

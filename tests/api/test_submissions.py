@@ -111,7 +111,9 @@ def test_anonymous_entry_hides_the_team(client, world):
     assert entry["team"] is None and entry["model_name"] == "my-model"
 
 
+@pytest.mark.one_backend
 def test_benchmarks_are_public(client, world):
+    """A read of the catalogue: no quota, lock or upsert, so SQLite alone."""
     response = client.get("/api/v1/benchmarks")
     assert response.status_code == 200
     [benchmark] = response.json["benchmarks"]
@@ -192,19 +194,25 @@ def test_422_names_the_line_and_identifier(client, world):
     assert line3 and "line 3" in line3[0]["message"] and "dev-99999-0-0" in line3[0]["message"]
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize("missing", ["model_name", "benchmark", "split"])
 def test_422_missing_field(client, world, missing):
+    """Refused while reading the form, before any quota or row: SQLite alone."""
     body = _error(post_file(client, world, "member", world.predictions(), **{missing: None}), 422)
     assert missing in body["error"]
     assert {"line": None, "message": f"{missing} is required"} in body["details"]
 
 
+@pytest.mark.one_backend
 def test_422_missing_file(client, world):
+    """Refused while reading the form, before any quota or row: SQLite alone."""
     body = _error(post_file(client, world, "member", None), 422)
     assert "file" in body["error"]
 
 
+@pytest.mark.one_backend
 def test_422_blank_model_name_and_bad_urls_and_flags(client, world):
+    """Refused while reading the form, before any quota or row: SQLite alone."""
     assert (
         "model_name" in _error(post_file(client, world, "member", world.predictions(), model_name="  "), 422)["error"]
     )
@@ -217,7 +225,9 @@ def test_422_blank_model_name_and_bad_urls_and_flags(client, world):
     )
 
 
+@pytest.mark.one_backend
 def test_422_publish_needs_description_or_paper(app, client, world):
+    """Refused while reading the body, before the publish writes anything: SQLite alone."""
     submission_id = stored_submission(app, world)
     body = _error(
         client.post(f"/api/v1/submissions/{submission_id}/publish", headers=world.headers("member"), json={}), 422
@@ -273,6 +283,7 @@ def test_409_closed_split(app, client, world):
     assert "closed" in body["error"]
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize(
     ("fields", "named"),
     [
@@ -281,10 +292,12 @@ def test_409_closed_split(app, client, world):
     ],
 )
 def test_404_unknown_benchmark_or_split(client, world, fields, named):
+    """Refused on looking up the slug, before any quota or row: SQLite alone."""
     body = _error(post_file(client, world, "member", world.predictions(), **fields), 404)
     assert named in body["error"]
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize(
     ("path", "named"),
     [
@@ -293,6 +306,7 @@ def test_404_unknown_benchmark_or_split(client, world, fields, named):
     ],
 )
 def test_404_leaderboard(client, world, path, named):
+    """Refused on looking up the slug: SQLite alone."""
     assert named in _error(client.get(path), 404)["error"]
 
 
@@ -301,17 +315,23 @@ def test_404_submission_out_of_range(client, world):
     _error(client.get("/api/v1/submissions/12345", headers=world.headers("member")), 404)
 
 
+@pytest.mark.one_backend
 def test_403_other_team(client, world):
+    """Refused on membership, before any quota or row: SQLite alone."""
     body = _error(post_file(client, world, "other", world.predictions(), team="Lab"), 403)
     assert "'Lab'" in body["error"]
 
 
+@pytest.mark.one_backend
 def test_403_user_without_team(client, world):
+    """Refused on membership, before any quota or row: SQLite alone."""
     body = _error(post_file(client, world, "admin", world.predictions()), 403)
     assert "not a member of any team" in body["error"]
 
 
+@pytest.mark.one_backend
 def test_422_several_teams_must_name_one(app, client, world):
+    """Refused on membership, before any quota or row: SQLite alone."""
     with app.app_context():
         from app.services.people import teams
 
@@ -321,6 +341,7 @@ def test_422_several_teams_must_name_one(app, client, world):
     assert "team" in body["error"]
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize(
     ("header", "says"),
     [
@@ -332,6 +353,7 @@ def test_422_several_teams_must_name_one(app, client, world):
     ],
 )
 def test_401(client, world, header, says):
+    """Refused on the header, before any quota or row: SQLite alone."""
     headers = {"Authorization": header} if header is not None else {}
     response = client.get("/api/v1/submissions", headers=headers)
     body = _error(response, 401)
@@ -339,7 +361,9 @@ def test_401(client, world, header, says):
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
+@pytest.mark.one_backend
 def test_401_revoked_token(app, client, world):
+    """Token checks are plain reads and one update: SQLite alone."""
     assert client.get("/api/v1/submissions", headers=world.headers("member")).status_code == 200
     with app.app_context():
         member = accounts.get_user_by_email("member@example.org")
@@ -349,12 +373,16 @@ def test_401_revoked_token(app, client, world):
     assert _error(post_file(client, world, "member", world.predictions()), 401)
 
 
+@pytest.mark.one_backend
 def test_scheme_name_is_case_insensitive(client, world):
+    """A header's parsing: SQLite alone."""
     token = world.tokens["member"]
     assert client.get("/api/v1/submissions", headers={"Authorization": f"bearer {token}"}).status_code == 200
 
 
+@pytest.mark.one_backend
 def test_session_cookie_does_not_authenticate(app, client, world):
+    """Which credentials the API reads: SQLite alone."""
     with app.app_context():
         member_id = accounts.get_user_by_email("member@example.org").id
     with client.session_transaction() as session:
@@ -377,7 +405,9 @@ def _big_file(world, megabytes: float) -> bytes:
     return data + b"# padding\n" * int(megabytes * 1048576 / 10)
 
 
+@pytest.mark.one_backend
 def test_413_file_over_the_upload_limit(small_app):
+    """Refused while reading the body, before any quota or row: SQLite alone."""
     world = build_world(small_app)
     client = small_app.test_client()
     body = _error(post_file(client, world, "member", _big_file(world, 1.2)), 413)
@@ -386,7 +416,9 @@ def test_413_file_over_the_upload_limit(small_app):
         assert db.session.scalar(db.select(db.func.count(Submission.id))) == 0
 
 
+@pytest.mark.one_backend
 def test_413_body_over_the_request_limit(small_app):
+    """Refused while reading the body, before any quota or row: SQLite alone."""
     small_app.config["MAX_CONTENT_LENGTH"] = 1048576 + 65536
     world = build_world(small_app)
     client = small_app.test_client()

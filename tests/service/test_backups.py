@@ -140,7 +140,9 @@ def test_restore_refuses_a_database_that_is_not_empty(app, runner, tmp_path):
     assert _rows(app) == before
 
 
+@pytest.mark.one_backend
 def test_backup_refuses_to_overwrite_a_file(app, runner, tmp_path):
+    """On SQLite alone: the target file is refused before the database is read."""
     existing = tmp_path / "backup.tar.gz"
     existing.write_bytes(b"keep me")
     result = runner.invoke(args=["backup", str(existing)])
@@ -205,7 +207,9 @@ def test_a_version_1_archive_still_restores(app, runner, empty_deployment, tmp_p
     assert _rows(empty_deployment) == _rows(app)
 
 
+@pytest.mark.one_backend
 def test_restore_refuses_an_unknown_format_version(app, runner, empty_deployment, tmp_path):
+    """On SQLite alone: the archive is refused while it is unpacked and checked, before restore touches the database."""
     _populate(app)
     archive = tmp_path / "backup.tar.gz"
     assert runner.invoke(args=["backup", str(archive)]).exit_code == 0
@@ -221,6 +225,7 @@ def test_restore_refuses_an_unknown_format_version(app, runner, empty_deployment
     assert result.exit_code == 2 and "format version 3" in result.output, result.output
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize(
     "damage, message",
     [
@@ -233,6 +238,7 @@ def test_restore_refuses_an_unknown_format_version(app, runner, empty_deployment
     ],
 )
 def test_restore_refuses_a_damaged_archive(app, runner, empty_deployment, tmp_path, damage, message):
+    """On SQLite alone: the archive is refused while it is unpacked and checked, before restore touches the database."""
     _populate(app)
     archive = tmp_path / "backup.tar.gz"
     assert runner.invoke(args=["backup", str(archive)]).exit_code == 0
@@ -266,7 +272,9 @@ def test_restore_refuses_a_damaged_archive(app, runner, empty_deployment, tmp_pa
         db.engine.dispose()
 
 
+@pytest.mark.one_backend
 def test_restore_refuses_paths_outside_its_folders(empty_deployment, tmp_path):
+    """On SQLite alone: the archive is refused while it is unpacked and checked, before restore touches the database."""
     evil = tmp_path / "evil.tar.gz"
     manifest = json.dumps(
         {"format": "holdout-backup", "version": 1, "revision": head_revision(), "tables": {}, "files": {}}

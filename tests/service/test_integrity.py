@@ -65,7 +65,9 @@ def test_ladder_releases_what_the_pure_ladder_says_and_nothing_else(world):
     assert "consistency" in admin_page.scores["all"]
 
 
+@pytest.mark.one_backend
 def test_ladders_are_per_team(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     catalog.set_policy("nlvr2", "test-u", feedback="ladder")
     assert submit(world, range(40)).scores == {"all": {"accuracy": 90.0}}
     # The rival's first submission starts its own Ladder, however it compares with the Lab's best.
@@ -74,7 +76,9 @@ def test_ladders_are_per_team(world):
     assert len(db.session.scalars(select(LadderState)).all()) == 2
 
 
+@pytest.mark.one_backend
 def test_switching_policy_cuts_earlier_releases_down_to_the_ladders(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     catalog.set_policy("nlvr2", "test-u", feedback="full")
     full = submit(world, range(30))
     assert set(full.scores) >= {"all", "balanced"}
@@ -84,7 +88,9 @@ def test_switching_policy_cuts_earlier_releases_down_to_the_ladders(world):
     assert visibility.released_scores(full.submission) is None
 
 
+@pytest.mark.one_backend
 def test_revealed_split_shows_every_score(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     catalog.set_policy("nlvr2", "test-u", feedback="ladder")
     result = submit(world, range(30))
     split = catalog.get_split("nlvr2", "test-u")
@@ -93,7 +99,9 @@ def test_revealed_split_shows_every_score(world):
     assert visibility.released_scores(result.submission) == visibility.scores_of(result.submission)
 
 
+@pytest.mark.one_backend
 def test_vcr_ladder_uses_q_ar_per_question(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     catalog.add_benchmark("vcr", "vcr", "VCR")
     gold = synthetic.vcr_gold(200, seed=2)
     catalog.add_split("vcr", "test", gold, hidden=True)
@@ -104,7 +112,9 @@ def test_vcr_ladder_uses_q_ar_per_question(world):
     assert result.scores == {"all": {"q_ar": ladder_rule.round_percentage(q_ar, 200)}}
 
 
+@pytest.mark.one_backend
 def test_nlvr_images_ladder_counts_images(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     catalog.add_benchmark("nlvr-img", "nlvr-images", "NLVR images")
     gold = synthetic.nlvr_gold(40, seed=2)
     catalog.add_split("nlvr-img", "test", gold, hidden=True)
@@ -126,7 +136,9 @@ def _units(split, subset, metric):
     return gold.n if subset == "all" else len(catalog.scoring_inputs(split).subsets[subset])
 
 
+@pytest.mark.one_backend
 def test_full_feedback_rounds_every_score_to_its_count(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     catalog.set_policy("nlvr2", "test-u", feedback="full")
     data = synthetic.predictions("nlvr2", world["gold"]["test-u"], 0.71, seed=9, split="test")
     result = submissions.submit(world["member"], None, "nlvr2", "test-u", Upload(data=data, model_name="M"))
@@ -149,13 +161,17 @@ def test_full_feedback_rounds_every_score_to_its_count(world):
     assert json.loads(result.submission.released) == result.scores
 
 
+@pytest.mark.one_backend
 def test_public_split_scores_are_released_unrounded(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     data = synthetic.predictions("nlvr2", world["gold"]["dev"], 0.71, seed=9)
     result = submissions.submit(world["member"], None, "nlvr2", "dev", Upload(data=data, model_name="M"))
     assert result.scores == visibility.scores_of(result.submission)
 
 
+@pytest.mark.one_backend
 def test_store_scored_runs_the_ladder_too(world):
+    """Release arithmetic on rows any dialect stores alike (the probing tests below prove the appends): SQLite alone."""
     catalog.set_policy("nlvr2", "test-u", feedback="ladder")
     split = catalog.get_split("nlvr2", "test-u")
     stored = submissions.store_scored(

@@ -57,7 +57,9 @@ def test_register_login_logout_flow(app, client):
     assert client.get("/account").status_code == 200
 
 
+@pytest.mark.one_backend
 def test_logout_needs_post(client):
+    """On SQLite alone: a method check; the login's throttle upsert runs on both in the login tests above."""
     assert client.get("/logout").status_code == 405
 
 
@@ -92,8 +94,10 @@ def test_password_is_stored_hashed(app, client):
         assert check_password_hash(user.password_hash, PASSWORD)
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize("path", ["/login", "/register", "/logout", "/teams", "/account/tokens"])
 def test_post_without_csrf_token_is_refused(app, client, path):
+    """On SQLite alone: a form token check; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     login(client, "ada@example.org", PASSWORD)
     response = client.post(path, data={"email": "ada@example.org", "password": PASSWORD, "name": "x"})
@@ -101,7 +105,9 @@ def test_post_without_csrf_token_is_refused(app, client, path):
     assert client.get("/account").status_code == 200  # still logged in: the logout was refused too
 
 
+@pytest.mark.one_backend
 def test_post_with_a_forged_csrf_token_is_refused(app, client):
+    """On SQLite alone: a form token check; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     response = client.post("/login", data={"email": "ada@example.org", "password": PASSWORD, "csrf_token": "forged"})
     assert response.status_code == 400
@@ -128,6 +134,7 @@ def test_login_is_throttled_after_ten_attempts_a_minute(app, client):
     assert client.get("/login").status_code == 200  # only POSTs count
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize(
     "target",
     [
@@ -142,6 +149,7 @@ def test_login_is_throttled_after_ten_attempts_a_minute(app, client):
     ],
 )
 def test_next_never_leaves_the_site(app, client, target):
+    """On SQLite alone: where the login redirects; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     response = post_form(
         client, f"/login?next={quote(target, safe='')}", {"email": "ada@example.org", "password": PASSWORD}
@@ -150,14 +158,18 @@ def test_next_never_leaves_the_site(app, client, target):
     assert response.headers["Location"] == "/"
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize("target", ["//evil.example", "https://evil.example", "/\\evil.example"])
 def test_next_in_the_form_never_leaves_the_site(app, client, target):
+    """On SQLite alone: where the login redirects; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     response = post_form(client, "/login", {"email": "ada@example.org", "password": PASSWORD, "next": target})
     assert response.headers["Location"] == "/"
 
 
+@pytest.mark.one_backend
 def test_local_next_is_honoured(app, client):
+    """On SQLite alone: where the login redirects; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     response = post_form(client, "/login?next=%2Fteams%3Fx%3D1", {"email": "ada@example.org", "password": PASSWORD})
     assert response.headers["Location"] == "/teams?x=1"
@@ -169,7 +181,9 @@ def test_safe_next():
     assert safe_next("https://evil.example", default="/teams") == "/teams"
 
 
+@pytest.mark.one_backend
 def test_protected_page_sends_to_login_and_back(app, client):
+    """On SQLite alone: where the login redirects; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     response = client.get("/account")
     assert response.status_code == 302
@@ -180,21 +194,27 @@ def test_protected_page_sends_to_login_and_back(app, client):
     assert response.headers["Location"] == "/account"
 
 
+@pytest.mark.one_backend
 def test_api_paths_get_401_json_instead_of_a_redirect(app, client):
+    """On SQLite alone: the answer to no session; the login's throttle upsert runs on both in the login tests above."""
     app.add_url_rule("/api/probe", "probe", login_required(lambda: "ok"))
     response = client.get("/api/probe")
     assert response.status_code == 401
     assert response.json["error"] == "authentication required"
 
 
+@pytest.mark.one_backend
 def test_session_cookie_is_httponly_and_samesite_lax(app, client):
+    """On SQLite alone: the cookie's flags; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     cookie = session_cookie(login(client, "ada@example.org", PASSWORD))
     assert "HttpOnly" in cookie
     assert "SameSite=Lax" in cookie
 
 
+@pytest.mark.one_backend
 def test_session_is_rotated_on_login(app, client):
+    """On SQLite alone: the session's handling; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     csrf_token(client, "/login")
     with client.session_transaction() as session:
@@ -209,7 +229,9 @@ def test_session_is_rotated_on_login(app, client):
         assert session.get("_user_id")
 
 
+@pytest.mark.one_backend
 def test_logout_clears_the_session(app, client):
+    """On SQLite alone: the session's handling; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     login(client, "ada@example.org", PASSWORD)
     logout(client)
@@ -217,7 +239,9 @@ def test_logout_clears_the_session(app, client):
         assert "_user_id" not in session
 
 
+@pytest.mark.one_backend
 def test_login_page_still_renders_when_logged_in(app, client):
+    """On SQLite alone: a page's words; the login's throttle upsert runs on both in the login tests above."""
     make_user(app)
     login(client, "ada@example.org", PASSWORD)
     page = client.get("/login").get_data(as_text=True)

@@ -39,7 +39,9 @@ def boom(app):
     return app
 
 
+@pytest.mark.one_backend
 def test_404_page_and_json(client):
+    """On SQLite alone: an answer's shape: no database error to roll back (the 500 test runs on both)."""
     page = client.get("/no/such/page")
     assert page.status_code == 404 and page.mimetype == "text/html"
     assert _title(page) == "Not found (404) · Holdout"
@@ -50,20 +52,26 @@ def test_404_page_and_json(client):
     assert api.status_code == 404 and api.mimetype == "application/json"
 
 
+@pytest.mark.one_backend
 def test_browser_accept_header_gets_html(client):
+    """On SQLite alone: an answer's shape: no database error to roll back (the 500 test runs on both)."""
     browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
     assert client.get("/nowhere", headers={"Accept": browser}).mimetype == "text/html"
     assert client.get("/nowhere", headers={"Accept": "*/*"}).mimetype == "text/html"
     assert client.get("/nowhere", headers={"Accept": "application/json, */*;q=0.01"}).mimetype == "application/json"
 
 
+@pytest.mark.one_backend
 def test_service_404_names_what_is_missing(client):
+    """On SQLite alone: an answer's words: no database error to roll back (the 500 test runs on both)."""
     page = client.get("/leaderboards/no-such-benchmark")
     assert page.status_code == 404
     assert "unknown benchmark &#39;no-such-benchmark&#39;" in page.get_data(as_text=True)
 
 
+@pytest.mark.one_backend
 def test_403_page(app, client):
+    """On SQLite alone: an answer's shape: no database error to roll back (the 500 test runs on both)."""
     with app.app_context():
         accounts.create_user("user@example.org", "password123")
     login(client, "user@example.org", "password123")
@@ -74,12 +82,16 @@ def test_403_page(app, client):
     assert client.get("/console/", headers={"Accept": "application/json"}).json["error"]
 
 
+@pytest.mark.one_backend
 def test_405_keeps_allow_header(client):
+    """On SQLite alone: an answer's headers: no database error to roll back (the 500 test runs on both)."""
     response = client.delete("/")
     assert response.status_code == 405 and "GET" in response.headers["Allow"]
 
 
+@pytest.mark.one_backend
 def test_413_page_and_json(app, client):
+    """On SQLite alone: an answer's shape: no database error to roll back (the 500 test runs on both)."""
     app.config["MAX_CONTENT_LENGTH"] = 1024
     with app.app_context():
         accounts.create_user("user@example.org", "password123")
@@ -100,7 +112,9 @@ def test_413_page_and_json(app, client):
     assert script.status_code == 413 and "larger than this server accepts" in script.json["error"]
 
 
+@pytest.mark.one_backend
 def test_default_request_limit_follows_max_upload_mb(tmp_path, migrated_database):
+    """On SQLite alone: a setting: no database error to roll back (the 500 test runs on both)."""
     from app import create_app
     from tests.conftest import make_config
 
@@ -169,13 +183,17 @@ def test_500_page_rolls_back(boom, client):
         assert db.session.scalar(select(func.count(Benchmark.id))) == 0
 
 
+@pytest.mark.one_backend
 def test_csrf_failure_explains_itself(client):
+    """On SQLite alone: an answer's words: no database error to roll back (the 500 test runs on both)."""
     response = client.post("/login", data={"email": "a@b.org", "password": "whatever1"})
     assert response.status_code == 400
     assert "The form has expired" in response.get_data(as_text=True)
 
 
+@pytest.mark.one_backend
 def test_every_page_has_a_specific_title(app, client):
+    """On SQLite alone: the pages' titles: no database error to roll back (the 500 test runs on both)."""
     with app.app_context():
         accounts.create_user("admin@example.org", "password123", admin=True)
     login(client, "admin@example.org", "password123")
@@ -196,7 +214,9 @@ def test_every_page_has_a_specific_title(app, client):
         assert title.endswith(" · Holdout") and len(title) > len(" · Holdout") + 2, (path, title)
 
 
+@pytest.mark.one_backend
 def test_a_body_too_large_for_a_form_gets_the_general_page_not_the_upload_hint(client):
+    """On SQLite alone: an answer's words: no database error to roll back (the 500 test runs on both)."""
     response = client.post("/login", data=b"email=" + b"a" * 200_000, content_type="application/x-www-form-urlencoded")
     page = response.get_data(as_text=True)
     assert response.status_code == 413

@@ -39,7 +39,9 @@ def value(samples: dict, name: str, **labels) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+@pytest.mark.one_backend
 def test_requests_are_counted_by_endpoint_and_status_with_latency(client):
+    """On SQLite alone: request counts, the same on every database (errors by dialect: on both, below)."""
     before = scrape(client)
     for _ in range(3):
         assert client.get("/healthz").status_code == 200
@@ -60,7 +62,9 @@ def test_requests_are_counted_by_endpoint_and_status_with_latency(client):
     assert not any("no/such" in str(key) for key in after)
 
 
+@pytest.mark.one_backend
 def test_uploads_by_outcome_parse_time_and_board_computations(app, client):
+    """On SQLite alone: upload counts, the same on every database (errors by dialect: on both, below)."""
     world = build_world(app)
     with app.app_context():
         catalog.set_policy("nlvr2", "dev", per_day=1)
@@ -131,7 +135,9 @@ def _app(tmp_path, database_url, **settings):
     return create_app(make_config(tmp_path, database_url) | settings)
 
 
+@pytest.mark.one_backend
 def test_served_to_loopback_only_by_default(client):
+    """On SQLite alone: who may read /metrics, the same on every database (errors by dialect: on both, above)."""
     assert client.get("/metrics").status_code == 200
     assert client.get("/metrics", environ_base={"REMOTE_ADDR": "::1"}).status_code == 200
     refused = client.get("/metrics", environ_base=PUBLIC_ADDRESS)
@@ -139,7 +145,9 @@ def test_served_to_loopback_only_by_default(client):
     assert b"holdout_" not in refused.data
 
 
+@pytest.mark.one_backend
 def test_allowed_networks_replace_the_default(tmp_path, database_url):
+    """On SQLite alone: who may read /metrics, the same on every database (errors by dialect: on both, above)."""
     client = _app(
         tmp_path, database_url, METRICS_ALLOW=networks("METRICS_ALLOW", "10.0.0.0/8, 192.0.2.1")
     ).test_client()
@@ -149,7 +157,9 @@ def test_allowed_networks_replace_the_default(tmp_path, database_url):
     assert client.get("/metrics").status_code == 404  # loopback is no longer in the list
 
 
+@pytest.mark.one_backend
 def test_token_opens_it_from_anywhere_and_a_wrong_one_is_refused(tmp_path, database_url):
+    """On SQLite alone: who may read /metrics, the same on every database (errors by dialect: on both, above)."""
     client = _app(tmp_path, database_url, METRICS_TOKEN="scrape-secret-123").test_client()
     ok = client.get("/metrics", environ_base=PUBLIC_ADDRESS, headers={"Authorization": "Bearer scrape-secret-123"})
     assert ok.status_code == 200 and b"holdout_http_requests_total" in ok.data
@@ -160,7 +170,9 @@ def test_token_opens_it_from_anywhere_and_a_wrong_one_is_refused(tmp_path, datab
     assert client.get("/metrics", headers={"Authorization": "Bearer nope"}).status_code == 403
 
 
+@pytest.mark.one_backend
 def test_behind_a_trusted_proxy_the_client_address_decides(tmp_path, database_url):
+    """On SQLite alone: who may read /metrics, the same on every database (errors by dialect: on both, above)."""
     client = _app(tmp_path, database_url, TRUSTED_PROXIES=1).test_client()
     assert client.get("/metrics", headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 404
     assert client.get("/metrics", headers={"X-Forwarded-For": "127.0.0.1"}).status_code == 200

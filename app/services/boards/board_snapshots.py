@@ -981,6 +981,23 @@ def submission_intervals(
     hit = _submission_memo.get(key)
     if hit is not None:
         return hit
+    # The resamples are the costly part and the same for a maintainer and anyone else: kept once for both.
+    gold, subsets, table = _submission_intervals_memo.get_or_make(
+        key[:-1], lambda: _submission_table(split, task, submission, wanted, part)
+    )
+    result: dict[str, dict[str, tuple]] = {}
+    for (subset, metric), interval in table.items():
+        low, high = interval.low.tolist(), interval.high.tolist()
+        if public:
+            _, low, high = visibility.released_column(
+                split, task, gold, subsets, (subset, metric), interval.values.tolist(), low, high
+            )
+        result.setdefault(subset, {})[metric] = (_shown(low[0]), _shown(high[0]))
+    return _submission_memo.put(key, result)
+
+
+def _submission_table(split: Split, task, submission: Submission, wanted: dict, part: np.ndarray | None) -> tuple:
+    """submission_intervals' figures before the viewer's release rule: (gold, subsets' indices, intervals)."""
     gold = label_files.load_gold(split)
     predictions = task.decode(submission.predictions, gold.n)
     if part is not None:
@@ -994,15 +1011,8 @@ def submission_intervals(
         predictions = predictions[part]
     table = statistics.intervals(task, gold, predictions[None], wanted, counts_only=visibility.counts_only(split))
     subsets = {name: indices for name, (indices, _) in wanted.items() if indices is not None}
-    result: dict[str, dict[str, tuple]] = {}
-    for (subset, metric), interval in table.items():
-        low, high = interval.low.tolist(), interval.high.tolist()
-        if public:
-            _, low, high = visibility.released_column(
-                split, task, gold, subsets, (subset, metric), interval.values.tolist(), low, high
-            )
-        result.setdefault(subset, {})[metric] = (_shown(low[0]), _shown(high[0]))
-    return _submission_memo.put(key, result)
+    return gold, subsets, table
 
 
 _submission_memo: LRU[dict] = LRU(256)
+_submission_intervals_memo: LRU[tuple] = LRU(128)
