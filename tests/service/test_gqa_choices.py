@@ -25,7 +25,7 @@ from app.services.intake import submissions
 from app.services.intake.submissions import Upload
 from app.services.people import teams
 from app.synthetic import gqa_choices
-from tests.conftest import make_config
+from tests.conftest import clear_process_caches, make_config
 from tests.differential.reference import official_scores
 from tests.support.files import write
 from tests.support.users import make_user
@@ -199,15 +199,24 @@ def test_backup_and_restore_carry_the_choices(app, runner, tmp_path, database_ba
         backend.drop(url)
 
 
-def test_the_service_attaches_the_stored_choices_to_the_gold_set(app, runner, tmp_path):
+def test_the_service_attaches_the_stored_choices_to_the_gold_set(app, runner, tmp_path, monkeypatch):
+    """Kept from the import, choices attached, without parsing the file again; and read from the stored files
+    (a process that did not import it) the same."""
     _benchmark(runner)
     gold = GQA.synthetic_gold(SIZE, seed=4)
     choices = gqa_choices(gold, seed=4)
+    parsed = []
+    read_gold = type(GQA).read_gold
+    monkeypatch.setattr(type(GQA), "read_gold", lambda task, data: parsed.append(len(data)) or read_gold(task, data))
     with app.app_context():
         split = catalog.add_split("gqa", "dev", gold, choices=choices)
-        assert split.choices_sha256 is not None
+        assert split.choices_sha256 is not None and len(parsed) == 1  # the import's own check
         loaded = label_files.load_gold(split)
-        assert getattr(loaded, "choices", None) is not None
+        assert getattr(loaded, "choices", None) is not None and len(parsed) == 1  # the first upload's: kept
+        clear_process_caches()
+        stored = label_files.load_gold(split)
+        assert getattr(stored, "choices", None) is not None and len(parsed) == 2
+        assert stored.n == loaded.n
 
 
 @pytest.mark.parametrize("feedback", ["full", "ladder"])

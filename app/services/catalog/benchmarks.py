@@ -177,6 +177,7 @@ def add_split(
         if choices_path is not None:
             label_files.remove_gold(choices_path)
         raise
+    label_files.remember(split, gold if compact is None else label_files.with_choices(task, gold, compact))
     return split
 
 

@@ -93,8 +93,7 @@ def _read_checked(relative: str, digest: str, what: str) -> bytes:
 def load_gold(split: Split) -> GoldSet:
     """The split's parsed gold labels (with its choices file attached, where it has one), verified against the
     recorded sha256 on first load."""
-    path = labels_dir() / split.gold_path
-    key = (str(path), split.gold_sha256, split.choices_sha256)
+    key = _key(split)
     gold = _cache.get(key)
     if gold is not None:
         return gold
@@ -105,6 +104,16 @@ def load_gold(split: Split) -> GoldSet:
     if compact is not None:
         gold = with_choices(task, gold, compact)
     return _cache.put(key, gold)
+
+
+def remember(split: Split, gold: GoldSet) -> GoldSet:
+    """Keep `gold`, parsed from the split's gold file (and choices) as it was imported, as load_gold would make
+    it: the split's first upload after the import does not parse the file again."""
+    return _cache.put(_key(split), gold)
+
+
+def _key(split: Split) -> tuple:
+    return (str(labels_dir() / split.gold_path), split.gold_sha256, split.choices_sha256)
 
 
 def stored_choices(split: Split) -> bytes | None:
