@@ -199,6 +199,15 @@ class LineFormat:
     required: tuple[str, ...] = ()  # string fields every record must have
 
 
+def binary_format(key: str, pattern: re.Pattern[str], form: str, required: tuple[str, ...] = ()) -> LineFormat:
+    """A gold file whose records' 'label' is true or false (binary_label's spellings)."""
+    return LineFormat(key, pattern, form, _record_label, binary_labels, BINARY_LABEL_PROBLEM, required)
+
+
+def _record_label(record: Record) -> bool | None:
+    return binary_label(record.get("label"))
+
+
 def read_examples(data: bytes, spec: LineFormat) -> tuple[list[str], list[Any], list[Record]]:
     """Identifiers, labels and records of a gold file, or ValidationError naming every bad line.
 

@@ -171,7 +171,7 @@ def publish(submission_id: int):
         if isinstance(exc, InvalidInput) and exc.field in form:
             form[exc.field].errors = [*form[exc.field].errors, exc.message]
         page, status = _show_page(submission_id, form, exc, status=exc.status)
-        return page, status, answer_to(exc).json()[2]
+        return page, status, answer_to(exc).all_headers()
     # Where the entry stands, the page it leads to says (#placement: the board's last snapshot, with a link to it);
     # nothing here waits for the board to be built.
     flash("Published.")

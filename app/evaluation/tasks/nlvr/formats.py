@@ -11,11 +11,8 @@ import pandas as pd
 
 from app.evaluation.errors import ProblemList
 from app.evaluation.gold import (
-    BINARY_LABEL_PROBLEM,
     GoldSet,
-    LineFormat,
-    binary_label,
-    binary_labels,
+    binary_format,
     groups_of,
     object_array,
     read_examples,
@@ -45,23 +42,13 @@ _IMAGE_EXTENSION = r"\.[A-Za-z]{2,5}$"  # '.png' (or any other image extension) 
 _SPLIT_PREFIX_RE = re.compile(_SPLIT_PREFIX)
 _IMAGE_EXTENSION_RE = re.compile(_IMAGE_EXTENSION)
 
-NLVR2_FORMAT = LineFormat(
+NLVR2_FORMAT = binary_format(
     "identifier",
     NLVR2_IDENTIFIER,
     "split-set-pair-sentence (e.g. 'dev-850-0-1')",
-    lambda record: binary_label(record.get("label")),
-    binary_labels,
-    BINARY_LABEL_PROBLEM,
     ("sentence", "left_url", "right_url"),
 )
-NLVR_FORMAT = LineFormat(
-    "identifier",
-    NLVR_IDENTIFIER,
-    "n-m (e.g. '1572-0')",
-    lambda record: binary_label(record.get("label")),
-    binary_labels,
-    BINARY_LABEL_PROBLEM,
-)
+NLVR_FORMAT = binary_format("identifier", NLVR_IDENTIFIER, "n-m (e.g. '1572-0')")
 
 
 def read_nlvr2(data: bytes, task: str = "nlvr2") -> GoldSet:

@@ -8,11 +8,8 @@ import re
 import numpy as np
 
 from app.evaluation.gold import (
-    BINARY_LABEL_PROBLEM,
     GoldSet,
-    LineFormat,
-    binary_label,
-    binary_labels,
+    binary_format,
     groups_of,
     object_array,
     read_examples,
@@ -24,13 +21,10 @@ from app.evaluation.tasks.nlvr.formats import parse_binary
 # No comma, nor a quote first (a cell loses its quotes at its ends): else no `identifier,prediction` line of a
 # prediction file could name it, the split's sample file included.
 CONTRAST_IDENTIFIER = re.compile(r'([^\s,"][^\s,]*-\d+-\d+-\d+)-\d')
-CONTRAST_FORMAT = LineFormat(
+CONTRAST_FORMAT = binary_format(
     "identifier",
     CONTRAST_IDENTIFIER,
     "the original NLVR2 identifier and one digit, without spaces or commas nor a quote first (e.g. 'test1-769-1-0-1')",
-    lambda record: binary_label(record.get("label")),
-    binary_labels,
-    BINARY_LABEL_PROBLEM,
 )
 
 
