@@ -128,6 +128,59 @@ def has_changes() -> bool:
     return bool(session.new or session.dirty or session.deleted or session.info.get("flushed"))
 
 
+# --- one transaction for many service calls -------------------------------------------------------------
+# A bundle applies many changes (a benchmark, its splits, policies, references, a label correction) that the
+# services otherwise commit one by one; inside `one_transaction` their `commit()` only flushes, and the block
+# commits once at its end, or rolls back (a dry run always does). A direct session.commit() inside the block
+# would break that promise silently, so it raises instead.
+_HELD = "held_transactions"
+_ON_ROLLBACK = "on_rollback"
+
+
+def commit() -> None:
+    """What a service calls to commit its change: a commit, or a flush inside one_transaction."""
+    if db.session.info.get(_HELD):
+        db.session.flush()
+    else:
+        db.session.commit()
+
+
+def on_rollback(undo) -> None:
+    """Run ``undo`` (a callable) if the surrounding one_transaction rolls back: a file written for a change that
+    is not kept. Outside one_transaction nothing is held, and the caller's own error handling applies."""
+    if db.session.info.get(_HELD):
+        db.session.info.setdefault(_ON_ROLLBACK, []).append(undo)
+
+
+@contextmanager
+def one_transaction(*, keep: bool = True):
+    """Everything the block does is committed once at its end (``keep``) or rolled back (not ``keep``: a dry
+    run; and on any error), with the files written for it removed."""
+    info = db.session.info
+    if info.get(_HELD):
+        raise RuntimeError("one_transaction does not nest")
+    info[_HELD] = 1
+    try:
+        yield
+        info[_HELD] = 0
+        if keep:
+            db.session.commit()
+            info.pop(_ON_ROLLBACK, None)
+    finally:
+        info[_HELD] = 0
+        undo = info.pop(_ON_ROLLBACK, [])
+        if undo or db.session().in_transaction():
+            db.session.rollback()
+        for step in reversed(undo):
+            step()
+
+
+@event.listens_for(Session, "before_commit")
+def _no_commit_while_held(session) -> None:
+    if session.info.get(_HELD):
+        raise RuntimeError("a direct commit inside one_transaction: call app.db.commit() instead")
+
+
 @event.listens_for(Session, "after_flush")
 def _flushed(session, _context) -> None:
     session.info["flushed"] = True

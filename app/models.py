@@ -195,6 +195,12 @@ class Split(Model):
     # plausibility). Kept across gold versions: a corrected file keeps every question in its place.
     choices_path: Mapped[str | None] = mapped_column(String(500))
     choices_sha256: Mapped[str | None] = mapped_column(String(64))
+    # The annotation and choices files as the maintainer gave them (private, beside the gold file), so that a
+    # bundle export writes them back; None for a split without one, or added before bundles (revision 0022).
+    annotations_path: Mapped[str | None] = mapped_column(String(500))
+    annotations_sha256: Mapped[str | None] = mapped_column(String(64))
+    choices_file_path: Mapped[str | None] = mapped_column(String(500))
+    choices_file_sha256: Mapped[str | None] = mapped_column(String(64))
     example_count: Mapped[int] = mapped_column(Integer)
     subset_field: Mapped[str | None] = mapped_column(String(64))
     # Submission policy: quotas count scored submissions per team; None means unlimited.
@@ -209,6 +215,9 @@ class Split(Model):
     # (view=final) keeps the entries as they stood at closes_at.
     opens_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # When the maintainers plan to reveal a hidden split's scores (shown with the phase; the reveal itself
+    # stays their act: `splits reveal`).
+    reveal_planned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # A blind test's sealed part (app/evaluation/sealed.py): the share of its groups sealed (None: none) and
     # the secret the part is drawn from, made once and never shown on any page, export, response or log.
     sealed_fraction: Mapped[float | None] = mapped_column(Float)

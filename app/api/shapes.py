@@ -481,9 +481,13 @@ class Phase(Shape):
     opens_at: Timestamp | None = Field(description="Null: no opening time.")
     closes_at: Timestamp | None = Field(description="Null: no closing time.")
     state: PhaseState = Field(description="`not_open_yet` before opens_at, `closed` from closes_at on, else `open`.")
+    reveal_planned_at: Timestamp | None = Field(
+        description="When the maintainers plan to reveal a hidden split's scores; null: no plan, or revealed already."
+    )
     text: str | None = Field(
         description='As the board says it: "Open until <closes>", "Opens <opens>", "Closed since <closes>" (times in '
-        "UTC); null for a split open with no closing time."
+        'UTC), with "; scores to be revealed <when>" where a reveal is planned; null for a split open with no closing '
+        "time and no planned reveal."
     )
 
 

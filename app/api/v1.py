@@ -266,6 +266,7 @@ def _phase(phase: phases.Phase | None) -> shape.Phase | None:
         opens_at=timestamp(phase.opens_at) if phase.opens_at else None,
         closes_at=timestamp(phase.closes_at) if phase.closes_at else None,
         state=cast(shape.PhaseState, phase.state),
+        reveal_planned_at=timestamp(phase.reveal_planned_at) if phase.reveal_planned_at else None,
         text=phase.sentence,
     )
 

@@ -1,5 +1,6 @@
 """The maintainers' command line, `flask --app wsgi <group> ...`, one module per concept as the services are:
     catalog.py      benchmarks, splits, subsets, references
+    bundles.py      bundle apply, bundle export
     intake.py       evaluate
     people.py       users, teams, tokens
     maintenance.py  demo, backup, restore, labels
@@ -8,7 +9,7 @@
     errors.py       how a command fails: a refusal or an unreadable file exits with code 2 and its message
 
 These names and options are an interface that scripts rely on. Errors exit with code 2.
-May import: app.services, app.evaluation
+May import: app.services, app.bundles, app.evaluation
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from app.db import db
 from app.models import AuditEvent, Submission, User, as_utc
 from app.services import catalog
 from app.services.catalog import phases
+from app.services.errors import InvalidInput
 from app.services.intake import submissions
 from tests.support.api_world import PASSWORD, build_world, post_file, stored_submission
 from tests.support.browser import csrf_token, login, post_form
@@ -205,3 +206,21 @@ def test_a_held_boards_final_view_counts_the_entries_at_closing(app):
     with time_machine.travel(AFTER, tick=False):
         final = app.test_client().get("/api/v1/leaderboards/nlvr2/test-u?view=final").get_json()
         assert [entry["submission_id"] for entry in final["entries"]] == [kept]
+
+
+def test_a_planned_reveal_is_said_by_the_board_and_its_api_until_the_reveal(app):
+    _world(app)
+    with app.app_context():
+        with pytest.raises(InvalidInput, match="public split"):
+            phases.set_phase("nlvr2", "dev", reveal_planned_at="2027-02-15")
+        phases.set_phase("nlvr2", "test-u", closes_at=CLOSES, reveal_planned_at="2027-02-15")
+    with time_machine.travel(DURING, tick=False):
+        client = app.test_client()
+        said = "Open until 2027-01-31 23:59 UTC; scores to be revealed 2027-02-15 00:00 UTC"
+        assert said in client.get("/leaderboards/nlvr2/test-u").get_data(as_text=True)
+        phase = client.get("/api/v1/leaderboards/nlvr2/test-u").get_json()["phase"]
+        assert phase["reveal_planned_at"] == "2027-02-15T00:00:00+00:00" and phase["text"] == said
+        with app.app_context():
+            catalog.reveal_split("nlvr2", "test-u")
+        phase = client.get("/api/v1/leaderboards/nlvr2/test-u").get_json()["phase"]
+        assert phase["reveal_planned_at"] is None and phase["text"] == "Open until 2027-01-31 23:59 UTC"

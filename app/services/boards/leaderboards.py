@@ -564,6 +564,7 @@ _BENCHMARK_QUERY = (
         Split.opens_at,
         Split.closes_at,
         LeaderboardCache.computed_at,
+        Split.reveal_planned_at,
     )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
     .outerjoin(LeaderboardCache, LeaderboardCache.split_id == Split.id)
@@ -610,7 +611,7 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
             behind_marker(row[21], row[24], row[11] or 0),
             as_utc(row[22]) if row[22] is not None else None,
             as_utc(row[23]) if row[23] is not None else None,
-            phases.phase_of(row[22], row[23], now),
+            phases.phase_of(row[22], row[23], now, row[25] if row[13] is None else None),
         )
         for row in rows
         if row[6] is not None

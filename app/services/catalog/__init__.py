@@ -25,6 +25,7 @@ from app.services.catalog.benchmarks import (
     list_splits,
     open_splits,
     pin_default_split,
+    remove_split,
     reveal_split,
     risks,
     sample_file,
@@ -36,6 +37,7 @@ from app.services.catalog.benchmarks import (
     subset_row,
     unknown_benchmark,
     unknown_split,
+    update_benchmark,
 )
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "list_splits",
     "open_splits",
     "pin_default_split",
+    "remove_split",
     "reveal_split",
     "risks",
     "sample_file",
@@ -66,4 +69,5 @@ __all__ = [
     "subset_row",
     "unknown_benchmark",
     "unknown_split",
+    "update_benchmark",
 ]

@@ -10,7 +10,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import contains_eager, joinedload
 
-from app.db import db
+from app.db import commit, db
 from app.evaluation import TASK_TYPES, GoldSet, TakesChoices, TaskType, ValidationError, get_task, sealed
 from app.evaluation.subsets import category_subsets, ids_subset
 from app.models import FEEDBACK_POLICIES, Benchmark, Split, Submission, Subset, utcnow
@@ -18,6 +18,7 @@ from app.services.catalog import label_files, notifications, rescoring
 from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+UNSET = object()  # a keyword left as it is
 RESERVED_SPLIT_SLUGS = ("models",)  # taken by the models view's address
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_.\- ]{0,119}$")
 
@@ -98,8 +99,49 @@ def add_benchmark(
         slug=slug, task_type=task_type, name=name.strip(), description=description or "", paper_url=paper_url
     )
     db.session.add(benchmark)
-    db.session.commit()
+    commit()
     return benchmark
+
+
+def update_benchmark(
+    slug: str, *, name: str | None = None, description: str | None = None, paper_url=UNSET
+) -> Benchmark:
+    """Change what a benchmark's page says of it (None, or UNSET for the URL: left as it is)."""
+    benchmark = get_benchmark(slug)
+    if name is not None:
+        if not name.strip():
+            raise InvalidInput("a benchmark needs a name")
+        check_visible("benchmark name", name)
+        benchmark.name = name.strip()
+    if description is not None:
+        check_visible("benchmark description", description)
+        benchmark.description = description
+    if paper_url is not UNSET:
+        if paper_url and not re.match(r"^https?://", paper_url):
+            raise InvalidInput("paper URL must start with http:// or https://")
+        check_visible("paper URL", paper_url)
+        benchmark.paper_url = paper_url or None
+    for split in benchmark.splits:
+        split.board_version += 1  # boards name the benchmark
+    commit()
+    return benchmark
+
+
+def remove_split(benchmark_slug: str, split_slug: str) -> Split:
+    """Remove a split no team has uploaded to (Conflict with the count otherwise: their files and scores are
+    theirs). Its gold file stays in the hidden-labels folder, as every version does."""
+    split = get_split(benchmark_slug, split_slug)
+    uploads = db.session.scalar(select(func.count(Submission.id)).where(Submission.split_id == split.id)) or 0
+    if uploads:
+        raise Conflict(
+            f"{benchmark_slug}/{split_slug} has {uploads} stored submission{'' if uploads == 1 else 's'}: "
+            "a split teams uploaded to cannot be removed (close it instead: policy open false)"
+        )
+    if split.benchmark.default_split_id == split.id:
+        split.benchmark.default_split_id = None
+    db.session.delete(split)
+    commit()
+    return split
 
 
 # A blind test starts safe: exact scores, unlimited, would let a team read labels off its scores.
@@ -144,9 +186,13 @@ def add_split(
 
     relative, digest = label_files.write_gold(benchmark.slug, split_slug, labels)
     choices_path = choices_sha256 = None
+    given: dict[str, tuple[str, str]] = {}  # the annotation and choices files as given: (path, sha256)
     try:
         if compact is not None:
             choices_path, choices_sha256 = label_files.write_choices(benchmark.slug, split_slug, compact)
+        for kind, data in (("annotations", annotations), ("choices", choices)):
+            if data is not None:
+                given[kind] = label_files.write_as_given(benchmark.slug, split_slug, kind, data)
         position = (
             db.session.scalar(
                 select(func.coalesce(func.max(Split.position), -1)).where(Split.benchmark_id == benchmark.id)
@@ -163,6 +209,10 @@ def add_split(
             gold_sha256=digest,
             choices_path=choices_path,
             choices_sha256=choices_sha256,
+            annotations_path=given["annotations"][0] if "annotations" in given else None,
+            annotations_sha256=given["annotations"][1] if "annotations" in given else None,
+            choices_file_path=given["choices"][0] if "choices" in given else None,
+            choices_file_sha256=given["choices"][1] if "choices" in given else None,
             example_count=gold.n,
             subset_field=subset_field,
             **(HIDDEN_SPLIT_POLICY if hidden else {"feedback": "full"}),
@@ -170,12 +220,14 @@ def add_split(
         db.session.add(split)
         for subset_name, indices in subsets.items():
             split.subsets.append(subset_row(subset_name, source_of(subset_name, subset_field), indices))
-        db.session.commit()
+        commit()
     except Exception:
         db.session.rollback()
         label_files.remove_gold(relative)
         if choices_path is not None:
             label_files.remove_gold(choices_path)
+        for path, _digest in given.values():
+            label_files.remove_gold(path)
         raise
     label_files.remember(split, gold if compact is None else label_files.with_choices(task, gold, compact))
     return split
@@ -256,7 +308,7 @@ def add_subset(benchmark_slug: str, split_slug: str, name: str, ids: bytes) -> t
     db.session.flush()
     rescored = rescoring.queue_rescoring(split)  # its scores on the new subset: a job, after the commit
     split.board_version += 1
-    db.session.commit()
+    commit()
     return subset, rescored
 
 
@@ -298,9 +350,6 @@ def gold_for(split: Split) -> GoldSet:
     return label_files.load_gold(split)
 
 
-UNSET = object()
-
-
 def set_policy(
     benchmark_slug: str,
     split_slug: str,
@@ -338,7 +387,7 @@ def set_policy(
     if is_open is not None:
         split.is_open = is_open
     split.board_version += 1  # the feedback policy decides whether hidden scores are shown
-    db.session.commit()
+    commit()
     return split
 
 
@@ -387,7 +436,7 @@ def pin_default_split(benchmark_slug: str, split_slug: str) -> Split:
     split = get_split(benchmark_slug, split_slug)
     split.benchmark.default_split_id = split.id
     split.board_version += 1  # pages reused from memory (leaderboards.recent_page) see the change
-    db.session.commit()
+    commit()
     return split
 
 
@@ -403,7 +452,7 @@ def reveal_split(benchmark_slug: str, split_slug: str) -> Split:
     split.revealed_at = utcnow()
     split.board_version += 1
     notifications.post_reveal(split)
-    db.session.commit()
+    commit()
     return split
 
 

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from app import settings
+from app.db import on_rollback
 from app.evaluation import GoldSet, TakesChoices, ValidationError, get_task
 from app.lru import LRU
 from app.models import Split
@@ -58,6 +59,12 @@ def write_choices(benchmark_slug: str, split_slug: str, compact: bytes) -> tuple
     return _write_private(Path(benchmark_slug) / f"{split_slug}-choices-{sha256(compact)[:16]}.npz", compact)
 
 
+def write_as_given(benchmark_slug: str, split_slug: str, kind: str, data: bytes) -> tuple[str, str]:
+    """Keep a split's annotation or choices file as the maintainer gave it (``kind``: "annotations" or
+    "choices"), as private as its gold file, for a bundle export to write back; (relative path, sha256)."""
+    return _write_private(Path(benchmark_slug) / f"{split_slug}-{kind}-{sha256(data)[:16]}.given", data)
+
+
 def _write_private(relative: Path, data: bytes) -> tuple[str, str]:
     digest = sha256(data)
     root = labels_dir()
@@ -65,6 +72,8 @@ def _write_private(relative: Path, data: bytes) -> tuple[str, str]:
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(root, 0o700)
     os.chmod(target.parent, 0o700)
+    if not target.exists():  # a change rolled back takes its new file with it
+        on_rollback(lambda: target.unlink(missing_ok=True))
     tmp = target.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
@@ -88,6 +97,27 @@ def _read_checked(relative: str, digest: str, what: str) -> bytes:
     if sha256(data) != digest:
         raise GoldFileError(f"{what} does not match its recorded sha256")
     return data
+
+
+def gold_bytes(split: Split) -> bytes:
+    """The split's current gold file as stored (after any correction), verified against its sha256."""
+    return _read_checked(split.gold_path, split.gold_sha256, f"gold file for split {split.id}")
+
+
+# Where a split records each file kept as given: (path column, sha256 column).
+_GIVEN = {
+    "annotations": ("annotations_path", "annotations_sha256"),
+    "choices": ("choices_file_path", "choices_file_sha256"),
+}
+
+
+def given_file(split: Split, kind: str) -> bytes | None:
+    """The annotation or choices file the split was added with, verified; None where none was kept."""
+    path_column, digest_column = _GIVEN[kind]
+    path, digest = getattr(split, path_column), getattr(split, digest_column)
+    if path is None or digest is None:
+        return None
+    return _read_checked(path, digest, f"{kind} file of split {split.id}")
 
 
 def load_gold(split: Split) -> GoldSet:

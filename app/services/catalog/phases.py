@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.db import db
+from app.db import commit
 from app.models import Split, as_utc, utcnow
 from app.services import catalog
 from app.services.errors import Conflict, InvalidInput
@@ -38,18 +38,25 @@ class Phase:
     opens_at: datetime | None
     closes_at: datetime | None
     state: str
+    reveal_planned_at: datetime | None = None  # a hidden split's planned reveal, until it is revealed
 
     @property
     def sentence(self) -> str | None:
-        """'Open until 2027-01-31 23:59 UTC', 'Opens 2026-12-01 00:00 UTC', 'Closed since ...'; None for a
-        split open with no closing time."""
+        """'Open until 2027-01-31 23:59 UTC', 'Opens 2026-12-01 00:00 UTC', 'Closed since ...', with the planned
+        reveal where there is one ('...; scores to be revealed 2027-02-15 00:00 UTC'); None for a split open with
+        no closing time and no planned reveal."""
         if self.state == NOT_OPEN_YET and self.opens_at is not None:
-            return f"Opens {moment_text(self.opens_at)}"
-        if self.state == CLOSED and self.closes_at is not None:
-            return f"Closed since {moment_text(self.closes_at)}"
-        if self.closes_at is not None:
-            return f"Open until {moment_text(self.closes_at)}"
-        return None
+            said = f"Opens {moment_text(self.opens_at)}"
+        elif self.state == CLOSED and self.closes_at is not None:
+            said = f"Closed since {moment_text(self.closes_at)}"
+        elif self.closes_at is not None:
+            said = f"Open until {moment_text(self.closes_at)}"
+        else:
+            said = None
+        if self.reveal_planned_at is None:
+            return said
+        reveal = f"scores to be revealed {moment_text(self.reveal_planned_at)}"
+        return f"{said}; {reveal}" if said else f"{reveal[:1].upper()}{reveal[1:]}"
 
     @property
     def has_final_board(self) -> bool:
@@ -57,7 +64,12 @@ class Phase:
         return self.state == CLOSED and self.closes_at is not None
 
 
-def phase_of(opens_at: datetime | None, closes_at: datetime | None, at: datetime | None = None) -> Phase:
+def phase_of(
+    opens_at: datetime | None,
+    closes_at: datetime | None,
+    at: datetime | None = None,
+    reveal_planned_at: datetime | None = None,
+) -> Phase:
     at = at or utcnow()
     opens = as_utc(opens_at) if opens_at is not None else None
     closes = as_utc(closes_at) if closes_at is not None else None
@@ -67,12 +79,14 @@ def phase_of(opens_at: datetime | None, closes_at: datetime | None, at: datetime
         state = CLOSED
     else:
         state = OPEN
-    return Phase(opens, closes, state)
+    planned = as_utc(reveal_planned_at) if reveal_planned_at is not None else None
+    return Phase(opens, closes, state, planned)
 
 
 def of(split: Any, at: datetime | None = None) -> Phase:
     """The phase of a split (a Split, or anything with opens_at and closes_at) at `at` (default: now)."""
-    return phase_of(split.opens_at, split.closes_at, at)
+    planned = getattr(split, "reveal_planned_at", None) if getattr(split, "revealed_at", None) is None else None
+    return phase_of(split.opens_at, split.closes_at, at, planned)
 
 
 def check_accepting(split: Split, at: datetime) -> None:
@@ -112,10 +126,16 @@ def parse_moment(value: str | datetime | None, field: str) -> datetime | None:
 
 
 def set_phase(
-    benchmark_slug: str, split_slug: str, *, opens_at: Any = catalog.UNSET, closes_at: Any = catalog.UNSET
+    benchmark_slug: str,
+    split_slug: str,
+    *,
+    opens_at: Any = catalog.UNSET,
+    closes_at: Any = catalog.UNSET,
+    reveal_planned_at: Any = catalog.UNSET,
 ) -> Split:
-    """Set or clear (None) a split's opening and closing times (UNSET leaves one as it is); the closing time must
-    come after the opening time (InvalidInput naming closes_at)."""
+    """Set or clear (None) a split's opening and closing times and its planned reveal (UNSET leaves one as it
+    is); the closing time must come after the opening time (InvalidInput naming closes_at), and only a hidden
+    split has a reveal to plan."""
     split = catalog.get_split(benchmark_slug, split_slug)
     opens = split.opens_at if opens_at is catalog.UNSET else parse_moment(opens_at, "opens_at")
     closes = split.closes_at if closes_at is catalog.UNSET else parse_moment(closes_at, "closes_at")
@@ -123,7 +143,15 @@ def set_phase(
         raise InvalidInput(
             f"closes_at ({moment_text(closes)}) must be after opens_at ({moment_text(opens)})", field="closes_at"
         )
+    if reveal_planned_at is not catalog.UNSET:
+        planned = parse_moment(reveal_planned_at, "reveal_planned_at")
+        if planned is not None and not split.hidden:
+            raise InvalidInput(
+                f"{benchmark_slug}/{split_slug} is a public split: only a hidden split's reveal can be planned",
+                field="reveal_planned_at",
+            )
+        split.reveal_planned_at = planned
     split.opens_at, split.closes_at = opens, closes
     split.board_version += 1  # the board says the phase, and its final view keeps the entries at closes_at
-    db.session.commit()
+    commit()
     return split

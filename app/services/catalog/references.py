@@ -13,7 +13,7 @@ from datetime import date
 
 from sqlalchemy import select
 
-from app.db import db
+from app.db import commit, db
 from app.evaluation import get_task
 from app.models import Reference, Split, User, utcnow
 from app.services import catalog
@@ -139,7 +139,7 @@ def add_reference(
             "via": via,
         },
     )
-    db.session.commit()
+    commit()
     return reference
 
 
@@ -163,5 +163,5 @@ def remove_reference(
         f"{benchmark_slug}/{split_slug}",
         {"id": reference_id, "name": reference.name, "via": via},
     )
-    db.session.commit()
+    commit()
     return reference

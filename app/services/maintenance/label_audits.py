@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import func, select
 
-from app.db import db
+from app.db import commit, db
 from app.evaluation import GoldSet, TakesChoices, TaskType, ValidationError, get_task
 from app.evaluation.label_audit import dawid_skene
 from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
@@ -199,7 +199,7 @@ def correct_labels(
                 "note": note,
             },
         )
-        db.session.commit()
+        commit()
     except Exception:
         db.session.rollback()
         if not existed:
@@ -281,5 +281,5 @@ def summarise_for_probes(actor: User | None, benchmark_slug: str, split_slug: st
     audit_log.record(
         actor, "probes.summarise", f"split {benchmark_slug}/{split_slug}", {"via": via, "summarised": summarised}
     )
-    db.session.commit()
+    commit()
     return summarised

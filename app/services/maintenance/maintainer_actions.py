@@ -146,6 +146,7 @@ def set_phase(
     *,
     opens_at=catalog.UNSET,
     closes_at=catalog.UNSET,
+    reveal_planned_at=catalog.UNSET,
     via: str = "web",
 ) -> Split:
     """Set or clear a split's opening and closing times (phases.set_phase: a datetime, a text phases.parse_moment
@@ -157,7 +158,7 @@ def set_phase(
     def work() -> Split:
         split = catalog.get_split(benchmark_slug, split_slug)
         changes = {}
-        for key, value in (("opens_at", opens_at), ("closes_at", closes_at)):
+        for key, value in (("opens_at", opens_at), ("closes_at", closes_at), ("reveal_planned_at", reveal_planned_at)):
             if value is catalog.UNSET:
                 continue
             new, current = phases.parse_moment(value, key), getattr(split, key)
@@ -166,7 +167,9 @@ def set_phase(
         events.record(
             actor, "split.phase", f"{benchmark_slug}/{split_slug}", {"via": via, **(changes or {"changes": "none"})}
         )
-        return phases.set_phase(benchmark_slug, split_slug, opens_at=opens_at, closes_at=closes_at)
+        return phases.set_phase(
+            benchmark_slug, split_slug, opens_at=opens_at, closes_at=closes_at, reveal_planned_at=reveal_planned_at
+        )
 
     return _undo_on_error(work)
 

@@ -1,0 +1,34 @@
+"""split bundle files: a split's annotation and choices files as given, and its planned reveal, for bundles
+
+Revision ID: 0022
+Revises: 0020
+Create Date: 2026-11-28 15:00:00
+
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0022"
+down_revision = "0020"
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    # Nullable: splits added before this revision kept no original annotation or choices file.
+    with op.batch_alter_table("splits", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("annotations_path", sa.String(length=500), nullable=True))
+        batch_op.add_column(sa.Column("annotations_sha256", sa.String(length=64), nullable=True))
+        batch_op.add_column(sa.Column("choices_file_path", sa.String(length=500), nullable=True))
+        batch_op.add_column(sa.Column("choices_file_sha256", sa.String(length=64), nullable=True))
+        batch_op.add_column(sa.Column("reveal_planned_at", sa.DateTime(timezone=True), nullable=True))
+
+
+def downgrade():
+    with op.batch_alter_table("splits", schema=None) as batch_op:
+        batch_op.drop_column("reveal_planned_at")
+        batch_op.drop_column("choices_file_sha256")
+        batch_op.drop_column("choices_file_path")
+        batch_op.drop_column("annotations_sha256")
+        batch_op.drop_column("annotations_path")
