@@ -9,6 +9,7 @@ error's context (`at`), the key inside the model it is about, so the problem poi
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from datetime import UTC, date, datetime, time
@@ -127,15 +128,15 @@ def _moment(value: Any) -> Any:
     if value is None or value == NONE:
         return None
     if isinstance(value, str) and MOMENT.fullmatch(value):
-        try:
+        with contextlib.suppress(ValueError):  # 2027-02-30: refused below, in the same words
             value = datetime.fromisoformat(value) if "T" in value or " " in value else date.fromisoformat(value)
-        except ValueError:
-            pass
     if isinstance(value, datetime):
         return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
     if isinstance(value, date):
         return datetime.combine(value, time(0, 0), tzinfo=UTC)
-    raise _wrong(f'expected a date and time like 2026-12-01T00:00Z, a date like 2026-12-01, or "none", got {shown(value)}')
+    raise _wrong(
+        f'expected a date and time like 2026-12-01T00:00Z, a date like 2026-12-01, or "none", got {shown(value)}'
+    )
 
 
 def _day(value: Any) -> Any:
@@ -189,9 +190,9 @@ def _task(value: Any) -> Any:
     raise _wrong(f"expected a built-in family's name or a mapping (a configured task type), got {shown(value)}")
 
 
-QUOTA_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0}, {"const": NONE}, {"type": "null"}]}
+QUOTA_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0}, {"enum": [NONE]}, {"type": "null"}]}
 MOMENT_SCHEMA = {
-    "anyOf": [{"type": "string", "pattern": f"^{MOMENT.pattern}$"}, {"const": NONE}, {"type": "null"}],
+    "anyOf": [{"type": "string", "pattern": f"^{MOMENT.pattern}$"}, {"enum": [NONE]}, {"type": "null"}],
     "description": 'ISO 8601: a date and time (with a zone, else UTC), a date alone (its midnight UTC), or "none".',
 }
 
@@ -206,15 +207,13 @@ Moment = Annotated[datetime | None, BeforeValidator(_moment), _schema(MOMENT_SCH
 Day = Annotated[
     date | None,
     BeforeValidator(_day),
-    _schema({"anyOf": [{"type": "string", "pattern": f"^{DAY.pattern}$"}, {"const": NONE}, {"type": "null"}]}),
+    _schema({"anyOf": [{"type": "string", "pattern": f"^{DAY.pattern}$"}, {"enum": [NONE]}, {"type": "null"}]}),
 ]
 Url = Annotated[
     str | None, BeforeValidator(_url), _schema({"anyOf": [{"type": "string", "format": "uri"}, {"type": "null"}]})
 ]
 Percentage = Annotated[float, BeforeValidator(_percentage), _schema({"type": "number", "minimum": 0, "maximum": 100})]
-Sealed = Annotated[
-    float, BeforeValidator(_sealed), _schema({"type": "number", "minimum": 0, "maximum": MAX_FRACTION})
-]
+Sealed = Annotated[float, BeforeValidator(_sealed), _schema({"type": "number", "minimum": 0, "maximum": MAX_FRACTION})]
 Name = Annotated[str, Field(min_length=1, max_length=120)]
 Task = Annotated[
     str | dict[str, Any],
@@ -232,6 +231,11 @@ Task = Annotated[
 
 
 # --- models ----------------------------------------------------------------------------------------------
+
+
+def _by_kind(schema: dict[str, Any]) -> None:
+    """A default that depends on the split's kind (public or hidden): said in words, not as one value."""
+    schema.pop("default", None)
 
 
 class _Model(BaseModel):
@@ -257,23 +261,41 @@ class Policy(_Model):
     """Who may submit how often, and what they see. Each key left out takes the split's default: a public
     split full feedback and no limit, a hidden one the ladder with 5 a day and 20 a month."""
 
-    per_day: Quota = Field(None, description='Scored submissions a team may make a day; "none": no limit.')
-    per_month: Quota = Field(None, description='The same, a month; "none": no limit.')
-    total: Quota = Field(None, description='The same, ever; "none": no limit.')
-    rejected_per_day: Count = Field(50, description="Rejected (invalid) files a team may send a day.")
-    feedback: Literal["full", "ladder", "none"] = Field("full", description="What a team sees of its scores.")
-    open: bool = Field(True, description="Whether the split accepts submissions.")
+    per_day: Quota = Field(
+        default=None,
+        description='Scored submissions a team may make a day; "none": no limit (default: public none, hidden 5).',
+        json_schema_extra=_by_kind,
+    )
+    per_month: Quota = Field(
+        default=None,
+        description='The same, a month; "none": no limit (default: public none, hidden 20).',
+        json_schema_extra=_by_kind,
+    )
+    total: Quota = Field(
+        default=None, description='The same, ever; "none": no limit (default: none).', json_schema_extra=_by_kind
+    )
+    rejected_per_day: Count = Field(default=50, description="Rejected (invalid) files a team may send a day.")
+    feedback: Literal["full", "ladder", "none"] = Field(
+        default="full",
+        description="What a team sees of its scores (default: public full, hidden ladder).",
+        json_schema_extra=_by_kind,
+    )
+    open: bool = Field(default=True, description="Whether the split accepts submissions.")
     sealed: Sealed = Field(
-        0.0, description=f"Hidden splits only: the share of groups sealed (0 to {MAX_FRACTION}; 0: none)."
+        default=0.0, description=f"Hidden splits only: the share of groups sealed (0 to {MAX_FRACTION}; 0: none)."
     )
 
 
 class Phase(_Model):
     """When the split takes uploads, and when its scores are planned to be revealed (UTC)."""
 
-    opens: Moment = Field(None, description="Uploads are taken from then on.")
-    closes: Moment = Field(None, description="Uploads are refused from then on; the final board is as it stood.")
-    reveal: Moment = Field(None, description="The planned reveal of a hidden split's scores (shown, not acted on).")
+    opens: Moment = Field(default=None, description="Uploads are taken from then on.")
+    closes: Moment = Field(
+        default=None, description="Uploads are refused from then on; the final board is as it stood."
+    )
+    reveal: Moment = Field(
+        default=None, description="The planned reveal of a hidden split's scores (shown, not acted on)."
+    )
 
     @model_validator(mode="after")
     def _closes_after_opens(self) -> Phase:
@@ -289,8 +311,8 @@ class ReferenceSpec(_Model):
     scores: dict[str, Annotated[dict[str, Percentage], Field(min_length=1)]] = Field(
         min_length=1, description="subset -> metric -> percentage, e.g. {all: {accuracy: 96.2}}."
     )
-    source: Url = Field(None, description="Where the figures come from (an http(s) address).")
-    date: Day = Field(None, description="When they were published, YYYY-MM-DD.")
+    source: Url = Field(default=None, description="Where the figures come from (an http(s) address).")
+    date: Day = Field(default=None, description="When they were published, YYYY-MM-DD.")
 
 
 def _name_may_be_left_out(schema: dict[str, Any]) -> None:
@@ -304,17 +326,23 @@ class SplitSpec(_Model):
 
     slug: Slug = Field(description="The split's slug (lower-case letters, digits, dashes).")
     name: Name = Field(description="Its display name; default: the slug.")
-    hidden: bool = Field(False, description="A blind test: its labels and scores are never shown until the reveal.")
-    labels: FileRef = Field(description="The gold file.")
-    annotations: FileRef | None = Field(None, description="NLVR2's category annotations, if any.")
-    choices: FileRef | None = Field(None, description="GQA's choices file, if any.")
-    subset_field: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
-        None, description="A gold field whose values become subsets."
+    hidden: bool = Field(
+        default=False, description="A blind test: its labels and scores are never shown until the reveal."
     )
-    subsets: list[SubsetSpec] = Field([], description="Subsets given as identifier lists.")
-    policy: Policy = Field(Policy(), description="Quotas, feedback, open; see Policy for the defaults.")
-    phase: Phase = Field(Phase(), description="Opening, closing and planned reveal; none by default.")
-    references: list[ReferenceSpec] = Field([], description="Reference rows shown on its board.")
+    labels: FileRef = Field(description="The gold file.")
+    annotations: FileRef | None = Field(default=None, description="NLVR2's category annotations, if any.")
+    choices: FileRef | None = Field(default=None, description="GQA's choices file, if any.")
+    subset_field: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
+        default=None, description="A gold field whose values become subsets."
+    )
+    subsets: list[SubsetSpec] = Field(default=[], description="Subsets given as identifier lists.")
+    policy: Policy = Field(
+        default=Policy(), description="Quotas, feedback, open; see Policy for the defaults.", json_schema_extra=_by_kind
+    )
+    phase: Phase = Field(
+        default=Phase(), description="Opening, closing and planned reveal; none by default.", json_schema_extra=_by_kind
+    )
+    references: list[ReferenceSpec] = Field(default=[], description="Reference rows shown on its board.")
 
     @model_validator(mode="before")
     @classmethod
@@ -338,7 +366,9 @@ class SplitSpec(_Model):
         seen: dict[str, int] = {}
         for index, subset in enumerate(self.subsets):
             if subset.name in seen:
-                problems.append((("subsets", index, "name"), f"{shown(subset.name)} is also subsets[{seen[subset.name]}]"))
+                problems.append(
+                    (("subsets", index, "name"), f"{shown(subset.name)} is also subsets[{seen[subset.name]}]")
+                )
             seen.setdefault(subset.name, index)
         if self.policy.sealed and not self.hidden:
             problems.append((("policy", "sealed"), "only a hidden split has a sealed part (this one is public)"))
@@ -353,10 +383,10 @@ class Bundle(_Model):
     format: Literal[1] = Field(description="The format's version: 1.")
     slug: Slug = Field(description="The benchmark's slug (lower-case letters, digits, dashes).")
     name: Name = Field(description="Its display name.")
-    description: Annotated[str, Field(max_length=20_000)] = Field("", description="A sentence or two.")
-    paper_url: Url = Field(None, description="The paper's address.")
+    description: Annotated[str, Field(max_length=20_000)] = Field(default="", description="A sentence or two.")
+    paper_url: Url = Field(default=None, description="The paper's address.")
     task: Task = Field(description="A built-in family's name (e.g. nlvr2), or a mapping: a configured task type.")
-    default_split: Slug | None = Field(None, description="The split the benchmark's page lands on.")
+    default_split: Slug | None = Field(default=None, description="The split the benchmark's page lands on.")
     splits: list[SplitSpec] = Field(min_length=1, description="The splits, in the order the app lists them.")
 
     @model_validator(mode="after")

@@ -315,7 +315,8 @@ def schema_problems(exc: PydanticError, lines: dict[Path_, int]) -> list[Problem
 def _read_at_most(handle: Any, limit: int) -> bytes | None:
     """A binary file's bytes, read in chunks (a lying size cannot make one huge read); None as soon as there are
     more than `limit` (what was read is let go, never joined)."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         chunk = handle.read(min(CHUNK, limit + 1 - size))
         if not chunk:
@@ -517,7 +518,9 @@ def _read(open_source: Callable[[], _Folder | _Zip], limit: int) -> LoadedBundle
     except _Refused as exc:
         raise BundleError([Problem("", None, str(exc))]) from None
     if not isinstance(composed.value, dict):
-        raise BundleError([Problem("", 1, f"expected a mapping of keys (format, slug, ...), got {shown(composed.value)}")])
+        raise BundleError(
+            [Problem("", 1, f"expected a mapping of keys (format, slug, ...), got {shown(composed.value)}")]
+        )
     problems = list(composed.problems)
     bundle: Bundle | None = None
     try:

@@ -57,8 +57,11 @@ def _quoted(text: str) -> str:
             out.append("\\n")
         elif char == "\t":
             out.append("\\t")
-        elif code < 0x20 or 0x7F <= code <= 0x9F or code in (0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF) or (
-            0xD800 <= code <= 0xDFFF
+        elif (
+            code < 0x20
+            or 0x7F <= code <= 0x9F
+            or code in (0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)
+            or (0xD800 <= code <= 0xDFFF)
         ):
             out.append(f"\\u{code:04x}")
         elif not char.isprintable() and code > 0xFFFF:
@@ -293,7 +296,9 @@ def write_bundle(bundle: Bundle, files: dict[str, bytes], folder: Path) -> None:
     must match its sha256). The folder is made if missing; a folder that holds anything is refused."""
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise BundleError([Problem("", None, f"{folder} is not an empty folder: a bundle is written into an empty one")])
+        raise BundleError(
+            [Problem("", None, f"{folder} is not an empty folder: a bundle is written into an empty one")]
+        )
     chosen = _checked(bundle, files)
     folder.mkdir(parents=True, exist_ok=True)
     for name in sorted(chosen):
@@ -318,4 +323,3 @@ def bundle_zip(bundle: Bundle, files: dict[str, bytes]) -> bytes:
             info.external_attr = ZIP_MODE << 16
             archive.writestr(info, entries[name], compresslevel=6)
     return buffer.getvalue()
-

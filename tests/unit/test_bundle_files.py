@@ -7,7 +7,6 @@ itself; the JSON Schema describes what the reader takes."""
 from __future__ import annotations
 
 import gzip
-import hashlib
 import importlib.util
 import io
 import os
@@ -23,80 +22,21 @@ import pytest
 from app.bundles import (
     Bundle,
     BundleError,
-    Problem,
     bundle_schema,
     bundle_zip,
     canonical_files,
     canonical_yaml,
     read_bundle,
     read_bundle_zip,
+    reading,
     write_bundle,
 )
-from app.bundles import reading
 from app.bundles.model import HIDDEN_POLICY
+from tests.support.bundle_files import EXAMPLE, FILES, sha
 from tests.support.work import python_lines, raised
 
 MB = 2**20
 REPO = Path(__file__).resolve().parents[2]
-FILES = {
-    "splits/dev/labels.jsonl": b'{"identifier": "dev-0-0-0", "label": "True"}\n',
-    "splits/dev/annotations.jsonl": b'{"identifier": "dev-0-0-0", "category": "count"}\n',
-    "splits/dev/choices.json": b"{}\n",
-    "splits/dev/subsets/hard.txt": b"dev-0-0-0\n",
-}
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-# The bundle spec's example, whole (its comments too), with the digests of FILES.
-EXAMPLE = """\
-# A Holdout bundle (format 1): one benchmark, whole. The files it names sit beside this file.
-format: 1
-slug: nli3                       # benchmark slug (lower-case letters, digits, dashes)
-name: Three-way NLI
-description: |                   # optional, default ""
-  One or two sentences.
-paper_url: https://example.org/paper     # optional / null
-task: nlvr2                      # a built-in family's registered name (TASK_TYPES) ...
-# task:                          # ... or a mapping: a configured task type (app/evaluation/configured, helper H1)
-#   type: classification
-#   ...
-default_split: dev               # optional: the split the benchmark's page lands on
-splits:                          # in the order the app lists them
-  - slug: dev
-    name: Dev                    # optional, default the slug
-    hidden: false                # optional, default false
-    labels: {file: splits/dev/labels.jsonl, sha256: LABELS}
-    annotations: {file: splits/dev/annotations.jsonl, sha256: ANNOTATIONS}   # optional (NLVR2 category annotations)
-    choices: {file: splits/dev/choices.json, sha256: CHOICES}            # optional (GQA's choices file)
-    subset_field: region         # optional: a gold field whose values become subsets
-    subsets:                     # optional: subsets given as identifier lists (one identifier a line)
-      - name: hard
-        ids: {file: splits/dev/subsets/hard.txt, sha256: HARD}
-    policy:                      # optional; omitted: a public split full feedback, unlimited; a hidden one the safe default
-      per_day: 5                 # whole number >= 0, or "none" (unlimited)
-      per_month: 20              # same
-      total: none                # same
-      rejected_per_day: 50       # whole number >= 0
-      feedback: ladder           # full | ladder | none
-      open: true                 # accepts submissions
-      sealed: 0                  # hidden splits only: share of groups sealed (0 <= x <= 0.9); 0 or absent: none
-    phase:                       # optional
-      opens: 2026-12-01T00:00Z   # ISO 8601 (a zone, or UTC), a date alone = its midnight UTC, or none
-      closes: 2027-03-01T23:59Z
-      reveal: 2027-03-15T00:00Z  # the planned reveal of a hidden split's scores (shown; the reveal stays a maintainer's act)
-    references:                  # optional
-      - name: Human
-        scores: {all: {accuracy: 96.2}}      # subset -> metric -> percentage (as `flask references add` takes)
-        source: https://example.org/paper    # optional
-        date: 2019-07-28                     # optional, YYYY-MM-DD
-"""
-for _name, _key in (("labels.jsonl", "LABELS"), ("annotations.jsonl", "ANNOTATIONS"), ("choices.json", "CHOICES")):
-    EXAMPLE = EXAMPLE.replace(f"sha256: {_key}", "sha256: " + sha(FILES[f"splits/dev/{_name}"]))
-EXAMPLE = EXAMPLE.replace("sha256: HARD", "sha256: " + sha(FILES["splits/dev/subsets/hard.txt"]))
-
 LABELS = FILES["splits/dev/labels.jsonl"]
 MINIMAL = f"""\
 format: 1
@@ -154,12 +94,15 @@ def test_the_specs_example_reads_as_it_says(tmp_path):
 
 
 def test_left_out_keys_take_their_defaults_a_hidden_splits_policy_the_safe_one(tmp_path):
-    text = MINIMAL + f"""\
+    text = (
+        MINIMAL
+        + f"""\
   - slug: dev
     labels: {{file: labels.jsonl, sha256: {sha(LABELS)}}}
     policy: {{per_day: 3}}
     phase: {{opens: 2026-12-01, closes: "2027-01-01T12:00+02:00"}}
 """
+    )
     bundle = read_bundle(make(tmp_path, text, {"labels.jsonl": LABELS})).bundle
     hidden, public = bundle.splits
     assert hidden.name == "test" and bundle.description == "" and bundle.paper_url is None
@@ -236,10 +179,8 @@ splits:
 """
     # A split's own problems first keep the bundle's rules from being judged (they need valid splits).
     assert refused(make(tmp_path / "one", text, {"labels.jsonl": LABELS})) == [
-        "splits[0].references[0].scores.all.accuracy: expected a percentage from 0 to 100, got 101 "
-        "(benchmark.yaml:10)",
-        'splits[0].references[0].date: expected a date like 2019-07-28 or "none", got "2019-02-30" '
-        "(benchmark.yaml:10)",
+        "splits[0].references[0].scores.all.accuracy: expected a percentage from 0 to 100, got 101 (benchmark.yaml:10)",
+        'splits[0].references[0].date: expected a date like 2019-07-28 or "none", got "2019-02-30" (benchmark.yaml:10)',
         'splits[1].name: the key "name" appears twice in this mapping (benchmark.yaml:13)',
     ]
     text = text.replace("accuracy: 101", "accuracy: 100").replace("2019-02-30", "2019-02-28")
@@ -250,7 +191,9 @@ splits:
     ]
     text = text.replace("  - slug: a\n    name: Again", "  - slug: b\n    hidden: true\n    policy: {sealed: 0.9}")
     text = text.replace("    references:", "    policy: {sealed: 0.2}\n    references:").replace("nowhere", "b")
-    text = text.replace("    name: Twice\n", "    subsets: [{name: x, ids: " + labels + "}, {name: x, ids: " + labels + "}]\n")
+    text = text.replace(
+        "    name: Twice\n", "    subsets: [{name: x, ids: " + labels + "}, {name: x, ids: " + labels + "}]\n"
+    )
     assert refused(make(tmp_path / "three", text, {"labels.jsonl": LABELS})) == [
         "splits[0].policy.sealed: only a hidden split has a sealed part (this one is public) (benchmark.yaml:9)",
         'splits[1].subsets[1].name: "x" is also subsets[0] (benchmark.yaml:15)',
@@ -340,11 +283,22 @@ def test_an_alias_bomb_is_refused_at_its_first_anchor_for_the_same_small_work_at
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("format: 1\nslug: &s toy\n", "YAML anchors and aliases (& and *) are not allowed: write each value out (line 2)"),
-        ("format: 1\nslug: !!str toy\n", "YAML tags (tag:yaml.org,2002:str) are not allowed: write plain values (line 2)"),
-        ("format: !!python/object:os.system 1\n", "YAML tags (tag:yaml.org,2002:python/object:os.system) are not "
-         "allowed: write plain values (line 1)"),
-        ("format: 1\nsplits:\n  - <<: {slug: a}\n", "YAML merge keys (<<) are not allowed: write each key out (line 3)"),
+        (
+            "format: 1\nslug: &s toy\n",
+            "YAML anchors and aliases (& and *) are not allowed: write each value out (line 2)",
+        ),
+        (
+            "format: 1\nslug: !!str toy\n",
+            "YAML tags (tag:yaml.org,2002:str) are not allowed: write plain values (line 2)",
+        ),
+        (
+            "format: !!python/object:os.system 1\n",
+            "YAML tags (tag:yaml.org,2002:python/object:os.system) are not allowed: write plain values (line 1)",
+        ),
+        (
+            "format: 1\nsplits:\n  - <<: {slug: a}\n",
+            "YAML merge keys (<<) are not allowed: write each key out (line 3)",
+        ),
         ("format: 1\n---\nformat: 1\n", "more than one YAML document (---): a bundle's file holds one (line 2)"),
         ("a: " + "[" * 40 + "]" * 40 + "\n", "nested more than 32 levels deep (line 1)"),
         ("? [a]\n: 1\n", "a mapping's key must be text, not a list or a mapping (line 1)"),
@@ -403,10 +357,13 @@ def test_a_symlink_anywhere_on_a_files_path_is_refused(tmp_path):
 
 def test_a_missing_file_a_folder_or_a_fifo_is_refused(tmp_path):
     folder = make(tmp_path, with_labels("gold/labels.jsonl"), {})
-    assert refused(folder) == ['splits[0].labels.file: "gold/labels.jsonl" is missing from the bundle (benchmark.yaml:8)']
+    assert refused(folder) == [
+        'splits[0].labels.file: "gold/labels.jsonl" is missing from the bundle (benchmark.yaml:8)'
+    ]
     (folder / "gold").write_bytes(b"")
     assert refused(folder) == [
-        'splits[0].labels.file: "gold/labels.jsonl" is missing from the bundle (gold is not a folder) (benchmark.yaml:8)'
+        'splits[0].labels.file: "gold/labels.jsonl" is missing from the bundle (gold is not a folder) '
+        "(benchmark.yaml:8)"
     ]
     (folder / "gold").unlink()
     (folder / "gold").mkdir()
@@ -493,7 +450,9 @@ def test_a_zip_reads_with_its_yaml_at_the_root_or_in_one_top_folder():
     assert problems(lambda: read_bundle_zip(two_tops)) == [
         "benchmark.yaml: the .zip holds no benchmark.yaml at its root or in one top folder"
     ]
-    assert problems(lambda: read_bundle_zip(b"PK not a zip")) == ["benchmark.yaml: not a valid .zip file (File is not a zip file)"]
+    assert problems(lambda: read_bundle_zip(b"PK not a zip")) == [
+        "benchmark.yaml: not a valid .zip file (File is not a zip file)"
+    ]
 
 
 def encrypted(data: bytes) -> bytes:
@@ -537,9 +496,7 @@ def test_an_encrypted_too_big_or_too_crowded_zip_is_refused(monkeypatch):
 
 def test_a_zips_big_benchmark_yaml_is_refused_by_its_declared_size():
     data = zipped({"benchmark.yaml": b"#" * (3 * MB)}, compress=zipfile.ZIP_STORED)
-    assert problems(lambda: read_bundle_zip(data)) == [
-        "benchmark.yaml: the file is over 1 MiB (3,145,728 bytes)"
-    ]
+    assert problems(lambda: read_bundle_zip(data)) == ["benchmark.yaml: the file is over 1 MiB (3,145,728 bytes)"]
 
 
 # --- the canonical form --------------------------------------------------------------------------------------
@@ -556,7 +513,13 @@ def test_the_canonical_form_reads_back_as_itself_and_writes_the_same_bytes(tmp_p
     text = again.yaml_bytes.decode()
     assert text == canonical_yaml(read.bundle).decode() and text.endswith("\n") and "\r" not in text
     assert text.startswith("# A Holdout bundle (format 1): one benchmark, whole.")
-    for line in ("description: |", "    policy:", "      total: none", "      sealed: 0", "      opens: 2026-12-01T00:00Z"):
+    for line in (
+        "description: |",
+        "    policy:",
+        "      total: none",
+        "      sealed: 0",
+        "      opens: 2026-12-01T00:00Z",
+    ):
         assert line in text.splitlines() or line + "\n" in text, line
 
 
@@ -663,7 +626,11 @@ def test_a_bundle_built_in_python_equals_the_one_read(tmp_path):
             {
                 **dict(split),
                 "policy": {"per_day": 5, "per_month": 20, "total": None, "feedback": "ladder"},
-                "phase": {"opens": date(2026, 12, 1), "closes": "2027-03-01T23:59:00+00:00", "reveal": split.phase.reveal},
+                "phase": {
+                    "opens": date(2026, 12, 1),
+                    "closes": "2027-03-01T23:59:00+00:00",
+                    "reveal": split.phase.reveal,
+                },
             }
         ],
     )
@@ -679,12 +646,16 @@ def test_the_schema_is_2020_12_and_takes_the_example_as_the_reader_does(tmp_path
     schema = bundle_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$id"] == "/api/v1/schemas/bundle.json"
-    assert bundle_schema("https://holdout.example.org/")["$id"] == "https://holdout.example.org/api/v1/schemas/bundle.json"
+    assert (
+        bundle_schema("https://holdout.example.org/")["$id"] == "https://holdout.example.org/api/v1/schemas/bundle.json"
+    )
     validator = jsonschema.Draft202012Validator(schema)
     for text in (EXAMPLE, MINIMAL, canonical_yaml(read_bundle(make(tmp_path, EXAMPLE)).bundle).decode()):
         document = reading.compose(text).value
         assert not list(validator.iter_errors(document)), text
-    wrong = reading.compose(EXAMPLE.replace(" per_day: 5 ", " per_day: ten ").replace("feedback: ladder", "feedback: x")).value
+    wrong = reading.compose(
+        EXAMPLE.replace(" per_day: 5 ", " per_day: ten ").replace("feedback: ladder", "feedback: x")
+    ).value
     messages = sorted(error.json_path for error in validator.iter_errors(wrong))
     assert messages == ["$.splits[0].policy.feedback", "$.splits[0].policy.per_day"]
 
