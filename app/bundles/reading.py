@@ -43,7 +43,7 @@ MAX_DEPTH = 32  # nesting of the YAML (the format needs 6)
 CHUNK = 1024 * 1024
 _Loader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # libyaml's parser when PyYAML was built with it
 
-Path_ = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,14 @@ class LoadedBundle:
 
 
 class _Refused(Exception):
-    """A file (or the whole input) refused: the words of the problem."""
+    """A file (or the whole input) refused: the words of the problem, and its line of benchmark.yaml if any."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
-def path_text(path: Path_) -> str:
+def path_text(path: KeyPath) -> str:
     """A key path in words: splits[2].policy.per_day (an odd key quoted: scores["a b"])."""
     text = ""
     for part in path:
@@ -134,7 +138,7 @@ def resolve_plain(text: str) -> Any:
 @dataclass
 class _Frame:
     value: dict[str, Any] | list[Any]
-    path: Path_
+    path: KeyPath
     key: str | None = None
     key_line: int = 0
 
@@ -142,7 +146,7 @@ class _Frame:
 @dataclass
 class _Composed:
     value: Any = None
-    lines: dict[Path_, int] = field(default_factory=dict)
+    lines: dict[KeyPath, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -157,9 +161,9 @@ def compose(text: str) -> _Composed:
     done = False
 
     def refuse(event: Any, words: str) -> _Refused:
-        return _Refused(f"{words} (line {event.start_mark.line + 1})")
+        return _Refused(words, event.start_mark.line + 1)
 
-    def place(value: Any, line: int, event: Any) -> Path_ | None:
+    def place(value: Any, line: int, event: Any) -> KeyPath | None:
         """Put a node into its parent; its path (None: it was a mapping's key)."""
         nonlocal done
         if not stack:
@@ -218,8 +222,7 @@ def compose(text: str) -> _Composed:
                 stack.pop()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise _Refused(f"not valid YAML: {exc.problem or exc.context}{where}") from None
+        raise _Refused(f"not valid YAML: {exc.problem or exc.context}", mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise _Refused(f"not valid YAML: {exc}") from None
     if not done:
@@ -227,7 +230,7 @@ def compose(text: str) -> _Composed:
     return out
 
 
-def _line_of(lines: dict[Path_, int], path: Path_) -> int | None:
+def _line_of(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
     """The line of a key path; for a key that is missing, its nearest parent's."""
     while path not in lines and path:
         path = path[:-1]
@@ -237,7 +240,7 @@ def _line_of(lines: dict[Path_, int], path: Path_) -> int | None:
 # --- the schema's problems in plain words ------------------------------------------------------------------
 
 
-def _model_at(path: Path_) -> type[BaseModel] | None:
+def _model_at(path: KeyPath) -> type[BaseModel] | None:
     """The model class a key path inside benchmark.yaml leads to (None: not a model)."""
     model: type[BaseModel] | None = Bundle
     for part in path:
@@ -260,7 +263,7 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _words(error: Any, path: Path_) -> str:
+def _words(error: Any, path: KeyPath) -> str:
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind in ("bundle_value", "bundle_rule"):
         return str(ctx["message"])
@@ -295,11 +298,11 @@ def _words(error: Any, path: Path_) -> str:
     return str(error["msg"])
 
 
-def schema_problems(exc: PydanticError, lines: dict[Path_, int]) -> list[Problem]:
+def schema_problems(exc: PydanticError, lines: dict[KeyPath, int]) -> list[Problem]:
     """A validation error of the model as problems, each with its key path and line, in the file's order."""
     problems: list[Problem] = []
     for error in exc.errors():
-        path: Path_ = tuple(part for part in error["loc"] if isinstance(part, str | int))
+        path: KeyPath = tuple(part for part in error["loc"] if isinstance(part, str | int))
         if error["type"] == "bundle_rule":
             for inner, words in error["ctx"]["problems"]:
                 full = (*path, *inner)
@@ -434,7 +437,8 @@ class _Zip:
         if YAML_NAME in self.entries:
             self.prefix = ""
         else:
-            tops = {name.split("/")[0] for name in self.entries}
+            # macOS's archiver adds a __MACOSX folder of resource forks beside the one it was asked for.
+            tops = {name.split("/")[0] for name in self.entries} - {"__MACOSX"}
             top = next(iter(tops)) if len(tops) == 1 else ""
             if not top or f"{top}/{YAML_NAME}" not in self.entries:
                 raise _Refused(f"the .zip holds no {YAML_NAME} at its root or in one top folder")
@@ -485,7 +489,7 @@ def _gunzip(name: str, data: bytes, limit: int) -> bytes:
 # --- reading ------------------------------------------------------------------------------------------------
 
 
-def _raw_refs(raw: Any) -> Iterator[tuple[Path_, Any]]:
+def _raw_refs(raw: Any) -> Iterator[tuple[KeyPath, Any]]:
     """The file references of benchmark.yaml's values as read, before (or whatever) the model says of them."""
     splits = raw.get("splits") if isinstance(raw, dict) else None
     for index, split in enumerate(splits if isinstance(splits, list) else []):
@@ -505,7 +509,7 @@ def _decode(data: bytes) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _Refused(f"not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line}") from None
+        raise _Refused(f"not UTF-8 text: byte 0x{data[exc.start]:02x}", line) from None
 
 
 def _read(open_source: Callable[[], _Folder | _Zip], limit: int) -> LoadedBundle:
@@ -516,7 +520,7 @@ def _read(open_source: Callable[[], _Folder | _Zip], limit: int) -> LoadedBundle
             raise _Refused(f"over {_size_words(MAX_YAML_BYTES)}")
         composed = compose(_decode(yaml_bytes))
     except _Refused as exc:
-        raise BundleError([Problem("", None, str(exc))]) from None
+        raise BundleError([Problem("", exc.line, str(exc))]) from None
     if not isinstance(composed.value, dict):
         raise BundleError(
             [Problem("", 1, f"expected a mapping of keys (format, slug, ...), got {shown(composed.value)}")]

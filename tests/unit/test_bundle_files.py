@@ -232,7 +232,9 @@ def test_the_top_level_must_be_a_mapping_and_the_yaml_valid(tmp_path):
     assert refused(make(tmp_path / "a", "- 1\n- 2\n", {})) == [
         "benchmark.yaml: expected a mapping of keys (format, slug, ...), got a list (benchmark.yaml:1)"
     ]
-    assert refused(make(tmp_path / "b", "format: 1\nslug: [a\n", {}))[0].startswith("benchmark.yaml: not valid YAML")
+    assert refused(make(tmp_path / "b", "format: 1\nslug: a\n  name: x\n", {})) == [
+        "benchmark.yaml: not valid YAML: mapping values are not allowed in this context (benchmark.yaml:3)"
+    ]
     assert refused(make(tmp_path / "c", "", {})) == [
         "benchmark.yaml: the file is empty: a bundle's benchmark.yaml describes a benchmark"
     ]
@@ -275,7 +277,8 @@ def test_an_alias_bomb_is_refused_at_its_first_anchor_for_the_same_small_work_at
         folder = make(tmp_path / str(depth), billion_laughs(depth), {})
         error, lines[depth] = python_lines(raised(lambda folder=folder: read_bundle(folder), BundleError), 50_000)
         assert [str(p) for p in error.problems] == [
-            "benchmark.yaml: YAML anchors and aliases (& and *) are not allowed: write each value out (line 1)"
+            "benchmark.yaml: YAML anchors and aliases (& and *) are not allowed: write each value out "
+            "(benchmark.yaml:1)"
         ]
     assert lines[30] <= lines[3] + 500, lines  # the depth is never reached
 
@@ -285,23 +288,27 @@ def test_an_alias_bomb_is_refused_at_its_first_anchor_for_the_same_small_work_at
     [
         (
             "format: 1\nslug: &s toy\n",
-            "YAML anchors and aliases (& and *) are not allowed: write each value out (line 2)",
+            "YAML anchors and aliases (& and *) are not allowed: write each value out (benchmark.yaml:2)",
         ),
         (
             "format: 1\nslug: !!str toy\n",
-            "YAML tags (tag:yaml.org,2002:str) are not allowed: write plain values (line 2)",
+            "YAML tags (tag:yaml.org,2002:str) are not allowed: write plain values (benchmark.yaml:2)",
         ),
         (
             "format: !!python/object:os.system 1\n",
-            "YAML tags (tag:yaml.org,2002:python/object:os.system) are not allowed: write plain values (line 1)",
+            "YAML tags (tag:yaml.org,2002:python/object:os.system) are not allowed: write plain values "
+            "(benchmark.yaml:1)",
         ),
         (
             "format: 1\nsplits:\n  - <<: {slug: a}\n",
-            "YAML merge keys (<<) are not allowed: write each key out (line 3)",
+            "YAML merge keys (<<) are not allowed: write each key out (benchmark.yaml:3)",
         ),
-        ("format: 1\n---\nformat: 1\n", "more than one YAML document (---): a bundle's file holds one (line 2)"),
-        ("a: " + "[" * 40 + "]" * 40 + "\n", "nested more than 32 levels deep (line 1)"),
-        ("? [a]\n: 1\n", "a mapping's key must be text, not a list or a mapping (line 1)"),
+        (
+            "format: 1\n---\nformat: 1\n",
+            "more than one YAML document (---): a bundle's file holds one (benchmark.yaml:2)",
+        ),
+        ("a: " + "[" * 40 + "]" * 40 + "\n", "nested more than 32 levels deep (benchmark.yaml:1)"),
+        ("? [a]\n: 1\n", "a mapping's key must be text, not a list or a mapping (benchmark.yaml:1)"),
     ],
     ids=["anchor", "tag", "python-tag", "merge-key", "two-documents", "deep", "complex-key"],
 )
@@ -311,7 +318,7 @@ def test_hostile_yaml_is_refused_at_the_event_before_any_node_is_built(tmp_path,
 
 def test_a_benchmark_yaml_not_in_utf8_is_refused_naming_its_line(tmp_path):
     text = MINIMAL.replace("name: Toy", "name: Caf\xe9").encode("latin-1")
-    assert refused(make(tmp_path, text, {})) == ["benchmark.yaml: not UTF-8 text: byte 0xe9 on line 3"]
+    assert refused(make(tmp_path, text, {})) == ["benchmark.yaml: not UTF-8 text: byte 0xe9 (benchmark.yaml:3)"]
     bom = b"\xef\xbb\xbf" + MINIMAL.encode()  # a byte-order mark is allowed
     assert read_bundle(make(tmp_path / "bom", bom, {"labels.jsonl": LABELS})).bundle.slug == "toy"
 
@@ -443,7 +450,10 @@ def zipped(entries: dict[str, bytes], *, mode: int = 0o100644, compress: int = z
 
 def test_a_zip_reads_with_its_yaml_at_the_root_or_in_one_top_folder():
     flat = zipped({"benchmark.yaml": EXAMPLE.encode(), **FILES})
-    nested = zipped({f"nli3/{name}": data for name, data in {"benchmark.yaml": EXAMPLE.encode(), **FILES}.items()})
+    nested = zipped(
+        {f"nli3/{name}": data for name, data in {"benchmark.yaml": EXAMPLE.encode(), **FILES}.items()}
+        | {"__MACOSX/nli3/._benchmark.yaml": b"resource fork"}
+    )
     assert read_bundle_zip(flat).files == read_bundle_zip(nested).files == FILES
     assert read_bundle_zip(flat).bundle == read_bundle_zip(nested).bundle
     two_tops = zipped({"a/benchmark.yaml": EXAMPLE.encode(), "b/x": b""})
