@@ -533,31 +533,45 @@ def _read(open_source: Callable[[], _Folder | _Zip], limit: int) -> LoadedBundle
         problems += schema_problems(exc, composed.lines)
     problems.sort(key=lambda problem: problem.line if problem.line is not None else 0)
     files: dict[str, bytes] = {}
+    # Each file read, hashed and decompressed once, however many keys name it.
+    read: dict[str, tuple[bytes, str] | _Refused] = {}
+    unpacked: dict[str, bytes | _Refused] = {}
     for path, raw in _raw_refs(composed.value):
         try:
             ref = FileRef.model_validate(raw)
         except PydanticError:
             continue  # said above, among the schema's problems
-        try:
-            stored = source.file(ref.file)
-        except _Refused as exc:
-            problems.append(Problem(path_text((*path, "file")), _line_of(composed.lines, (*path, "file")), str(exc)))
+        if ref.file not in read:
+            try:
+                stored = source.file(ref.file)
+                read[ref.file] = (stored, hashlib.sha256(stored).hexdigest())
+            except _Refused as exc:
+                read[ref.file] = exc
+        found = read[ref.file]
+        file_key, sha_key = (*path, "file"), (*path, "sha256")
+        if isinstance(found, _Refused):
+            problems.append(Problem(path_text(file_key), _line_of(composed.lines, file_key), str(found)))
             continue
-        digest = hashlib.sha256(stored).hexdigest()
+        stored, digest = found
         if digest != ref.sha256:
-            where = (*path, "sha256")
             problems.append(
                 Problem(
-                    path_text(where),
-                    _line_of(composed.lines, where),
+                    path_text(sha_key),
+                    _line_of(composed.lines, sha_key),
                     f"{shown(ref.file)} has sha256 {digest[:12]}…, benchmark.yaml says {ref.sha256[:12]}…",
                 )
             )
             continue
-        try:
-            files[ref.file] = _gunzip(ref.file, stored, limit) if ref.file.endswith(".gz") else stored
-        except _Refused as exc:
-            problems.append(Problem(path_text((*path, "file")), _line_of(composed.lines, (*path, "file")), str(exc)))
+        if ref.file not in unpacked:
+            try:
+                unpacked[ref.file] = _gunzip(ref.file, stored, limit) if ref.file.endswith(".gz") else stored
+            except _Refused as exc:
+                unpacked[ref.file] = exc
+        content = unpacked[ref.file]
+        if isinstance(content, _Refused):
+            problems.append(Problem(path_text(file_key), _line_of(composed.lines, file_key), str(content)))
+        else:
+            files[ref.file] = content
     if problems or bundle is None:
         raise BundleError(problems)
     return LoadedBundle(bundle=bundle, files=files, yaml_bytes=yaml_bytes)

@@ -426,6 +426,29 @@ def test_a_gz_is_pinned_by_its_bytes_and_read_decompressed_within_its_bounds(tmp
     assert len(found) == 1 and found[0].startswith('splits[0].labels.file: "labels.jsonl.gz" is not a valid gzip file')
 
 
+def test_a_file_named_by_many_keys_is_read_and_decompressed_once(tmp_path, monkeypatch):
+    bomb = gzip.compress(b"\0" * (4 * MB), mtime=0)
+    ids = f"{{file: same.gz, sha256: {sha(bomb)}}}"
+    text = MINIMAL + "    subsets:\n" + "".join(f"      - {{name: s{n}, ids: {ids}}}\n" for n in range(300))
+    folder = make(tmp_path, text, {"labels.jsonl": LABELS, "same.gz": bomb})
+    reads, unpacks = [], []
+    read_file, gunzip = reading._Folder.file, reading._gunzip
+
+    def counted_read(self, name):
+        reads.append(name)
+        return read_file(self, name)
+
+    def counted_gunzip(name, *args):
+        unpacks.append(name)
+        return gunzip(name, *args)
+
+    monkeypatch.setattr(reading._Folder, "file", counted_read)
+    monkeypatch.setattr(reading, "_gunzip", counted_gunzip)
+    found = refused(folder)
+    assert len(found) == 300 and all("refused as a compression bomb" in problem for problem in found)
+    assert sorted(reads) == ["labels.jsonl", "same.gz"] and unpacks == ["same.gz"]
+
+
 def test_files_the_yaml_does_not_name_are_ignored(tmp_path):
     folder = make(tmp_path, MINIMAL, {"labels.jsonl": LABELS, "notes.txt": b"x"})
     os.symlink("/etc/passwd", folder / "elsewhere")
