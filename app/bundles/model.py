@@ -3,8 +3,8 @@ and the rules between keys. Pydantic, strict (a YAML `yes` is not true, `"5"` is
 refused. Values come in as the YAML reader makes them (app/bundles/reading.py: YAML 1.2's core schema, so dates
 are text) or as Python objects (a service building a bundle to export): both validate the same.
 
-Custom errors carry their words in the message (reading.py shows it as is); a rule between keys names, in the
-error's context (`at`), the key inside the model it is about, so the problem points at that key's line.
+Custom errors carry their words in the message (reading.py shows it as is); a rule between keys lists, in the
+error's context (`problems`), each key inside the model it is about, so each problem points at that key's line.
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ from pydantic_core import PydanticCustomError
 from app.evaluation import TASK_TYPES
 from app.evaluation.sealed import MAX_FRACTION
 
-FORMAT = 1
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 URL = re.compile(r"https?://[^\s/$.?#][^\s]*", re.IGNORECASE)
 MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 NONE = "none"  # the word the format uses for "no limit" (quotas) and "no date" (phases, references)
-FEEDBACK = ("full", "ladder", "none")
 MAX_PATH = 255
 # A split's policy when the bundle gives none, key by key: a public split shows every score without limits;
 # a hidden one gets the safe default (the ladder, 5 a day, 20 a month), as `splits add --hidden` does.
