@@ -6,12 +6,15 @@
   reference is whatever generates that document, never a copy of it.
 - `<!-- family-formats -->` becomes every registered task family's file format and three-line example, as the
   family declares them for its "How to submit" section.
+- `<!-- bundle-schema -->` becomes a table of every key of a bundle's benchmark.yaml, one per mapping, rendered
+  from the JSON Schema app/bundles makes from its models (the one `/api/v1/schemas/bundle.json` serves).
 - The page on adding a task family joins the Development section of the nav when it exists.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_MARKER = "<!-- settings-table -->"
 API_MARKER = "<!-- api-reference -->"
 FORMATS_MARKER = "<!-- family-formats -->"
+BUNDLE_MARKER = "<!-- bundle-schema -->"
 METHODS = ("get", "post", "put", "patch", "delete")
 OPTIONAL_PAGES = {"Development": [("Adding a task family", "development/adding-a-family.md")]}
 
@@ -42,6 +46,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace(SETTINGS_MARKER, settings_table_markdown())
     if FORMATS_MARKER in markdown:
         markdown = markdown.replace(FORMATS_MARKER, family_formats())
+    if BUNDLE_MARKER in markdown:
+        markdown = markdown.replace(BUNDLE_MARKER, bundle_keys())
     if API_MARKER in markdown:
         markdown = markdown.replace(API_MARKER, api_reference(served_openapi()))
     return markdown
@@ -55,6 +61,37 @@ def family_formats() -> str:
     for task in TASK_TYPES.values():
         lines += [f"### {task.label} (`{task.name}`)", "", task.file_format, "", f"```{task.file_suffix}"]
         lines += [*task.example, "```", ""]
+    return "\n".join(lines)
+
+
+def bundle_keys() -> str:
+    """The bundle's JSON Schema as tables: the file's top level, then each mapping it holds, key by key."""
+    from app.bundles import bundle_schema
+
+    schema = bundle_schema()
+    known = schema.get("$defs", {})
+    definitions = {"Bundle": schema}  # then each mapping in the order the file first holds it
+    queue = [schema]
+    while queue:
+        for name in re.findall(r'"#/\$defs/([^"]+)"', json.dumps(queue.pop(0).get("properties", {}))):
+            if name not in definitions:
+                definitions[name] = known[name]
+                queue.append(known[name])
+    lines = [f"The schema's `$id`: `{schema['$id']}` ({schema['$schema']}).", ""]
+    for name, definition in definitions.items():
+        lines += [f"### {name} {{#bundle-{name.lower()}}}", ""]
+        if definition.get("description"):
+            lines += [" ".join(definition["description"].split()), ""]
+        lines += ["| key | type | required | default | description |", "|---|---|---|---|---|"]
+        required = set(definition.get("required") or ())
+        for key, field in definition.get("properties", {}).items():
+            default = f"`{json.dumps(field['default'])}`" if "default" in field else "–"
+            kind = type_text(field).replace("(#schema-", "(#bundle-")
+            lines.append(
+                f"| `{key}` | {_cell(kind)} | {'yes' if key in required else 'no'} | {_cell(default)} | "
+                f"{_cell(field.get('description'))} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -3,5 +3,5 @@ OpenAPI document generated from those (openapi) and the page that shows it (docs
 tokens only, never the session cookie.
 
 May import: app.services.boards, app.services.intake, app.services.blind_test, app.services.catalog,
-app.services.people, app.services.errors, app.http, app.db, app.models, app.evaluation.
+app.services.people, app.services.errors, app.http, app.db, app.models, app.evaluation, app.bundles.
 """

@@ -94,6 +94,9 @@ FILE_ANSWER = {
     },
 }
 FILE_OPERATIONS = {"getSubmissionFile"}
+# Answers that are JSON Schema documents, with their own media type.
+SCHEMA_MEDIA_TYPE = "application/schema+json"
+SCHEMA_OPERATIONS = {"getBundleSchema"}
 
 # An answer of an operation: (status, model or None, description).
 Answer = tuple[int, type[BaseModel] | None, str]
@@ -140,6 +143,9 @@ def document() -> dict:
                     described["responses"][status]["headers"] = headers
             if described["operationId"] in FILE_OPERATIONS:
                 described["responses"]["200"].update(copy.deepcopy(FILE_ANSWER))
+            if described["operationId"] in SCHEMA_OPERATIONS:
+                content = described["responses"]["200"]["content"]
+                content[SCHEMA_MEDIA_TYPE] = content.pop("application/json")
             json_body = described.get("requestBody", {}).get("content", {}).get("application/json")
             if json_body is not None:
                 # A JSON body none of whose fields is required may be left out (publishing takes an empty one).

@@ -73,6 +73,10 @@ class OpenApiDocument(RootModel[dict[str, Any]]):
     """The OpenAPI 3.1 document."""
 
 
+class JsonSchemaDocument(RootModel[dict[str, Any]]):
+    """A JSON Schema (2020-12) document."""
+
+
 # --- errors --------------------------------------------------------------------------------------------
 
 

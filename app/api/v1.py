@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from typing import cast
 
-from flask import Blueprint, Response, request, url_for
+from flask import Blueprint, Response, current_app, request, url_for
 from pydantic import ValidationError
 
+from app import bundles
 from app.api import openapi
 from app.api import shapes as shape
 from app.api.openapi import operation
@@ -326,6 +327,20 @@ PUBLIC_READ = (400, 404)  # a malformed query parameter; an unknown benchmark or
 def openapi_document():
     """This document"""
     return openapi.document()
+
+
+@bp.get("/schemas/bundle.json")
+@caching.public()
+@operation(
+    "getBundleSchema",
+    (200, shape.JsonSchemaDocument, "The JSON Schema (2020-12) of a bundle's benchmark.yaml."),
+    public=True,
+)
+def bundle_schema_document():
+    """The JSON Schema of a bundle's benchmark.yaml (the file that describes a benchmark whole)"""
+    answer = current_app.json.response(bundles.bundle_schema())
+    answer.mimetype = openapi.SCHEMA_MEDIA_TYPE
+    return answer
 
 
 @bp.get("/benchmarks")

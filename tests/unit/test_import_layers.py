@@ -25,6 +25,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "app.synthetic": (1, "synthetic data in each benchmark's format by task name, for the tests and benchmarks"),
     "app.observability": (1, "metric counters the services record into"),
     "app.lru": (1, "the in-memory memo the services' caches (gold sets, snapshots) and the page caches use"),
+    "app.bundles": (1, "bundle files: benchmark.yaml and the files it names, read, checked and written (pure)"),
     "app.services": (2, "use cases; each owns its transaction"),
     "app.http": (3, "HTTP plumbing the pages and API share: security, request limits, caching, the error answer"),
     "app.web": (4, "the HTML pages"),

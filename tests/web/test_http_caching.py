@@ -34,6 +34,7 @@ CLASSES = {
     "api_v1.default_leaderboard": PUBLIC,
     "api_v1.models": PUBLIC,
     "api_v1.openapi_document": PUBLIC,
+    "api_v1.bundle_schema_document": PUBLIC,
     "api_docs.page": PUBLIC,
     "api_docs.stylesheet": IMMUTABLE,
     "api_docs.script": IMMUTABLE,
