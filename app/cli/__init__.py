@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.cli import catalog, intake, jobs, maintenance, people, storage
+from app.cli import bundles, catalog, intake, jobs, maintenance, people, storage
 
-CONCEPTS = (catalog, intake, people, maintenance, storage, jobs)
+CONCEPTS = (catalog, bundles, intake, people, maintenance, storage, jobs)
 
 
 def register(app: Flask) -> None:

@@ -1,32 +1,41 @@
 """The demo: synthetic benchmarks of every task type, a few teams and scored, published submissions.
 
-What each benchmark is, is written in its family's folder (app/evaluation/tasks/<family>/demo.py, plain data);
-this module turns them into rows.
+Each demo benchmark is a bundle in the repository (``bundles/<slug>/``: benchmark.yaml and its gzipped files),
+applied as a maintainer's bundle is (app/services/maintenance/bundles.py), so the demo is also the bundles'
+example. The bundles are made from what each family says of its demo benchmarks (its folder's demo.py, plain
+data) by ``demo_bundle``, which ``scripts/make_demo_bundles.py`` writes out; a demo benchmark with no bundle in
+the repository (a family added since) is made the same way in memory.
 
-Idempotent: anything that already exists is left as it is.
+Idempotent: anything that already exists is left as it is (a benchmark already there is not applied again).
 """
 
 from __future__ import annotations
 
 import functools
-import json
+import gzip
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from sqlalchemy import select
 
+from app.bundles import Bundle, FileRef, LoadedBundle, Policy, ReferenceSpec, SplitSpec, canonical_yaml, read_bundle
 from app.db import db
 from app.evaluation import get_task
 from app.evaluation.tasks import DemoBenchmark, DemoSplit, demo_benchmarks
-from app.models import Benchmark, Reference, Split, Submission, Team, utcnow
+from app.models import Benchmark, Split, Submission, Team, utcnow
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots
-from app.services.catalog import phases, references
-from app.services.errors import NotFound
+from app.services.catalog import label_files, phases
 from app.services.intake import submissions
 from app.services.jobs import transport
+from app.services.maintenance import bundles
 from app.services.people import accounts, teams
+from app.services.storage import checksums
+
+# The repository's demo bundles (made by scripts/make_demo_bundles.py from demo_bundle).
+BUNDLES_DIR = Path(__file__).resolve().parents[3] / "bundles"
 
 # Every family's demo benchmarks (its folder's demo.py), in the order the app lists the families.
 BENCHMARKS: tuple[DemoBenchmark, ...] = demo_benchmarks()
@@ -89,25 +98,22 @@ def load_demo(
     by_name = _ensure_teams_and_users(created)
     for seed, spec in enumerate(demo_benchmarks() if benchmarks is None else benchmarks):
         if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == spec.slug)) is None:
-            catalog.add_benchmark(spec.slug, spec.task, spec.name, spec.description, "https://example.org/paper")
+            bundles.apply_bundle(None, _demo_loaded(spec, seed), via="demo")
             created["benchmarks"] += 1
+            created["splits"] += len(spec.splits)
+            created["references"] += sum(len(references_for(spec.task, split.slug)) for split in spec.splits)
         for number, split_spec in enumerate(spec.splits):
-            split_seed = 100 * seed + number
-            # Made at most once a split, and only if something is missing (~0.5 s for a large one).
-            gold = functools.cache(functools.partial(_gold_bytes, spec, split_spec, split_seed))
-            split = _ensure_split(spec, split_spec, gold, split_seed, created)
+            split = catalog.get_split(spec.slug, split_spec.slug)
+            if split_spec.hidden and split.closes_at is None and split.opens_at is None:
+                # A blind test runs as a challenge: open for 90 days from the demo's making.
+                closes = (now + timedelta(days=90)).replace(hour=23, minute=59, second=0, microsecond=0)
+                split = phases.set_phase(spec.slug, split_spec.slug, closes_at=closes)
+            gold = functools.cache(functools.partial(label_files.gold_bytes, split))
             for run_number, run in enumerate(_runs(spec, now)):
-                seed_of_run = split_seed * 100 + run_number
+                seed_of_run = (100 * seed + number) * 100 + run_number
                 created["submissions"] += _ensure_run(spec, split_spec, split, gold, by_name, seed_of_run, run)
-            created["references"] += _ensure_references(spec, split_spec, split)
             if progress:
                 progress(f"{spec.slug}/{split_spec.slug}")
-        # Hidden splits start under the Ladder, so their boards hold scores until revealed: the demo lands
-        # on its last public split, where the crowd is (a maintainer's choice, as on a real deployment).
-        benchmark = catalog.get_benchmark(spec.slug)
-        if benchmark.default_split_id is None:
-            public = [split_spec for split_spec in spec.splits if not split_spec.hidden]
-            catalog.pin_default_split(spec.slug, public[-1].slug)
     if transport.inline():
         # In-process a board is built by its first reader; the demo builds its boards now (seconds), so the
         # server it is loaded for serves them at once, and runs any other job it queued (nothing waits: /healthz ok).
@@ -116,6 +122,66 @@ def load_demo(
                 board_snapshots.snapshot(split)
         transport.run_due_here()
     return created
+
+
+def _demo_loaded(spec: DemoBenchmark, seed: int) -> LoadedBundle:
+    """The demo benchmark's bundle: the repository's (bundles/<slug>/), else made now as the script makes it."""
+    folder = BUNDLES_DIR / spec.slug
+    if (folder / "benchmark.yaml").is_file():
+        return read_bundle(folder)
+    bundle, files = demo_bundle(spec, seed)
+    return LoadedBundle(bundle=bundle, files=files, yaml_bytes=canonical_yaml(bundle))
+
+
+def demo_bundle(spec: DemoBenchmark, seed: int, *, gzipped: bool = False) -> tuple[Bundle, dict[str, bytes]]:
+    """A demo benchmark as a bundle (its files by path; ``gzipped``: as .gz files, what the repository keeps
+    of its 41 MB of synthetic gold files): its splits' synthetic gold files (seeds
+    from ``seed``, its place among the demo benchmarks), annotation and choices files, reference rows, the
+    policy a split gets when it is added, and its last public split as the landing page (where the crowd is:
+    hidden splits hold their scores until revealed)."""
+    files: dict[str, bytes] = {}
+    splits = []
+
+    def kept(path: str, data: bytes) -> FileRef:
+        if gzipped:  # mtime 0: the same bytes on every run
+            path, data = f"{path}.gz", gzip.compress(data, compresslevel=9, mtime=0)
+        files[path] = data
+        return FileRef(file=path, sha256=checksums.sha256(data))
+
+    for number, split_spec in enumerate(spec.splits):
+        split_seed = 100 * seed + number
+        gold = _gold_bytes(spec, split_spec, split_seed)
+        base = f"splits/{split_spec.slug}"
+        annotations = split_spec.annotations(gold, split_seed) if split_spec.annotations else None
+        choices = split_spec.choices(gold, split_seed) if split_spec.choices else None
+        splits.append(
+            SplitSpec(
+                slug=split_spec.slug,
+                name=split_spec.name,
+                hidden=split_spec.hidden,
+                labels=kept(f"{base}/labels.jsonl", gold),
+                annotations=kept(f"{base}/annotations.jsonl", annotations) if annotations else None,
+                choices=kept(f"{base}/choices.json", choices) if choices else None,
+                subset_field=spec.subset_field,
+                policy=Policy(**(catalog.HIDDEN_SPLIT_POLICY if split_spec.hidden else {"feedback": "full"})),
+                references=[
+                    ReferenceSpec(name=name, scores=scores, source=url)
+                    for name, scores, url in references_for(spec.task, split_spec.slug)
+                ],
+            )
+        )
+    public = [split_spec.slug for split_spec in spec.splits if not split_spec.hidden]
+    bundle = Bundle(
+        format=1,
+        slug=spec.slug,
+        name=spec.name,
+        description=spec.description,
+        paper_url="https://example.org/paper",
+        task=spec.task,
+        default_split=public[-1] if public else None,
+        splits=splits,
+    )
+    return bundle, files
 
 
 def _ensure_teams_and_users(created: dict[str, int]) -> dict[str, Team]:
@@ -188,45 +254,6 @@ def _ensure_run(
         submitted_at=moment,
     )
     return 1
-
-
-def _ensure_references(spec: DemoBenchmark, split_spec: DemoSplit, split: Split) -> int:
-    """The split's reference rows, added where missing: how many were added."""
-    added = 0
-    for name, scores, url in references_for(spec.task, split_spec.slug):
-        if (
-            db.session.scalar(select(Reference.id).where(Reference.split_id == split.id, Reference.name == name))
-            is None
-        ):
-            references.add_reference(spec.slug, split_spec.slug, name, json.dumps(scores), url, via="demo")
-            added += 1
-    return added
-
-
-def _ensure_split(
-    spec: DemoBenchmark, split_spec: DemoSplit, gold: Callable[[], bytes], seed: int, created: dict
-) -> Split:
-    try:
-        return catalog.get_split(spec.slug, split_spec.slug)
-    except NotFound:
-        pass
-    annotations = split_spec.annotations(gold(), seed) if split_spec.annotations else None
-    choices = split_spec.choices(gold(), seed) if split_spec.choices else None
-    created["splits"] += 1
-    split = catalog.add_split(
-        spec.slug,
-        split_spec.slug,
-        gold(),
-        hidden=split_spec.hidden,
-        name=split_spec.name,
-        annotations=annotations,
-        subset_field=spec.subset_field,
-        choices=choices,
-    )
-    if split_spec.hidden:  # a blind test runs as a challenge: open for 90 days from the demo's making
-        closes = (utcnow() + timedelta(days=90)).replace(hour=23, minute=59, second=0, microsecond=0)
-        split = phases.set_phase(spec.slug, split_spec.slug, closes_at=closes)
-    return split
 
 
 def _gold_bytes(spec: DemoBenchmark, split_spec: DemoSplit, seed: int) -> bytes:

@@ -1,0 +1,488 @@
+"""Bundles: a benchmark hosted from one reviewed file (app/bundles reads and writes the files).
+
+`apply_bundle` makes the catalog say what a bundle says: the benchmark, its splits (gold, annotation and choices
+files, identifier subsets), their policies, phases and reference rows, the landing split. Every change goes
+through the maintainers' audited use cases, all of them in one transaction (app.db.one_transaction): a bundle is
+applied whole or not at all, and a dry run is the same run rolled back, so what it reports is what applying
+would do, counts of rescored submissions and moved board positions included. A changed gold file is a label
+correction (versioned, with the maintainer's reason); a split's examples, task type and hidden flag never change
+through a bundle, and a split teams uploaded to is never removed (the refusal gives the count).
+
+`export_bundle` writes a benchmark back as a bundle in its canonical form: export, apply on a fresh server and
+export again gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+import numpy as np
+from sqlalchemy import func, select
+
+from app.bundles import Bundle, FileRef, LoadedBundle, Phase, Policy, ReferenceSpec, SplitSpec, SubsetSpec
+from app.db import db, one_transaction
+from app.evaluation import Problem, ValidationError
+from app.evaluation.subsets import ids_subset
+from app.models import Benchmark, Reference, Split, Submission, Subset, User, as_utc
+from app.services import catalog
+from app.services.audit import audit_log
+from app.services.catalog import label_files, phases
+from app.services.catalog import references as reference_rows
+from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.maintenance import label_audits, maintainer_actions
+from app.services.storage.checksums import sha256
+
+QUOTAS = ("per_day", "per_month", "total")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change a bundle makes, as the dry run and the audit log say it."""
+
+    target: str  # "nli3", "nli3/dev"
+    summary: str  # in words: "split added: 3,000 examples, hidden"
+
+
+@dataclass
+class Outcome:
+    benchmark: str
+    applied: bool  # False: a dry run (nothing was kept)
+    changes: list[Change] = field(default_factory=list)
+
+    def add(self, target: str, summary: str) -> None:
+        self.changes.append(Change(target, summary))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+# --- apply ---------------------------------------------------------------------------------------------------
+
+
+def apply_bundle(
+    actor: User | None, loaded: LoadedBundle, *, dry_run: bool = False, reason: str | None = None, via: str = "cli"
+) -> Outcome:
+    """Make the catalog say what the bundle says, in one transaction (``dry_run``: then roll it back). InvalidInput
+    or Conflict lists every refusal found before anything is done; ``reason`` is required where a gold file
+    changes (a label correction's note), except in a dry run."""
+    bundle = loaded.bundle
+    existing = db.session.scalar(select(Benchmark).where(Benchmark.slug == bundle.slug))
+    _refuse(_refusals(bundle, existing, loaded, reason, dry_run))
+    outcome = Outcome(bundle.slug, applied=not dry_run)
+    via = f"bundle-{via}"
+    with one_transaction(keep=not dry_run):
+        _apply_benchmark(actor, bundle, existing, outcome, via)
+        for position, spec in enumerate(bundle.splits, start=1):
+            _apply_split(actor, bundle, spec, loaded, outcome, via, reason or "dry run")
+            catalog.get_split(bundle.slug, spec.slug).position = position
+        for split in _splits_not_in(bundle):
+            catalog.remove_split(bundle.slug, split.slug)
+            audit_log.record(actor, "split.remove", f"{bundle.slug}/{split.slug}", {"via": via})
+            outcome.add(f"{bundle.slug}/{split.slug}", "split removed (no submissions)")
+        _apply_default_split(actor, bundle, outcome, via)
+    return outcome
+
+
+def _refuse(problems: list[tuple[type, str]]) -> None:
+    """Refuse the whole bundle, naming every problem (a Conflict where any is one: the catalog's state, not the
+    file, is what stands in the way)."""
+    if problems:
+        kind = Conflict if any(cls is Conflict for cls, _ in problems) else InvalidInput
+        raise kind(
+            f"the bundle was not applied ({_count(len(problems), 'problem')}); nothing changed",
+            [Problem(None, message) for _, message in problems],
+        )
+
+
+def _refusals(
+    bundle: Bundle, existing: Benchmark | None, loaded: LoadedBundle, reason: str | None, dry_run: bool
+) -> list[tuple[type, str]]:
+    """Everything the bundle asks that is never done, found before anything is: a task type, a split's hidden
+    flag or subset field changed, a split with submissions removed, a changed gold file without a reason."""
+    problems: list[tuple[type, str]] = []
+    if existing is None:
+        return problems
+    if _task_of(bundle) != _stored_task(existing):
+        problems.append(
+            (
+                Conflict,
+                f"task: {existing.slug} is a {existing.task_type} benchmark: a task type never changes (host a new benchmark)",
+            )
+        )
+    splits = {split.slug: split for split in existing.splits}
+    for number, spec in enumerate(bundle.splits):
+        split = splits.get(spec.slug)
+        if split is None:
+            continue
+        where = f"splits[{number}]"
+        if bool(spec.hidden) != split.hidden:
+            problems.append(
+                (
+                    Conflict,
+                    f"{where}.hidden: {existing.slug}/{split.slug} is {'hidden' if split.hidden else 'public'}: a split's hidden flag never changes",
+                )
+            )
+        if (spec.subset_field or None) != split.subset_field:
+            problems.append(
+                (Conflict, f"{where}.subset_field: a split's subset field never changes (it is {split.subset_field!r})")
+            )
+        for kind in ("annotations", "choices"):
+            given = getattr(spec, kind)
+            if given is not None and _given_sha(split, kind) != sha256(loaded.files[given.file]):
+                problems.append((Conflict, f"{where}.{kind}: a split's {kind} file never changes through a bundle"))
+        if sha256(loaded.files[spec.labels.file]) != split.gold_sha256 and not dry_run and not (reason or "").strip():
+            problems.append(
+                (
+                    InvalidInput,
+                    f"{where}.labels: the gold file of {existing.slug}/{split.slug} changed: a label correction needs a reason (--reason)",
+                )
+            )
+        stored_subsets = {subset.name: subset for subset in split.subsets if subset.source == "ids"}
+        for subset in spec.subsets or ():
+            if subset.name in stored_subsets and not _same_members(
+                split, stored_subsets[subset.name], loaded.files[subset.ids.file]
+            ):
+                problems.append(
+                    (Conflict, f"{where}.subsets: subset {subset.name!r} already exists with other examples")
+                )
+        named = {subset.name for subset in spec.subsets or ()}
+        for name in sorted(set(stored_subsets) - named):
+            problems.append(
+                (Conflict, f"{where}.subsets: subset {name!r} is not in the bundle: a subset is never removed")
+            )
+    named_splits = {spec.slug for spec in bundle.splits}
+    for split in existing.splits:
+        if split.slug in named_splits:
+            continue
+        uploads = db.session.scalar(select(func.count(Submission.id)).where(Submission.split_id == split.id)) or 0
+        if uploads:
+            problems.append(
+                (
+                    Conflict,
+                    f"splits: {existing.slug}/{split.slug} is not in the bundle and has {_count(uploads, 'stored submission')}: a split teams uploaded to is never removed",
+                )
+            )
+    return problems
+
+
+def _given_sha(split: Split, kind: str) -> str | None:
+    return split.annotations_sha256 if kind == "annotations" else split.choices_file_sha256
+
+
+def _same_members(split: Split, subset: Subset, ids: bytes) -> bool:
+    try:
+        wanted = ids_subset(label_files.load_gold(split), ids)
+    except ValidationError:
+        return False
+    return bool(np.array_equal(np.sort(wanted), np.sort(subset.indices)))
+
+
+def _task_of(bundle: Bundle) -> tuple[str, str | None]:
+    """(task type, canonical JSON of a configured type's mapping or None) as the bundle says."""
+    if isinstance(bundle.task, str):
+        return bundle.task, None
+    return str(bundle.task["type"]), json.dumps(bundle.task, sort_keys=True, separators=(",", ":"))
+
+
+def _stored_task(benchmark: Benchmark) -> tuple[str, str | None]:
+    config = getattr(benchmark, "task_config", None)
+    return benchmark.task_type, (
+        json.dumps(json.loads(config), sort_keys=True, separators=(",", ":")) if config else None
+    )
+
+
+def _apply_benchmark(
+    actor: User | None, bundle: Bundle, existing: Benchmark | None, outcome: Outcome, via: str
+) -> None:
+    if existing is None:
+        task_type, _config = _task_of(bundle)
+        maintainer_actions.add_benchmark(
+            actor, bundle.slug, task_type, bundle.name, bundle.description or "", bundle.paper_url, via=via
+        )
+        outcome.add(bundle.slug, f"benchmark added ({task_type})")
+        return
+    changed = {
+        key: (getattr(existing, key) or "", value or "")
+        for key, value in (("name", bundle.name), ("description", bundle.description), ("paper_url", bundle.paper_url))
+        if (getattr(existing, key) or "") != (value or "")
+    }
+    if changed:
+        audit_log.record(
+            actor,
+            "benchmark.update",
+            f"benchmark {bundle.slug}",
+            {"via": via, **{k: f"{old!r} → {new!r}" for k, (old, new) in changed.items()}},
+        )
+        catalog.update_benchmark(
+            bundle.slug,
+            name=bundle.name if "name" in changed else None,
+            description=bundle.description or "" if "description" in changed else None,
+            paper_url=bundle.paper_url if "paper_url" in changed else catalog.UNSET,
+        )
+        outcome.add(bundle.slug, f"{', '.join(changed)} changed")
+
+
+def _apply_split(
+    actor: User | None, bundle: Bundle, spec: SplitSpec, loaded: LoadedBundle, outcome: Outcome, via: str, reason: str
+) -> None:
+    target = f"{bundle.slug}/{spec.slug}"
+    labels = loaded.files[spec.labels.file]
+    try:
+        split = catalog.get_split(bundle.slug, spec.slug)
+    except NotFound:
+        split = maintainer_actions.add_split(
+            actor,
+            bundle.slug,
+            spec.slug,
+            labels,
+            hidden=bool(spec.hidden),
+            name=spec.name,
+            annotations=loaded.files[spec.annotations.file] if spec.annotations else None,
+            subset_field=spec.subset_field,
+            choices=loaded.files[spec.choices.file] if spec.choices else None,
+            via=via,
+        )
+        outcome.add(
+            target,
+            f"split added: {_count(split.example_count, 'example')}, {'hidden' if split.hidden else 'public'}"
+            + (f"; subsets: {', '.join(s.name for s in split.subsets)}" if split.subsets else ""),
+        )
+    else:
+        if (spec.name or spec.slug) != split.name:
+            audit_log.record(actor, "split.rename", target, {"via": via, "name": f"{split.name!r} → {spec.name!r}"})
+            outcome.add(target, f"name {split.name!r} → {spec.name or spec.slug!r}")
+            split.name = spec.name or spec.slug
+            split.board_version += 1
+        if sha256(labels) != split.gold_sha256:
+            correction = label_audits.correct_labels(actor, bundle.slug, spec.slug, labels, reason, via=via)
+            outcome.add(
+                target,
+                f"gold file corrected (version {correction.version}): {_count(correction.labels_changed, 'label')} changed; "
+                f"{_count(correction.rescored, 'stored submission')} to rescore; {_count(correction.ranks_moved, 'board position')} moved",
+            )
+    stored = {subset.name for subset in split.subsets}
+    for subset in spec.subsets or ():
+        if subset.name in stored:
+            continue
+        _added, rescored = maintainer_actions.add_subset(
+            actor, bundle.slug, spec.slug, subset.name, loaded.files[subset.ids.file], via=via
+        )
+        outcome.add(
+            target,
+            f"subset {subset.name!r} added ({_count(_added.size, 'example')}); {_count(rescored, 'stored submission')} to rescore",
+        )
+    _apply_policy(actor, bundle.slug, spec, outcome, via)
+    _apply_phase(actor, bundle.slug, spec, outcome, via)
+    _apply_references(actor, bundle.slug, spec, outcome, via)
+
+
+def _policy_of(spec: SplitSpec) -> dict:
+    """The policy the bundle asks of a split, as catalog.set_policy's keywords (a missing policy: the one a split
+    gets when it is added, public or hidden: the bundle is the whole truth of the split)."""
+    policy = spec.policy
+    if policy is None:
+        defaults = catalog.HIDDEN_SPLIT_POLICY if spec.hidden else {"feedback": "full"}
+        return {
+            "per_day": None,
+            "per_month": None,
+            "total": None,
+            "rejected_per_day": 50,
+            "is_open": True,
+            "sealed_fraction": 0.0,
+            "feedback": "full",
+            **defaults,
+        }
+    return {
+        "per_day": policy.per_day,
+        "per_month": policy.per_month,
+        "total": policy.total,
+        "rejected_per_day": policy.rejected_per_day,
+        "feedback": policy.feedback,
+        "is_open": policy.open,
+        "sealed_fraction": policy.sealed or 0.0,
+    }
+
+
+def _apply_policy(actor: User | None, benchmark: str, spec: SplitSpec, outcome: Outcome, via: str) -> None:
+    split = catalog.get_split(benchmark, spec.slug)
+    wanted = _policy_of(spec)
+    changed = {}
+    for key, value in wanted.items():
+        current = getattr(split, key)
+        if key == "sealed_fraction":
+            current, value = current or 0.0, value or 0.0
+        if current != value:
+            changed[key] = value
+    if changed:
+        maintainer_actions.set_policy(actor, benchmark, spec.slug, via=via, **changed)
+        outcome.add(
+            f"{benchmark}/{spec.slug}",
+            "policy: " + ", ".join(f"{key} {_shown(value)}" for key, value in changed.items()),
+        )
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return phases.moment_text(value)
+    return str(value)
+
+
+def _apply_phase(actor: User | None, benchmark: str, spec: SplitSpec, outcome: Outcome, via: str) -> None:
+    split = catalog.get_split(benchmark, spec.slug)
+    phase = spec.phase
+    wanted = {
+        "opens_at": phase.opens if phase else None,
+        "closes_at": phase.closes if phase else None,
+        "reveal_planned_at": phase.reveal if phase else None,
+    }
+    changed = {}
+    for key, value in wanted.items():
+        current = getattr(split, key)
+        if (current and as_utc(current)) != (value and as_utc(value)):
+            changed[key] = value
+    if changed:
+        maintainer_actions.set_phase(actor, benchmark, spec.slug, via=via, **changed)
+        outcome.add(
+            f"{benchmark}/{spec.slug}",
+            "phase: " + ", ".join(f"{key} {_shown(value)}" for key, value in changed.items()),
+        )
+
+
+def _reference_key(name: str, scores: dict, source: str | None, day: date | None) -> tuple:
+    return (name, json.dumps(scores, sort_keys=True), source or None, day.isoformat() if day else None)
+
+
+def _apply_references(actor: User | None, benchmark: str, spec: SplitSpec, outcome: Outcome, via: str) -> None:
+    split = catalog.get_split(benchmark, spec.slug)
+    stored = list(db.session.scalars(select(Reference).where(Reference.split_id == split.id).order_by(Reference.id)))
+    wanted = [_reference_key(ref.name, ref.scores, ref.source, ref.date) for ref in spec.references or ()]
+    have = [_reference_key(row.name, json.loads(row.scores), row.source_url, row.published_on) for row in stored]
+    if have == wanted:
+        return
+    # Rows are few: any difference replaces the split's rows, in the bundle's order (what its export writes).
+    for row, key in zip(stored, have, strict=True):
+        if key not in wanted:
+            outcome.add(f"{benchmark}/{spec.slug}", f"reference {row.name!r} removed")
+        reference_rows.remove_reference(benchmark, spec.slug, row.id, actor=actor, via=via)
+    for ref, key in zip(spec.references or (), wanted, strict=True):
+        reference_rows.add_reference(
+            benchmark,
+            spec.slug,
+            ref.name,
+            json.dumps(ref.scores),
+            ref.source,
+            published_on=ref.date,
+            actor=actor,
+            via=via,
+        )
+        if key not in have:
+            outcome.add(f"{benchmark}/{spec.slug}", f"reference {ref.name!r} added")
+
+
+def _splits_not_in(bundle: Bundle) -> list[Split]:
+    named = {spec.slug for spec in bundle.splits}
+    return [split for split in catalog.get_benchmark(bundle.slug).splits if split.slug not in named]
+
+
+def _apply_default_split(actor: User | None, bundle: Bundle, outcome: Outcome, via: str) -> None:
+    benchmark = catalog.get_benchmark(bundle.slug)
+    current = next((split.slug for split in benchmark.splits if split.id == benchmark.default_split_id), None)
+    if bundle.default_split == current:
+        return
+    if bundle.default_split is None:
+        benchmark.default_split_id = None
+        audit_log.record(actor, "benchmark.default_split", bundle.slug, {"via": via, "split": "none"})
+    else:
+        maintainer_actions.pin_default_split(actor, bundle.slug, bundle.default_split, via=via)
+    outcome.add(bundle.slug, f"landing split {current or 'none'} → {bundle.default_split or 'none'}")
+
+
+# --- export --------------------------------------------------------------------------------------------------
+
+
+def export_bundle(benchmark_slug: str) -> tuple[Bundle, dict[str, bytes]]:
+    """The benchmark as a bundle in its canonical form: (the description, the files by their path in it)."""
+    benchmark = catalog.get_benchmark(benchmark_slug)
+    files: dict[str, bytes] = {}
+    splits = [_export_split(split, files) for split in sorted(benchmark.splits, key=lambda s: (s.position, s.id))]
+    config = getattr(benchmark, "task_config", None)
+    default = next((split.slug for split in benchmark.splits if split.id == benchmark.default_split_id), None)
+    bundle = Bundle(
+        format=1,
+        slug=benchmark.slug,
+        name=benchmark.name,
+        description=benchmark.description or "",
+        paper_url=benchmark.paper_url,
+        task=json.loads(config) if config else benchmark.task_type,
+        default_split=default,
+        splits=splits,
+    )
+    return bundle, files
+
+
+def _file(files: dict[str, bytes], path: str, data: bytes) -> FileRef:
+    files[path] = data
+    return FileRef(file=path, sha256=sha256(data))
+
+
+def _suffix(data: bytes) -> str:
+    """A file's extension from its first bytes: JSON lines, one JSON document, or text (CSV)."""
+    head = data[:65536].lstrip()
+    if head[:1] in (b"{", b"["):
+        lines = [line for line in head.split(b"\n")[:3] if line.strip()]
+        return "jsonl" if len(lines) > 1 and all(line[:1] == b"{" for line in lines) else "json"
+    return "csv"
+
+
+def _export_split(split: Split, files: dict[str, bytes]) -> SplitSpec:
+    base = f"splits/{split.slug}"
+    gold = label_files.gold_bytes(split)
+    annotations = label_files.given_file(split, "annotations")
+    choices = label_files.given_file(split, "choices")
+    ids = label_files.load_gold(split).ids
+    # Identifier subsets; and the annotation subsets of a split whose annotation file was not kept (added before
+    # bundles), as identifier lists under the same names, so that they survive the round trip.
+    listed = ("ids",) if annotations is not None or split.annotations_sha256 else ("ids", "annotation")
+    subsets = [
+        SubsetSpec(
+            name=subset.name,
+            ids=_file(files, f"{base}/subsets/{number}.txt", "".join(f"{ids[i]}\n" for i in subset.indices).encode()),
+        )
+        for number, subset in enumerate((s for s in split.subsets if s.source in listed), start=1)
+    ]
+    stored = db.session.scalars(select(Reference).where(Reference.split_id == split.id).order_by(Reference.id))
+    return SplitSpec(
+        slug=split.slug,
+        name=split.name,
+        hidden=split.hidden,
+        labels=_file(files, f"{base}/labels.{_suffix(gold)}", gold),
+        annotations=_file(files, f"{base}/annotations.{_suffix(annotations)}", annotations) if annotations else None,
+        choices=_file(files, f"{base}/choices.json", choices) if choices else None,
+        subset_field=split.subset_field,
+        subsets=subsets,
+        policy=Policy(
+            per_day=split.per_day,
+            per_month=split.per_month,
+            total=split.total,
+            rejected_per_day=split.rejected_per_day,
+            feedback=split.feedback,
+            open=split.is_open,
+            sealed=split.sealed_fraction or 0.0,
+        ),
+        phase=Phase(
+            opens=split.opens_at and as_utc(split.opens_at),
+            closes=split.closes_at and as_utc(split.closes_at),
+            reveal=split.reveal_planned_at and as_utc(split.reveal_planned_at),
+        ),
+        references=[
+            ReferenceSpec(name=row.name, scores=json.loads(row.scores), source=row.source_url, date=row.published_on)
+            for row in stored
+        ],
+    )

@@ -1,0 +1,248 @@
+"""Bundles applied, dry-run, refused and exported (issue 37): a benchmark hosted from one reviewed folder, every
+change audited in one transaction, a dry run that says what applying would do (rescoring and moved positions of a
+gold change too) and changes nothing, the refusals that keep stored submissions safe, and export -> apply on a
+fresh server -> export giving the same bytes for every demo benchmark."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from app import create_app
+from app.bundles import canonical_yaml, read_bundle, write_bundle
+from app.db import db
+from app.evaluation import get_task
+from app.evaluation.tasks import demo_benchmarks
+from app.models import AuditEvent, Benchmark, GoldVersion, Reference, Split
+from app.services import catalog
+from app.services.catalog import label_files
+from app.services.errors import Conflict, InvalidInput
+from app.services.intake import submissions
+from app.services.maintenance import bundles
+from app.services.maintenance.demo import demo_bundle
+from app.services.people import teams
+from app.services.storage import checksums
+from tests.conftest import make_config
+
+N = 120
+
+
+def _gold(seed: int = 1, flip: tuple[int, ...] = ()) -> bytes:
+    data = get_task("nlvr2").synthetic_gold(N, seed=seed)
+    if not flip:
+        return data
+    rows = [json.loads(line) for line in data.decode().splitlines()]
+    for i in flip:
+        rows[i]["label"] = "False" if rows[i]["label"] == "True" else "True"
+    return ("\n".join(json.dumps(row) for row in rows) + "\n").encode()
+
+
+YAML = """\
+format: 1
+slug: bb
+name: Bundle bench
+description: A benchmark from one file.
+paper_url: https://example.org/bb
+task: nlvr2
+default_split: dev
+splits:
+  - slug: dev
+    name: Dev
+    labels: {{file: dev.jsonl, sha256: {dev}}}
+    subsets:
+      - name: hard
+        ids: {{file: hard.txt, sha256: {hard}}}
+    references:
+      - name: Human
+        scores: {{all: {{accuracy: 96.2}}}}
+        source: https://example.org/bb
+        date: 2019-07-28
+  - slug: test-u
+    name: Test-U
+    hidden: true
+    labels: {{file: test.jsonl, sha256: {test}}}
+    policy: {{per_day: 3, per_month: 10, total: none, rejected_per_day: 20, feedback: ladder, open: true}}
+    phase: {{opens: 2026-12-01T00:00Z, closes: 2027-03-01T23:59Z, reveal: 2027-03-15}}
+"""
+
+
+def _sha(data: bytes) -> str:
+    return checksums.sha256(data)
+
+
+def _bundle(folder: Path, *, dev: bytes | None = None, yaml_edit=None) -> Path:
+    """Write the test bundle into ``folder`` (its dev gold ``dev``, its YAML passed through ``yaml_edit``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dev = dev if dev is not None else _gold(1)
+    test = _gold(2)
+    ids = [json.loads(line)["identifier"] for line in dev.decode().splitlines()]
+    hard = "".join(f"{identifier}\n" for identifier in ids[:30]).encode()
+    for name, data in (("dev.jsonl", dev), ("test.jsonl", test), ("hard.txt", hard)):
+        (folder / name).write_bytes(data)
+    text = YAML.format(dev=_sha(dev), test=_sha(test), hard=_sha(hard))
+    (folder / "benchmark.yaml").write_text(yaml_edit(text) if yaml_edit else text)
+    return folder
+
+
+def _state() -> tuple:
+    """What the catalog holds, in numbers: benchmarks, splits, references, gold versions, audit events."""
+    counts = [
+        db.session.scalar(select(func.count()).select_from(model))
+        for model in (Benchmark, Split, Reference, GoldVersion, AuditEvent)
+    ]
+    return tuple(counts)
+
+
+def _label_files() -> set[Path]:
+    return {path for path in label_files.labels_dir().rglob("*") if path.is_file()}
+
+
+def _publish(split: Split, n: int) -> None:
+    team = teams.create_team("Entrants")
+    gold = label_files.gold_bytes(split)
+    for i in range(n):
+        data = get_task("nlvr2").synthetic_predictions(gold, 0.6 + 0.03 * i, seed=i)
+        submissions.store_scored(split, team, data, model_name=f"m{i}", publish=True)
+
+
+def test_a_bundle_hosts_a_benchmark_whole_audited_and_applying_it_again_changes_nothing(ctx, tmp_path):
+    loaded = read_bundle(_bundle(tmp_path / "bb"))
+    outcome = bundles.apply_bundle(None, loaded)
+    assert outcome.applied and len(outcome.changes) >= 4
+    dev, test = catalog.get_split("bb", "dev"), catalog.get_split("bb", "test-u")
+    assert (dev.example_count, dev.hidden, test.hidden) == (N, False, True)
+    assert [s.name for s in dev.subsets if s.source == "ids"] == ["hard"]
+    assert (test.per_day, test.per_month, test.total, test.rejected_per_day, test.feedback) == (
+        3,
+        10,
+        None,
+        20,
+        "ladder",
+    )
+    assert test.closes_at is not None and test.reveal_planned_at is not None
+    assert dev.benchmark.default_split_id == dev.id
+    (reference,) = db.session.scalars(select(Reference).where(Reference.split_id == dev.id))
+    assert (reference.name, json.loads(reference.scores), str(reference.published_on)) == (
+        "Human",
+        {"all": {"accuracy": 96.2}},
+        "2019-07-28",
+    )
+    vias = set(db.session.scalars(select(AuditEvent.details)))
+    assert vias and all("bundle-cli" in details for details in vias)
+    before = _state()
+    again = bundles.apply_bundle(None, read_bundle(tmp_path / "bb"))
+    assert again.changes == [] and _state() == before
+
+
+def test_a_dry_run_says_what_would_change_and_changes_nothing_not_even_a_file(ctx, tmp_path):
+    before, files = _state(), _label_files()
+    outcome = bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "bb")), dry_run=True)
+    assert not outcome.applied
+    said = "\n".join(f"{change.target}: {change.summary}" for change in outcome.changes)
+    assert "bb: benchmark added (nlvr2)" in said and "bb/test-u: split added: 120 examples, hidden" in said
+    assert "subset 'hard' added (30 examples)" in said and "reference 'Human' added" in said
+    assert _state() == before and _label_files() == files
+
+
+def test_a_changed_gold_file_is_a_versioned_correction_and_its_dry_run_counts_what_moves(ctx, tmp_path):
+    bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v1")))
+    _publish(catalog.get_split("bb", "dev"), 6)
+    corrected = _bundle(tmp_path / "v2", dev=_gold(1, flip=(0, 1, 2, 3, 4)))
+    before, files = _state(), _label_files()
+
+    dry = bundles.apply_bundle(None, read_bundle(corrected), dry_run=True)
+    (said,) = [change.summary for change in dry.changes if "gold file" in change.summary]
+    assert "5 labels changed; 6 stored submissions to rescore;" in said and "board position" in said
+    assert _state() == before and _label_files() == files
+
+    with pytest.raises(InvalidInput) as refused:
+        bundles.apply_bundle(None, read_bundle(corrected))
+    assert "splits[0].labels: the gold file of bb/dev changed: a label correction needs a reason" in str(
+        [p.message for p in refused.value.problems]
+    )
+    assert _state() == before
+
+    done = bundles.apply_bundle(None, read_bundle(corrected), reason="five flipped labels fixed")
+    assert any("version 2" in change.summary for change in done.changes)
+    (version,) = db.session.scalars(select(GoldVersion))
+    assert (version.version, version.labels_changed, version.note) == (2, 5, "five flipped labels fixed")
+
+
+def test_what_would_harm_stored_submissions_is_refused_whole_with_every_reason(ctx, tmp_path):
+    bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v1")))
+    _publish(catalog.get_split("bb", "dev"), 2)
+    before = _state()
+
+    def hostile(text: str) -> str:
+        text = text.replace("task: nlvr2", "task: nlvr-structured").replace("    hidden: true\n", "")
+        text = text.replace("default_split: dev", "default_split: test-u")
+        # dev (with its 2 submissions) left out: the split list keeps test-u only
+        start, end = text.index("  - slug: dev"), text.index("  - slug: test-u")
+        return text[:start] + text[end:]
+
+    with pytest.raises(Conflict) as refused:
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v2", yaml_edit=hostile)), dry_run=True)
+    messages = [problem.message for problem in refused.value.problems]
+    assert any(m.startswith("task: bb is a nlvr2 benchmark") for m in messages)
+    assert any("splits[0].hidden: bb/test-u is hidden" in m for m in messages)
+    assert any("bb/dev is not in the bundle and has 2 stored submissions" in m for m in messages)
+    assert _state() == before
+
+
+def test_a_split_nobody_uploaded_to_may_go_and_the_landing_split_follows(ctx, tmp_path):
+    bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v1")))
+
+    def without_test(text: str) -> str:
+        return text[: text.index("  - slug: test-u")]
+
+    outcome = bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v2", yaml_edit=without_test)))
+    assert any(change.summary == "split removed (no submissions)" for change in outcome.changes)
+    assert [split.slug for split in catalog.get_benchmark("bb").splits] == ["dev"]
+
+
+def test_export_writes_the_bundle_it_was_hosted_from_byte_for_byte(ctx, tmp_path):
+    source = tmp_path / "source"
+    loaded = read_bundle(_bundle(tmp_path / "draft"))
+    bundles.apply_bundle(None, loaded)
+    bundle, files = bundles.export_bundle("bb")
+    write_bundle(bundle, files, source)
+    # The canonical form: applying it changes nothing, and exporting again writes the same bytes.
+    assert bundles.apply_bundle(None, read_bundle(source)).changes == []
+    again, again_files = bundles.export_bundle("bb")
+    assert canonical_yaml(again) == (source / "benchmark.yaml").read_bytes()
+    assert again_files == {path: (source / path).read_bytes() for path in again_files}
+
+
+def _fresh_app(tmp_path: Path, name: str, backend, template):
+    folder = tmp_path / name
+    folder.mkdir()
+    return create_app(make_config(folder, backend.new_database(folder, template=template, name=name)))
+
+
+def test_every_demo_benchmark_survives_export_apply_export_on_a_fresh_server(
+    ctx, tmp_path, database_backend, migrated_database
+):
+    """The demo's bundles, small (200 examples a split, the same shapes: annotations, choices, references,
+    hidden splits, policies), applied here; exported, applied on a fresh server, exported again: same bytes."""
+    exported = {}
+    for seed, spec in enumerate(demo_benchmarks()):
+        small = dataclasses.replace(spec, splits=tuple(dataclasses.replace(s, size=200) for s in spec.splits))
+        bundle, files = demo_bundle(small, seed)
+        write_bundle(bundle, files, tmp_path / "demo" / spec.slug)
+        bundles.apply_bundle(None, read_bundle(tmp_path / "demo" / spec.slug), via="demo")
+        first, first_files = bundles.export_bundle(spec.slug)
+        write_bundle(first, first_files, tmp_path / "first" / spec.slug)
+        exported[spec.slug] = (canonical_yaml(first), first_files)
+    fresh = _fresh_app(tmp_path, "fresh", database_backend, migrated_database)
+    with fresh.app_context():
+        for slug, (yaml_bytes, files) in exported.items():
+            bundles.apply_bundle(None, read_bundle(tmp_path / "first" / slug))
+            second, second_files = bundles.export_bundle(slug)
+            assert canonical_yaml(second) == yaml_bytes, slug
+            assert second_files == files, slug
+        db.engine.dispose()
+    assert len(exported) == len(demo_benchmarks()) >= 9
