@@ -21,7 +21,20 @@ from datetime import date, datetime
 import numpy as np
 from sqlalchemy import func, select
 
-from app.bundles import Bundle, FileRef, LoadedBundle, Phase, Policy, ReferenceSpec, SplitSpec, SubsetSpec
+from app.bundles import (
+    Bundle,
+    BundleError,
+    FileRef,
+    LoadedBundle,
+    Phase,
+    Policy,
+    ReferenceSpec,
+    SplitSpec,
+    SubsetSpec,
+    bundle_zip,
+    canonical_yaml,
+    read_bundle_zip,
+)
 from app.db import db, one_transaction
 from app.evaluation import Problem, ValidationError
 from app.evaluation.subsets import ids_subset
@@ -402,6 +415,47 @@ def _apply_default_split(actor: User | None, bundle: Bundle, outcome: Outcome, v
     else:
         maintainer_actions.pin_default_split(actor, bundle.slug, bundle.default_split, via=via)
     outcome.add(bundle.slug, f"landing split {current or 'none'} → {bundle.default_split or 'none'}")
+
+
+def apply_bundle_archive(
+    actor: User | None,
+    data: bytes,
+    *,
+    dry_run: bool,
+    reason: str | None = None,
+    reviewed_sha256: str | None = None,
+    via: str = "web",
+) -> tuple[Outcome, str]:
+    """A bundle uploaded as a .zip (the console's form): read it (InvalidInput naming every problem with its key
+    path and line), then apply_bundle. ``reviewed_sha256``: the digest of the archive whose dry run the maintainer
+    reviewed; applying another archive is refused (Conflict), so what is applied is what was reviewed. Returns the
+    outcome and the archive's sha256."""
+    digest = sha256(data)
+    if not dry_run and reviewed_sha256 is not None and reviewed_sha256 != digest:
+        raise Conflict(
+            f"this archive (sha256 {digest[:12]}…) is not the one whose dry run was reviewed "
+            f"({reviewed_sha256[:12]}…): review its dry run first"
+        )
+    try:
+        loaded = read_bundle_zip(data)
+    except BundleError as exc:
+        raise InvalidInput(
+            f"the bundle cannot be read ({_count(len(exc.problems), 'problem')}); nothing changed",
+            [Problem(problem.line, str(problem)) for problem in exc.problems],
+        ) from exc
+    return apply_bundle(actor, loaded, dry_run=dry_run, reason=reason, via=via), digest
+
+
+def bundle_archive(benchmark_slug: str) -> tuple[str, bytes]:
+    """The benchmark's bundle as a .zip to download: (file name, bytes); the same files `bundle export` writes."""
+    bundle, files = export_bundle(benchmark_slug)
+    return f"{benchmark_slug}-bundle.zip", bundle_zip(bundle, files)
+
+
+def bundle_text(benchmark_slug: str) -> str:
+    """The benchmark's benchmark.yaml as its export writes it (the console shows it)."""
+    bundle, _files = export_bundle(benchmark_slug)
+    return canonical_yaml(bundle).decode()
 
 
 # --- export --------------------------------------------------------------------------------------------------
