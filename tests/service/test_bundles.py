@@ -246,3 +246,40 @@ def test_every_demo_benchmark_survives_export_apply_export_on_a_fresh_server(
             assert second_files == files, slug
         db.engine.dispose()
     assert len(exported) == len(demo_benchmarks()) >= 9
+
+
+def test_the_command_line_dry_runs_applies_and_exports_and_a_bad_bundle_exits_2_naming_every_problem(app, tmp_path):
+    runner = app.test_cli_runner()
+    folder = _bundle(tmp_path / "bb")
+    dry = runner.invoke(args=["bundle", "apply", str(folder), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "bb: would change (" in dry.output and "  bb/test-u: split added: 120 examples, hidden" in dry.output
+    assert dry.output.rstrip().endswith("dry run: nothing was changed")
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Benchmark)) == 0
+
+    done = runner.invoke(args=["bundle", "apply", str(folder)])
+    assert done.exit_code == 0 and "bb: changed (" in done.output
+    again = runner.invoke(args=["bundle", "apply", str(folder)])
+    assert "nothing to change" in again.output
+
+    out = tmp_path / "exported"
+    exported = runner.invoke(args=["bundle", "export", "bb", str(out)])
+    assert exported.exit_code == 0 and (out / "benchmark.yaml").is_file()
+    assert runner.invoke(args=["bundle", "export", "bb", str(out)]).exit_code == 2  # not into a full folder
+
+    def broken(text: str) -> str:
+        return text.replace("per_day: 3", 'per_day: "ten"').replace("name: Dev\n", "name: Dev\n    colour: red\n")
+
+    bad = _bundle(tmp_path / "bad", yaml_edit=broken)
+    (bad / "test.jsonl").write_bytes(b"tampered\n")
+    with app.app_context():
+        before, files = _state(), _label_files()
+    refused = runner.invoke(args=["bundle", "apply", str(bad)])
+    assert refused.exit_code == 2
+    lines = refused.output.splitlines()
+    assert any(line.startswith("splits[0].colour: ") and "(benchmark.yaml:11)" in line for line in lines), lines
+    assert any(line.startswith('splits[1].policy.per_day: expected an integer or "none", got "ten"') for line in lines)
+    assert any(line.startswith('splits[1].labels.sha256: "test.jsonl" has sha256 ') for line in lines)
+    with app.app_context():
+        assert (_state(), _label_files()) == (before, files)

@@ -122,7 +122,8 @@ def _refusals(
         problems.append(
             (
                 Conflict,
-                f"task: {existing.slug} is a {existing.task_type} benchmark: a task type never changes (host a new benchmark)",
+                f"task: {existing.slug} is a {existing.task_type} benchmark: a task type never changes "
+                "(host a new benchmark)",
             )
         )
     splits = {split.slug: split for split in existing.splits}
@@ -135,7 +136,8 @@ def _refusals(
             problems.append(
                 (
                     Conflict,
-                    f"{where}.hidden: {existing.slug}/{split.slug} is {'hidden' if split.hidden else 'public'}: a split's hidden flag never changes",
+                    f"{where}.hidden: {existing.slug}/{split.slug} is {'hidden' if split.hidden else 'public'}: "
+                    "a split's hidden flag never changes",
                 )
             )
         if (spec.subset_field or None) != split.subset_field:
@@ -150,7 +152,8 @@ def _refusals(
             problems.append(
                 (
                     InvalidInput,
-                    f"{where}.labels: the gold file of {existing.slug}/{split.slug} changed: a label correction needs a reason (--reason)",
+                    f"{where}.labels: the gold file of {existing.slug}/{split.slug} changed: a label correction "
+                    "needs a reason (--reason)",
                 )
             )
         stored_subsets = {subset.name: subset for subset in split.subsets if subset.source == "ids"}
@@ -175,7 +178,8 @@ def _refusals(
             problems.append(
                 (
                     Conflict,
-                    f"splits: {existing.slug}/{split.slug} is not in the bundle and has {_count(uploads, 'stored submission')}: a split teams uploaded to is never removed",
+                    f"splits: {existing.slug}/{split.slug} is not in the bundle and has "
+                    f"{_count(uploads, 'stored submission')}: a split teams uploaded to is never removed",
                 )
             )
     return problems
@@ -271,21 +275,25 @@ def _apply_split(
             split.board_version += 1
         if sha256(labels) != split.gold_sha256:
             correction = label_audits.correct_labels(actor, bundle.slug, spec.slug, labels, reason, via=via)
+            changed = _count(correction.labels_changed, "label")
+            rescored = _count(correction.rescored, "stored submission")
+            moved = _count(correction.ranks_moved, "board position")
             outcome.add(
                 target,
-                f"gold file corrected (version {correction.version}): {_count(correction.labels_changed, 'label')} changed; "
-                f"{_count(correction.rescored, 'stored submission')} to rescore; {_count(correction.ranks_moved, 'board position')} moved",
+                f"gold file corrected (version {correction.version}): {changed} changed; {rescored} to rescore; "
+                f"{moved} moved",
             )
     stored = {subset.name for subset in split.subsets}
     for subset in spec.subsets or ():
         if subset.name in stored:
             continue
-        _added, rescored = maintainer_actions.add_subset(
+        added, rescored = maintainer_actions.add_subset(
             actor, bundle.slug, spec.slug, subset.name, loaded.files[subset.ids.file], via=via
         )
         outcome.add(
             target,
-            f"subset {subset.name!r} added ({_count(_added.size, 'example')}); {_count(rescored, 'stored submission')} to rescore",
+            f"subset {subset.name!r} added ({_count(added.size, 'example')}); "
+            f"{_count(rescored, 'stored submission')} to rescore",
         )
     _apply_policy(actor, bundle.slug, spec, outcome, via)
     _apply_phase(actor, bundle.slug, spec, outcome, via)
@@ -521,14 +529,16 @@ def _export_split(split: Split, files: dict[str, bytes]) -> SplitSpec:
         choices=_file(files, f"{base}/choices.json", choices) if choices else None,
         subset_field=split.subset_field,
         subsets=subsets,
-        policy=Policy(
-            per_day=split.per_day,
-            per_month=split.per_month,
-            total=split.total,
-            rejected_per_day=split.rejected_per_day,
-            feedback=split.feedback,
-            open=split.is_open,
-            sealed=split.sealed_fraction or 0.0,
+        policy=Policy.model_validate(
+            {
+                "per_day": split.per_day,
+                "per_month": split.per_month,
+                "total": split.total,
+                "rejected_per_day": split.rejected_per_day,
+                "feedback": split.feedback,
+                "open": split.is_open,
+                "sealed": split.sealed_fraction or 0.0,
+            }
         ),
         phase=Phase(
             opens=split.opens_at and as_utc(split.opens_at),
