@@ -37,15 +37,15 @@ _SHAPES = {"classification": ClassificationTask, "multiple-choice": MultipleChoi
 def configured_task(config: Mapping[str, Any] | str | Classification | MultipleChoice | ShortAnswer) -> ConfiguredTask:
     """The task type of a config (a mapping, its canonical JSON, or a parsed config); ConfigError naming the bad
     keys. Two benchmarks with the same config share one object."""
-    if isinstance(config, str):
-        config = json.loads(config)
-    return _task_of(canonical_json(parse(config)))  # type: ignore[arg-type]
+    found = json.loads(config) if isinstance(config, str) else config
+    return _task_of(canonical_json(parse(found)))
 
 
 @lru_cache(maxsize=256)
 def _task_of(canonical: str) -> ConfiguredTask:
     config = parse(json.loads(canonical))
-    task: ConfiguredTask = _SHAPES[config.type](config)  # type: ignore[arg-type]
+    shape: Any = _SHAPES[config.type]
+    task: ConfiguredTask = shape(config)
     return task
 
 

@@ -38,7 +38,7 @@ class ClassificationTask(ConfiguredTask):
         return tuple(config.labels)
 
     def _folds(self, config: Any) -> bool:
-        return config.case == "insensitive"
+        return bool(config.case == "insensitive")
 
     def _fold(self, text: str) -> str:
         return text.lower() if self.folded else text

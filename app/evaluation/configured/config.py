@@ -40,7 +40,7 @@ class GoldLayout(_Strict):
     @model_validator(mode="after")
     def _records_json_only(self) -> GoldLayout:
         if self.records is not None and self.format != "json":
-            raise ValueError("records: only a json gold file has a list under a key")
+            raise ValueError("records: only a json gold file has its records under a key")
         return self
 
 
@@ -96,12 +96,14 @@ class _Common(_Strict):
     def _keys_apart(self) -> _Common:
         gold = self.gold
         if gold.id == gold.label:
-            raise ValueError("gold: id and label must be different keys")
+            raise ValueError("gold.label: the identifier's key and the label's must differ")
         if self.predictions.id == self.predictions.label:
-            raise ValueError("predictions: id and label must be different keys")
-        for field in (*self.subset_fields, *([self.group_by.field] if self.group_by and self.group_by.field else [])):
+            raise ValueError("predictions.label: the identifier's key and the label's must differ")
+        for field in self.subset_fields:
             if field in (gold.id, gold.label):
-                raise ValueError(f"{field!r} is the gold file's identifier or label, not a field")
+                raise ValueError(f"subset_fields: {field!r} is the gold file's identifier or label, not a field")
+        if self.group_by is not None and self.group_by.field in (gold.id, gold.label):
+            raise ValueError(f"group_by.field: {self.group_by.field!r} is the gold file's identifier or label")
         if gold.answer_key is not None and not isinstance(self, ShortAnswer):
             raise ValueError("gold.answer_key: only a short-answer gold file has answers as objects")
         return self
@@ -109,7 +111,9 @@ class _Common(_Strict):
 
 class Classification(_Common):
     type: Literal["classification"]
-    labels: Annotated[list[Annotated[str, Field(min_length=1, max_length=100)]], Field(min_length=2, max_length=MAX_LABELS)]
+    labels: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=100)]], Field(min_length=2, max_length=MAX_LABELS)
+    ]
     case: Literal["sensitive", "insensitive"] = "insensitive"
 
     @field_validator("labels")
@@ -160,7 +164,9 @@ class ConfigError(ValueError):
         super().__init__("; ".join(problems))
 
 
-def parse(config: Mapping[str, Any] | Classification | MultipleChoice | ShortAnswer) -> Classification | MultipleChoice | ShortAnswer:
+def parse(
+    config: Mapping[str, Any] | Classification | MultipleChoice | ShortAnswer,
+) -> Classification | MultipleChoice | ShortAnswer:
     """The validated config; ConfigError naming every bad key (``task.labels: ...``)."""
     if isinstance(config, (Classification, MultipleChoice, ShortAnswer)):
         return config
@@ -172,12 +178,18 @@ def parse(config: Mapping[str, Any] | Classification | MultipleChoice | ShortAns
         raise ConfigError([_message(error) for error in exc.errors()]) from None
 
 
+_KEY_FIRST = re.compile(r"^([a-z_]+(?:\.[a-z_]+)*): ")
+
+
 def _message(error: Any) -> str:
     where = [str(part) for part in error["loc"]]
     if where and where[0] in CONFIGURED_TYPES:
         where = where[1:]  # the union's tag: not a key of the file
     path = "task" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in where)
     message = str(error["msg"]).removeprefix("Value error, ")
+    key = _KEY_FIRST.match(message) if error["type"] == "value_error" else None
+    if key is not None:  # a model's own check names the key it is about first: "labels: ..."
+        path, message = f"{path}.{key.group(1)}", message[key.end() :]
     if error["type"] == "union_tag_invalid" or error["type"] == "union_tag_not_found":
         path, message = "task.type", f"expected one of {', '.join(CONFIGURED_TYPES)}"
     if error["type"] == "extra_forbidden":

@@ -80,7 +80,10 @@ class ConfiguredTask(TaskType):
         self.unit_noun = config.unit_noun
         grouped = config.group_by is not None
         consistency = Metric("consistency", "Consistency", "Cons.", counts=config.unit_noun)
-        self.declared_metrics = (ACCURACY, consistency) if grouped else (ACCURACY,)
+        # Ungrouped, every example is its own unit and the unit noun names the examples ("questions").
+        self.declared_metrics = (
+            (ACCURACY, consistency) if grouped else (Metric("accuracy", "Accuracy", "Acc.", counts=config.unit_noun),)
+        )
         self.primary_metric = "accuracy"
         self.tie_break_metric = "consistency" if grouped else None
         self.subset_metrics = ("accuracy",)
@@ -240,6 +243,7 @@ class ConfiguredTask(TaskType):
         groups: list[str] = []
         kept: list[dict[str, Any]] = []
         first: dict[str, int] = {}
+        numeric = layout.format != "csv"  # every identifier a JSON number so far
         group_field = config.group_by.field if config.group_by else None
         records = 0
         for position, line, record in self._gold_records(data, problems):
@@ -262,6 +266,7 @@ class ConfiguredTask(TaskType):
                 problem(f"duplicate identifier {show(identifier)} (first in record {first[identifier] + 1:,})")
                 continue
             first[identifier] = position
+            numeric = numeric and type(record.get(layout.id)) is int
             label, wrong = self._gold_label(record.get(layout.label, _MISSING))
             if wrong is not None:
                 problem(f"{wrong} for {show(identifier)}")
@@ -269,7 +274,9 @@ class ConfiguredTask(TaskType):
             if self._id_pattern is not None:
                 match = self._id_pattern.search(identifier)
                 if match is None:
-                    problem(f"identifier {show(identifier)} does not match group_by.id_pattern {self._id_pattern.pattern!r}")
+                    problem(
+                        f"identifier {show(identifier)} does not match group_by.id_pattern {self._id_pattern.pattern!r}"
+                    )
                     continue
                 group = "\x1f".join(part or "" for part in match.groups())
             elif group_field is not None:
@@ -298,7 +305,8 @@ class ConfiguredTask(TaskType):
             raise ValidationError(
                 f"no example has the field {absent[0]!r} that subset_fields names (as text or a whole number)"
             )
-        return GoldSet(self.name, object_array(ids), self._gold_labels(labels), groups_of(groups), fields)
+        labels_array = self._gold_labels(labels)
+        return GoldSet(self.name, object_array(ids), labels_array, groups_of(groups), fields, numeric_ids=numeric)
 
     def _derived_subsets(self, gold: GoldSet) -> dict[str, np.ndarray]:
         from app.evaluation.subsets import field_subsets
@@ -332,8 +340,11 @@ class ConfiguredTask(TaskType):
             missing = [key for key in (layout.id, layout.label) if key.lower() not in names]
             if missing:
                 raise ValidationError(
-                    at(head + 1, f"the header line must name the columns {layout.id} and {layout.label}; "
-                    f"it has no {', '.join(missing)}")
+                    at(
+                        head + 1,
+                        f"the header line must name the columns {layout.id} and {layout.label}; "
+                        f"it has no {', '.join(missing)}",
+                    )
                 )
             n_fields = len(names)
             limit = max_line_bytes(n_fields)
@@ -341,8 +352,11 @@ class ConfiguredTask(TaskType):
             if long_lines.size:
                 first = int(long_lines[0])
                 raise ValidationError(
-                    at(first + 1, f"line of {int(scanned.ends[first] - scanned.starts[first]):,} bytes: a line of "
-                    f"this file has at most {n_fields} columns and {limit:,} bytes")
+                    at(
+                        first + 1,
+                        f"line of {int(scanned.ends[first] - scanned.starts[first]):,} bytes: a line of "
+                        f"this file has at most {n_fields} columns and {limit:,} bytes",
+                    )
                 )
             rows = scanned.keep_well_formed(scanned.content[1:], n_fields, problems)
             ids = Column.of(scanned, rows, names.index(layout.id.lower()), n_fields)
@@ -350,9 +364,9 @@ class ConfiguredTask(TaskType):
         else:
             scanned = Layout.scan(data, max_fields=2, start=start)
             rows = scanned.content
-            if layout.header == "optional" and rows.size:
-                if [cell.lower() for cell in scanned.cells(int(rows[0]))] == [layout.id.lower(), layout.label.lower()]:
-                    rows = rows[1:]
+            header = [layout.id.lower(), layout.label.lower()]
+            if layout.header == "optional" and rows.size and [c.lower() for c in scanned.cells(int(rows[0]))] == header:
+                rows = rows[1:]
             if rows.size == 0:
                 problems.add(Problem(None, "file contains no predictions"))
                 problems.raise_if_any()
@@ -387,7 +401,7 @@ class ConfiguredTask(TaskType):
         few), cells too long for the fixed-width view a chunk at a time."""
         fixed = words.fixed()
         distinct, inverse = np.unique(fixed, return_inverse=True)
-        texts = objects([strip(cell.decode("utf-8")) if cell else None for cell in distinct.tolist()])
+        texts = np.array([strip(cell.decode("utf-8")) if cell else None for cell in distinct.tolist()], dtype=object)
         coded, ok = self._code(texts)
         values, valid = coded[inverse], ok[inverse]
         del fixed, inverse
@@ -412,7 +426,8 @@ class ConfiguredTask(TaskType):
             text = read_text(data, max_bytes, max_lines_for(gold.n))
             if json_files.value_bound(text) > bound:
                 raise ValidationError(
-                    f"the prediction file holds more JSON values than a valid one for this split can (at most {bound:,})"
+                    "the prediction file holds more JSON values than a valid one for this split can "
+                    f"(at most {bound:,})"
                 )
             entries: list[Any] = []
             numbers: list[int] = []
@@ -447,11 +462,12 @@ class ConfiguredTask(TaskType):
                 names.append(None)
                 texts.append(None)
                 continue
-            name = _identifier(entry.get(layout.id))
-            text = self._prediction_json(entry.get(layout.label))
+            written = entry.get(layout.id)
+            name = _identifier(written) if type(written) is int or not gold.numeric_ids else None
+            value = self._prediction_json(entry.get(layout.label))
             names.append(name)
-            texts.append(text)
-            if name is None or text is None:
+            texts.append(value)
+            if name is None or value is None:
                 bad.append(row)
         values, valid = self._code(objects(texts))  # type: ignore[arg-type]
         invalid = [row for row in np.flatnonzero(~valid).tolist() if texts[row] is not None and names[row] is not None]
@@ -459,23 +475,36 @@ class ConfiguredTask(TaskType):
         counts = np.bincount(positions[positions >= 0], minlength=gold.n)
         if bad or invalid or (positions < 0).any() or counts.max(initial=0) > 1 or (counts == 0).any():
             lines = np.asarray(numbers if lines_file else json_files.entry_lines(data), dtype=np.int64)
-            describe = self._entry_problem(entries, names, texts, lines_file)
+            describe = self._entry_problem(entries, names, texts, lines_file, gold.numeric_ids)
             problems.add_lines(lines, np.asarray(sorted(bad + invalid), dtype=np.int64), describe)
             named = np.flatnonzero(np.asarray([name is not None for name in names], dtype=bool))
             if lines_file:
-                align(positions[named], gold.n, lines[named], objects([names[r] for r in named.tolist()]), problems,
-                      lambda i: gold.ids[i])
+                align(
+                    positions[named],
+                    gold.n,
+                    lines[named],
+                    objects([names[r] for r in named.tolist()]),
+                    problems,
+                    lambda i: gold.ids[i],
+                )
             else:
                 json_files.entry_problems(
-                    problems, positions[named], gold.n, lines[named], [names[r] for r in named.tolist()],
-                    lambda i: str(gold.ids[i]), layout.id,
+                    problems,
+                    positions[named],
+                    gold.n,
+                    lines[named],
+                    [names[r] for r in named.tolist()],
+                    lambda i: str(gold.ids[i]),
+                    layout.id,
                 )
             problems.raise_if_any()
         out = self._empty(gold)
         out[positions] = values
         return out
 
-    def _entry_problem(self, entries: list[Any], names: list[str | None], texts: list[str | None], lines_file: bool):
+    def _entry_problem(
+        self, entries: list[Any], names: list[str | None], texts: list[str | None], lines_file: bool, numeric_ids: bool
+    ) -> Any:
         layout = self.config.predictions
 
         def describe(row: int) -> str:
@@ -484,9 +513,12 @@ class ConfiguredTask(TaskType):
             if not isinstance(entry, dict):
                 return f"{where}expected an object with {layout.id} and {layout.label}"
             if names[row] is None:
-                return f"{where}{layout.id} must be a string or a whole number, not {show(entry.get(layout.id))}"
+                kind = "a whole number" if numeric_ids else "a string or a whole number"
+                return f"{where}{layout.id} must be {kind}, not {show(entry.get(layout.id))}"
             if texts[row] is None:
-                return f"{where}{names[row]}: {layout.label} must be {self.expected}, not {show(entry.get(layout.label))}"
+                return (
+                    f"{where}{names[row]}: {layout.label} must be {self.expected}, not {show(entry.get(layout.label))}"
+                )
             return f"{where}invalid prediction {show(texts[row])} for {show(names[row])}; expected {self.expected}"
 
         return describe
@@ -509,8 +541,12 @@ class ConfiguredTask(TaskType):
             for field in config.subset_fields:
                 record[field] = ("a", "b", "c")[int(rng.integers(3))]
             records.append(record)
-        return _write(records, layout.format, list(records[0]) if records else [layout.id, layout.label],
-                      records_key=layout.records)
+        return _write(
+            records,
+            layout.format,
+            list(records[0]) if records else [layout.id, layout.label],
+            records_key=layout.records,
+        )
 
     def synthetic_file(self, gold: bytes, options: SyntheticOptions) -> bytes:
         """Each prediction right with probability ``accuracy`` (a consistency group sharing one draw with

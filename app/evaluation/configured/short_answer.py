@@ -74,10 +74,7 @@ class ShortAnswerTask(ConfiguredTask):
         if not isinstance(value, list) or not value or len(value) > MAX_ANSWERS:
             plural = "the annotators' answers" if self.soft else "an answer or a list of accepted answers"
             return None, f"missing or invalid {name!r} ({plural}: a list of 1 to {MAX_ANSWERS})"
-        if key is not None:
-            texts = [item.get(key) if isinstance(item, dict) else None for item in value]
-        else:
-            texts = value
+        texts = value if key is None else [item.get(key) if isinstance(item, dict) else None for item in value]
         if not all(isinstance(text, str) for text in texts):
             item = f"an object with a string {key!r}" if key else "a string"
             return None, f"every answer in {name!r} must be {item}"
@@ -156,9 +153,9 @@ class ShortAnswerTask(ConfiguredTask):
     def unit_correctness(self, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
         """Exact: a match. Soft: full credit (enough annotators agree), what the probe check compares."""
         if self.soft:
-            full: np.ndarray = self.unit_scores(gold, stacked) == self.unit_points(gold)
-            return full
-        right: np.ndarray = self._matches(gold, stacked).any(axis=2)
+            full_credit: np.ndarray = self.unit_scores(gold, stacked) == self.unit_points(gold)
+            return full_credit
+        right = np.asarray(self._matches(gold, stacked).any(axis=2))
         return right
 
     def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
