@@ -37,8 +37,15 @@ _SHAPES = {"classification": ClassificationTask, "multiple-choice": MultipleChoi
 def configured_task(config: Mapping[str, Any] | str | Classification | MultipleChoice | ShortAnswer) -> ConfiguredTask:
     """The task type of a config (a mapping, its canonical JSON, or a parsed config); ConfigError naming the bad
     keys. Two benchmarks with the same config share one object."""
-    found = json.loads(config) if isinstance(config, str) else config
-    return _task_of(canonical_json(parse(found)))
+    if isinstance(config, str):
+        return _from_text(config)
+    return _task_of(canonical_json(parse(config)))
+
+
+@lru_cache(maxsize=256)
+def _from_text(text: str) -> ConfiguredTask:
+    """A stored config (a benchmark's column) to its task, without validating it again on every request."""
+    return _task_of(canonical_json(parse(json.loads(text))))
 
 
 @lru_cache(maxsize=256)

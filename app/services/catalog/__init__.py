@@ -37,6 +37,7 @@ from app.services.catalog.benchmarks import (
     unknown_benchmark,
     unknown_split,
 )
+from app.services.catalog.task_types import task_of
 
 __all__ = [
     "HIDDEN_SPLIT_POLICY",
@@ -64,6 +65,7 @@ __all__ = [
     "source_of",
     "split_metrics",
     "subset_row",
+    "task_of",
     "unknown_benchmark",
     "unknown_split",
 ]
