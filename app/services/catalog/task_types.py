@@ -14,10 +14,11 @@ from app.services.errors import InvalidInput
 
 
 def task_of(benchmark: Benchmark | Any) -> TaskType:
-    """The task type that scores ``benchmark``'s splits (a Benchmark row, or any object with its task_type and
-    task_config: the boards' BenchmarkInfo)."""
-    if benchmark.task_config:
-        return configured_task(benchmark.task_config)
+    """The task type that scores ``benchmark``'s splits: a Benchmark row, or any object with its task_type and,
+    for a configured type, its task_config (the boards' BenchmarkInfo)."""
+    config = getattr(benchmark, "task_config", None)
+    if config:
+        return configured_task(config)
     return get_task(benchmark.task_type)
 
 
