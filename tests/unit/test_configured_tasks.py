@@ -85,9 +85,14 @@ def _same_everywhere(ours, builtin, gold_ours, gold_builtin, files, subsets):
 # --- NLVR2 as a configured classification -----------------------------------------------------------------------
 
 
+# The built-in's own rule, a sentence's examples by identifier (split-set and sentence, the pair id dropped).
+NLVR2_BY_IDENTIFIER = {**NLVR2_CONFIG, "group_by": {"id_pattern": r"^(.+)-\d+-(\d+)$"}}
+
+
+@pytest.mark.parametrize("config", [NLVR2_CONFIG, NLVR2_BY_IDENTIFIER], ids=["by-sentence", "by-identifier"])
 @pytest.mark.parametrize("seed,size", [(0, 40), (1, 57), (2, 24)])
-def test_configured_nlvr2_scores_every_generated_file_as_the_builtin(seed, size):
-    ours, builtin = configured_task(NLVR2_CONFIG), get_task("nlvr2")
+def test_configured_nlvr2_scores_every_generated_file_as_the_builtin(seed, size, config):
+    ours, builtin = configured_task(config), get_task("nlvr2")
     data = builtin.synthetic_gold(size, seed=seed)
     gold_ours, gold_builtin = ours.read_gold(data), builtin.read_gold(data)
     assert gold_ours.ids.tolist() == gold_builtin.ids.tolist()

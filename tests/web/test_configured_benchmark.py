@@ -13,7 +13,7 @@ from app.db import db
 from app.models import AuditEvent, Benchmark
 from app.services import catalog
 from app.services.errors import InvalidInput
-from app.services.maintenance import maintainer_actions
+from app.services.maintenance import label_audits, maintainer_actions
 from app.services.people import accounts, teams
 from tests.support.users import bearer, make_user
 
@@ -72,6 +72,11 @@ def test_a_configured_benchmark_is_added_scored_and_shown_as_its_config_says(app
     accuracy, consistency = columns["all", "accuracy"], columns["all", "consistency"]
     assert (accuracy["label"], accuracy["examples"], accuracy["counts"]) == ("Accuracy", 12, "examples")
     assert (consistency["label"], consistency["examples"], consistency["counts"]) == ("Consistency", 3, "premises")
+
+    with app.app_context():  # a label audit votes over the config's vocabulary, under the gold key's name
+        report = label_audits.audit_labels("nli3", "dev", 3)
+        assert report.submissions == 1 and list(report.gold_accuracy) == ["gold_label"]
+        assert {row.gold for row in report.rows} <= set(NLI3["labels"])
 
     page = client.get("/leaderboards/nli3/dev")
     assert page.status_code == 200
