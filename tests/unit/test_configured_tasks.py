@@ -345,3 +345,29 @@ def test_bad_shape_keys_are_refused_naming_the_key():
     soft = {**VQA_V2_CONFIG, "gold": {"format": "csv", "id": "a", "label": "b"}}
     with pytest.raises(ConfigError, match="task.scoring: soft scoring needs"):
         parse(soft)
+
+
+def test_a_bad_gold_file_is_refused_naming_each_line():
+    task = configured_task(NLVR2_BY_IDENTIFIER)
+    lines = [
+        '{"identifier": "dev-1-0-0", "label": "True", "sentence": "s"}',
+        '{"identifier": "dev-1-1-0", "label": "maybe", "sentence": "s"}',
+        '{"identifier": "dev-1-0-0", "label": "False", "sentence": "s"}',
+        "{not json",
+        '{"identifier": "nohyphens", "label": "true"}',
+        '["a list"]',
+    ]
+    with pytest.raises(ValidationError) as refused:
+        task.read_gold("\n".join(lines).encode())
+    assert [str(problem) for problem in refused.value.problems] == [
+        "line 2: missing or invalid 'label' (one of true, false (any case)) for 'dev-1-1-0'",
+        "line 3: duplicate identifier 'dev-1-0-0' (first on line 1)",
+        "line 4: invalid JSON (Expecting property name enclosed in double quotes at column 2)",
+        "line 5: identifier 'nohyphens' does not match group_by.id_pattern ^(.+)-\\d+-(\\d+)$",
+        "line 6: expected an object",
+    ]
+    by_field = configured_task({**NLVR2_CONFIG, "subset_fields": ["writer"]})
+    with pytest.raises(ValidationError, match="line 1: missing 'sentence' \\(group_by.field\\) for 'dev-1-0-0'"):
+        by_field.read_gold(b'{"identifier": "dev-1-0-0", "label": "True", "writer": "w"}\n')
+    with pytest.raises(ValidationError, match="no example has the field 'writer' that subset_fields names"):
+        by_field.read_gold(b'{"identifier": "dev-1-0-0", "label": "True", "sentence": "s"}\n')

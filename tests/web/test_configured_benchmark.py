@@ -85,6 +85,15 @@ def test_a_configured_benchmark_is_added_scored_and_shown_as_its_config_says(app
     assert "resamples whole premises" in text  # the unit noun the config gives its groups
     assert ">Accuracy</a>" in text and '<span class="n" title="examples">n = 12</span>' in text
     assert ">Consistency</a>" in text and '<span class="n" title="premises">n = 3</span>' in text
+    # How to submit: the file as the config declares it, and a sample file the task reads.
+    assert "CSV, one line per example: pair_id,prediction with the prediction one of entailment, neutral" in text
+    sample = client.get("/leaderboards/nli3/dev/sample.csv")
+    assert sample.status_code == 200 and sample.data.splitlines()[0] == records[0]["pair_id"].encode() + b",entailment"
+    with app.app_context():
+        gold_set = task.read_gold(gold)
+        assert task.score(gold_set, task.parse(sample.data, gold_set))["all"]["accuracy"] == pytest.approx(
+            100 * sum(record["gold_label"] == "entailment" for record in records) / 12
+        )
 
 
 def test_a_bad_config_is_refused_naming_the_key_and_nothing_is_stored(app):

@@ -242,7 +242,7 @@ class ConfiguredTask(TaskType):
         labels: list[Any] = []
         groups: list[str] = []
         kept: list[dict[str, Any]] = []
-        first: dict[str, int] = {}
+        first: dict[str, tuple[int, int | None]] = {}  # (position, line) where each identifier was first
         numeric = layout.format != "csv"  # every identifier a JSON number so far
         group_field = config.group_by.field if config.group_by else None
         records = 0
@@ -263,9 +263,11 @@ class ConfiguredTask(TaskType):
                 problem(f"missing or invalid {layout.id!r} (a string or a whole number)")
                 continue
             if identifier in first:
-                problem(f"duplicate identifier {show(identifier)} (first in record {first[identifier] + 1:,})")
+                earlier = first[identifier]
+                place = f"record {earlier[0] + 1:,}" if earlier[1] is None else f"line {earlier[1]}"
+                problem(f"duplicate identifier {show(identifier)} (first on {place})")
                 continue
-            first[identifier] = position
+            first[identifier] = (position, line)
             numeric = numeric and type(record.get(layout.id)) is int
             label, wrong = self._gold_label(record.get(layout.label, _MISSING))
             if wrong is not None:
@@ -275,7 +277,7 @@ class ConfiguredTask(TaskType):
                 match = self._id_pattern.search(identifier)
                 if match is None:
                     problem(
-                        f"identifier {show(identifier)} does not match group_by.id_pattern {self._id_pattern.pattern!r}"
+                        f"identifier {show(identifier)} does not match group_by.id_pattern {self._id_pattern.pattern}"
                     )
                     continue
                 group = "\x1f".join(part or "" for part in match.groups())
