@@ -261,6 +261,25 @@ def test_exact_short_answer_with_accepted_answers_lowercased_in_json():
     upload = json.dumps([{"id": "a", "text": " PARIS "}, {"id": "b", "text": "four"}, {"id": 7, "text": "2"}]).encode()
     assert task.score(gold, task.parse(upload, gold)) == {"all": {"accuracy": pytest.approx(200 / 3)}}
     assert task.unit_points(gold) == 1 and task.label_votes(gold, task.parse(upload, gold)[None]) == []
+    grouped = _task(**{**task.config.model_dump(), "group_by": {"id_pattern": r"^(\D*)"}})  # p-1 and p-2; 7 alone
+    gold_grouped = grouped.read_gold(
+        json.dumps([{"id": "p-1", "answers": ["x"]}, {"id": "p-2", "answers": "y"}, {"id": 7, "answers": "z"}]).encode()
+    )
+    both = grouped.parse(
+        b'[{"id": "p-1", "text": "X"}, {"id": "p-2", "text": "no"}, {"id": 7, "text": "z"}]', gold_grouped
+    )
+    assert grouped.score(gold_grouped, both) == {"all": {"accuracy": pytest.approx(200 / 3), "consistency": 50.0}}
+    soft = _task(**{**VQA_V2_CONFIG, "group_by": {"field": "image_id"}, "subset_fields": []})
+    data = get_task("vqa-v2").synthetic_gold(30, seed=1)  # three questions an image
+    gold_soft = soft.read_gold(data)
+    stacked = np.stack(
+        [soft.parse(get_task("vqa-v2").synthetic_predictions(data, a, seed=3), gold_soft) for a in (0.5, 1.0)]
+    )
+    full = soft.unit_correctness(gold_soft, stacked)
+    by_image = [full[:, gold_soft.groups == g].all(axis=1) for g in range(gold_soft.n_groups)]
+    assert [s["all"]["consistency"] for s in soft.score_batch(gold_soft, stacked)] == pytest.approx(
+        list(100 * np.mean(by_image, axis=0))
+    )
     vqa_exact = _task(**{**task.config.model_dump(), "normalise": "vqa"})
     gold_vqa = vqa_exact.read_gold(json.dumps([{"id": "a", "answers": "two dogs"}]).encode())
     assert (

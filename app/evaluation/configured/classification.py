@@ -11,8 +11,7 @@ import numpy as np
 
 from app.evaluation import encoding
 from app.evaluation.gold import GoldSet
-from app.evaluation.metrics import accuracy, consistency
-from app.evaluation.subsets import PARTS
+from app.evaluation.metrics import accuracy
 from app.evaluation.tasks.base import Columns, LabelVotes
 
 from .config import Classification, MultipleChoice
@@ -90,17 +89,7 @@ class ClassificationTask(ConfiguredTask):
 
     def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
         right = self.unit_correctness(gold, stacked)
-        grouped = self.tie_break_metric == "consistency"
-        everything = {"accuracy": accuracy(right)}
-        if grouped:
-            everything["consistency"] = consistency(right, gold.groups)
-        columns = {"all": everything}
-        for name, indices in subsets.items():
-            if len(indices):
-                columns[name] = {"accuracy": accuracy(right[:, indices])}
-                if grouped and name in PARTS:  # a blind test's queried and sealed parts: whole groups, every metric
-                    columns[name]["consistency"] = consistency(right[:, indices], gold.groups[indices])
-        return columns
+        return self._columns(gold, lambda at: accuracy(right if at is None else right[:, at]), right, subsets)
 
     def label_votes(self, gold: GoldSet, stacked: np.ndarray) -> list[LabelVotes]:
         k = stacked.shape[0]

@@ -21,6 +21,7 @@ import pandas as pd
 from app.evaluation import json_files
 from app.evaluation.errors import Problem, ProblemList, ValidationError, at
 from app.evaluation.gold import GoldSet, groups_of, object_array, scalar_fields
+from app.evaluation.metrics import consistency
 from app.evaluation.predictions import (
     Column,
     Layout,
@@ -34,7 +35,8 @@ from app.evaluation.predictions import (
     strip,
     strip_all,
 )
-from app.evaluation.tasks.base import ACCURACY, Metric, TaskType, _check_declared
+from app.evaluation.subsets import PARTS, field_subsets
+from app.evaluation.tasks.base import ACCURACY, Columns, Metric, TaskType, _check_declared
 from app.evaluation.tasks.synthetic_files import SyntheticOptions, correct_mask
 from app.evaluation.text_files import read_text, show
 
@@ -310,9 +312,22 @@ class ConfiguredTask(TaskType):
         labels_array = self._gold_labels(labels)
         return GoldSet(self.name, object_array(ids), labels_array, groups_of(groups), fields, numeric_ids=numeric)
 
-    def _derived_subsets(self, gold: GoldSet) -> dict[str, np.ndarray]:
-        from app.evaluation.subsets import field_subsets
+    def _columns(self, gold: GoldSet, scored: Any, right: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
+        """Accuracy (``scored(indices)``: its column on those examples, None: all) on the split and each subset;
+        with groups, consistency over the examples ``right`` (k, n) on the split and on a blind test's queried
+        and sealed parts (whole groups: every metric)."""
+        grouped = self.tie_break_metric == "consistency"
+        columns: Columns = {"all": {"accuracy": scored(None)}}
+        if grouped:
+            columns["all"]["consistency"] = consistency(right, gold.groups)
+        for name, indices in subsets.items():
+            if len(indices):
+                columns[name] = {"accuracy": scored(indices)}
+                if grouped and name in PARTS:
+                    columns[name]["consistency"] = consistency(right[:, indices], gold.groups[indices])
+        return columns
 
+    def _derived_subsets(self, gold: GoldSet) -> dict[str, np.ndarray]:
         subsets: dict[str, np.ndarray] = {}
         for field in self.config.subset_fields:
             subsets.update(field_subsets(gold, field))

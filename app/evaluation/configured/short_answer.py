@@ -160,19 +160,17 @@ class ShortAnswerTask(ConfiguredTask):
 
     def _score_columns(self, gold: GoldSet, stacked: np.ndarray, subsets: dict[str, np.ndarray]) -> Columns:
         if self.soft:
-            points = self.unit_scores(gold, stacked).astype(np.float64)
+            points = self.unit_scores(gold, stacked)
             full = float(self.unit_points(gold))
-            columns = {"all": {"accuracy": points.mean(axis=1) / full * 100.0}}
-            for name, indices in subsets.items():
-                if len(indices):
-                    columns[name] = {"accuracy": points[:, indices].mean(axis=1) / full * 100.0}
-            return columns
+            counted = points.astype(np.float64)
+
+            def scored(at: np.ndarray | None) -> np.ndarray:
+                chosen: np.ndarray = (counted if at is None else counted[:, at]).mean(axis=1) / full * 100.0
+                return chosen
+
+            return self._columns(gold, scored, points == self.unit_points(gold), subsets)
         right = self.unit_correctness(gold, stacked)
-        columns = {"all": {"accuracy": accuracy(right)}}
-        for name, indices in subsets.items():
-            if len(indices):
-                columns[name] = {"accuracy": accuracy(right[:, indices])}
-        return columns
+        return self._columns(gold, lambda at: accuracy(right if at is None else right[:, at]), right, subsets)
 
     def example_outcomes(self, gold: GoldSet, stacked: np.ndarray) -> Outcomes:
         if not self.soft:
