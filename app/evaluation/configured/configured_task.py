@@ -71,7 +71,6 @@ class ConfiguredTask(TaskType):
     """A task type built from a validated config (config.py); one object per distinct config."""
 
     config: Config
-    kind = "examples"  # what the shape calls a label in messages
 
     def __init__(self, config: Config):
         self.config = config
@@ -134,7 +133,7 @@ class ConfiguredTask(TaskType):
 
     def _describe_file(self) -> str:
         layout = self.config.predictions
-        what = f"{self.expected}"
+        what = self.expected
         if layout.format == "csv":
             header = {
                 "optional": f"an optional header line {layout.id},{layout.label}",
