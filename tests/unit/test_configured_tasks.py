@@ -355,6 +355,16 @@ def test_bad_configs_are_refused_naming_the_key(change, message):
     )
 
 
+def test_a_refusal_gives_each_key_path_for_a_bundle_to_place():
+    with pytest.raises(ConfigError) as refused:
+        parse({**NLVR2_CONFIG, "labels": ["yes", "x" * 101], "group_by": {"id_pattern": "x"}, "colour": 1})
+    assert sorted(refused.value.errors) == [
+        (("colour",), "unknown key"),
+        (("group_by", "id_pattern"), "the regular expression must capture the group, e.g. '^(.+)-\\d+$'"),
+        (("labels", 1), "String should have at most 100 characters"),
+    ]
+
+
 def test_bad_shape_keys_are_refused_naming_the_key():
     mc = {"type": "multiple-choice", "gold": NLVR2_CONFIG["gold"], "predictions": NLVR2_CONFIG["predictions"]}
     with pytest.raises(ConfigError, match=r"task.options: Input should be less than or equal to 26"):

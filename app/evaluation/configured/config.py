@@ -156,12 +156,18 @@ _ADAPTER: TypeAdapter[Classification | MultipleChoice | ShortAnswer] = TypeAdapt
 
 
 class ConfigError(ValueError):
-    """A ``task:`` mapping that is not a valid configured type; ``problems``: one message a key, each naming its
-    key path from ``task``."""
+    """A ``task:`` mapping that is not a valid configured type. ``errors``: (key path below ``task``, message) of
+    each problem, the path as keys and list positions (``("labels", 0)``: a bundle places it on its line);
+    ``problems``: each in words, naming its path (``task.labels[0]: ...``)."""
 
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("; ".join(problems))
+    def __init__(self, errors: list[tuple[tuple[str | int, ...], str]]):
+        self.errors = errors
+        self.problems = [f"{_written(path)}: {message}" for path, message in errors]
+        super().__init__("; ".join(self.problems))
+
+
+def _written(path: tuple[str | int, ...]) -> str:
+    return "task" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
 
 
 def parse(
@@ -171,30 +177,29 @@ def parse(
     if isinstance(config, (Classification, MultipleChoice, ShortAnswer)):
         return config
     if not isinstance(config, Mapping):
-        raise ConfigError([f"task: expected a mapping or a built-in task type's name, got {type(config).__name__}"])
+        raise ConfigError([((), f"expected a mapping or a built-in task type's name, got {type(config).__name__}")])
     try:
         return _ADAPTER.validate_python(dict(config))
     except ValidationError as exc:
-        raise ConfigError([_message(error) for error in exc.errors()]) from None
+        raise ConfigError([_error(error) for error in exc.errors()]) from None
 
 
 _KEY_FIRST = re.compile(r"^([a-z_]+(?:\.[a-z_]+)*): ")
 
 
-def _message(error: Any) -> str:
-    where = [str(part) for part in error["loc"]]
+def _error(error: Any) -> tuple[tuple[str | int, ...], str]:
+    where: tuple[str | int, ...] = tuple(error["loc"])
     if where and where[0] in CONFIGURED_TYPES:
         where = where[1:]  # the union's tag: not a key of the file
-    path = "task" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in where)
     message = str(error["msg"]).removeprefix("Value error, ")
     key = _KEY_FIRST.match(message) if error["type"] == "value_error" else None
     if key is not None:  # a model's own check names the key it is about first: "labels: ..."
-        path, message = f"{path}.{key.group(1)}", message[key.end() :]
-    if error["type"] == "union_tag_invalid" or error["type"] == "union_tag_not_found":
-        path, message = "task.type", f"expected one of {', '.join(CONFIGURED_TYPES)}"
+        where, message = (*where, *key.group(1).split(".")), message[key.end() :]
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        where, message = ("type",), f"expected one of {', '.join(CONFIGURED_TYPES)}"
     if error["type"] == "extra_forbidden":
         message = "unknown key"
-    return f"{path}: {message}"
+    return where, message
 
 
 def canonical_json(config: Classification | MultipleChoice | ShortAnswer) -> str:
