@@ -164,6 +164,9 @@ class Benchmark(Model):
     slug: Mapped[str] = mapped_column(String(64), unique=True)
     name: Mapped[str] = mapped_column(String(120))
     task_type: Mapped[str] = mapped_column(String(32))
+    # A configured task type's config (app/evaluation/configured), as its canonical JSON; None: task_type names a
+    # built-in family.
+    task_config: Mapped[str | None] = mapped_column(Text, nullable=True)
     description: Mapped[str] = mapped_column(Text, default="")
     paper_url: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -10,6 +10,7 @@ error's context (`problems`), each key inside the model it is about, so each pro
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
 from datetime import UTC, date, datetime, time
@@ -18,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
-from app.evaluation import TASK_TYPES
+from app.evaluation import TASK_TYPES, configured
 from app.evaluation.sealed import MAX_FRACTION
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
@@ -171,10 +172,22 @@ def _sealed(value: Any) -> Any:
 
 
 def _check_task_mapping(value: dict[str, Any]) -> dict[str, Any]:
-    """A configured task type, as a mapping. For now: a mapping with a `type` in words."""
-    # the lead wires app.evaluation.configured.TaskConfig here
-    if not isinstance(value.get("type"), str):
-        raise _wrong(f'a configured task type needs a "type" in words, got {shown(value.get("type"))}')
+    """A configured task type (app/evaluation/configured), in its canonical form: `type` first, then every key
+    that has a value, defaults too, sorted (keys left null say nothing a reader needs); an export writes it so.
+    Each problem names its key below ``task``."""
+    try:
+        config = configured.parse(value)
+    except configured.ConfigError as exc:
+        raise _rule(list(exc.errors)) from None
+    canonical = _without_nulls(json.loads(configured.canonical_json(config)))
+    return {"type": canonical.pop("type"), **canonical}
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
     return value
 
 

@@ -36,6 +36,9 @@ class GoldSet:
     groups: np.ndarray  # int32 (n,): consistency group of each example, numbered in order of appearance
     fields: dict[str, np.ndarray]  # per-example strings usable for subsets (sentence, urls, region, ...)
     n_images: int = 1  # 6 for nlvr-images: each example is judged on 6 images
+    # Every identifier a JSON number in the gold file (VQA v2's question ids): a JSON prediction file of a
+    # configured type must write them as numbers too, as the official formats do.
+    numeric_ids: bool = False
 
     def __repr__(self) -> str:
         # Never the labels: a GoldSet may end up in a log or a traceback.

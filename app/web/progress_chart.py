@@ -15,8 +15,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from markupsafe import Markup
 
-from app.evaluation import get_task
 from app.evaluation.display import score_text
+from app.services import catalog
 
 WIDTH, HEIGHT = 560, 280  # narrow enough that its text stays readable scaled down to a phone's width
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 14, 46  # margins: room for the axis labels
@@ -231,7 +231,7 @@ def for_board(board) -> Markup:
     the reference rows as lines; empty while the board's scores are held."""
     if board.snapshot is None:
         return Markup("")
-    task = get_task(board.benchmark.task_type)
+    task = catalog.task_of(board.benchmark)
     metric = task.primary_metric
     points = [
         Point(
@@ -248,7 +248,7 @@ def for_board(board) -> Markup:
         for r in board.snapshot.references
         if metric in r.scores.get("all", {})
     ]
-    return Markup(render(points, get_task(board.benchmark.task_type).metric(metric).label, lines))
+    return Markup(render(points, catalog.task_of(board.benchmark).metric(metric).label, lines))
 
 
 def for_team_board(board, number: int) -> Markup:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, render_template, request
 
-from app.evaluation import get_task
 from app.http import caching
 from app.services import catalog
 from app.services.boards import exports, leaderboards, models_view, page_versions
@@ -60,7 +59,7 @@ def _board(benchmark: str, split: str | None) -> leaderboards.Board:
 
 
 def _leaderboard_page(board: leaderboards.Board) -> str:
-    task = get_task(board.benchmark.task_type)
+    task = catalog.task_of(board.benchmark)
     # The table is the same for every visitor: rendered once per board version, sort and page.
     table = (
         caching.rendered(
@@ -123,7 +122,7 @@ def export(benchmark: str, split: str, fmt: str):
 @caching.public(_benchmark)
 def models(benchmark: str):
     table = models_view.models_table(benchmark)
-    return render_template("public/models.html", table=table, task=get_task(table.benchmark.task_type))
+    return render_template("public/models.html", table=table, task=catalog.task_of(table.benchmark))
 
 
 @bp.get("/leaderboards/<benchmark>/models/export.<fmt>")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
-from app.evaluation import get_task
 from app.http import caching
 from app.http.errors import ErrorAnswer, answer_to
 from app.http.request_limits import accepts_upload
 from app.http.security import login_manager
+from app.services import catalog
 from app.services.boards import leaderboards, listings, page_versions, submission_pages
 from app.services.errors import (
     Conflict,
@@ -150,7 +150,7 @@ def _show_page(
     page = render_template(
         "submissions/show.html",
         view=view,
-        task=get_task(view.submission.split.benchmark.task_type),
+        task=catalog.task_of(view.submission.split.benchmark),
         publish_error=error,
         **forms,
     )

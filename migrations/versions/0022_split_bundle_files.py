@@ -1,7 +1,7 @@
 """split bundle files: a split's annotation and choices files as given, and its planned reveal, for bundles
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0021
 Create Date: 2026-11-28 15:00:00
 
 """
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0022"
-down_revision = "0020"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,8 @@
 """Every registered family through every view: the board page, a submission's page, a team's page, the models view,
 the API and the CSV and JSON exports name the family's metrics as it declares them (TaskType.declared_metrics), in
 its order, each with the n it counts (TaskType.metric_units of the gold set), and write one entry's primary score
-as the same figure. A family added later is walked here without a line of this file changing.
+as the same figure. A family added later is walked here without a line of this file changing; a configured task
+type is walked too.
 
 Synthetic data only (the families' generators): this module needs nothing from ../shared/data.
 """
@@ -19,6 +20,7 @@ import pytest
 from app import synthetic
 from app.db import db
 from app.evaluation import TASK_TYPES, get_task
+from app.evaluation.configured import configured_task
 from app.evaluation.display import score_text
 from app.models import Team
 from app.services import catalog
@@ -43,15 +45,33 @@ def _heading(label: str, metric) -> str:
     return f"{label} (lower is better)" if metric.lower_is_better else label
 
 
+# A configured task type (app/evaluation/configured) is walked as the families are: a soft short answer, scored in
+# points as VQA v2 (a grouped classification's views: tests/web/test_configured_benchmark.py).
+CONFIGURED = {
+    "configured-short-answer": {
+        "type": "short-answer",
+        "scoring": "soft",
+        "normalise": "vqa",
+        "unit_noun": "questions",
+        "gold": {"format": "json", "records": "annotations", "id": "qid", "label": "answers", "answer_key": "answer"},
+        "predictions": {"format": "json", "id": "qid", "label": "answer"},
+    },
+}
+
+
 def _build(app, name: str) -> dict:
     """A benchmark of family `name` with a public split of SIZE synthetic examples and four published entries from
     two teams; what each view must show, computed from the family's declaration and the gold set."""
-    task = get_task(name)
+    config = CONFIGURED.get(name)
+    task = get_task(name) if config is None else configured_task(config)
     data = task.synthetic_gold(SIZE, seed=3, split=SPLIT)
     gold = task.read_gold(data)
     world: dict = {"task": task, "ids": []}
     with app.app_context():
-        catalog.add_benchmark(BENCH, name, task.label)
+        if config is None:
+            catalog.add_benchmark(BENCH, name, task.label)
+        else:
+            catalog.add_benchmark(BENCH, config["type"], task.label, task_config=config)
         # A family that takes the official choices file (GQA) gets one, so that every metric it declares shows.
         choices = synthetic.gqa_choices(data, seed=3) if getattr(task, "choices_metrics", ()) else None
         catalog.add_split(BENCH, SPLIT, data, name=SPLIT_NAME, choices=choices)
@@ -112,7 +132,7 @@ def _row_cells(page: str, submission_id: int) -> list[str]:
     ]
 
 
-@pytest.fixture(params=list(TASK_TYPES))
+@pytest.fixture(params=[*TASK_TYPES, *CONFIGURED])
 def world(request, app):
     return _build(app, request.param) | {"client": app.test_client()}
 

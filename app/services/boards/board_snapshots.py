@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from app import observability, settings
 from app.db import db, has_changes, may_hold_write_lock, own_session
-from app.evaluation import display, get_task, sealed, statistics
+from app.evaluation import display, sealed, statistics
 from app.lru import LRU
 from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
 from app.names import name_key
@@ -183,7 +183,7 @@ def _compute(split: Split, version: int, until: datetime | None = None) -> Snaps
     """Scores, intervals and rank tiers of every published entry, from the stored predictions (`until`: of the
     entries on the board as it stood then, see final_snapshot)."""
     built_at = utcnow()
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     rows = _published_rows(split, until)
     entries: list[Entry] = []
     if rows:
@@ -963,7 +963,7 @@ def submission_intervals(
     if submission.status != "scored" or submission.predictions is None:
         return {}
     split = submission.split
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     known = {s.name: s for s in split.subsets}
     wanted: dict[str, tuple[np.ndarray | None, tuple[str, ...]]] = (
         {"all": (None, catalog.split_metrics(split))} if "all" in subset_names else {}

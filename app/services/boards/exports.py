@@ -24,7 +24,7 @@ from typing import Any
 
 from app.evaluation import rank_method
 from app.evaluation.display import Figure, score_text
-from app.evaluation.tasks import get_task
+from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import latex_text, leaderboards, models_view
 from app.services.boards.board_snapshots import GAP, Entry, ReferenceRow
@@ -166,7 +166,7 @@ def _method_terms(board) -> tuple[str, bool, str]:
     from counts alone (a blind test before its reveal) and the primary metric as the board page names it."""
     split = _ranking_split(board)
     counts_only = split is not None and visibility.counts_only(split)
-    task = get_task(board.benchmark.task_type)
+    task = catalog.task_of(board.benchmark)
     return task.rank_test, counts_only, rank_method.primary_name(task)
 
 

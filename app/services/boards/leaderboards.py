@@ -14,7 +14,7 @@ from typing import Generic, TypeVar, overload
 from sqlalchemy import bindparam, func, select
 
 from app.db import begin_reading, db
-from app.evaluation import TASK_TYPES, TaskType, get_task, rank_method, sealed
+from app.evaluation import TASK_TYPES, TaskType, rank_method, sealed
 from app.evaluation.display import score_text
 from app.lru import LRU
 from app.models import Benchmark, LeaderboardCache, Split, Submission, as_utc, utcnow
@@ -159,26 +159,26 @@ class Board:
     @property
     def primary_name(self) -> str:
         """The ranking metric as the board's sentences name it (rank_method.primary_name)."""
-        return rank_method.primary_name(get_task(self.benchmark.task_type))
+        return rank_method.primary_name(catalog.task_of(self.benchmark))
 
     @property
     def rank_method(self) -> str | None:
         """How this board's ranks are made, in one sentence (rank_method: the one place that writes it)."""
         if self.split is None:
             return None
-        task = get_task(self.benchmark.task_type)
+        task = catalog.task_of(self.benchmark)
         return rank_method.sentence(task.rank_test, visibility.counts_only(self.split), self.primary_name)
 
     @property
     def primary(self) -> Column | None:
         """The column the default ranking uses (NLVR, NLVR2: accuracy; VCR: Q→AR)."""
-        return primary_column(self.available or self.columns, self.benchmark.task_type)
+        return primary_column(self.available or self.columns, catalog.task_of(self.benchmark))
 
     @cached_property
     def best(self) -> dict[str, float]:
         """Each column's best value among the ranked entries (shown bold)."""
         found: dict[str, float] = {}
-        lower = get_task(self.benchmark.task_type).lower_is_better
+        lower = catalog.task_of(self.benchmark).lower_is_better
         for column in self.columns:
             if not column.ranks:
                 continue  # never bold: it decides nothing (the distribution)
@@ -273,7 +273,7 @@ def available_columns(split: Split) -> list[Column]:
 
 
 def _available_columns(split: Split) -> list[Column]:
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     gold = catalog.gold_for(split)
     shown_part = visibility.queried_indices(split)
     result = [
@@ -306,7 +306,7 @@ def _metric_word(task: TaskType, metric: str) -> str:
 def columns(split: Split) -> list[Column]:
     """The default columns: every metric on the whole split, the primary metric on a revealed sealed split's
     two parts and their gap, then accuracy on the derived subsets the task type shows by default."""
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     fields = task.default_subset_fields
     derived = {
         s.name for s in split.subsets if s.source == "derived" and (fields is None or s.name.split(":", 1)[0] in fields)
@@ -342,8 +342,8 @@ def choose_columns(available: list[Column], defaults: list[Column], chosen: str 
     return picked or defaults
 
 
-def primary_column(cols: list[Column], task_type: str) -> Column | None:
-    metric = get_task(task_type).primary_metric
+def primary_column(cols: list[Column], task: TaskType) -> Column | None:
+    metric = task.primary_metric
     return next((c for c in cols if c.subset == "all" and c.metric == metric), None)
 
 
@@ -526,6 +526,7 @@ class BenchmarkInfo:
     task_type: str
     splits: tuple[SplitInfo, ...]
     default_split_id: int | None = None
+    task_config: str | None = None  # a configured type's config (catalog.task_of reads it)
 
 
 # What a page shows of a benchmark and of each split: also what versions.catalog reads for the ETags.
@@ -564,6 +565,7 @@ _BENCHMARK_QUERY = (
         Split.opens_at,
         Split.closes_at,
         LeaderboardCache.computed_at,
+        Benchmark.task_config,  # set once, when the benchmark is added: no page's version depends on it
         Split.reveal_planned_at,
     )
     .outerjoin(Split, Split.benchmark_id == Benchmark.id)
@@ -611,12 +613,12 @@ def benchmark_info(slug: str) -> BenchmarkInfo:
             behind_marker(row[21], row[24], row[11] or 0),
             as_utc(row[22]) if row[22] is not None else None,
             as_utc(row[23]) if row[23] is not None else None,
-            phases.phase_of(row[22], row[23], now, row[25] if row[13] is None else None),
+            phases.phase_of(row[22], row[23], now, row[26] if row[13] is None else None),
         )
         for row in rows
         if row[6] is not None
     )
-    return BenchmarkInfo(first[0], first[1], first[2], first[3] or "", first[4], first[5], splits, first[19])
+    return BenchmarkInfo(first[0], first[1], first[2], first[3] or "", first[4], first[5], splits, first[19], first[25])
 
 
 def _given(chosen: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -756,8 +758,8 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
     def arrange() -> tuple[list, int, list[Entry]]:
         needle = asked.q
         kept = entries if needle is None else [e for e in entries if matches(needle, e.model_name, e.team)]
-        task_type = benchmark.task_type
-        shown, pages = _arrange(kept, snap.references, available, task_type, column, direction, number, paginate)
+        task = catalog.task_of(benchmark)
+        shown, pages = _arrange(kept, snap.references, available, task, column, direction, number, paginate)
         return shown, pages, kept
 
     shown, pages, kept = _arranged.get_or_make(key, arrange)
@@ -803,7 +805,7 @@ def _arrange(
     entries: list[Entry],
     references: list[ReferenceRow],
     available: list[Column],
-    task_type: str,
+    task: TaskType,
     column: Column | None,
     direction: str,
     number: int,
@@ -811,7 +813,7 @@ def _arrange(
 ) -> tuple[list, int]:
     """The rows in display order (the default ranking with the references between, or sorted by a column),
     and this page of them with the number of pages (every row on one page unless `paginate`)."""
-    primary = primary_column(available, task_type)
+    primary = primary_column(available, task)
     rows = (
         interleave(entries, references, primary)
         if column is None
@@ -851,12 +853,12 @@ class Summary:
 
     @property
     def best_score(self) -> float | None:
-        metric = get_task(self.benchmark.task_type).primary_metric
+        metric = catalog.task_of(self.benchmark).primary_metric
         return None if self.best is None else self.best.scores.get("all", {}).get(metric)
 
     @property
     def metric_label(self) -> str:
-        task = get_task(self.benchmark.task_type)
+        task = catalog.task_of(self.benchmark)
         return task.metric(task.primary_metric).label
 
 

@@ -11,7 +11,6 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import joinedload, selectinload
 
 from app.db import db
-from app.evaluation import get_task
 from app.models import Benchmark, Split, Submission, User
 from app.services import catalog
 from app.services.blind_test import visibility
@@ -200,7 +199,7 @@ def team_submissions(
 
 def _row(submission: Submission) -> SubmissionRow:
     """One line of the list: the figure the team may see now (visibility decides), the split's primary metric."""
-    primary = get_task(submission.split.benchmark.task_type).primary_metric
+    primary = catalog.task_of(submission.split.benchmark).primary_metric
     shown = visibility.released_scores(submission)
     score = (shown or {}).get("all", {}).get(primary)
     held = submission.status == "scored" and score is None

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from app.db import begin_reading, db
-from app.evaluation import get_task, rank_method
+from app.evaluation import rank_method
 from app.models import Split
 from app.names import name_key
+from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, leaderboards
 from app.services.boards.board_snapshots import Entry, ReferenceRow, Snapshot
@@ -201,7 +202,7 @@ def models_table(benchmark_slug: str) -> ModelsTable:
     """NotFound for an unknown benchmark."""
     begin_reading()
     benchmark = leaderboards.benchmark_info(benchmark_slug)
-    task = get_task(benchmark.task_type)
+    task = catalog.task_of(benchmark)
     public = [split for split in benchmark.splits if visibility.scores_are_public(split)]
     held = [split for split in benchmark.splits if not visibility.scores_are_public(split)]
     landing = leaderboards.default_split(benchmark)
@@ -262,7 +263,7 @@ def _model_columns(task, public: list[SplitInfo], ranking: SplitInfo | None) -> 
     columns = []
     for split in public:
         board_columns = leaderboards.available_columns(db.session.get_one(Split, split.id))
-        primary = leaderboards.primary_column(board_columns, task.name)
+        primary = leaderboards.primary_column(board_columns, task)
         assert primary is not None  # every family's primary metric is a column of the whole split
         label = primary.label.lower() if primary.label in ("Accuracy", "Consistency") else primary.label
         columns.append(_on_split(primary, f"{split.name} {label}", split.slug))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.db import begin_reading
-from app.evaluation import get_task, statistics
+from app.evaluation import statistics
 from app.services import catalog
 from app.services.blind_test import integrity, visibility
 from app.services.boards import board_snapshots
@@ -47,7 +47,7 @@ def plan(benchmark_slug: str, split_slug: str, entries: int, discordance: float 
         raise InvalidInput("--discordance: a share of the units, greater than 0 and at most 1")
     begin_reading()
     split = catalog.get_split(benchmark_slug, split_slug)
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     gold = label_files.load_gold(split)
     counted = integrity.resolution(task, gold, {}, "all", task.primary_metric)
     units = counted[0] if counted else split.example_count

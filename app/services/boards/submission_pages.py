@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.db import db
-from app.evaluation import Scores, get_task
+from app.evaluation import Scores
 from app.models import Submission, User
 from app.services import catalog
 from app.services.blind_test import visibility
@@ -43,7 +43,7 @@ class SubmissionPage:
 def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | None]]:
     """n of every metric on the whole split (its queried part while only that is shown) and, where this viewer may
     know them, on each subset: the units the family says the metric counts (TaskType.metric_units)."""
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     gold = catalog.gold_for(split)
     whole = {metric: task.metric_units(gold, metric, view.queried_part) for metric in task.metrics}
     if view.queried_part is not None or not (view.is_admin or visibility.sizes_shown(split)):
@@ -63,7 +63,7 @@ def _in_family_order(split, scores: Scores | None) -> Scores | None:
     subsets before the others, each in the family's order (TaskType.subset_order)."""
     if not scores:
         return scores
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     sources = {subset.name: subset.source for subset in split.subsets}
     first = {"all": 0, "sealed": 1, "derived": 2}
 

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import contains_eager
 
 from app.db import begin_reading, db
-from app.evaluation import get_task
 from app.models import Benchmark, Split, Submission, Team
+from app.services import catalog
 from app.services.boards import board_snapshots
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import Column, columns
@@ -98,7 +98,7 @@ def team_page(slug: str) -> TeamPage:
         mine = tuple(entry for entry in board if entry.team_key == key and entry.team is not None)
         if not mine:
             continue
-        task = get_task(split.benchmark.task_type)
+        task = catalog.task_of(split.benchmark)
         boards.append(
             TeamBoard(
                 split.benchmark.slug,

@@ -39,6 +39,7 @@ from app.services.catalog.benchmarks import (
     unknown_split,
     update_benchmark,
 )
+from app.services.catalog.task_types import task_of
 
 __all__ = [
     "HIDDEN_SPLIT_POLICY",
@@ -67,6 +68,7 @@ __all__ = [
     "source_of",
     "split_metrics",
     "subset_row",
+    "task_of",
     "unknown_benchmark",
     "unknown_split",
     "update_benchmark",

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import contains_eager, joinedload
 
 from app.db import commit, db
-from app.evaluation import TASK_TYPES, GoldSet, TakesChoices, TaskType, ValidationError, get_task, sealed
+from app.evaluation import TASK_TYPES, GoldSet, TakesChoices, TaskType, ValidationError, sealed
 from app.evaluation.subsets import category_subsets, ids_subset
 from app.models import FEEDBACK_POLICIES, Benchmark, Split, Submission, Subset, utcnow
 from app.services.catalog import label_files, notifications, rescoring
+from app.services.catalog.task_types import checked_config, task_of
 from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -82,11 +85,17 @@ def list_splits() -> list[Split]:
 
 
 def add_benchmark(
-    slug: str, task_type: str, name: str, description: str = "", paper_url: str | None = None
+    slug: str,
+    task_type: str,
+    name: str,
+    description: str = "",
+    paper_url: str | None = None,
+    task_config: Mapping[str, Any] | None = None,
 ) -> Benchmark:
+    """A new benchmark of a built-in family (``task_type`` its name), or of a configured type: ``task_type`` one
+    of CONFIGURED_TYPES and ``task_config`` its ``task:`` mapping (errors name the key: ``task.labels: ...``)."""
     _check_slug("benchmark slug", slug)
-    if task_type not in TASK_TYPES:
-        raise InvalidInput(f"unknown task type {task_type!r}; choose one of {', '.join(TASK_TYPES)}")
+    config = checked_config(task_type, task_config)
     if not name or not name.strip():
         raise InvalidInput("a benchmark needs a name")
     if paper_url and not re.match(r"^https?://", paper_url):
@@ -96,7 +105,12 @@ def add_benchmark(
     if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == slug)) is not None:
         raise Conflict(f"benchmark {slug!r} already exists")
     benchmark = Benchmark(
-        slug=slug, task_type=task_type, name=name.strip(), description=description or "", paper_url=paper_url
+        slug=slug,
+        task_type=task_type,
+        task_config=config,
+        name=name.strip(),
+        description=description or "",
+        paper_url=paper_url,
     )
     db.session.add(benchmark)
     commit()
@@ -178,7 +192,7 @@ def add_split(
     benchmark = get_benchmark(benchmark_slug)
     _check_new_split_slug(benchmark, split_slug)
     check_visible("split name", name)
-    task = get_task(benchmark.task_type)
+    task = task_of(benchmark)
     gold, subsets = _read_split_files(task, labels, annotations, subset_field)
     for subset_name in subsets:  # '<field>:<value>' names come from the gold file's values
         check_visible("subset name", subset_name)
@@ -247,7 +261,7 @@ def _read_choices(task: TaskType, gold: GoldSet, data: bytes) -> bytes:
 def split_metrics(split: Split) -> tuple[str, ...]:
     """The metrics a split reports: its family's, less those only a choices file gives (GQA's validity and
     plausibility) where the split has none."""
-    task = get_task(split.benchmark.task_type)
+    task = task_of(split.benchmark)
     if split.choices_sha256 is None and isinstance(task, TakesChoices):
         return tuple(metric for metric in task.metrics if metric not in task.choices_metrics)
     return tuple(task.metrics)
@@ -326,7 +340,7 @@ class ScoringInputs:
 def scoring_inputs(split: Split) -> ScoringInputs:
     subsets = list(split.subsets)
     return ScoringInputs(
-        task=get_task(split.benchmark.task_type),
+        task=task_of(split.benchmark),
         gold=gold_for(split),
         subsets={subset.name: subset.indices for subset in subsets},
         sources={subset.name: subset.source for subset in subsets},
@@ -465,7 +479,7 @@ def sample_file(benchmark_slug: str, split_slug: str, suffix: str = "csv") -> tu
     """(file name, a valid prediction file for the split: its identifiers with a constant prediction, its media
     type); NotFound where ``suffix`` is not the extension of the task type's files."""
     split = get_split(benchmark_slug, split_slug)
-    task = get_task(split.benchmark.task_type)
+    task = task_of(split.benchmark)
     if suffix != task.file_suffix:
         raise NotFound(f"the sample file of {benchmark_slug}/{split_slug} is sample.{task.file_suffix}")
     name = f"{split.benchmark.slug}-{split.slug}-sample.{task.file_suffix}"

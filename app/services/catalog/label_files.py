@@ -10,9 +10,10 @@ from pathlib import Path
 
 from app import settings
 from app.db import on_rollback
-from app.evaluation import GoldSet, TakesChoices, ValidationError, get_task
+from app.evaluation import GoldSet, TakesChoices, ValidationError
 from app.lru import LRU
 from app.models import Split
+from app.services.catalog.task_types import task_of
 from app.services.storage.checksums import sha256
 
 # Parsed gold sets by file and hash. More than a site's splits are usually: visited in turn (a crawler, every
@@ -128,7 +129,7 @@ def load_gold(split: Split) -> GoldSet:
     if gold is not None:
         return gold
     data = _read_checked(split.gold_path, split.gold_sha256, f"gold file for split {split.id}")
-    task = get_task(split.benchmark.task_type)
+    task = task_of(split.benchmark)
     gold = task.read_gold(data)
     compact = stored_choices(split)
     if compact is not None:
@@ -143,7 +144,9 @@ def remember(split: Split, gold: GoldSet) -> GoldSet:
 
 
 def _key(split: Split) -> tuple:
-    return (str(labels_dir() / split.gold_path), split.gold_sha256, split.choices_sha256)
+    # The task's name too: a configured type's names its config, and the same file read by another config is
+    # another gold set.
+    return (str(labels_dir() / split.gold_path), split.gold_sha256, split.choices_sha256, task_of(split.benchmark).name)
 
 
 def stored_choices(split: Split) -> bytes | None:

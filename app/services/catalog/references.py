@@ -14,10 +14,10 @@ from datetime import date
 from sqlalchemy import select
 
 from app.db import commit, db
-from app.evaluation import get_task
 from app.models import Reference, Split, User, utcnow
 from app.services import catalog
 from app.services.audit import audit_log
+from app.services.catalog.task_types import task_of
 from app.services.errors import InvalidInput, NotFound, check_visible
 
 URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
@@ -38,7 +38,7 @@ def parse_scores(split: Split, scores_json: str) -> Scores:
         ) from exc
     if not isinstance(scores, dict) or not scores:
         raise InvalidInput('scores must be a non-empty JSON object like {"all": {"accuracy": 96.1}}', field="scores")
-    task = get_task(split.benchmark.task_type)
+    task = task_of(split.benchmark)
     subsets = {"all"} | {subset.name for subset in split.subsets}
     cleaned: Scores = {}
     for subset, metrics in scores.items():

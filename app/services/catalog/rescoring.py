@@ -11,8 +11,9 @@ import numpy as np
 from sqlalchemy import delete, func, insert, select
 
 from app.db import db
-from app.evaluation import GoldSet, get_task
+from app.evaluation import GoldSet
 from app.models import Score, Split, Submission
+from app.services.catalog.task_types import task_of
 from app.services.jobs import queue
 
 # Decoding and scoring in chunks bounds memory (a chunk of 2,000 NLVR2 submissions is ~14 MB of booleans).
@@ -50,7 +51,7 @@ def rescore_all(
     """Replace every stored score of the split's scored submissions with scores against `gold` on the
     whole split and `subsets` (corrected labels); returns how many submissions were rescored.
     `between_chunks` is called after each chunk (a job's time limit: it raises to stop)."""
-    task = get_task(split.benchmark.task_type)
+    task = task_of(split.benchmark)
     db.session.execute(
         delete(Score).where(
             Score.submission_id.in_(

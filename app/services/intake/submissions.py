@@ -22,7 +22,7 @@ from sqlalchemy.orm import joinedload
 
 from app import observability, settings
 from app.db import db, release_write_lock, write_transaction
-from app.evaluation import Problem, Scores, TaskType, ValidationError, get_task
+from app.evaluation import Problem, Scores, TaskType, ValidationError
 from app.models import Score, Split, Submission, Team, User, as_utc, utcnow
 from app.names import invisible
 from app.services import catalog
@@ -255,7 +255,7 @@ def verdict(submission: Submission, shown: Scores | None) -> Verdict:
     if submission.status != "scored" or not shown:
         return Verdict(improved, "none")
     split = submission.split
-    figure = shown.get("all", {}).get(get_task(split.benchmark.task_type).primary_metric)
+    figure = shown.get("all", {}).get(catalog.task_of(split.benchmark).primary_metric)
     if improved is False and visibility.counts_only(split):
         # Before the reveal the team sees the Ladder's release alone: the best it held when this file came.
         return Verdict(False, "best", figure)
@@ -609,7 +609,7 @@ def original_file(user: User | None, submission_id: int) -> OriginalFile:
             unavailable=True,
         )
     split = submission.split
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     name = f"{split.benchmark.slug}-{split.slug}-submission-{submission.id}.{task.file_suffix}"
     return OriginalFile(data, name, task.media_type)
 

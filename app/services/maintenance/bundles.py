@@ -36,7 +36,7 @@ from app.bundles import (
     read_bundle_zip,
 )
 from app.db import db, one_transaction
-from app.evaluation import Problem, ValidationError
+from app.evaluation import Problem, ValidationError, configured
 from app.evaluation.subsets import ids_subset
 from app.models import Benchmark, Reference, Split, Submission, Subset, User, as_utc
 from app.services import catalog
@@ -198,17 +198,15 @@ def _same_members(split: Split, subset: Subset, ids: bytes) -> bool:
 
 
 def _task_of(bundle: Bundle) -> tuple[str, str | None]:
-    """(task type, canonical JSON of a configured type's mapping or None) as the bundle says."""
+    """(task type, a configured type's canonical JSON or None) as the bundle says."""
     if isinstance(bundle.task, str):
         return bundle.task, None
-    return str(bundle.task["type"]), json.dumps(bundle.task, sort_keys=True, separators=(",", ":"))
+    return str(bundle.task["type"]), configured.canonical_json(configured.parse(bundle.task))
 
 
 def _stored_task(benchmark: Benchmark) -> tuple[str, str | None]:
-    config = getattr(benchmark, "task_config", None)
-    return benchmark.task_type, (
-        json.dumps(json.loads(config), sort_keys=True, separators=(",", ":")) if config else None
-    )
+    config = benchmark.task_config
+    return benchmark.task_type, configured.canonical_json(configured.parse(json.loads(config))) if config else None
 
 
 def _apply_benchmark(
@@ -217,7 +215,14 @@ def _apply_benchmark(
     if existing is None:
         task_type, _config = _task_of(bundle)
         maintainer_actions.add_benchmark(
-            actor, bundle.slug, task_type, bundle.name, bundle.description or "", bundle.paper_url, via=via
+            actor,
+            bundle.slug,
+            task_type,
+            bundle.name,
+            bundle.description or "",
+            bundle.paper_url,
+            task_config=None if isinstance(bundle.task, str) else bundle.task,
+            via=via,
         )
         outcome.add(bundle.slug, f"benchmark added ({task_type})")
         return
@@ -474,7 +479,7 @@ def export_bundle(benchmark_slug: str) -> tuple[Bundle, dict[str, bytes]]:
     benchmark = catalog.get_benchmark(benchmark_slug)
     files: dict[str, bytes] = {}
     splits = [_export_split(split, files) for split in sorted(benchmark.splits, key=lambda s: (s.position, s.id))]
-    config = getattr(benchmark, "task_config", None)
+    config = benchmark.task_config
     default = next((split.slug for split in benchmark.splits if split.id == benchmark.default_split_id), None)
     bundle = Bundle(
         format=1,

@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from app.db import commit, db
-from app.evaluation import GoldSet, TakesChoices, TaskType, ValidationError, get_task
+from app.evaluation import GoldSet, TakesChoices, TaskType, ValidationError
 from app.evaluation.label_audit import dawid_skene
 from app.models import ChangelogEntry, GoldVersion, Split, Submission, User
 from app.services import catalog
@@ -74,7 +74,7 @@ def audit_labels(benchmark_slug: str, split_slug: str, top: int | str | None = D
     """The `top` most suspect gold labels of the split, most suspect first."""
     top = _top(top)
     split = catalog.get_split(benchmark_slug, split_slug)
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     blobs = db.session.scalars(
         select(Submission.predictions)
         .where(Submission.split_id == split.id, Submission.status == "scored", Submission.predictions.is_not(None))
@@ -162,7 +162,7 @@ def correct_labels(
     """Install a corrected gold file for the split (see the module's docstring)."""
     split = catalog.get_split(benchmark_slug, split_slug, with_subsets=True)
     note = _checked_note(note)
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     new, changed = _read_correction(task, label_files.load_gold(split), labels)
     _check_choices_fit(split, task, new)
     ranks_before = board_snapshots.published_ranks(split)
@@ -276,7 +276,7 @@ def summarise_for_probes(actor: User | None, benchmark_slug: str, split_slug: st
     if not split.hidden:
         raise InvalidInput(f"{benchmark_slug}/{split_slug} is not hidden: the probe check never runs there")
     summarised = integrity.rebuild_probe_summaries(
-        split, get_task(split.benchmark.task_type), label_files.load_gold(split)
+        split, catalog.task_of(split.benchmark), label_files.load_gold(split)
     )
     audit_log.record(
         actor, "probes.summarise", f"split {benchmark_slug}/{split_slug}", {"via": via, "summarised": summarised}

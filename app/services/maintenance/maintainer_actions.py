@@ -8,10 +8,10 @@ Also the console's read-only views: the overview, a split's published entries, r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
@@ -70,15 +70,20 @@ def add_benchmark(
     description: str = "",
     paper_url: str | None = None,
     *,
+    task_config: Mapping[str, Any] | None = None,
     via: str = "web",
 ) -> Benchmark:
+    """``task_config``: a configured type's ``task:`` mapping (task_type one of its types), recorded in the event."""
+    details: dict[str, Any] = {"task_type": task_type, "name": name, "paper_url": paper_url}
+    if task_config is not None:
+        details["task_config"] = dict(task_config)
     return _audited(
         actor,
         "benchmark.add",
         f"benchmark {slug}",
-        {"task_type": task_type, "name": name, "paper_url": paper_url},
+        details,
         via,
-        lambda: catalog.add_benchmark(slug, task_type, name, description, paper_url),
+        lambda: catalog.add_benchmark(slug, task_type, name, description, paper_url, task_config),
     )
 
 

@@ -12,9 +12,9 @@ import math
 from sqlalchemy import select
 
 from app.db import db
-from app.evaluation import get_task
 from app.evaluation.display import score_text
 from app.models import Score, Split, Submission, User
+from app.services import catalog
 from app.services.blind_test import integrity, visibility
 from app.services.catalog import label_files, rescoring
 from app.services.jobs import queue
@@ -27,7 +27,7 @@ def rescore(args: dict, deadline: queue.Deadline) -> str:
     split = db.session.get(Split, int(args["split_id"]))
     if split is None:
         return "split deleted"
-    task = get_task(split.benchmark.task_type)
+    task = catalog.task_of(split.benchmark)
     gold = label_files.load_gold(split)
     subsets = {subset.name: subset.indices for subset in split.subsets}
     before = _headline_scores(split, task.primary_metric)
@@ -81,7 +81,7 @@ def _rescore_letter(args: dict) -> Letter | None:
         return None
     split = submission.split
     board = f"{split.benchmark.name} {split.name}"
-    metric = get_task(split.benchmark.task_type).primary_metric
+    metric = catalog.task_of(split.benchmark).primary_metric
     return Letter(
         to=user.email,
         subject=f"Your {board} submission #{submission.id} was rescored",
