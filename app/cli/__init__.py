@@ -1,6 +1,6 @@
 """The maintainers' command line, `flask --app wsgi <group> ...`, one module per concept as the services are:
     catalog.py      benchmarks, splits, subsets, references
-    bundles.py      bundle apply, bundle export
+    bundles.py      bundle
     intake.py       evaluate
     people.py       users, teams, tokens
     maintenance.py  demo, backup, restore, labels

@@ -15,6 +15,6 @@ From the ground up (a package imports only packages below it; the contracts in p
     maintenance/  the audited maintainer actions, label audits, backups, the demo
 (audit, storage and jobs stand side by side, none importing another.)
 
-May import: app.settings, app.db, app.models, app.schema, app.names, app.synthetic, app.observability,
+May import: app.settings, app.db, app.models, app.schema, app.names, app.synthetic, app.observability, app.bundles,
 app.lru, app.evaluation.
 """

@@ -4,10 +4,14 @@ document; and the bundle spec's example validates against it with the jsonschema
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jsonschema
 
 from app.bundles import SCHEMA_PATH, bundle_schema, reading
 from tests.support.bundle_files import EXAMPLE
+
+CONFIGURED = Path(__file__).resolve().parents[1] / "support" / "bundles" / "nli3"
 
 
 def test_the_schema_is_served_at_its_stable_address_and_takes_the_specs_example(client):
@@ -22,6 +26,11 @@ def test_the_schema_is_served_at_its_stable_address_and_takes_the_specs_example(
     assert not list(validator.iter_errors(reading.compose(EXAMPLE).value))
     wrong = reading.compose(EXAMPLE.replace("open: true", "open: yes").replace("task: nlvr2", "task: 7")).value
     assert sorted(error.json_path for error in validator.iter_errors(wrong)) == ["$.splits[0].policy.open", "$.task"]
+    # A configured task type's mapping is checked by its own schema (app/evaluation/configured's).
+    configured = reading.compose((CONFIGURED / "benchmark.yaml").read_text()).value
+    assert not list(validator.iter_errors(configured))
+    configured["task"]["labels"] = "entailment"
+    assert [error.json_path for error in validator.iter_errors(configured)] == ["$.task"]
     # A conditional request with the answer's tag is answered 304, without the schema.
     again = client.get(SCHEMA_PATH, headers={"If-None-Match": answer.headers["ETag"]})
     assert again.status_code == 304 and not again.data

@@ -165,7 +165,7 @@ def test_rules_between_keys_name_the_key_they_are_about(tmp_path):
 format: 1
 slug: toy
 name: Toy
-task: {{type: classification, labels: [a, b]}}
+task: {{type: classification, labels: [a, b], gold: {{format: jsonl, id: id, label: label}}, predictions: {{format: csv, id: id, label: label}}}}
 default_split: nowhere
 splits:
   - slug: a
@@ -587,7 +587,13 @@ def test_odd_text_is_quoted_where_needed_and_reads_back_the_same(tmp_path):
             {
                 **dict(base),
                 "description": odd,
-                "task": {"type": "classification", "vocabulary": [odd, 1, 2.5, True, None], odd: {odd: odd}},
+                "task": {
+                    "type": "classification",
+                    "label": odd or "x",
+                    "labels": ["a", "b"],
+                    "gold": {"format": "jsonl", "id": "id", "label": "label"},
+                    "predictions": {"format": "csv", "id": "id", "label": "label"},
+                },
                 "splits": [{**dict(split), "subsets": subsets, "references": references, "subset_field": odd or None}],
             }
         )
