@@ -283,3 +283,48 @@ def test_the_command_line_dry_runs_applies_and_exports_and_a_bad_bundle_exits_2_
     assert any(line.startswith('splits[1].labels.sha256: "test.jsonl" has sha256 ') for line in lines)
     with app.app_context():
         assert (_state(), _label_files()) == (before, files)
+
+
+def _hostile(folder: Path, kind: str) -> Path:
+    """The test bundle made hostile one way."""
+    _bundle(folder)
+    yaml_path = folder / "benchmark.yaml"
+    text = yaml_path.read_text()
+    if kind == "50 MB of YAML":
+        with yaml_path.open("a") as handle:
+            handle.write(("# " + "x" * 1022 + "\n") * 50 * 1024)
+    elif kind == "anchors that expand exponentially":
+        laughs = "".join(f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}, *l{i - 1}, *l{i - 1}]\n" for i in range(1, 30))
+        yaml_path.write_text("l0: &l0 [lol]\n" + laughs + text)
+    elif kind == "a path that leaves the folder":
+        yaml_path.write_text(text.replace("file: dev.jsonl", "file: ../dev.jsonl"))
+        (folder.parent / "dev.jsonl").write_bytes((folder / "dev.jsonl").read_bytes())
+    elif kind == "a symlink":
+        outside = folder.parent / "elsewhere.jsonl"
+        outside.write_bytes((folder / "dev.jsonl").read_bytes())
+        (folder / "dev.jsonl").unlink()
+        (folder / "dev.jsonl").symlink_to(outside)
+    elif kind == "a gold file whose sha256 differs":
+        (folder / "dev.jsonl").write_bytes(_gold(7))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("50 MB of YAML", "benchmark.yaml: the file is over 1 MiB"),
+        ("anchors that expand exponentially", "anchor"),
+        ("a path that leaves the folder", "splits[0].labels.file"),
+        ("a symlink", "symbolic link"),
+        ("a gold file whose sha256 differs", 'splits[0].labels.sha256: "dev.jsonl" has sha256'),
+    ],
+)
+def test_a_hostile_bundle_exits_2_with_a_clear_error_and_nothing_stored(app, tmp_path, kind, said):
+    folder = _hostile(tmp_path / "bb", kind)
+    with app.app_context():
+        before, files = _state(), _label_files()
+    refused = app.test_cli_runner().invoke(args=["bundle", "apply", str(folder)])
+    assert refused.exit_code == 2 and said in refused.output, refused.output
+    assert "Traceback" not in refused.output and len(refused.output) < 2000
+    with app.app_context():
+        assert (_state(), _label_files()) == (before, files)

@@ -161,11 +161,15 @@ splits:
 
 def test_rules_between_keys_name_the_key_they_are_about(tmp_path):
     labels = f"{{file: labels.jsonl, sha256: {sha(LABELS)}}}"
+    task = (
+        "{type: classification, labels: [a, b], gold: {format: jsonl, id: id, label: label}, "
+        "predictions: {format: csv, id: id, label: label}}"
+    )
     text = f"""\
 format: 1
 slug: toy
 name: Toy
-task: {{type: classification, labels: [a, b], gold: {{format: jsonl, id: id, label: label}}, predictions: {{format: csv, id: id, label: label}}}}
+task: {task}
 default_split: nowhere
 splits:
   - slug: a
