@@ -167,6 +167,9 @@ class Benchmark(Model):
     # A configured task type's config (app/evaluation/configured), as its canonical JSON; None: task_type names a
     # built-in family.
     task_config: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The columns its boards show by default, a JSON list of `subset:metric` keys in order (None: the task
+    # type's own choice); set by a bundle (revision 0022).
+    board_columns: Mapped[str | None] = mapped_column(Text, nullable=True)
     description: Mapped[str] = mapped_column(Text, default="")
     paper_url: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

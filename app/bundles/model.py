@@ -26,6 +26,7 @@ SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 URL = re.compile(r"https?://[^\s/$.?#][^\s]*", re.IGNORECASE)
 MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?")
+COLUMN_KEY = re.compile(r"[^\s:][^\n]{0,200}:[a-z][a-z0-9_]{0,31}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 NONE = "none"  # the word the format uses for "no limit" (quotas) and "no date" (phases, references)
 MAX_PATH = 255
@@ -207,6 +208,16 @@ MOMENT_SCHEMA = {
     "description": 'ISO 8601: a date and time (with a zone, else UTC), a date alone (its midnight UTC), or "none".',
 }
 
+
+def _column_key(value: Any) -> Any:
+    if not isinstance(value, str) or not COLUMN_KEY.fullmatch(value):
+        raise _wrong(f"expected a column key `subset:metric` like all:accuracy, got {shown(value)}")
+    return value
+
+
+ColumnKey = Annotated[
+    str, BeforeValidator(_column_key), _schema({"type": "string", "pattern": f"^{COLUMN_KEY.pattern}$"})
+]
 Slug = Annotated[str, BeforeValidator(_slug), _schema({"type": "string", "pattern": f"^{SLUG.pattern}$"})]
 Sha256 = Annotated[str, BeforeValidator(_sha256), _schema({"type": "string", "pattern": f"^{SHA256.pattern}$"})]
 RelativePath = Annotated[
@@ -398,6 +409,12 @@ class Bundle(_Model):
     paper_url: Url = Field(default=None, description="The paper's address.")
     task: Task = Field(description="A built-in family's name (e.g. nlvr2), or a mapping: a configured task type.")
     default_split: Slug | None = Field(default=None, description="The split the benchmark's page lands on.")
+    columns: list[ColumnKey] | None = Field(
+        default=None,
+        max_length=60,
+        description="The columns its boards show by default, in order, as `subset:metric` keys (`all:accuracy`, "
+        "`genre:fiction:accuracy`); null: the task type's own choice. A visitor may still choose others.",
+    )
     splits: list[SplitSpec] = Field(min_length=1, description="The splits, in the order the app lists them.")
 
     @model_validator(mode="after")
@@ -408,6 +425,9 @@ class Bundle(_Model):
             if split.slug in seen:
                 problems.append((("splits", index, "slug"), f"{shown(split.slug)} is also splits[{seen[split.slug]}]"))
             seen.setdefault(split.slug, index)
+        for index, key in enumerate(self.columns or ()):
+            if (self.columns or []).index(key) != index:
+                problems.append((("columns", index), f"{shown(key)} is named twice"))
         if self.default_split is not None and self.default_split not in seen:
             problems.append((("default_split",), f"names no split of this bundle: {shown(self.default_split)}"))
         if problems:

@@ -221,6 +221,7 @@ def _document(bundle: Bundle) -> dict[str, Any]:
         # A configured task type's mapping in its own order (its model will give it one).
         "task": bundle.task,
         "default_split": bundle.default_split,
+        "columns": bundle.columns,
         "splits": [_split(split) for split in bundle.splits],
     }
 

@@ -1,4 +1,5 @@
-"""split bundle files: a split's annotation and choices files as given, and its planned reveal, for bundles
+"""bundle settings: a split's annotation and choices files as given and its planned reveal, a benchmark's board
+columns
 
 Revision ID: 0022
 Revises: 0021
@@ -16,6 +17,8 @@ depends_on = None
 
 
 def upgrade():
+    with op.batch_alter_table("benchmarks", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("board_columns", sa.Text(), nullable=True))
     # Nullable: splits added before this revision kept no original annotation or choices file.
     with op.batch_alter_table("splits", schema=None) as batch_op:
         batch_op.add_column(sa.Column("annotations_path", sa.String(length=500), nullable=True))
@@ -32,3 +35,5 @@ def downgrade():
         batch_op.drop_column("choices_file_path")
         batch_op.drop_column("annotations_sha256")
         batch_op.drop_column("annotations_path")
+    with op.batch_alter_table("benchmarks", schema=None) as batch_op:
+        batch_op.drop_column("board_columns")

@@ -19,6 +19,7 @@ from app.evaluation import get_task
 from app.evaluation.tasks import demo_benchmarks
 from app.models import AuditEvent, Benchmark, GoldVersion, Reference, Split
 from app.services import catalog
+from app.services.boards import leaderboards
 from app.services.catalog import label_files
 from app.services.errors import Conflict, InvalidInput
 from app.services.intake import submissions
@@ -328,3 +329,26 @@ def test_a_hostile_bundle_exits_2_with_a_clear_error_and_nothing_stored(app, tmp
     assert "Traceback" not in refused.output and len(refused.output) < 2000
     with app.app_context():
         assert (_state(), _label_files()) == (before, files)
+
+
+def test_the_boards_default_columns_are_the_bundles_choice_and_a_column_no_board_has_is_refused(ctx, tmp_path):
+    def chosen(columns: str):
+        return lambda text: text.replace("default_split: dev\n", f"default_split: dev\ncolumns: {columns}\n")
+
+    bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v1", yaml_edit=chosen("[hard:accuracy, all:accuracy]"))))
+    dev = catalog.get_split("bb", "dev")
+    assert [column.key for column in leaderboards.columns(dev)] == ["hard:accuracy", "all:accuracy"]
+    before = _state()
+    for columns, said in (
+        ("[all:accuracy, easy:accuracy]", "columns[1]: no board of bb has a column 'easy:accuracy'"),
+        ("[all:consistency]", "columns: must include all:accuracy (the metric boards rank on)"),
+    ):
+        with pytest.raises(InvalidInput) as refused:
+            bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / columns[1:6], yaml_edit=chosen(columns))))
+        assert said in [problem.message for problem in refused.value.problems]
+        assert _state() == before
+    bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v2")))  # none: the task type's own choice again
+    assert [column.key for column in leaderboards.columns(catalog.get_split("bb", "dev"))][:2] == [
+        "all:accuracy",
+        "all:consistency",
+    ]

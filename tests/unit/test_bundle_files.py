@@ -148,7 +148,7 @@ splits:
         'task: unknown task family "nope"; the built-in ones: nlvr2, nlvr-structured, nlvr-images, vcr, vqa-v2, '
         "gqa, a-okvqa, winoground, nlvr2-contrast (benchmark.yaml:4)",
         "colour: unknown key (expected one of: format, slug, name, description, paper_url, task, default_split, "
-        "splits) (benchmark.yaml:5)",
+        "columns, splits) (benchmark.yaml:5)",
         'splits[2].policy.per_day: expected an integer or "none", got "ten" (benchmark.yaml:14)',
         'splits[2].policy.feedback: expected "full", "ladder" or "none", got "some" (benchmark.yaml:15)',
         "splits[2].policy.per_days: unknown key (expected one of: per_day, per_month, total, rejected_per_day, "
@@ -565,7 +565,7 @@ def test_every_key_is_written_out_in_the_specs_order(tmp_path):
     text = canonical_yaml(bundle).decode()
     keys = [line.strip().lstrip("- ").split(":")[0] for line in text.splitlines()[1:]]
     assert keys == [
-        "format", "slug", "name", "description", "paper_url", "task", "default_split", "splits",
+        "format", "slug", "name", "description", "paper_url", "task", "default_split", "columns", "splits",
         "slug", "name", "hidden", "labels", "file", "sha256", "annotations", "choices", "subset_field", "subsets",
         "policy", "per_day", "per_month", "total", "rejected_per_day", "feedback", "open", "sealed",
         "phase", "opens", "closes", "reveal", "references",

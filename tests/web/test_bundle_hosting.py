@@ -81,6 +81,9 @@ def test_a_configured_benchmark_is_hosted_from_one_bundle_scored_as_declared_and
         board = client.get("/api/v1/leaderboards/nli3/test-u").json
         assert board["scores_public"] is False and board["entries"] == []
         assert board["phase"]["text"] == "Open until 2027-02-28 23:59 UTC; scores to be revealed 2027-03-07 00:00 UTC"
+        # The board shows the columns the bundle chose, in its order.
+        keys = [column["key"] for column in client.get("/api/v1/leaderboards/nli3/dev").json["columns"]]
+        assert keys == ["all:accuracy", "all:consistency", "genre:fiction:accuracy", "genre:news:accuracy"]
         page = client.get("/leaderboards/nli3/dev").get_data(as_text=True)
         assert "Reader" in page and "93.3" in page and "Majority class" in page
 

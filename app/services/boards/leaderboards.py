@@ -4,6 +4,7 @@ from services/blind_test/visibility.py; the page's links, chart and caches are m
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -304,9 +305,19 @@ def _metric_word(task: TaskType, metric: str) -> str:
 
 
 def columns(split: Split) -> list[Column]:
-    """The default columns: every metric on the whole split, the primary metric on a revealed sealed split's
-    two parts and their gap, then accuracy on the derived subsets the task type shows by default."""
+    """The default columns: those the benchmark's maintainers chose (a bundle's `columns`, in their order, those
+    this split has), else every metric on the whole split and accuracy on the derived subsets the task type shows
+    by default; either way the primary metric on a revealed sealed split's two parts and their gap."""
     task = catalog.task_of(split.benchmark)
+    if split.benchmark.board_columns:
+        by_key = {column.key: column for column in available_columns(split)}
+        chosen = [by_key[key] for key in json.loads(split.benchmark.board_columns) if key in by_key]
+        blind = [
+            c
+            for c in by_key.values()
+            if c.subset == GAP or (c.subset in sealed.PARTS and c.metric == task.primary_metric)
+        ]
+        return chosen + [c for c in blind if c not in chosen]
     fields = task.default_subset_fields
     derived = {
         s.name for s in split.subsets if s.source == "derived" and (fields is None or s.name.split(":", 1)[0] in fields)

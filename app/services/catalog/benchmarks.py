@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Mapping
@@ -118,10 +119,19 @@ def add_benchmark(
 
 
 def update_benchmark(
-    slug: str, *, name: str | None = None, description: str | None = None, paper_url=UNSET
+    slug: str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    paper_url=UNSET,
+    board_columns: Any = UNSET,
 ) -> Benchmark:
-    """Change what a benchmark's page says of it (None, or UNSET for the URL: left as it is)."""
+    """Change what a benchmark's page says of it (None, or UNSET for the URL and the columns: left as it is);
+    ``board_columns``: the keys of the columns its boards show by default, in order (None: the task type's
+    choice; the caller has checked them against the boards' columns)."""
     benchmark = get_benchmark(slug)
+    if board_columns is not UNSET:
+        benchmark.board_columns = None if board_columns is None else json.dumps(list(board_columns))
     if name is not None:
         if not name.strip():
             raise InvalidInput("a benchmark needs a name")

@@ -41,6 +41,7 @@ from app.evaluation.subsets import ids_subset
 from app.models import Benchmark, Reference, Split, Submission, Subset, User, as_utc
 from app.services import catalog
 from app.services.audit import audit_log
+from app.services.boards import leaderboards
 from app.services.catalog import label_files, phases
 from app.services.catalog import references as reference_rows
 from app.services.errors import Conflict, InvalidInput, NotFound
@@ -96,6 +97,7 @@ def apply_bundle(
             audit_log.record(actor, "split.remove", f"{bundle.slug}/{split.slug}", {"via": via})
             outcome.add(f"{bundle.slug}/{split.slug}", "split removed (no submissions)")
         _apply_default_split(actor, bundle, outcome, via)
+        _apply_columns(actor, bundle, outcome, via)
     return outcome
 
 
@@ -471,6 +473,33 @@ def bundle_text(benchmark_slug: str) -> str:
     return canonical_yaml(bundle).decode()
 
 
+def _apply_columns(actor: User | None, bundle: Bundle, outcome: Outcome, via: str) -> None:
+    """The columns the benchmark's boards show by default: keys its splits' boards have, the primary metric on
+    the whole split among them (a board's ranks are on it); InvalidInput naming the key otherwise."""
+    benchmark = catalog.get_benchmark(bundle.slug)
+    current = json.loads(benchmark.board_columns) if benchmark.board_columns else None
+    if current == bundle.columns:
+        return
+    if bundle.columns is not None:
+        available = {column.key for split in benchmark.splits for column in leaderboards.available_columns(split)}
+        problems = [
+            Problem(None, f"columns[{index}]: no board of {bundle.slug} has a column {key!r}")
+            for index, key in enumerate(bundle.columns)
+            if key not in available
+        ]
+        primary = f"all:{catalog.task_of(benchmark).primary_metric}"
+        if primary not in bundle.columns:
+            problems.append(Problem(None, f"columns: must include {primary} (the metric boards rank on)"))
+        if problems:
+            raise InvalidInput(
+                f"the bundle was not applied ({_count(len(problems), 'problem')}); nothing changed", problems
+            )
+    shown = ", ".join(bundle.columns) if bundle.columns is not None else "the task type's own"
+    audit_log.record(actor, "benchmark.columns", f"benchmark {bundle.slug}", {"via": via, "columns": shown})
+    catalog.update_benchmark(bundle.slug, board_columns=bundle.columns)
+    outcome.add(bundle.slug, f"board columns: {shown}")
+
+
 # --- export --------------------------------------------------------------------------------------------------
 
 
@@ -489,6 +518,7 @@ def export_bundle(benchmark_slug: str) -> tuple[Bundle, dict[str, bytes]]:
         paper_url=benchmark.paper_url,
         task=json.loads(config) if config else benchmark.task_type,
         default_split=default,
+        columns=json.loads(benchmark.board_columns) if benchmark.board_columns else None,
         splits=splits,
     )
     return bundle, files
