@@ -352,3 +352,20 @@ def test_the_boards_default_columns_are_the_bundles_choice_and_a_column_no_board
         "all:accuracy",
         "all:consistency",
     ]
+
+
+def test_a_new_order_of_the_splits_is_said_and_the_app_lists_them_so(ctx, tmp_path):
+    bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v1")))
+
+    def swapped(text: str) -> str:
+        head, dev, test = (
+            text[: text.index("  - slug: dev")],
+            text[text.index("  - slug: dev") : text.index("  - slug: test-u")],
+            text[text.index("  - slug: test-u") :],
+        )
+        return head + test + dev
+
+    outcome = bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v2", yaml_edit=swapped)))
+    assert [change.summary for change in outcome.changes] == ["split order: test-u, dev"]
+    listed = sorted(catalog.get_benchmark("bb").splits, key=lambda split: split.position)
+    assert [split.slug for split in listed] == ["test-u", "dev"]

@@ -20,6 +20,7 @@ from datetime import date, datetime
 
 import numpy as np
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from app.bundles import (
     Bundle,
@@ -87,18 +88,41 @@ def apply_bundle(
     _refuse(_refusals(bundle, existing, loaded, reason, dry_run))
     outcome = Outcome(bundle.slug, applied=not dry_run)
     via = f"bundle-{via}"
-    with one_transaction(keep=not dry_run):
-        _apply_benchmark(actor, bundle, existing, outcome, via)
-        for position, spec in enumerate(bundle.splits, start=1):
-            _apply_split(actor, bundle, spec, loaded, outcome, via, reason or "dry run")
-            catalog.get_split(bundle.slug, spec.slug).position = position
-        for split in _splits_not_in(bundle):
-            catalog.remove_split(bundle.slug, split.slug)
-            audit_log.record(actor, "split.remove", f"{bundle.slug}/{split.slug}", {"via": via})
-            outcome.add(f"{bundle.slug}/{split.slug}", "split removed (no submissions)")
-        _apply_default_split(actor, bundle, outcome, via)
-        _apply_columns(actor, bundle, outcome, via)
+    order = [split.slug for split in sorted(existing.splits, key=lambda s: (s.position, s.id))] if existing else []
+    try:
+        with one_transaction(keep=not dry_run):
+            _apply_benchmark(actor, bundle, existing, outcome, via)
+            for spec in bundle.splits:
+                _apply_split(actor, bundle, spec, loaded, outcome, via, reason or "dry run")
+            for split in _splits_not_in(bundle):
+                catalog.remove_split(bundle.slug, split.slug)
+                audit_log.record(actor, "split.remove", f"{bundle.slug}/{split.slug}", {"via": via})
+                outcome.add(f"{bundle.slug}/{split.slug}", "split removed (no submissions)")
+            _apply_order(actor, bundle, order, outcome, via)
+            _apply_default_split(actor, bundle, outcome, via)
+            _apply_columns(actor, bundle, outcome, via)
+    except IntegrityError as exc:  # another server changed the same rows meanwhile (two applies at once)
+        raise Conflict(
+            f"{bundle.slug} changed while the bundle was being applied (another apply at the same time?); "
+            "nothing of this bundle was kept: apply it again"
+        ) from exc
     return outcome
+
+
+def _apply_order(actor: User | None, bundle: Bundle, before: list[str], outcome: Outcome, via: str) -> None:
+    """The splits in the bundle's order (the order the app lists them); a change of order among the splits that
+    were there is said and audited (new splits simply take their place)."""
+    wanted = [spec.slug for spec in bundle.splits]
+    kept_before = [slug for slug in before if slug in wanted]
+    for position, slug in enumerate(wanted):  # from 0, as catalog.add_split numbers them
+        split = catalog.get_split(bundle.slug, slug)
+        if split.position != position:
+            split.position = position
+            split.board_version += 1
+    if kept_before != [slug for slug in wanted if slug in kept_before]:
+        order = ", ".join(wanted)
+        audit_log.record(actor, "benchmark.split_order", f"benchmark {bundle.slug}", {"via": via, "order": order})
+        outcome.add(bundle.slug, f"split order: {order}")
 
 
 def _refuse(problems: list[tuple[type, str]]) -> None:
