@@ -74,6 +74,7 @@ def test_uploads_before_the_opening_are_refused_with_the_date_and_nothing_stored
             "opens_at": "2026-12-01T00:00:00+00:00",
             "closes_at": "2027-01-31T23:59:00+00:00",
             "state": "not_open_yet",
+            "reveal_planned_at": None,
             "text": "Opens 2026-12-01 00:00 UTC",
         }
 
