@@ -458,6 +458,19 @@ def bundle_text(benchmark_slug: str) -> str:
     return canonical_yaml(bundle).decode()
 
 
+@dataclass(frozen=True)
+class BenchmarkBundle:
+    """A benchmark with its benchmark.yaml as its export writes it: the console's benchmark page."""
+
+    benchmark: Benchmark
+    text: str
+
+
+def benchmark_bundle(benchmark_slug: str) -> BenchmarkBundle:
+    """The benchmark (NotFound for an unknown slug) and its bundle's benchmark.yaml, for the console's page."""
+    return BenchmarkBundle(catalog.get_benchmark(benchmark_slug), bundle_text(benchmark_slug))
+
+
 # --- export --------------------------------------------------------------------------------------------------
 
 
