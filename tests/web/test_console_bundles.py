@@ -297,7 +297,9 @@ def test_a_bundle_over_the_upload_limit_gets_the_usual_413(app, client, site):
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
     response = _upload(client, PAGE + "/bundle", site + b"\0" * 100 * 1024)
     assert response.status_code == 413
-    assert "larger than this server accepts" in _text(response)
+    page = _text(response)
+    assert "larger than this server accepts" in page
+    assert "flask bundle apply" in page and "prediction file" not in page  # a hint for a maintainer's file
 
 
 def test_a_form_without_its_csrf_token_is_refused(app, client, site):
