@@ -99,9 +99,8 @@ def _upload(client, path: str, archive: bytes, fields: dict | None = None, *, to
 
 
 def _reviewed(page: str) -> str:
-    (digest,) = re.findall(r'name="reviewed_sha256"[^>]*value="([0-9a-f]{64})"', page) or re.findall(
-        r'value="([0-9a-f]{64})"[^>]*name="reviewed_sha256"', page
-    )
+    """The digest the review page's apply form sends back (its hidden reviewed_sha256)."""
+    (digest,) = re.findall(r'name="reviewed_sha256" type="hidden" value="([0-9a-f]{64})"', page)
     return digest
 
 
