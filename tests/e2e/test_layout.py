@@ -32,6 +32,8 @@ CONSOLE_PAGES = (
     "/console/audit",
     "/console/jobs",
     "/console/flags",
+    "/console/bundles/new",
+    "/console/benchmarks/demo-nlvr2",  # a benchmark's bundle: one page will do (one template)
 )
 # A time as the console types and shows it: UTC, 24-hour clock.
 CONSOLE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2})?$")

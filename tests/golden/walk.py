@@ -31,6 +31,7 @@ import time_machine
 from flask import url_for
 from flask_migrate import upgrade
 from sqlalchemy import select
+from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BuildError
 
 from app import create_app
@@ -116,9 +117,10 @@ def _contexts(app) -> list[dict]:
     return contexts
 
 
-# Not walked: files served as they are (the site's static files, Swagger UI's vendored bundle). A submission's
-# original file, the same route for each id, is walked for a few ids: the rest of the walk is worth more.
-NOT_WALKED = {"static", "api_docs.script", "api_docs.stylesheet"}
+# Not walked: files served as they are (the site's static files, Swagger UI's vendored bundle) and a benchmark's
+# bundle (a .zip of its gold files, linked from the console: tests/web/test_console_bundles.py checks it). A
+# submission's original file, the same route for each id, is walked for a few ids: the rest of the walk is worth more.
+NOT_WALKED = {"static", "api_docs.script", "api_docs.stylesheet", "console.bundle_download"}
 FEW_SEEDS = {"api_v1.submission_file": 6, "submissions.original_file": 6}
 
 
@@ -150,6 +152,13 @@ def _links(body: str) -> list[str]:
         if link.startswith("/") and not link.startswith("//") and not link.startswith("/static/"):
             found.append(link)
     return found
+
+
+def _endpoint(app, url: str) -> str | None:
+    try:
+        return app.url_map.bind("localhost").match(urlsplit(url).path, method="GET")[0]
+    except HTTPException:  # a 404, a 405 (a form's action) or a redirect: no endpoint to name
+        return None
 
 
 def _client(app, role: str):
@@ -187,6 +196,8 @@ def walk_role(app, role: str, seeds: list[str], folder: Path) -> list[Answer]:
         url = queue.pop(0)
         # /metrics counts this process's requests and their durations: never the same twice.
         if url in seen or urlsplit(url).path in ("/logout", "/metrics") or "/swagger-ui-" in url:
+            continue
+        if _endpoint(app, url) in NOT_WALKED:
             continue
         seen.add(url)
         response = client.get(url, headers=headers if url.startswith("/api/") else {})

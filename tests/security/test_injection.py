@@ -120,7 +120,9 @@ def test_query_parameters_on_every_route(app):
                     response = client.get(f"{url}?{query}", headers=world.headers(role))
                     if response.status_code >= 500:
                         problems.append(f"{role} GET {url}?… {payload!r}: {response.status_code}")
-                    for what in _carried(response.get_data(as_text=True), role, secrets, detector):
+                    # Bytes that are not text (a bundle's .zip) are read as far as they are.
+                    text = response.get_data().decode("utf-8", errors="replace")
+                    for what in _carried(text, role, secrets, detector):
                         problems.append(f"{role} GET {url}?… {payload!r} ({response.status_code}) carries {what}")
                     answered[response.status_code // 100] = answered.get(response.status_code // 100, 0) + 1
     assert not problems, "\n".join(problems[:40])

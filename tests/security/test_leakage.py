@@ -94,6 +94,11 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
                 # nothing it did not send. It must be its own, though.
                 assert _own_upload(app, world, role, visit), f"{role} GET {visit.url}: another team's file"
                 continue
+            if visit.endpoint == "console.bundle_download" and visit.status == 200:
+                # A benchmark's bundle holds its gold files whole, hidden ones too, by design (issue 37): for
+                # maintainers alone (deflated, the text checks below would not see them, so it is said here).
+                assert role == "admin", f"{role} GET {visit.url}: a bundle with gold files"
+                continue
             found = detector.gold_bytes(visit.text) if role == "admin" else detector.leaks(visit.text)
             problems += [f"{role} GET {visit.url}: {leak}" for leak in found]
     for role, what, body in world.answers:

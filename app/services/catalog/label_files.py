@@ -105,20 +105,33 @@ def gold_bytes(split: Split) -> bytes:
     return _read_checked(split.gold_path, split.gold_sha256, f"gold file for split {split.id}")
 
 
-# Where a split records each file kept as given: (path column, sha256 column).
-_GIVEN = {
+# Where a split records each of its stored files: (path column, sha256 column).
+_STORED = {
+    "labels": ("gold_path", "gold_sha256"),
     "annotations": ("annotations_path", "annotations_sha256"),
     "choices": ("choices_file_path", "choices_file_sha256"),
 }
 
 
-def given_file(split: Split, kind: str) -> bytes | None:
-    """The annotation or choices file the split was added with, verified; None where none was kept."""
-    path_column, digest_column = _GIVEN[kind]
-    path, digest = getattr(split, path_column), getattr(split, digest_column)
-    if path is None or digest is None:
-        return None
-    return _read_checked(path, digest, f"{kind} file of split {split.id}")
+def stored_file(split: Split, kind: str) -> tuple[str | None, str | None]:
+    """(path relative to the hidden-labels folder, sha256) of the split's gold file ("labels") or of the
+    annotation or choices file it was added with; (None, None) where none was kept."""
+    path_column, digest_column = _STORED[kind]
+    return getattr(split, path_column), getattr(split, digest_column)
+
+
+def stored_head(relative: str, size: int = 65536) -> bytes:
+    """The first bytes of a stored file (what kind of file it is), unverified: never a whole file's content."""
+    try:
+        with (labels_dir() / relative).open("rb") as handle:
+            return handle.read(size)
+    except FileNotFoundError as exc:
+        raise GoldFileError(f"{relative} is missing from the hidden-labels folder") from exc
+
+
+def stored_bytes(relative: str, digest: str, what: str) -> bytes:
+    """A stored file's bytes, verified against its recorded sha256 (GoldFileError otherwise)."""
+    return _read_checked(relative, digest, what)
 
 
 def load_gold(split: Split) -> GoldSet:

@@ -179,7 +179,7 @@ def _refusals(
                 (
                     InvalidInput,
                     f"{where}.labels: the gold file of {existing.slug}/{split.slug} changed: a label correction "
-                    "needs a reason (--reason)",
+                    "needs a reason (--reason on the command line, the reason field in the console)",
                 )
             )
         stored_subsets = {subset.name: subset for subset in split.subsets if subset.source == "ids"}
@@ -456,6 +456,33 @@ def _apply_default_split(actor: User | None, bundle: Bundle, outcome: Outcome, v
     outcome.add(bundle.slug, f"landing split {current or 'none'} → {bundle.default_split or 'none'}")
 
 
+def _apply_columns(actor: User | None, bundle: Bundle, outcome: Outcome, via: str) -> None:
+    """The columns the benchmark's boards show by default: keys its splits' boards have, the primary metric on
+    the whole split among them (a board's ranks are on it); InvalidInput naming the key otherwise."""
+    benchmark = catalog.get_benchmark(bundle.slug)
+    current = json.loads(benchmark.board_columns) if benchmark.board_columns else None
+    if current == bundle.columns:
+        return
+    if bundle.columns is not None:
+        available = {column.key for split in benchmark.splits for column in leaderboards.available_columns(split)}
+        problems = [
+            Problem(None, f"columns[{index}]: no board of {bundle.slug} has a column {key!r}")
+            for index, key in enumerate(bundle.columns)
+            if key not in available
+        ]
+        primary = f"all:{catalog.task_of(benchmark).primary_metric}"
+        if primary not in bundle.columns:
+            problems.append(Problem(None, f"columns: must include {primary} (the metric boards rank on)"))
+        if problems:
+            raise InvalidInput(
+                f"the bundle was not applied ({_count(len(problems), 'problem')}); nothing changed", problems
+            )
+    shown = ", ".join(bundle.columns) if bundle.columns is not None else "the task type's own"
+    audit_log.record(actor, "benchmark.columns", f"benchmark {bundle.slug}", {"via": via, "columns": shown})
+    catalog.update_benchmark(bundle.slug, board_columns=bundle.columns)
+    outcome.add(bundle.slug, f"board columns: {shown}")
+
+
 def apply_bundle_archive(
     actor: User | None,
     data: bytes,
@@ -492,46 +519,36 @@ def bundle_archive(benchmark_slug: str) -> tuple[str, bytes]:
 
 
 def bundle_text(benchmark_slug: str) -> str:
-    """The benchmark's benchmark.yaml as its export writes it (the console shows it)."""
-    bundle, _files = export_bundle(benchmark_slug)
+    """The benchmark's benchmark.yaml as its export writes it (the console shows it): the files' digests are
+    those recorded when they were stored (each verified then, and on every read), so no file is read whole."""
+    bundle, _files = export_bundle(benchmark_slug, with_files=False)
     return canonical_yaml(bundle).decode()
 
 
-def _apply_columns(actor: User | None, bundle: Bundle, outcome: Outcome, via: str) -> None:
-    """The columns the benchmark's boards show by default: keys its splits' boards have, the primary metric on
-    the whole split among them (a board's ranks are on it); InvalidInput naming the key otherwise."""
-    benchmark = catalog.get_benchmark(bundle.slug)
-    current = json.loads(benchmark.board_columns) if benchmark.board_columns else None
-    if current == bundle.columns:
-        return
-    if bundle.columns is not None:
-        available = {column.key for split in benchmark.splits for column in leaderboards.available_columns(split)}
-        problems = [
-            Problem(None, f"columns[{index}]: no board of {bundle.slug} has a column {key!r}")
-            for index, key in enumerate(bundle.columns)
-            if key not in available
-        ]
-        primary = f"all:{catalog.task_of(benchmark).primary_metric}"
-        if primary not in bundle.columns:
-            problems.append(Problem(None, f"columns: must include {primary} (the metric boards rank on)"))
-        if problems:
-            raise InvalidInput(
-                f"the bundle was not applied ({_count(len(problems), 'problem')}); nothing changed", problems
-            )
-    shown = ", ".join(bundle.columns) if bundle.columns is not None else "the task type's own"
-    audit_log.record(actor, "benchmark.columns", f"benchmark {bundle.slug}", {"via": via, "columns": shown})
-    catalog.update_benchmark(bundle.slug, board_columns=bundle.columns)
-    outcome.add(bundle.slug, f"board columns: {shown}")
+@dataclass(frozen=True)
+class BenchmarkBundle:
+    """A benchmark with its benchmark.yaml as its export writes it: the console's benchmark page."""
+
+    benchmark: Benchmark
+    text: str
+
+
+def benchmark_bundle(benchmark_slug: str) -> BenchmarkBundle:
+    """The benchmark (NotFound for an unknown slug) and its bundle's benchmark.yaml, for the console's page."""
+    return BenchmarkBundle(catalog.get_benchmark(benchmark_slug), bundle_text(benchmark_slug))
 
 
 # --- export --------------------------------------------------------------------------------------------------
 
 
-def export_bundle(benchmark_slug: str) -> tuple[Bundle, dict[str, bytes]]:
-    """The benchmark as a bundle in its canonical form: (the description, the files by their path in it)."""
+def export_bundle(benchmark_slug: str, *, with_files: bool = True) -> tuple[Bundle, dict[str, bytes]]:
+    """The benchmark as a bundle in its canonical form: (the description, the files by their path in it; without
+    ``with_files``, only the identifier lists, which are made rather than stored)."""
     benchmark = catalog.get_benchmark(benchmark_slug)
     files: dict[str, bytes] = {}
-    splits = [_export_split(split, files) for split in sorted(benchmark.splits, key=lambda s: (s.position, s.id))]
+    splits = [
+        _export_split(split, files, with_files) for split in sorted(benchmark.splits, key=lambda s: (s.position, s.id))
+    ]
     config = benchmark.task_config
     default = next((split.slug for split in benchmark.splits if split.id == benchmark.default_split_id), None)
     bundle = Bundle(
@@ -553,24 +570,35 @@ def _file(files: dict[str, bytes], path: str, data: bytes) -> FileRef:
     return FileRef(file=path, sha256=sha256(data))
 
 
-def _suffix(data: bytes) -> str:
+def _suffix(head: bytes) -> str:
     """A file's extension from its first bytes: JSON lines, one JSON document, or text (CSV)."""
-    head = data[:65536].lstrip()
+    head = head[:65536].lstrip()
     if head[:1] in (b"{", b"["):
         lines = [line for line in head.split(b"\n")[:3] if line.strip()]
         return "jsonl" if len(lines) > 1 and all(line[:1] == b"{" for line in lines) else "json"
     return "csv"
 
 
-def _export_split(split: Split, files: dict[str, bytes]) -> SplitSpec:
+def _stored(files: dict[str, bytes], base: str, kind: str, split: Split, with_files: bool) -> FileRef | None:
+    """One of the split's stored files ("labels", "annotations", "choices") at its canonical path, with its bytes
+    in ``files`` (``with_files``), else named by the digest recorded when it was stored."""
+    path, digest = label_files.stored_file(split, kind)
+    if path is None or digest is None:
+        return None
+    head = label_files.stored_head(path)
+    name = f"{base}/{kind}.json" if kind == "choices" else f"{base}/{kind}.{_suffix(head)}"
+    if not with_files:
+        return FileRef(file=name, sha256=digest)
+    return _file(files, name, label_files.stored_bytes(path, digest, f"{kind} file of split {split.id}"))
+
+
+def _export_split(split: Split, files: dict[str, bytes], with_files: bool) -> SplitSpec:
     base = f"splits/{split.slug}"
-    gold = label_files.gold_bytes(split)
-    annotations = label_files.given_file(split, "annotations")
-    choices = label_files.given_file(split, "choices")
+    annotations = _stored(files, base, "annotations", split, with_files)
     ids = label_files.load_gold(split).ids
     # Identifier subsets; and the annotation subsets of a split whose annotation file was not kept (added before
     # bundles), as identifier lists under the same names, so that they survive the round trip.
-    listed = ("ids",) if annotations is not None or split.annotations_sha256 else ("ids", "annotation")
+    listed = ("ids",) if annotations is not None else ("ids", "annotation")
     subsets = [
         SubsetSpec(
             name=subset.name,
@@ -579,13 +607,15 @@ def _export_split(split: Split, files: dict[str, bytes]) -> SplitSpec:
         for number, subset in enumerate((s for s in split.subsets if s.source in listed), start=1)
     ]
     stored = db.session.scalars(select(Reference).where(Reference.split_id == split.id).order_by(Reference.id))
+    labels = _stored(files, base, "labels", split, with_files)
+    assert labels is not None, "every split has a gold file"
     return SplitSpec(
         slug=split.slug,
         name=split.name,
         hidden=split.hidden,
-        labels=_file(files, f"{base}/labels.{_suffix(gold)}", gold),
-        annotations=_file(files, f"{base}/annotations.{_suffix(annotations)}", annotations) if annotations else None,
-        choices=_file(files, f"{base}/choices.json", choices) if choices else None,
+        labels=labels,
+        annotations=annotations,
+        choices=_stored(files, base, "choices", split, with_files),
         subset_field=split.subset_field,
         subsets=subsets,
         policy=Policy.model_validate(

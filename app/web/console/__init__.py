@@ -9,7 +9,7 @@ app.http, app.models.
 
 from __future__ import annotations
 
-from app.web.console import flags, views  # noqa: F401  (they register their routes on bp)
+from app.web.console import benchmarks, flags, views  # noqa: F401  (they register their routes on bp)
 from app.web.console.blueprint import admin_required, bp
 
 __all__ = ["admin_required", "bp"]

@@ -22,3 +22,8 @@ def admin_required(view):
         return view(*args, **kwargs)
 
     return wrapped
+
+
+def form_status(form) -> int:
+    """400 for a missing or stale CSRF token (as elsewhere on the site), 422 for a field's content."""
+    return 400 if "csrf_token" in form.errors else 422

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
-from wtforms import BooleanField, SelectField, StringField, TextAreaField
+from wtforms import BooleanField, HiddenField, SelectField, StringField, TextAreaField
 from wtforms.fields import Field
 from wtforms.fields.choices import SelectChoice
-from wtforms.validators import DataRequired, Length, Optional, ValidationError
+from wtforms.validators import DataRequired, Length, Optional, Regexp, ValidationError
 from wtforms.widgets import TextInput
 
 from app.models import FEEDBACK_POLICIES, as_utc
@@ -209,6 +209,45 @@ class ReferenceForm(FlaskForm):
         id="reference-date",
         validators=[Optional(), Length(max=10)],
         render_kw={"placeholder": "e.g. 2019-07-28", "maxlength": 10, "pattern": r"\d{4}-\d{2}-\d{2}"},
+    )
+
+
+def _not_empty(form, field) -> None:
+    """An empty file says nothing a bundle's reader could name; say so here, beside the field."""
+    stream = field.data.stream
+    stream.seek(0, 2)
+    empty = stream.tell() == 0
+    stream.seek(0)
+    if empty:
+        raise ValidationError("the file is empty: choose the bundle's .zip")
+
+
+class BundleForm(FlaskForm):
+    """A bundle (.zip) for a dry run."""
+
+    archive = FileField(
+        "Bundle (.zip of benchmark.yaml and its files)",
+        validators=[FileRequired("Choose the bundle's .zip."), _not_empty],
+    )
+
+
+class ApplyBundleForm(FlaskForm):
+    """The reviewed bundle again (a browser cannot keep a chosen file), the digest of the one reviewed, and the
+    reason a changed gold file needs."""
+
+    archive = FileField(
+        "The same bundle again (.zip)", validators=[FileRequired("Choose the bundle's .zip again."), _not_empty]
+    )
+    reason = TextAreaField(
+        "Reason (needed when a gold file changes: the label correction's note)",
+        validators=[Optional(), Length(max=2000)],
+        render_kw={"rows": 2, "maxlength": 2000, "placeholder": "e.g. 14 labels fixed after the annotators' review"},
+    )
+    reviewed_sha256 = HiddenField(
+        validators=[
+            DataRequired("review the bundle's dry run first"),
+            Regexp(r"^[0-9a-f]{64}$", message="not a sha256"),
+        ]
     )
 
 

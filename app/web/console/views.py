@@ -10,7 +10,7 @@ from app.services import catalog
 from app.services.catalog import references
 from app.services.errors import ServiceError
 from app.services.maintenance import label_audits, maintainer_actions
-from app.web.console.blueprint import admin_required, bp
+from app.web.console.blueprint import admin_required, bp, form_status
 from app.web.console.forms import (
     ButtonForm,
     HideForm,
@@ -26,11 +26,6 @@ from app.web.console.forms import (
 
 def _me():
     return current_user._get_current_object()
-
-
-def _form_status(form) -> int:
-    """400 for a missing or stale CSRF token (as elsewhere on the site), 422 for a field's content."""
-    return 400 if "csrf_token" in form.errors else 422
 
 
 def _split_page(
@@ -86,7 +81,7 @@ def index():
 def sign_out_everywhere():
     form = SignOutForm()
     if not form.validate_on_submit():
-        return _index(sign_out_form=form, status=_form_status(form))
+        return _index(sign_out_form=form, status=form_status(form))
     try:
         user = maintainer_actions.sign_out_everywhere(_me(), form.email.data)
     except ServiceError as exc:
@@ -123,7 +118,7 @@ def label_audit(benchmark: str, split: str):
 def policy(benchmark: str, split: str):
     form = PolicyForm()
     if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form), policy_form=form)
+        return _split_page(benchmark, split, status=form_status(form), policy_form=form)
     try:
         maintainer_actions.set_policy(
             _me(),
@@ -148,7 +143,7 @@ def policy(benchmark: str, split: str):
 def phase(benchmark: str, split: str):
     form = PhaseForm()
     if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form), phase_form=form)
+        return _split_page(benchmark, split, status=form_status(form), phase_form=form)
     try:
         maintainer_actions.set_phase(
             _me(), benchmark, split, opens_at=form.opens_at.data, closes_at=form.closes_at.data
@@ -188,7 +183,7 @@ def _split_button(benchmark: str, split: str, action, done: str):
     again with the service's refusal)."""
     form = ButtonForm()
     if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form))
+        return _split_page(benchmark, split, status=form_status(form))
     try:
         action(_me(), benchmark, split)
     except ServiceError as exc:
@@ -203,7 +198,7 @@ def _split_button(benchmark: str, split: str, action, done: str):
 def add_subset(benchmark: str, split: str):
     form = SubsetForm()
     if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form), subset_form=form)
+        return _split_page(benchmark, split, status=form_status(form), subset_form=form)
     try:
         subset, rescored = maintainer_actions.add_subset(
             _me(), benchmark, split, form.name.data.strip(), form.ids.data.read()
@@ -222,7 +217,7 @@ def add_subset(benchmark: str, split: str):
 def add_reference(benchmark: str, split: str):
     form = ReferenceForm()
     if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form), reference_form=form)
+        return _split_page(benchmark, split, status=form_status(form), reference_form=form)
     try:
         row = references.add_reference(
             benchmark,
@@ -248,7 +243,7 @@ def add_reference(benchmark: str, split: str):
 def remove_reference(benchmark: str, split: str, reference_id: int):
     form = ButtonForm()
     if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form))
+        return _split_page(benchmark, split, status=form_status(form))
     try:
         row = references.remove_reference(benchmark, split, reference_id, actor=_me(), via="web")
     except ServiceError as exc:
@@ -271,7 +266,7 @@ def _split_form() -> SplitForm:
 def new_split():
     form = _split_form()
     if not form.validate_on_submit():
-        status = _form_status(form) if request.method == "POST" else 200
+        status = form_status(form) if request.method == "POST" else 200
         return render_template("console/new_split.html", form=form, error=None), status
     annotations = form.annotations.data.read() if form.annotations.data else None
     choices = form.choices.data.read() if form.choices.data else None
@@ -301,7 +296,7 @@ def _entry_action(submission_id: int, form, action):
     entry = maintainer_actions.submission_for_console(submission_id)
     benchmark, split = entry.split.benchmark.slug, entry.split.slug
     if not form.validate_on_submit():
-        return _split_page(benchmark, split, status=_form_status(form), error=_form_problem(form))
+        return _split_page(benchmark, split, status=form_status(form), error=_form_problem(form))
     try:
         action()
     except ServiceError as exc:
