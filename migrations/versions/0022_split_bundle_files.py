@@ -1,5 +1,7 @@
-"""bundle settings: a split's annotation and choices files as given and its planned reveal, a benchmark's board
-columns
+"""bundle settings: files kept as given, a planned reveal, board columns
+
+A split keeps its annotation and choices files as the maintainer gave them (a bundle export writes them back)
+and a planned reveal; a benchmark its boards' default columns.
 
 Revision ID: 0022
 Revises: 0021

@@ -210,6 +210,8 @@ def test_export_writes_the_bundle_it_was_hosted_from_byte_for_byte(ctx, tmp_path
     loaded = read_bundle(_bundle(tmp_path / "draft"))
     bundles.apply_bundle(None, loaded)
     bundle, files = bundles.export_bundle("bb")
+    # The console's benchmark.yaml, made without reading the files, is the export's.
+    assert bundles.bundle_text("bb") == canonical_yaml(bundle).decode()
     write_bundle(bundle, files, source)
     # The canonical form: applying it changes nothing, and exporting again writes the same bytes.
     assert bundles.apply_bundle(None, read_bundle(source)).changes == []
@@ -243,7 +245,7 @@ def test_every_demo_benchmark_survives_export_apply_export_on_a_fresh_server(
         for slug, (yaml_bytes, files) in exported.items():
             bundles.apply_bundle(None, read_bundle(tmp_path / "first" / slug))
             second, second_files = bundles.export_bundle(slug)
-            assert canonical_yaml(second) == yaml_bytes, slug
+            assert canonical_yaml(second) == yaml_bytes == bundles.bundle_text(slug).encode(), slug
             assert second_files == files, slug
         db.engine.dispose()
     assert len(exported) == len(demo_benchmarks()) >= 9
