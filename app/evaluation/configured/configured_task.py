@@ -141,8 +141,9 @@ class ConfiguredTask(TaskType):
                 "columns are ignored)",
                 "none": "no header line",
             }[layout.header]
-            columns = "the columns" if layout.header == "required" else f"{layout.id},{layout.label}"
-            return f"CSV, one line per example: {columns} with the prediction {what}; {header}"
+            if layout.header == "required":
+                return f"CSV: {header}, then one line per example, its {layout.label} the prediction, {what}"
+            return f"CSV, one line per example: {layout.id},{layout.label} with the prediction {what}; {header}"
         if layout.format == "json":
             return (
                 f'JSON: one array of {{"{layout.id}": <identifier>, "{layout.label}": <prediction>}}, one object per '
