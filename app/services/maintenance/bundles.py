@@ -571,12 +571,13 @@ def _file(files: dict[str, bytes], path: str, data: bytes) -> FileRef:
 
 
 def _suffix(head: bytes) -> str:
-    """A file's extension from its first bytes: JSON lines, one JSON document, or text (CSV)."""
+    """A file's extension from its first bytes: JSON lines, one JSON document, CSV (a comma on its first line),
+    else text (NLVR2's annotation file)."""
     head = head[:65536].lstrip()
     if head[:1] in (b"{", b"["):
         lines = [line for line in head.split(b"\n")[:3] if line.strip()]
         return "jsonl" if len(lines) > 1 and all(line[:1] == b"{" for line in lines) else "json"
-    return "csv"
+    return "csv" if b"," in head.split(b"\n", 1)[0] else "txt"
 
 
 def _stored(files: dict[str, bytes], base: str, kind: str, split: Split, with_files: bool) -> FileRef | None:
