@@ -371,3 +371,45 @@ def test_a_new_order_of_the_splits_is_said_and_the_app_lists_them_so(ctx, tmp_pa
     assert [change.summary for change in outcome.changes] == ["split order: test-u, dev"]
     listed = sorted(catalog.get_benchmark("bb").splits, key=lambda split: split.position)
     assert [split.slug for split in listed] == ["test-u", "dev"]
+
+
+def test_an_identifier_subset_named_as_one_the_task_derives_is_refused_not_dropped(ctx, tmp_path):
+    """nlvr2 derives 'balanced' on every split: an identifier list under that name was skipped silently (the apply
+    said nothing of it and the export lacked it)."""
+    before, files = _state(), _label_files()
+    clash = _bundle(tmp_path / "bb", yaml_edit=lambda text: text.replace("name: hard", "name: balanced"))
+    with pytest.raises(Conflict) as refused:
+        bundles.apply_bundle(None, read_bundle(clash))
+    assert "splits[0].subsets[0] (hard.txt): subset 'balanced' of bb/dev already exists" in refused.value.message
+    assert (_state(), _label_files()) == (before, files)
+
+
+def test_a_refusal_found_while_applying_names_the_key_path_it_is_about(ctx, tmp_path):
+    """A service's refusal in the middle of an apply (a reference's metric, an identifier list's ids) says which
+    split, reference or subset of the bundle it is about, as the bundle's own checks do."""
+
+    def bad_reference(text: str) -> str:
+        return text + "    references:\n      - name: X\n        scores: {all: {bogus: 1}}\n"
+
+    with pytest.raises(InvalidInput) as refused:
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "ref", yaml_edit=bad_reference)), dry_run=True)
+    assert refused.value.message.startswith("splits[1].references[0]: scores['all']: unknown metric 'bogus'")
+    unknown = b"nope-1\nnope-2\n"
+
+    def bad_ids(text: str) -> str:
+        return text.replace(_sha(_ids_of(_gold(1))), _sha(unknown))
+
+    folder = _bundle(tmp_path / "ids", yaml_edit=bad_ids)
+    (folder / "hard.txt").write_bytes(unknown)
+    with pytest.raises(InvalidInput) as refused:
+        bundles.apply_bundle(None, read_bundle(folder))
+    assert refused.value.message.startswith("splits[0].subsets[0] (hard.txt): invalid identifier file")
+    assert "splits[0].subsets[0] (hard.txt): line 2: unknown identifier 'nope-2'" in [
+        problem.message for problem in refused.value.problems
+    ]
+    assert _state() == (0, 0, 0, 0, 0)
+
+
+def _ids_of(dev: bytes) -> bytes:
+    ids = [json.loads(line)["identifier"] for line in dev.decode().splitlines()]
+    return "".join(f"{identifier}\n" for identifier in ids[:30]).encode()

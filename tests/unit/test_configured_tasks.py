@@ -339,6 +339,8 @@ def test_a_config_is_one_object_and_its_name_tells_configs_apart():
         ({"group_by": {"id_pattern": "(unclosed"}}, "task.group_by.id_pattern: not a valid regular expression"),
         ({"group_by": {"id_pattern": r"\d+"}}, "task.group_by.id_pattern: the regular expression must capture"),
         ({"group_by": {"field": "a", "id_pattern": "(a)"}}, "task.group_by: give exactly one of field or id_pattern"),
+        ({"group_by": {"id_pattern": "^((a+)+)$"}}, "task.group_by.id_pattern: a repetition inside a repetition"),
+        ({"group_by": {"id_pattern": r"^(?:(\w+-)*)(\d+)$"}}, "task.group_by.id_pattern: a repetition inside a"),
         (
             {"gold": {"format": "xml", "id": "a", "label": "b"}},
             "task.gold.format: Input should be 'json', 'jsonl' or 'csv'",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import re._constants as sre_constants  # type: ignore[import-not-found]  # a regex parsed, to see its nesting
+import re._parser as sre_parser  # type: ignore[import-not-found]  # (no public API has it)
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -19,6 +21,7 @@ Key = Annotated[str, Field(min_length=1, max_length=100)]  # a key of a gold or 
 Format = Literal["json", "jsonl", "csv"]
 MAX_LABELS = 1000
 MAX_OPTIONS = 26  # answer letters A-Z
+_REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
 
 
 class _Strict(BaseModel):
@@ -74,7 +77,29 @@ class GroupBy(_Strict):
                 raise ValueError(f"id_pattern: not a valid regular expression ({exc})") from None
             if pattern.groups < 1:
                 raise ValueError("id_pattern: the regular expression must capture the group, e.g. '^(.+)-\\d+$'")
+            if _nested_repeat(sre_parser.parse(self.id_pattern)):
+                raise ValueError(
+                    "id_pattern: a repetition inside a repetition (as in (a+)+) can take exponential time on a long "
+                    "identifier that does not match; write it with one level of repetition"
+                )
         return self
+
+
+def _nested_repeat(parsed: Any, inside: bool = False) -> bool:
+    """Whether a parsed regex repeats something that itself repeats (more than once each): the shape whose
+    backtracking is exponential on a near-miss, searched on every identifier of every gold file read."""
+    for op, arguments in parsed:
+        if op in _REPEATS:
+            low, high, body = arguments
+            repeats = high > 1
+            if (repeats and inside) or _nested_repeat(body, inside or repeats):
+                return True
+            continue
+        for argument in arguments if isinstance(arguments, (tuple, list)) else (arguments,):
+            parts = argument if isinstance(argument, list) else [argument]
+            if any(isinstance(part, sre_parser.SubPattern) and _nested_repeat(part, inside) for part in parts):
+                return True
+    return False
 
 
 class _Common(_Strict):

@@ -15,6 +15,8 @@ export again gives the same bytes.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -92,8 +94,9 @@ def apply_bundle(
     try:
         with one_transaction(keep=not dry_run):
             _apply_benchmark(actor, bundle, existing, outcome, via)
-            for spec in bundle.splits:
-                _apply_split(actor, bundle, spec, loaded, outcome, via, reason or "dry run")
+            for number, spec in enumerate(bundle.splits):
+                with _at(f"splits[{number}]"):
+                    _apply_split(actor, bundle, spec, loaded, outcome, via, reason or "dry run", f"splits[{number}]")
             for split in _splits_not_in(bundle):
                 catalog.remove_split(bundle.slug, split.slug)
                 audit_log.record(actor, "split.remove", f"{bundle.slug}/{split.slug}", {"via": via})
@@ -123,6 +126,22 @@ def _apply_order(actor: User | None, bundle: Bundle, before: list[str], outcome:
         order = ", ".join(wanted)
         audit_log.record(actor, "benchmark.split_order", f"benchmark {bundle.slug}", {"via": via, "order": order})
         outcome.add(bundle.slug, f"split order: {order}")
+
+
+@contextmanager
+def _at(path: str) -> Iterator[None]:
+    """A refusal of the use cases an apply runs (a reference's metric, an identifier list's ids, a gold file)
+    names the key path of the bundle it is about (as the bundle's own checks do) and has it as its field; the
+    innermost path is kept."""
+    try:
+        yield
+    except (InvalidInput, Conflict) as exc:
+        if (exc.field or "").startswith("splits["):
+            raise
+        # The problems' lines are those of the named file, said in their messages (a CLI line prefix would not say
+        # which file).
+        problems = [Problem(None, f"{path}: {problem.message}") for problem in exc.problems]
+        raise type(exc)(f"{path}: {exc.message}", problems, field=path) from exc
 
 
 def _refuse(problems: list[tuple[type, str]]) -> None:
@@ -211,6 +230,13 @@ def _refusals(
     return problems
 
 
+def _listed_sources(split: Split) -> tuple[str, ...]:
+    """The sources of the subsets a bundle lists as identifier files: identifier subsets; and the annotation
+    subsets of a split whose annotation file was not kept (added before bundles), under the same names, so that
+    they survive the round trip."""
+    return ("ids",) if label_files.stored_file(split, "annotations")[0] is not None else ("ids", "annotation")
+
+
 def _given_sha(split: Split, kind: str) -> str | None:
     return split.annotations_sha256 if kind == "annotations" else split.choices_file_sha256
 
@@ -274,7 +300,14 @@ def _apply_benchmark(
 
 
 def _apply_split(
-    actor: User | None, bundle: Bundle, spec: SplitSpec, loaded: LoadedBundle, outcome: Outcome, via: str, reason: str
+    actor: User | None,
+    bundle: Bundle,
+    spec: SplitSpec,
+    loaded: LoadedBundle,
+    outcome: Outcome,
+    via: str,
+    reason: str,
+    where: str,
 ) -> None:
     target = f"{bundle.slug}/{spec.slug}"
     labels = loaded.files[spec.labels.file]
@@ -314,13 +347,16 @@ def _apply_split(
                 f"gold file corrected (version {correction.version}): {changed} changed; {rescored} to rescore; "
                 f"{moved} moved",
             )
-    stored = {subset.name for subset in split.subsets}
-    for subset in spec.subsets or ():
-        if subset.name in stored:
+    # A listed subset already there is kept (its members were compared before); a name the split has otherwise
+    # (a subset the task type derives) is for add_subset to refuse, never skipped.
+    listed = {subset.name for subset in split.subsets if subset.source in _listed_sources(split)}
+    for number, subset in enumerate(spec.subsets or ()):
+        if subset.name in listed:
             continue
-        added, rescored = maintainer_actions.add_subset(
-            actor, bundle.slug, spec.slug, subset.name, loaded.files[subset.ids.file], via=via
-        )
+        with _at(f"{where}.subsets[{number}] ({subset.ids.file})"):
+            added, rescored = maintainer_actions.add_subset(
+                actor, bundle.slug, spec.slug, subset.name, loaded.files[subset.ids.file], via=via
+            )
         outcome.add(
             target,
             f"subset {subset.name!r} added ({_count(added.size, 'example')}); "
@@ -328,7 +364,7 @@ def _apply_split(
         )
     _apply_policy(actor, bundle.slug, spec, outcome, via)
     _apply_phase(actor, bundle.slug, spec, outcome, via)
-    _apply_references(actor, bundle.slug, spec, outcome, via)
+    _apply_references(actor, bundle.slug, spec, outcome, via, where)
 
 
 def _policy_of(spec: SplitSpec) -> dict:
@@ -411,7 +447,9 @@ def _reference_key(name: str, scores: dict, source: str | None, day: date | None
     return (name, json.dumps(scores, sort_keys=True), source or None, day.isoformat() if day else None)
 
 
-def _apply_references(actor: User | None, benchmark: str, spec: SplitSpec, outcome: Outcome, via: str) -> None:
+def _apply_references(
+    actor: User | None, benchmark: str, spec: SplitSpec, outcome: Outcome, via: str, where: str
+) -> None:
     split = catalog.get_split(benchmark, spec.slug)
     stored = list(db.session.scalars(select(Reference).where(Reference.split_id == split.id).order_by(Reference.id)))
     wanted = [_reference_key(ref.name, ref.scores, ref.source, ref.date) for ref in spec.references or ()]
@@ -423,17 +461,18 @@ def _apply_references(actor: User | None, benchmark: str, spec: SplitSpec, outco
         if key not in wanted:
             outcome.add(f"{benchmark}/{spec.slug}", f"reference {row.name!r} removed")
         reference_rows.remove_reference(benchmark, spec.slug, row.id, actor=actor, via=via)
-    for ref, key in zip(spec.references or (), wanted, strict=True):
-        reference_rows.add_reference(
-            benchmark,
-            spec.slug,
-            ref.name,
-            json.dumps(ref.scores),
-            ref.source,
-            published_on=ref.date,
-            actor=actor,
-            via=via,
-        )
+    for number, (ref, key) in enumerate(zip(spec.references or (), wanted, strict=True)):
+        with _at(f"{where}.references[{number}]"):
+            reference_rows.add_reference(
+                benchmark,
+                spec.slug,
+                ref.name,
+                json.dumps(ref.scores),
+                ref.source,
+                published_on=ref.date,
+                actor=actor,
+                via=via,
+            )
         if key not in have:
             outcome.add(f"{benchmark}/{spec.slug}", f"reference {ref.name!r} added")
 
@@ -597,9 +636,7 @@ def _export_split(split: Split, files: dict[str, bytes], with_files: bool) -> Sp
     base = f"splits/{split.slug}"
     annotations = _stored(files, base, "annotations", split, with_files)
     ids = label_files.load_gold(split).ids
-    # Identifier subsets; and the annotation subsets of a split whose annotation file was not kept (added before
-    # bundles), as identifier lists under the same names, so that they survive the round trip.
-    listed = ("ids",) if annotations is not None else ("ids", "annotation")
+    listed = _listed_sources(split)
     subsets = [
         SubsetSpec(
             name=subset.name,

@@ -13,8 +13,10 @@ from app.services.maintenance import bundles
 from app.web.console.blueprint import admin_required, bp, form_status
 from app.web.console.forms import ApplyBundleForm, BundleForm
 
-# The flash after applying names this many changes (the session cookie carries it); the audit log has all.
+# The flash after applying names this many changes, each cut to this many characters (the session cookie carries
+# it, and a browser drops a cookie over 4 KB: a split's summary can list hundreds of subsets); the audit log has all.
 FLASHED_CHANGES = 5
+FLASHED_CHARS = 160
 
 
 def _me():
@@ -142,7 +144,7 @@ def _applied(outcome: bundles.Outcome) -> str:
     changes = outcome.changes
     if not changes:
         return f"Applied the bundle of {outcome.benchmark}: nothing to change (the catalog already says what it says)."
-    named = "; ".join(f"{change.target}: {change.summary}" for change in changes[:FLASHED_CHANGES])
+    named = "; ".join(f"{change.target}: {_cut(change.summary)}" for change in changes[:FLASHED_CHANGES])
     more = (
         f"; and {len(changes) - FLASHED_CHANGES} more (the audit log has each)"
         if len(changes) > FLASHED_CHANGES
@@ -150,3 +152,7 @@ def _applied(outcome: bundles.Outcome) -> str:
     )
     count = f"{len(changes)} change{'' if len(changes) == 1 else 's'}"
     return f"Applied the bundle of {outcome.benchmark} ({count}): {named}{more}."
+
+
+def _cut(summary: str) -> str:
+    return summary if len(summary) <= FLASHED_CHARS else summary[: FLASHED_CHARS - 1].rstrip(" ,;") + "…"
