@@ -146,12 +146,7 @@ def json_lines(data: bytes) -> tuple[list[Any], np.ndarray]:
     del records
     problems = ProblemList()
     for number, line in _numbered_lines(data):
-        try:
-            json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.add(at(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-        except (ValueError, RecursionError):
-            problems.add(at(number, "invalid JSON"))
+        json_files.json_line(line, number, problems)
     problems.raise_if_any()
     raise AssertionError("unreachable: a line failed to parse above")
 

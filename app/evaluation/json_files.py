@@ -52,6 +52,21 @@ _TYPE_NAMES = {
 }
 
 
+INVALID = object()  # what json_line gives for a line that is not JSON (its problem added)
+
+
+def json_line(raw: bytes | str, number: int, problems: ProblemList) -> Any:
+    """One JSON-lines line's value; INVALID, with the line's problem added in the words every reader gives, for a
+    line that is not JSON (or nests too deep)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        problems.add(at(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+    except (ValueError, RecursionError):
+        problems.add(at(number, "invalid JSON"))
+    return INVALID
+
+
 def json_type(value: object) -> str:
     """What a parsed JSON value is, in JSON's own words, for every family's messages ("found an array")."""
     return "null" if value is None else _TYPE_NAMES.get(type(value), type(value).__name__)

@@ -182,13 +182,8 @@ class ConfiguredTask(TaskType):
             for number, raw in enumerate(io.BytesIO(text), 1):
                 if not raw.strip():
                     continue
-                try:
-                    record = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    problems.add(at(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-                    continue
-                except (ValueError, RecursionError):
-                    problems.add(at(number, "invalid JSON"))
+                record = json_files.json_line(raw, number, problems)
+                if record is json_files.INVALID:
                     continue
                 yield position, number, record
                 position += 1
@@ -451,13 +446,10 @@ class ConfiguredTask(TaskType):
             for number, raw in enumerate(io.BytesIO(text), 1):
                 if not raw.strip():
                     continue
-                try:
-                    entries.append(json.loads(raw))
+                entry = json_files.json_line(raw, number, problems)
+                if entry is not json_files.INVALID:
+                    entries.append(entry)
                     numbers.append(number)
-                except json.JSONDecodeError as exc:
-                    problems.add(at(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-                except (ValueError, RecursionError):
-                    problems.add(at(number, "invalid JSON"))
             problems.raise_if_any()
             if not entries:
                 raise ValidationError("file contains no predictions")

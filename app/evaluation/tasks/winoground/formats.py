@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from app.evaluation import json_files
 from app.evaluation.errors import Problem, ProblemList, at
 from app.evaluation.gold import GoldSet, LineFormat, object_array, read_examples, scalar_fields
 from app.evaluation.predictions import max_lines_for
@@ -99,13 +100,8 @@ def parse_scores(data: bytes, gold: GoldSet, max_bytes: int | None = None) -> np
     first_line = np.zeros((gold.n, len(KEYS)), dtype=np.int64)  # 0: not seen yet
     rows = gold.index
     for number, text in _lines(data, start, problems):
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.add(at(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        except (ValueError, RecursionError):
-            problems.add(at(number, "invalid JSON"))
+        record = json_files.json_line(text, number, problems)
+        if record is json_files.INVALID:
             continue
         if not isinstance(record, dict):
             problems.add(at(number, 'expected a JSON object {"label": "<id>_c<i>_i<j>", "score": <number>}'))
