@@ -29,6 +29,10 @@ from app.services.people import teams
 from app.services.storage import checksums
 from tests.conftest import make_config
 
+pytestmark = pytest.mark.postgres(
+    reason="one transaction for a whole bundle: flushes, savepoint-free rollbacks and unique slugs under each dialect"
+)
+
 N = 120
 
 

@@ -15,6 +15,8 @@ from app.models import Benchmark, Split
 from app.services import catalog
 from app.services.catalog import label_files
 
+pytestmark = pytest.mark.postgres(reason="commits held and rolled back under each dialect's transactions")
+
 
 def _gold() -> bytes:
     return get_task("nlvr2").synthetic_gold(40, seed=3)
