@@ -265,7 +265,7 @@ def _entry(entry: Entry, columns: list[leaderboards.Column]) -> shape.Leaderboar
             for subset, metrics in entry.scores.items()
         },
         gap=None if gap is None else shape.Gap(**gap),
-        verified=None if entry.verified is None else shape.Verified(**entry.verified),
+        verified=None if entry.verified is None else shape.Verified.model_validate(entry.verified),
     )
 
 

@@ -65,9 +65,7 @@ def export(
     an unknown format. `intervals=False` leaves the score intervals out of the LaTeX table; `verified` "1": the
     verified entries alone, ranked among themselves."""
     _check(fmt)
-    board = leaderboards.board(
-        benchmark_slug, split_slug, view=view, chosen=chosen, paginate=False, verified=verified
-    )
+    board = leaderboards.board(benchmark_slug, split_slug, view=view, chosen=chosen, paginate=False, verified=verified)
     if board.split is None:
         raise NotFound(f"{benchmark_slug} has no splits to export")
     writers: dict[str, Callable[[Board], str]] = {
@@ -229,10 +227,10 @@ def to_csv(board: Board) -> str:
     gap = any(column.subset == GAP for column in board.columns)
     if gap:
         header += ["gap p", "gap larger than sampling"]
-    header += ["rank_low", "rank_high", "paper_url", "code_url", "type"]
     marks = isinstance(board, Board)  # a board's entries carry a maintainer's verified mark; model rows do not
-    if marks:
-        header += ["verified", "verified_note", "verified_url"]
+    header += ["rank_low", "rank_high", "paper_url", "code_url"]
+    header += ["verified", "verified_note", "verified_url"] if marks else []
+    header += ["type"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180; quotes cells with commas, quotes, newlines
     writer.writerow(header)
@@ -252,7 +250,7 @@ def to_csv(board: Board) -> str:
                 entry.gap_p if entry else None,
                 "" if entry is None or entry.gap_marked is None else str(entry.gap_marked).lower(),
             ]
-        cells += [entry.rank_low if entry else None, entry.rank_high if entry else None, link, code, row.kind]
+        cells += [entry.rank_low if entry else None, entry.rank_high if entry else None, link, code]
         if marks:
             mark = _verified(row)
             cells += [
@@ -260,6 +258,7 @@ def to_csv(board: Board) -> str:
                 mark["note"] if mark else None,
                 mark["url"] if mark else None,
             ]
+        cells += [row.kind]
         writer.writerow([csv_cell(cell) for cell in cells])
     return out.getvalue()
 
