@@ -59,6 +59,10 @@ def test_the_verified_only_page_says_how_it_is_ranked(client, board):
     assert "verified=1" in page.split('class="exports"')[1].split("</p>")[0]  # the downloads are of this board
     bad = client.get("/leaderboards/nlvr2/dev?verified=yes")
     assert bad.status_code == 400 and "verified" in bad.get_data(as_text=True)
+    with client.application.app_context():
+        submissions.unverify(None, board["ids"][1], via="cli")
+    none = client.get("/leaderboards/nlvr2/dev?verified=1").get_data(as_text=True)
+    assert "No entry on dev is verified yet" in none and "data-submission-id" not in none
 
 
 def test_the_api_gives_the_mark_or_null(client, board):
