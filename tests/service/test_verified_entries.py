@@ -75,6 +75,9 @@ def test_verify_and_unverify_are_audited_and_refused_where_they_must_be(world):
     mark = _on_board(split, sub.id).verified
     assert mark is not None and (mark["note"], mark["url"]) == ("Reran the released code", "https://example.org/run")
     assert db.session.get(Submission, sub.id).verified_by_id == world["admin"].id
+    built = board_snapshots.snapshot(split)  # the stored snapshot keeps the mark (PAYLOAD_FORMAT 10)
+    stored = board_snapshots._decode(built.version, board_snapshots._encode(built))
+    assert stored is not None and [e.verified for e in stored.entries] == [e.verified for e in built.entries]
     maintainer_actions.unverify_entry(world["admin"], sub.id)
     assert _on_board(split, sub.id).verified is None
     maintainer_actions.unverify_entry(world["admin"], sub.id)  # nothing to take off: nothing recorded
