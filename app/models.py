@@ -314,12 +314,19 @@ class Submission(Model):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     hidden_reason: Mapped[str | None] = mapped_column(Text)
+    # A maintainer checked the entry (code and weights): when, in a short note, with an optional link, by whom.
+    # Cleared when the entry leaves the board by its team's hand or its published fields change (what was
+    # checked is no longer what is shown); kept while a maintainer hides it.
+    verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    verified_note: Mapped[str | None] = mapped_column(Text)
+    verified_url: Mapped[str | None] = mapped_column(String(2000))
+    verified_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     # The Idempotency-Key the upload was sent with: a repeat from the same account gets this one's answer.
     idempotency_key: Mapped[str | None] = mapped_column(String(255))
 
     split: Mapped[Split] = relationship()
     team: Mapped[Team] = relationship()
-    user: Mapped[User | None] = relationship()
+    user: Mapped[User | None] = relationship(foreign_keys=[user_id])
     scores: Mapped[list[Score]] = relationship(
         back_populates="submission", cascade="all, delete-orphan", order_by="Score.id"
     )

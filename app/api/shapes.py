@@ -193,6 +193,7 @@ class Submission(SubmissionSummary, Verdict):
     code_url: str | None
     anonymous: bool
     published_at: Timestamp | None
+    verified: Verified | None = Field(description="A maintainer's verified mark; null when the entry has none.")
 
 
 class Placement(Shape):
@@ -306,6 +307,10 @@ class BoardQuery(BoardSearch):
         "entries as they stood at the split's closing time, ranked among themselves; only for a split whose "
         "closing time has passed (otherwise 404). A held blind test's final board stays held until the reveal."
     )
+    verified: Literal["0", "1"] | SkipJsonSchema[None] = _optional(
+        "`1`: the verified entries alone, a board of their own: ranks, rank intervals and resolution computed among "
+        "them (never the whole board's ranks filtered). Anything else but `0` is a 400."
+    )
 
 
 class SubmissionSearch(WindowQuery):
@@ -407,6 +412,14 @@ class Score(Shape):
     ci_high_text: str | None
 
 
+class Verified(Shape):
+    """A maintainer's check of a published entry (its code and weights): when, what was checked, and a link."""
+
+    at: Timestamp
+    note: str = Field(description="What was checked, in at most 500 characters.")
+    url: str | None = Field(description="A link to the check (http or https), if the maintainer gave one.")
+
+
 class Gap(Shape):
     """Only on a revealed blind test with a sealed part: the primary metric on the queried part minus that on
     the sealed part (also in scores as subset 'gap'), the one-sided p-value of a cluster-bootstrap test, and
@@ -442,6 +455,7 @@ class LeaderboardEntry(Shape):
     code_url: str | None
     scores: dict[str, dict[str, Score]]
     gap: Gap | SkipJsonSchema[None] = _absent_when_none("Present on a revealed blind test with a sealed part.")
+    verified: Verified | None = Field(description="A maintainer's verified mark; null when the entry has none.")
 
 
 class Figure(Shape):
@@ -524,6 +538,10 @@ class Leaderboard(Window):
         description="Set while a newer snapshot of the board is being built (after a publication, a hidden entry, a "
         "label correction...): when the oldest change not yet shown was made. The entries are then the board "
         "before it, less any entry taken off the board since. Null when the board is current."
+    )
+    verified_only: bool = Field(
+        description="`verified=1`: the verified entries alone, a board of their own (ranks, rank intervals and "
+        "resolution computed among them, never the whole board's)."
     )
 
 

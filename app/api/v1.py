@@ -206,7 +206,16 @@ def _detail(submission: Submission) -> dict:
         "code_url": submission.code_url,
         "anonymous": submission.anonymous,
         "published_at": timestamp(submission.published_at) if submission.published_at else None,
+        "verified": _verified(submission),
     }
+
+
+def _verified(submission: Submission) -> shape.Verified | None:
+    if submission.verified_at is None:
+        return None
+    return shape.Verified(
+        at=timestamp(submission.verified_at), note=submission.verified_note or "", url=submission.verified_url
+    )
 
 
 def _split(split: Split) -> shape.Split:
@@ -256,6 +265,7 @@ def _entry(entry: Entry, columns: list[leaderboards.Column]) -> shape.Leaderboar
             for subset, metrics in entry.scores.items()
         },
         gap=None if gap is None else shape.Gap(**gap),
+        verified=None if entry.verified is None else shape.Verified.model_validate(entry.verified),
     )
 
 
@@ -289,7 +299,13 @@ def _held(held: leaderboards.Held | None) -> shape.Held | None:
 def _leaderboard(benchmark: str, split: str | None) -> dict:
     args = request.args
     board, listed = listings.leaderboard(
-        benchmark, split, args.get("view"), q=args.get("q"), limit=args.get("limit"), offset=args.get("offset")
+        benchmark,
+        split,
+        args.get("view"),
+        q=args.get("q"),
+        limit=args.get("limit"),
+        offset=args.get("offset"),
+        verified=args.get("verified"),
     )
     assert board.split is not None  # listings.leaderboard refuses a benchmark without splits (404)
     answer = shape.Leaderboard(
@@ -312,6 +328,7 @@ def _leaderboard(benchmark: str, split: str | None) -> dict:
         updating_since=(
             board.snapshot.updating_since.isoformat() if board.snapshot and board.snapshot.updating_since else None
         ),
+        verified_only=board.verified_only,
     )
     return shape.body(answer)
 

@@ -2,6 +2,7 @@
     catalog.py      benchmarks, splits, subsets, references
     bundles.py      bundle
     intake.py       evaluate
+    entries.py      entries
     people.py       users, teams, tokens
     maintenance.py  demo, backup, restore, labels
     storage.py      uploads
@@ -16,9 +17,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.cli import bundles, catalog, intake, jobs, maintenance, people, storage
+from app.cli import bundles, catalog, entries, intake, jobs, maintenance, people, storage
 
-CONCEPTS = (catalog, bundles, intake, people, maintenance, storage, jobs)
+CONCEPTS = (catalog, bundles, intake, entries, people, maintenance, storage, jobs)
 
 
 def register(app: Flask) -> None:

@@ -55,6 +55,7 @@ def _board(benchmark: str, split: str | None) -> leaderboards.Board:
         view=request.args.get("view"),
         chosen=_columns(),
         q=request.args.get("q"),
+        verified=request.args.get("verified"),
     )
 
 
@@ -114,6 +115,7 @@ def export(benchmark: str, split: str, fmt: str):
             view=request.args.get("view"),
             chosen=_columns(),
             intervals=request.args.get("ci") != "0",
+            verified=request.args.get("verified"),
         )
     )
 

@@ -15,7 +15,12 @@ from app.services.catalog import phases
 
 
 def _query(board: Board, **params) -> str:
-    base = {"view": board.view if board.view != "entries" else None, "columns": board.chosen, "q": board.q}
+    base = {
+        "view": board.view if board.view != "entries" else None,
+        "columns": board.chosen,
+        "q": board.q,
+        "verified": "1" if board.verified_only else None,
+    }
     if board.sort is not None:
         base.update(sort=board.sort.key, order=board.order)
     base.update(params)
@@ -29,6 +34,11 @@ def sort_link(board: Board, column: Column) -> str:
     then = "desc" if first == "asc" else "asc"
     order = then if board.sort == column and board.order == first else first
     return _query(board, sort=column.key, order=order)
+
+
+def verified_link(board: Board, only: bool) -> str:
+    """The board with only its verified entries (ranked among themselves), or with every entry again."""
+    return _query(board, verified="1" if only else None, page=None, sort=None, order=None)
 
 
 def page_link(board: Board, page: int) -> str:
@@ -55,6 +65,7 @@ def init_app(app: Flask) -> None:
         sort_link,
         page_link,
         view_link,
+        verified_link,
         split_phase,
         phases.moment_text,
         search_link,

@@ -86,7 +86,7 @@ def test_csv_quotes_commas_quotes_and_newlines_and_keeps_numbers():
         "all:accuracy ci_low",
         "all:accuracy ci_high",
     ]
-    assert header[-3:] == ["paper_url", "code_url", "type"]
+    assert header[-6:] == ["paper_url", "code_url", "verified", "verified_note", "verified_url", "type"]
     assert entry[:7] == ["1", model, "Anonymous", "2025-03-14", "71.25", "70.0", "72.5"]
     assert entry[header.index("paper_url")] == "https://example.org/a,b" and entry[-1] == "entry"
     assert reference[0] == "" and reference[1] == "Human" and reference[4] == "96.1" and reference[5] == ""
@@ -178,7 +178,7 @@ def test_markdown_escapes_pipes_and_backslashes():
     row = next(line for line in lines if line.startswith("| 1 (1) |"))
     # Split on pipes not preceded by a backslash: the row has as many cells as the header.
     split = lambda line: re.split(r"(?<!\\)\|", line.strip().strip("|"))  # noqa: E731
-    assert len(split(row)) == len(split(header)) == 4 + len(COLUMNS) + 2
+    assert len(split(row)) == len(split(header)) == 4 + len(COLUMNS) + 3  # paper, code, verified
     assert "a\\|b\\\\c" in row and "x \\| y z" in row
     assert "[paper](<https://example.org/a%7Cb>)" in row
     assert "71.2 [70.0, 72.5]" in row or "71.3 [70.0, 72.5]" in row

@@ -151,6 +151,8 @@ ADMIN_REQUESTS = [
     ("console.new_split", "POST", "/console/splits/new", "split", 303),
     ("console.hide", "POST", "/console/entries/{entry}/hide", "hide", 303),
     ("console.unhide", "POST", "/console/entries/{entry}/unhide", "button", 303),
+    ("console.verify", "POST", "/console/entries/{entry}/verify", "verify", 303),
+    ("console.unverify", "POST", "/console/entries/{entry}/unverify", "unverify", 303),
     ("console.rejected", "GET", "/console/rejected", None, 200),
     ("console.audit_log", "GET", "/console/audit", None, 200),
     ("console.jobs", "GET", "/console/jobs", None, 200),
@@ -180,6 +182,14 @@ def _failed_job(app) -> int:
         return job.id
 
 
+def _verified_already(app, submission_id: int) -> None:
+    """A verified mark put straight on the entry (no audit event: the matrix counts the request's)."""
+    with app.app_context():
+        entry = db.session.get(Submission, submission_id)
+        entry.verified_at, entry.verified_note = entry.published_at, "checked"
+        db.session.commit()
+
+
 def _send(client, site, method: str, path: str, kind: str | None):
     reference = _reference_row(client.application) if "{reference}" in path else None
     failed_job = _failed_job(client.application) if "{failed_job}" in path else None
@@ -202,6 +212,10 @@ def _send(client, site, method: str, path: str, kind: str | None):
         )
     if kind == "hide":
         return post_form(client, path, {"reason": "duplicate"}, form_page="/login")
+    if kind == "verify":
+        return post_form(client, path, {"note": "code and weights checked"}, form_page="/login")
+    if kind == "unverify":
+        _verified_already(client.application, site["entry"])
     if kind == "phase":
         fields = {"opens_at": "2026-12-01T00:00", "closes_at": "2027-01-31T23:59"}
         return post_form(client, path, fields, form_page="/login")
@@ -637,6 +651,48 @@ def test_hide_needs_a_reason_and_a_real_entry(app, client, site):
     with app.app_context():
         assert db.session.get(Submission, site["entry"]).hidden_at is None
     assert _events(app) == []
+
+
+def test_verify_and_unverify_entry_from_the_split_page(app, client, site):
+    _as(client, "admin")
+    page = _text(client.get("/console/splits/nlvr2/dev"))
+    assert f'action="/console/entries/{site["entry"]}/verify"' in page
+    refused = post_form(
+        client, f"/console/entries/{site['entry']}/verify", {"note": " "}, form_page="/console/splits/nlvr2/dev"
+    )
+    assert refused.status_code == 422 and "Note: This field is required" in _text(refused)
+    bad_link = post_form(
+        client,
+        f"/console/entries/{site['entry']}/verify",
+        {"note": "ok", "url": "javascript:alert(1)"},
+        form_page="/console/splits/nlvr2/dev",
+    )
+    assert bad_link.status_code == 422 and "(url)" in _text(bad_link)
+    with app.app_context():
+        rejected = db.session.scalar(select(Submission.id).where(Submission.status == "rejected"))
+    unpublished = post_form(
+        client, f"/console/entries/{rejected}/verify", {"note": "ok"}, form_page="/console/splits/nlvr2/dev"
+    )
+    assert unpublished.status_code == 409 and "not published" in _text(unpublished)
+    assert _events(app) == []
+    response = post_form(
+        client,
+        f"/console/entries/{site['entry']}/verify",
+        {"note": "Reran the code", "url": "https://example.org/run"},
+        form_page="/console/splits/nlvr2/dev",
+    )
+    assert response.status_code == 303
+    page = _text(client.get(response.headers["Location"]))
+    assert "is marked verified" in page and "Reran the code" in page
+    assert f'action="/console/entries/{site["entry"]}/unverify"' in page
+    assert "Reran the code" in _text(client.get("/leaderboards/nlvr2/dev"))
+    response = post_form(client, f"/console/entries/{site['entry']}/unverify", form_page="/console/splits/nlvr2/dev")
+    assert "no longer marked verified" in _text(client.get(response.headers["Location"]))
+    events = _events(app)
+    assert [(e.action, e.actor_id) for e in events] == [("entry.verify", _user_id(app, "admin"))] + [
+        ("entry.unverify", _user_id(app, "admin"))
+    ]
+    assert json.loads(events[0].details) == {"via": "web", "note": "Reran the code", "url": "https://example.org/run"}
 
 
 def test_hiding_from_the_submission_page_is_audited_too(app, client, site):

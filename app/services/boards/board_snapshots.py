@@ -58,9 +58,9 @@ GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sea
 # blind test's figures before its reveal are the released ones, rounded, without subset intervals, ranked from
 # counts alone; 6: with the decimals each released figure is written to; 7: each entry's team slug; 8: one
 # decision per pair of each view, the models view's own ranks and each view's resolution; 9: a resolution on
-# 0/1 units never under z^2 / units and none over 100 points, statistics.resolution): older rows are then
-# recomputed.
-PAYLOAD_FORMAT = 9
+# 0/1 units never under z^2 / units and none over 100 points, statistics.resolution; 10: each entry's verified
+# mark): older rows are then recomputed.
+PAYLOAD_FORMAT = 10
 
 
 @dataclass
@@ -95,6 +95,8 @@ class Entry:
     model_rank: int | None = None
     model_rank_low: int | None = None
     model_rank_high: int | None = None
+    # A maintainer's check of the entry: {"at": isoformat, "note": ..., "url": ... or None}; None: not verified.
+    verified: dict[str, str | None] | None = None
 
     kind = "entry"
 
@@ -179,12 +181,13 @@ def _shown(value: float) -> float | None:
     return _finite(value)
 
 
-def _compute(split: Split, version: int, until: datetime | None = None) -> Snapshot:
+def _compute(split: Split, version: int, until: datetime | None = None, *, verified: bool = False) -> Snapshot:
     """Scores, intervals and rank tiers of every published entry, from the stored predictions (`until`: of the
-    entries on the board as it stood then, see final_snapshot)."""
+    entries on the board as it stood then, see final_snapshot; `verified`: of the verified entries alone, ranked
+    among themselves, see verified_snapshot)."""
     built_at = utcnow()
     task = catalog.task_of(split.benchmark)
-    rows = _published_rows(split, until)
+    rows = _published_rows(split, until, verified=verified)
     entries: list[Entry] = []
     if rows:
         gold, stacked, wanted, gaps = _scoring_inputs(split, task, rows)
@@ -249,12 +252,19 @@ def _compute(split: Split, version: int, until: datetime | None = None) -> Snaps
                     model_rank_high=None if model_index is None else model_ranked.highs[model_index],
                     gap_p=gap_p,
                     gap_marked=gap_marked,
+                    verified=_verified_mark(row),
                 )
             )
         return Snapshot(
             version, entries, _references(split), resolutions=resolutions, spreads=spreads, built_at=built_at
         )
     return Snapshot(version, entries, _references(split), built_at=built_at)
+
+
+def _verified_mark(row) -> dict[str, str | None] | None:
+    if row.verified_at is None:
+        return None
+    return {"at": as_utc(row.verified_at).isoformat(), "note": row.verified_note, "url": row.verified_url}
 
 
 def _add_gap(task, gaps, i: int, scores: dict, intervals: dict) -> tuple[float | None, bool | None]:
@@ -287,10 +297,11 @@ def standing_at(until: datetime | None) -> tuple:
     return () if until is None else (Submission.created_at < until, Submission.published_at < until)
 
 
-def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any]:
+def _published_rows(split: Split, until: datetime | None = None, *, verified: bool = False) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
-    predictions, by submission id; with `until` (a closing time), only those on the board then (standing_at)."""
-    kept = standing_at(until)
+    predictions, by submission id; with `until` (a closing time), only those on the board then (standing_at);
+    with `verified`, only those a maintainer marked verified."""
+    kept = standing_at(until) + ((Submission.verified_at.is_not(None),) if verified else ())
     return db.session.execute(
         select(
             Submission.id,
@@ -304,6 +315,9 @@ def _published_rows(split: Split, until: datetime | None = None) -> Sequence[Any
             Submission.description,
             Submission.predictions,
             Submission.team_id,
+            Submission.verified_at,
+            Submission.verified_note,
+            Submission.verified_url,
         )
         .join(Team, Submission.team_id == Team.id)
         .where(*_on_board(split), *kept)
@@ -573,6 +587,7 @@ _PAYLOAD_FIELDS = (
     "model_rank",
     "model_rank_low",
     "model_rank_high",
+    "verified",
 )
 _MOMENT = _PAYLOAD_FIELDS.index("submitted_at")
 
@@ -930,6 +945,26 @@ def final_snapshot(split: Split) -> Snapshot:
         found = _compute(split, version, until=closes_at)
     found.changelog = changelog(split)
     return _final_memo.put(key, found)
+
+
+_verified_memo: LRU[Snapshot] = LRU(16)
+
+
+def verified_snapshot(split: Split, final: bool = False) -> Snapshot:
+    """The split's verified entries as a board of their own: only they are scored and ranked, with the board's
+    own code, so their ranks, rank intervals and resolution are the verified set's (1..N among N verified
+    entries), never the whole board's (`final`: those of the final board, see final_snapshot). Computed by its
+    reader and kept in this process per board version (verifying or unverifying bumps it)."""
+    until = as_utc(split.closes_at) if final and split.closes_at is not None else None
+    version = split.board_version or 0
+    key = (str(db.engine.url), split.id, version, until.isoformat() if until else None)
+    hit = _verified_memo.get(key)
+    if hit is not None:
+        return hit
+    with observability.board_computation():
+        found = _compute(split, version, until=until, verified=True)
+    found.changelog = changelog(split)
+    return _verified_memo.put(key, found)
 
 
 def leaderboard(split: Split) -> list[Entry]:

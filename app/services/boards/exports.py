@@ -59,11 +59,13 @@ def export(
     view: str | None = None,
     chosen: str | tuple[str, ...] | None = None,
     intervals: bool = True,
+    verified: str | None = None,
 ) -> Export:
     """The whole leaderboard of a split (every page, the chosen view and columns) in a format; NotFound for
-    an unknown format. `intervals=False` leaves the score intervals out of the LaTeX table."""
+    an unknown format. `intervals=False` leaves the score intervals out of the LaTeX table; `verified` "1": the
+    verified entries alone, ranked among themselves."""
     _check(fmt)
-    board = leaderboards.board(benchmark_slug, split_slug, view=view, chosen=chosen, paginate=False)
+    board = leaderboards.board(benchmark_slug, split_slug, view=view, chosen=chosen, paginate=False, verified=verified)
     if board.split is None:
         raise NotFound(f"{benchmark_slug} has no splits to export")
     writers: dict[str, Callable[[Board], str]] = {
@@ -72,7 +74,7 @@ def export(
         "md": to_markdown,
         "tex": lambda b: to_latex(b, intervals=intervals),
     }
-    suffix = "" if board.view == "entries" else f"-{board.view}"  # -teams, -final
+    suffix = ("" if board.view == "entries" else f"-{board.view}") + ("-verified" if board.verified_only else "")
     return Export(
         writers[fmt](board).encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}{suffix}.{fmt}"
     )
@@ -185,6 +187,11 @@ def _rank_cell(row, dash: str = "–") -> str:
     return f"{row.rank} ({interval})" if interval else str(row.rank)
 
 
+def _verified(row) -> dict | None:
+    """An entry's verified mark ({at, note, url}); None for an entry without one, a reference or a model row."""
+    return getattr(row, "verified", None) if row.kind == "entry" else None
+
+
 def _is_web(url: str | None) -> bool:
     return url is not None and url.lower().startswith(("http://", "https://"))
 
@@ -220,7 +227,10 @@ def to_csv(board: Board) -> str:
     gap = any(column.subset == GAP for column in board.columns)
     if gap:
         header += ["gap p", "gap larger than sampling"]
-    header += ["rank_low", "rank_high", "paper_url", "code_url", "type"]
+    marks = isinstance(board, Board)  # a board's entries carry a maintainer's verified mark; model rows do not
+    header += ["rank_low", "rank_high", "paper_url", "code_url"]
+    header += ["verified", "verified_note", "verified_url"] if marks else []
+    header += ["type"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180; quotes cells with commas, quotes, newlines
     writer.writerow(header)
@@ -240,7 +250,15 @@ def to_csv(board: Board) -> str:
                 entry.gap_p if entry else None,
                 "" if entry is None or entry.gap_marked is None else str(entry.gap_marked).lower(),
             ]
-        cells += [entry.rank_low if entry else None, entry.rank_high if entry else None, link, code, row.kind]
+        cells += [entry.rank_low if entry else None, entry.rank_high if entry else None, link, code]
+        if marks:
+            mark = _verified(row)
+            cells += [
+                "" if entry is None else ("yes" if mark else "no"),
+                mark["note"] if mark else None,
+                mark["url"] if mark else None,
+            ]
+        cells += [row.kind]
         writer.writerow([csv_cell(cell) for cell in cells])
     return out.getvalue()
 
@@ -300,9 +318,11 @@ def to_json(board: Board) -> str:
                 "code_url": entry.code_url,
                 "scores": _scores(entry, board.columns),
                 **({"gap": gap_document(entry)} if any(c.subset == GAP for c in board.columns) else {}),
+                "verified": entry.verified,
             }
             for entry in board.entries
         ],
+        "verified_only": board.verified_only,
         "references": reference_documents(board),
     }
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
@@ -461,8 +481,21 @@ def _units_words(board) -> str:
     return f"scores in % ({notes})"
 
 
+def _markdown_verified(row) -> str:
+    """'yes: the note ([link](...))' for a verified entry, 'no' for another, '' for a reference row."""
+    if row.kind != "entry":
+        return ""
+    mark = _verified(row)
+    if mark is None:
+        return "no"
+    link = f" ({_markdown_link('link', mark['url'])})" if mark["url"] else ""
+    return f"yes: {markdown_escape(mark['note'])}{link}"
+
+
 def to_markdown(board: Board) -> str:
+    marks = isinstance(board, Board)  # a board's entries carry a maintainer's verified mark; model rows do not
     header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
+    header += ["Verified"] if marks else []
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     lines = [
         f"**{title}**: {_units_words(board)}, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
@@ -470,7 +503,9 @@ def to_markdown(board: Board) -> str:
         f"{markdown_escape(rank_method.sentence(*_method_terms(board)))}",
         "",
         "| " + " | ".join(header) + " |",
-        "|" + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---"]) + "|",
+        "|"
+        + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---", *(["---"] * marks)])
+        + "|",
     ]
     for row in _rows(board):
         if row.kind == "entry":
@@ -493,6 +528,7 @@ def to_markdown(board: Board) -> str:
                 _markdown_link("source", row.source_url),
                 "",
             ]
+        cells += [_markdown_verified(row)] if marks else []
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -704,7 +740,8 @@ def _beneath_parts(row) -> list[latex_text.Piece]:
         return latex_text.pieces("reference," if day else "reference") + (
             [latex_text.SPACE, latex_text.Piece(day, _em(day))] if day else []
         )
-    return latex_text.pieces(_team(row))
+    # A verified entry says so beneath its team (a column of its own would crowd a paper's narrow table).
+    return latex_text.pieces(_team(row) + (", verified" if _verified(row) else ""))
 
 
 def _model_min_pt(rows: list, style: _Style) -> float:
@@ -836,6 +873,15 @@ def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
     return [f"% {package}" for package in packages]
 
 
+def _latex_verified_words(board) -> str:
+    """What 'verified' beneath a team means, when a row says it; and a verified-only board's own ranks."""
+    if getattr(board, "verified_only", False):
+        return "; verified entries only (checked by the maintainers), ranked among themselves"
+    if any(_verified(row) for row in getattr(board, "entries", [])):
+        return "; verified: code and weights checked by the maintainers"
+    return ""
+
+
 def _latex_caption(board, title: str, intervals: bool, references: bool, style: _Style, today: datetime) -> str:
     """What the table shows, the key to its headers, and how its ranks are made (rank_method's words)."""
     what = f"; 95\\% {_interval_words(board)} beneath" if intervals else ""
@@ -844,7 +890,8 @@ def _latex_caption(board, title: str, intervals: bool, references: bool, style: 
     return (
         f"\\caption{{{title} leaderboard (Holdout, \\mbox{{{today:%Y-%m-%d}}}): "
         f"{latex_escape(_units_words(board))}{what}; best in bold"
-        f"{_latex_gap_words(board)}{'; reference rows (italics) are not ranked' if references else ''}. "
+        f"{_latex_gap_words(board)}{'; reference rows (italics) are not ranked' if references else ''}"
+        f"{_latex_verified_words(board)}. "
         f"{method[:1].upper()}{method[1:]}{_ranked_on(board, latex_escape)}.{f' {key}.' if key else ''}}}"
     )
 

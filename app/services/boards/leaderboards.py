@@ -33,6 +33,7 @@ from app.services.boards.board_snapshots import (
     memo_get,
     snapshot,
     standing_at,
+    verified_snapshot,
 )
 from app.services.catalog import phases
 from app.services.errors import NotFound, ServiceError
@@ -130,6 +131,8 @@ class Board:
     # The entries the search keeps, in ranking order (None: every entry); each keeps its rank on the board.
     matching: list[Entry] | None = None
     examples: int | None = None  # the examples its figures count over (a blind test's queried part's, till the reveal)
+    # ?verified=1: the verified entries alone, ranked among themselves (board_snapshots.verified_snapshot).
+    verified_only: bool = False
 
     @property
     def found(self) -> list[Entry]:
@@ -637,6 +640,16 @@ def _given(chosen: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(value for value in values if value) or None
 
 
+def _parse_verified(verified: str | bool | None) -> bool:
+    if isinstance(verified, bool):
+        return verified
+    if verified in (None, "", "0"):
+        return False
+    if verified == "1":
+        return True
+    raise InvalidQuery(f"verified must be 1 (only verified entries) or 0, got {verified!r}")
+
+
 def _parse_view(view: str | None) -> str:
     if view in (None, ""):
         return "entries"
@@ -656,11 +669,14 @@ def board(
     chosen: str | Sequence[str] | None = None,
     paginate: bool = True,
     q: str | None = None,
+    verified: str | bool | None = None,
 ) -> Board:
     """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort, order, page, view,
     columns or search. `view="teams"` keeps each team's best entry (ranked among those); `chosen` names the
     columns; `paginate=False` puts every row on one page (exports); `q` keeps the entries whose model or
-    team name holds it (`matches`), paged among themselves, each with its rank on the whole board.
+    team name holds it (`matches`), paged among themselves, each with its rank on the whole board; `verified`
+    ("1") keeps the verified entries alone, ranked among themselves (a board of their own, never the whole
+    board's ranks filtered).
 
     Once the split's snapshot is in memory this is one query (the benchmark and its splits).
     """
@@ -669,7 +685,9 @@ def board(
     split = _chosen_split(benchmark, benchmark_slug, split_slug)
     if split is None:
         return Board(benchmark, None, [], True)
-    asked = _Asked(_parse_page(page), _parse_view(view), chosen, sort, order, paginate, search_text(q))
+    asked = _Asked(
+        _parse_page(page), _parse_view(view), chosen, sort, order, paginate, search_text(q), _parse_verified(verified)
+    )
     if asked.view == FINAL:
         _check_final(benchmark, split)
     if not visibility.scores_are_public(split):  # a held board stays held, its final view too
@@ -689,6 +707,7 @@ class _Asked:
     order: str | None
     paginate: bool
     q: str | None = None
+    verified: bool = False
 
 
 def _chosen_split(benchmark: BenchmarkInfo, benchmark_slug: str, split_slug: str | None) -> SplitInfo | None:
@@ -738,12 +757,15 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         held=held_facts(split, as_utc(split.closes_at) if asked.view == FINAL and split.closes_at else None),
         q=asked.q,
         examples=examples,
+        verified_only=asked.verified,
     )
 
 
 def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board with its scores: one page of its snapshot's rows, in the order asked for."""
-    snap, (available, defaults, examples) = _snapshot_and_columns(split, final=asked.view == FINAL)
+    snap, (available, defaults, examples) = _snapshot_and_columns(
+        split, final=asked.view == FINAL, verified=asked.verified
+    )
     cols = choose_columns(available, defaults, asked.chosen)
     column, direction = _parse_sort(cols, asked.sort, asked.order)
     number, shown_view, paginate = asked.page, asked.view, asked.paginate
@@ -764,6 +786,7 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         paginate,
         split.closes_at if shown_view == FINAL else None,  # the final board's entries are those at closes_at
         asked.q,
+        asked.verified,
     )
 
     def arrange() -> tuple[list, int, list[Entry]]:
@@ -796,13 +819,16 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         q=asked.q,
         matching=kept,
         examples=examples,
+        verified_only=asked.verified,
     )
 
 
-def _snapshot_and_columns(split: SplitInfo, final: bool = False) -> tuple[Snapshot, _Columns]:
-    """The split's snapshot (computed when not in memory; `final`: its final board's) and its available and
-    default columns, with the examples its public figures count over."""
-    if final:
+def _snapshot_and_columns(split: SplitInfo, final: bool = False, verified: bool = False) -> tuple[Snapshot, _Columns]:
+    """The split's snapshot (computed when not in memory; `final`: its final board's; `verified`: its verified
+    entries' own) and its available and default columns, with the examples its public figures count over."""
+    if verified:
+        snap = verified_snapshot(db.session.get_one(Split, split.id), final=final)
+    elif final:
         snap = final_snapshot(db.session.get_one(Split, split.id))
     else:
         snap = memo_get(split.id, split.board_version) or snapshot(db.session.get_one(Split, split.id))

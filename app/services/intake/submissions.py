@@ -52,6 +52,8 @@ FIELD_WORDS = {
     "description": "The description",
     "paper_url": "The paper URL",
     "code_url": "The code URL",
+    "note": "The note",
+    "url": "The link",
 }
 
 
@@ -700,6 +702,8 @@ def publish(
     _count_change(user, submission.id)  # commits its count: the submission is read again below
     for name, value in changed.items():
         setattr(submission, name, value)
+    if changed:
+        _drop_verified(submission)  # what a maintainer checked is no longer what the board shows
     if submission.published_at is None:
         submission.published_at = utcnow()
     submission.split.board_version += 1
@@ -740,6 +744,7 @@ def unpublish(user: User, submission_id: int) -> Submission:
         return submission
     _count_change(user, submission.id)  # commits its count: the submission is read again below
     submission.published_at = None
+    _drop_verified(submission)  # published again, it may say something else: checked again, or not at all
     submission.split.board_version += 1
     db.session.commit()
     return submission
@@ -770,6 +775,69 @@ def unhide(admin: User, submission_id: int) -> Submission:
     submission.hidden_reason = None
     submission.split.board_version += 1
     audit_log.record(admin, "entry.unhide", f"submission {submission.id}", {"via": "web"})
+    db.session.commit()
+    return submission
+
+
+MAX_VERIFIED_NOTE = 500
+
+
+def _drop_verified(submission: Submission) -> None:
+    submission.verified_at = None
+    submission.verified_note = None
+    submission.verified_url = None
+    submission.verified_by_id = None
+
+
+def _maintained(actor: User | None, submission_id: int, doing: str) -> Submission:
+    """The submission a maintainer (or the command line: actor None) acts on; Forbidden for anyone else."""
+    if actor is not None and not actor.is_admin:
+        raise Forbidden(f"only maintainers can {doing} entries")
+    submission = db.session.get(Submission, submission_id)
+    if submission is None:
+        raise NotFound(f"no submission {submission_id}")
+    return submission
+
+
+def verify(
+    actor: User | None, submission_id: int, note: str, url: str | None = None, *, via: str = "web"
+) -> Submission:
+    """Mark a published entry verified (a maintainer checked its code and weights), with a short note and an
+    optional link; marking it again replaces both. Audited in the same transaction. Refused (409) for an entry
+    that is not on the board: unpublished, not scored, or hidden (unhide it first). `actor` None: the command
+    line."""
+    submission = _maintained(actor, submission_id, "verify")
+    note = (note or "").strip()
+    if not note:
+        raise field_error("note", "is required: say what was checked")
+    if len(note) > MAX_VERIFIED_NOTE:
+        raise field_error("note", f"must have at most {MAX_VERIFIED_NOTE} characters")
+    if "\x00" in note:
+        raise field_error("note", "must not contain NUL bytes")
+    check_visible("the note", note, field="note")
+    url = _clean_url("url", url)
+    if submission.status != "scored" or submission.published_at is None:
+        raise Conflict(f"submission {submission.id} is not published: only a published entry can be verified")
+    if submission.hidden_at is not None:
+        raise Conflict(f"entry {submission.id} is hidden: unhide it before verifying it")
+    submission.verified_at = utcnow()
+    submission.verified_note = note
+    submission.verified_url = url
+    submission.verified_by_id = actor.id if actor is not None else None
+    submission.split.board_version += 1
+    audit_log.record(actor, "entry.verify", f"submission {submission.id}", {"via": via, "note": note, "url": url})
+    db.session.commit()
+    return submission
+
+
+def unverify(actor: User | None, submission_id: int, *, via: str = "web") -> Submission:
+    """Take a maintainer's verified mark off an entry (nothing to do, and nothing recorded, without one)."""
+    submission = _maintained(actor, submission_id, "unverify")
+    if submission.verified_at is None:
+        return submission
+    _drop_verified(submission)
+    submission.split.board_version += 1
+    audit_log.record(actor, "entry.unverify", f"submission {submission.id}", {"via": via})
     db.session.commit()
     return submission
 

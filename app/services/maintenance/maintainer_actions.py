@@ -226,6 +226,18 @@ def unhide_entry(actor: User, submission_id: int) -> Submission:
     return _undo_on_error(lambda: submissions.unhide(actor, submission_id))
 
 
+def verify_entry(
+    actor: User | None, submission_id: int, note: str, url: str | None = None, *, via: str = "web"
+) -> Submission:
+    """Mark a published entry verified; submissions.verify records the audit event itself, in the same
+    transaction (actor None: the command line)."""
+    return _undo_on_error(lambda: submissions.verify(actor, submission_id, note, url, via=via))
+
+
+def unverify_entry(actor: User | None, submission_id: int, *, via: str = "web") -> Submission:
+    return _undo_on_error(lambda: submissions.unverify(actor, submission_id, via=via))
+
+
 # --- accounts and teams (command line) -----------------------------------------------------------------
 
 

@@ -259,5 +259,18 @@ class HideForm(FlaskForm):
     )
 
 
+class VerifyForm(FlaskForm):
+    note = StringField(
+        "Note",
+        validators=[DataRequired(), Length(max=500)],
+        render_kw={"maxlength": 500, "required": True, "placeholder": "what was checked"},
+    )
+    url = StringField(
+        "Link (optional)",
+        validators=[Optional(), Length(max=2000)],
+        render_kw={"maxlength": 2000, "placeholder": "https://… (optional)", "inputmode": "url"},
+    )
+
+
 class ButtonForm(FlaskForm):
     """A POST-only button: nothing but the CSRF token."""

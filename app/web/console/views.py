@@ -21,6 +21,7 @@ from app.web.console.forms import (
     SignOutForm,
     SplitForm,
     SubsetForm,
+    VerifyForm,
 )
 
 
@@ -57,6 +58,7 @@ def _split_page(
         reference_form=reference_form or ReferenceForm(formdata=None),
         references=view.references,
         hide_form=HideForm(formdata=None),
+        verify_form=VerifyForm(formdata=None),
         button=ButtonForm(formdata=None),
     ), status
 
@@ -292,7 +294,7 @@ def new_split():
 
 
 def _entry_action(submission_id: int, form, action):
-    """Hide or unhide, then back to the entry's split page (or that page with the problem named)."""
+    """Hide, unhide, verify or unverify, then back to the entry's split page (or that page with the problem named)."""
     entry = maintainer_actions.submission_for_console(submission_id)
     benchmark, split = entry.split.benchmark.slug, entry.split.slug
     if not form.validate_on_submit():
@@ -333,6 +335,30 @@ def unhide(submission_id: int):
     def act():
         entry = maintainer_actions.unhide_entry(_me(), submission_id)
         flash(f"Entry {entry.id} ({entry.model_name}) is shown again.")
+
+    return _entry_action(submission_id, form, act)
+
+
+@bp.post("/entries/<int:submission_id>/verify")
+@admin_required
+def verify(submission_id: int):
+    form = VerifyForm()
+
+    def act():
+        entry = maintainer_actions.verify_entry(_me(), submission_id, form.note.data, form.url.data or None)
+        flash(f"Entry {entry.id} ({entry.model_name}) is marked verified.")
+
+    return _entry_action(submission_id, form, act)
+
+
+@bp.post("/entries/<int:submission_id>/unverify")
+@admin_required
+def unverify(submission_id: int):
+    form = ButtonForm()
+
+    def act():
+        entry = maintainer_actions.unverify_entry(_me(), submission_id)
+        flash(f"Entry {entry.id} ({entry.model_name}) is no longer marked verified.")
 
     return _entry_action(submission_id, form, act)
 
