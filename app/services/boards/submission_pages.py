@@ -38,6 +38,7 @@ class SubmissionPage:
     placement: listings.Placement | None = None  # for the team and maintainers, once published
     refusal: str | None = None  # a rejected file's sentence: how many lines have errors, how many are listed
     queried_examples: int | None = None  # the examples of the queried part, where the figures are its alone
+    per_example: bool = False  # on the public board of a split whose per-example results are public (comparisons)
 
 
 def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | None]]:
@@ -98,7 +99,7 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     shown = visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy)
     verdict = None if view.public_view else submissions.verdict(submission, visibility.released_scores(submission))
     published = submission.published_at is not None and not view.public_view
-    return SubmissionPage(
+    page = SubmissionPage(
         submission,
         _in_family_order(split, view.scores),
         problems,
@@ -118,3 +119,5 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         submissions.refusal_of(submission) if problems else None,
         None if view.queried_part is None else int(view.queried_part.size),
     )
+    page.per_example = rank is not None and visibility.per_example_public(split)
+    return page
