@@ -433,8 +433,14 @@ def models(benchmark: str):
 
 
 @bp.get("/compare")
-@operation("compareEntries", (200, shape.Comparison, "The two entries compared."), 400, 404, public=True,
-           query=shape.CompareQuery)
+@operation(
+    "compareEntries",
+    (200, shape.Comparison, "The two entries compared."),
+    400,
+    404,
+    public=True,
+    query=shape.CompareQuery,
+)
 def compare():
     """Two published entries of one split compared
 

@@ -48,8 +48,8 @@ def test_a_public_split_lists_exactly_the_discordant_ids_of_the_files_sent(world
 
     rows = list(csv.DictReader(io.StringIO(client.get(f"/compare.csv?a={a}&b={b}").get_data(as_text=True))))
     assert {r["id"]: (r["a_correct"], r["b_correct"]) for r in rows} == {
-        **{i: ("1", "0") for i in a_only},
-        **{i: ("0", "1") for i in b_only},
+        **dict.fromkeys(a_only, ("1", "0")),
+        **dict.fromkeys(b_only, ("0", "1")),
     }
     page = client.get(f"/compare?a={a}&b={b}")
     assert page.status_code == 200 and "Discordant examples" in page.get_data(as_text=True)
@@ -103,8 +103,13 @@ def test_a_hidden_split_compares_nothing_per_example_for_anyone(world, client, f
         assert all(r.low is None and r.high is None for r in found.rows)
     else:
         assert found.held and not found.rows
-    for url in (f"/compare?a={a}&b={b}", f"/compare.csv?a={a}&b={b}", f"/api/v1/compare?a={a}&b={b}",
-                f"/submissions/{a}/examples.csv", f"/api/v1/submissions/{a}/examples"):
+    for url in (
+        f"/compare?a={a}&b={b}",
+        f"/compare.csv?a={a}&b={b}",
+        f"/api/v1/compare?a={a}&b={b}",
+        f"/submissions/{a}/examples.csv",
+        f"/api/v1/submissions/{a}/examples",
+    ):
         body = client.get(url).get_data(as_text=True)
         assert not any(i in body for i in ids), url
     with pytest.raises(NotFound):

@@ -232,7 +232,7 @@ def example_results(submission_id: int) -> ExampleResults:
     not count the example), and each counted metric's judgements (or points) right, with out of how many where
     that is not one. Only where per_example_public; the same for every viewer."""
     found = db.session.get(Submission, submission_id) if 1 <= submission_id <= MAX_ID else None
-    if found is None or not visibility.on_public_board(found):
+    if found is None or found.predictions is None or not visibility.on_public_board(found):
         raise NotFound(f"no published entry {submission_id}")
     split = found.split
     if not visibility.per_example_public(split):
