@@ -143,3 +143,20 @@ def test_bad_parameters_are_named(world, client):
         assert client.get(f"/compare?{query}").status_code == status
     with pytest.raises(ServiceError):
         comparisons.compare(str(a), None)
+
+
+def test_a_sealed_split_compares_its_queried_part_and_never_gives_an_example(world, client):
+    catalog.set_policy("nlvr2", "test-u", feedback="full", sealed_fraction=0.5)
+    a, b = _published(world, "test-u", A_WRONG), _published(world, "test-u", B_WRONG)
+    before = comparisons.compare(str(a), str(b))
+    assert before.counts_only and not before.per_example and not before.discordant
+    entries = {e.submission_id: e for e in board_snapshots.leaderboard(catalog.get_split("nlvr2", "test-u"))}
+    row = next(r for r in before.rows if (r.subset, r.metric) == ("all", "accuracy"))
+    assert (row.a, row.b) == (entries[a].scores["all"]["accuracy"], entries[b].scores["all"]["accuracy"])
+    assert not {r.subset for r in before.rows} & {"queried", "sealed"}  # the parts are for maintainers alone
+    catalog.reveal_split("nlvr2", "test-u")
+    after = comparisons.compare(str(a), str(b))
+    assert not after.counts_only and after.rows[0].low is not None  # public now: intervals and p-values...
+    assert not after.per_example and not after.discordant  # ...but the sealed part's examples stay unread
+    assert client.get(f"/compare.csv?a={a}&b={b}").status_code == 404
+    assert client.get(f"/submissions/{a}/examples.csv").status_code == 404
