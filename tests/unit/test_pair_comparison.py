@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.evaluation import get_task, per_example, statistics
+from app.evaluation import TASK_TYPES, get_task, per_example, statistics
 
 
 def _pair(name: str, size: int, accuracies: tuple[float, float]):
@@ -54,3 +54,18 @@ def test_discordant_examples_are_where_one_is_right_and_the_other_wrong():
     right = stacked == gold.labels[None, :]
     assert (found.correct == right).all()
     assert per_example.discordant(found).tolist() == np.flatnonzero(right[0] != right[1]).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(TASK_TYPES))
+def test_an_example_is_right_where_the_familys_units_on_it_all_are(name):
+    """per_example's `correct` is unit_correctness by example (every family): the discordant examples are those
+    of the units the board's test counts; and every family's pair has a p on the whole split."""
+    task, gold, stacked = _pair(name, 40, (0.8, 0.6))
+    found = per_example.outcomes(task, gold, stacked)
+    units = task.unit_correctness(gold, stacked)
+    if units.shape[1] % gold.n == 0:
+        assert (found.correct == units.reshape(2, gold.n, -1).all(axis=-1)).all()
+        assert found.counted.all()
+    else:  # GQA: only the balanced questions are units
+        assert (found.correct[:, found.counted] == units).all()
+    assert statistics.pair_p(task, gold, stacked) is not None
