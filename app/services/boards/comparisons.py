@@ -106,7 +106,7 @@ def compare(a_raw: str | None, b_raw: str | None) -> Comparison:
 def _from_predictions(split: Split, a: Submission, b: Submission) -> Comparison:
     task = catalog.task_of(split.benchmark)
     # The board's own inputs (gold, the columns it shows, the pair's predictions stacked in its layout).
-    gold, pair, wanted, _ = board_snapshots._scoring_inputs(split, task, [a, b])
+    gold, pair, wanted, _ = board_snapshots.board_inputs(split, task, [a, b])
     differences = statistics.difference_intervals(task, gold, pair, wanted)
     values = {key: (float(d.value), d) for key, d in differences.items()}
     scores = visibility.scores_of(a), visibility.scores_of(b)
