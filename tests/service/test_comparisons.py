@@ -17,6 +17,8 @@ from app.services.boards import board_snapshots, comparisons
 from app.services.errors import NotFound, ServiceError
 from app.services.intake import submissions
 from tests.support.blind_test_world import build_blind_test_world, gold_rows, submit
+from tests.support.browser import login
+from tests.support.users import PASSWORD
 
 pytestmark = pytest.mark.postgres(reason="entries and their predictions read back from each dialect's columns")
 
@@ -160,3 +162,16 @@ def test_a_sealed_split_compares_its_queried_part_and_never_gives_an_example(wor
     assert not after.per_example and not after.discordant  # ...but the sealed part's examples stay unread
     assert client.get(f"/compare.csv?a={a}&b={b}").status_code == 404
     assert client.get(f"/submissions/{a}/examples.csv").status_code == 404
+
+
+def test_the_submission_page_offers_the_comparison_only_on_a_public_board(world, client):
+    a, b = _published(world, "dev", A_WRONG), _published(world, "dev", B_WRONG)
+    page = client.get(f"/submissions/{a}").get_data(as_text=True)
+    assert 'action="/compare"' in page and f'<option value="{b}"' in page and f'<option value="{a}"' not in page
+    assert f"/submissions/{a}/examples.csv" in page
+    catalog.set_policy("nlvr2", "test-u", feedback="none")
+    held = _published(world, "test-u", A_WRONG)
+    login(client, "member@example.org", PASSWORD)
+    answer = client.get(f"/submissions/{held}")  # the team's own page of a held entry: no board to compare on
+    assert answer.status_code == 200 and "Publication" in answer.get_data(as_text=True)
+    assert "/compare" not in answer.get_data(as_text=True) and "examples.csv" not in answer.get_data(as_text=True)
