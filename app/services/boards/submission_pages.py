@@ -15,7 +15,6 @@ from app.services.boards import board_snapshots, listings
 from app.services.errors import NotFound
 from app.services.intake import quotas, submissions
 
-
 COMPARE_CHOICES = 100  # entries suggested on the compare form (any other by its id)
 
 
