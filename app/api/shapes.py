@@ -588,3 +588,47 @@ class Models(Window):
     columns: list[ModelsColumn]
     models: list[ModelRow]
     references: list[ReferenceRow] = Field(description="Every reference row, whatever `q`, `limit` and `offset`.")
+
+
+# --- two entries compared ------------------------------------------------------------------------------
+
+
+class CompareQuery(Shape):
+    a: str = Field(description="The id of a published entry.")
+    b: str = Field(description="The id of another published entry of the same split.")
+
+
+class ComparisonRow(Shape):
+    subset: str
+    metric: str
+    label: str
+    a: float | None
+    b: float | None
+    difference: float | None = Field(description="a − b, in points.")
+    ci_low: float | None = Field(description="The 95% interval of the difference (none on a blind test).")
+    ci_high: float | None
+    p: float | None = Field(
+        description="The board's paired test, two-sided, for this pair alone (primary metric only; on a blind test "
+        "before its reveal the board's unpaired test on the released counts)."
+    )
+
+
+class DiscordantExample(Shape):
+    id: str
+    a_correct: bool
+    b_correct: bool
+
+
+class Comparison(Shape):
+    benchmark: str
+    split: str
+    a: int
+    b: int
+    held: bool = Field(description="A blind test's scores are held: nothing else is said.")
+    counts_only: bool = Field(description="A blind test before its reveal: the released figures alone.")
+    rows: list[ComparisonRow]
+    per_example: bool = Field(description="Whether the discordant examples are given (public splits only).")
+    discordant: list[DiscordantExample]
+    a_only: int = Field(ge=0, description="Examples a got right and b wrong.")
+    b_only: int = Field(ge=0)
+    why_no_examples: str | None

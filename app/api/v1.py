@@ -27,7 +27,7 @@ from app.http.request_limits import accepts_upload
 from app.http.security import bearer_token, check_form_parts, csrf
 from app.models import Split, Submission, User
 from app.services.blind_test import visibility
-from app.services.boards import exports, leaderboards, listings, page_versions
+from app.services.boards import comparisons, exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import Listed
 from app.services.catalog import phases
@@ -447,6 +447,75 @@ def models(benchmark: str):
     args = request.args
     document = exports.models_document(benchmark, args.get("q"), args.get("limit"), args.get("offset"))
     return shape.body(shape.Models.model_validate(document))
+
+
+@bp.get("/compare")
+@operation(
+    "compareEntries",
+    (200, shape.Comparison, "The two entries compared."),
+    400,
+    404,
+    public=True,
+    query=shape.CompareQuery,
+)
+def compare():
+    """Two published entries of one split compared
+
+    Per column the board shows: a − b with its 95% interval (the board's resamples) and the p-value of the board's
+    paired test (primary metric). On a public split also the discordant examples (one right, the other wrong).
+    On a blind test before its reveal only what its board releases, and while its scores are held nothing but
+    `held`; never an example. 400 or 404 naming the parameter (`a` or `b`) at fault.
+    """
+    found = comparisons.compare(request.args.get("a"), request.args.get("b"))
+    return shape.body(
+        shape.Comparison(
+            benchmark=found.split.benchmark.slug,
+            split=found.split.slug,
+            a=found.a.id,
+            b=found.b.id,
+            held=found.held,
+            counts_only=found.counts_only,
+            rows=[
+                shape.ComparisonRow(
+                    subset=row.subset,
+                    metric=row.metric,
+                    label=row.label,
+                    a=_number(row.a) if row.a is not None else None,
+                    b=_number(row.b) if row.b is not None else None,
+                    difference=row.difference,
+                    ci_low=row.low,
+                    ci_high=row.high,
+                    p=row.p,
+                )
+                for row in found.rows
+            ],
+            per_example=found.per_example,
+            discordant=[
+                shape.DiscordantExample(id=d.identifier, a_correct=d.a_correct, b_correct=d.b_correct)
+                for d in found.discordant
+            ],
+            a_only=found.a_only,
+            b_only=found.b_only,
+            why_no_examples=found.why_no_examples,
+        )
+    )
+
+
+@bp.get("/submissions/<int:submission_id>/examples")
+@operation("getExampleResults", (200, None, "The per-example results as CSV."), 404, public=True)
+def example_results(submission_id: int):
+    """A published entry's per-example results (public splits only)
+
+    CSV: id, correct (1, 0, or empty where the primary metric does not count the example), then each counted
+    metric's judgements (or points) right on the example, and `<metric>_of` where an example has more than one.
+    404 with the reason on a hidden (unrevealed) split or one with a sealed part, for everyone.
+    """
+    found = comparisons.example_results(_submission_id(submission_id))
+    return Response(
+        found.body,
+        content_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{found.filename}"'},
+    )
 
 
 @bp.post("/submissions")

@@ -1116,3 +1116,95 @@ def _count_tests(counts: np.ndarray, units: int, alpha: float) -> tuple[np.ndarr
             np.add.at(better, low[rejected], weight[high[rejected]])
             np.add.at(worse, high[rejected], weight[low[rejected]])
     return better[inverse], worse[inverse]
+
+
+# --- two entries compared (/compare) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    """a - b on one (subset, metric), in points, with the percentile-bootstrap interval of the difference."""
+
+    value: float
+    low: float
+    high: float
+
+
+def difference_intervals(
+    task: TaskType,
+    gold: GoldSet,
+    pair: np.ndarray,
+    wanted: Mapping[str, tuple[np.ndarray | None, Sequence[str]]],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> dict[tuple[str, str], Difference]:
+    """The difference between two stacked entries (pair: (2, *shape), a then b) on every wanted (subset, metric),
+    with its 95% interval drawn on the board's own group resamples (resample_blocks: the same seed and groups), so
+    that a difference and the two entries' intervals on the board come from one set of resamples. Estimate-only
+    metrics get the difference of their values and no interval (NaN bounds), as on the board."""
+    pair = np.asarray(pair)
+    result: dict[tuple[str, str], Difference] = {}
+    estimates = _estimates_only(task, gold, pair, wanted, None)
+    while True:
+        try:
+            key, interval = next(estimates)
+        except StopIteration as done:
+            rest = done.value
+            break
+        result[key] = Difference(float(interval.values[0] - interval.values[1]), float("nan"), float("nan"))
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    _, n_groups = group_codes(gold)
+    blocks = list(resample_blocks(n_groups, resamples, seed))
+    for key, ratio in metric_ratios(task, gold, pair, rest).items():
+        value = float(ratio.values[0] - ratio.values[1])
+        numerators = ratio.numerators.astype(np.float64)
+        drawn = []
+        for block in blocks:
+            weights = (block if ratio.groups.size == n_groups else block[:, ratio.groups]).astype(np.float64)
+            totals = weights @ ratio.denominators
+            present = totals > 0
+            sums = numerators @ weights.T  # (2, b)
+            drawn.append((sums[0, present] - sums[1, present]) / totals[present] * 100.0)
+        every = np.concatenate(drawn) if drawn else np.zeros(0)
+        if every.size == 0 or not np.isfinite(value):
+            result[key] = Difference(value, float("nan"), float("nan"))
+            continue
+        low, high = np.percentile(every, (tail, 100.0 - tail))
+        result[key] = Difference(value, float(low), float(high))
+    return result
+
+
+def pair_p(task: TaskType, gold: GoldSet, pair: np.ndarray, indices: np.ndarray | None = None) -> float | None:
+    """The two-sided p-value of the board's paired test for two stacked entries on the primary metric (on the
+    examples `indices`, None: all): twice the one-sided p in the direction of the two scores, 1 where they are
+    equal, as PairFamily takes each pair's. McNemar's exact test (one_sided_p) on 0/1 units; on points (TaskType.
+    unit_points > 1) the paired permutation test of paired_view_ranks (its normal approximation, exact where it
+    could reject and the pair differs on at most _EXACT_UNITS units). None where the units cannot be told apart
+    by example (a family that leaves examples out of its units, GQA, on a subset)."""
+    pair = np.asarray(pair)
+    points = task.unit_points(gold) > 1
+    units = task.unit_scores(gold, pair) if points else task.unit_correctness(gold, pair)
+    if indices is not None:
+        if units.shape[1] % max(gold.n, 1):
+            return None
+        units = units.reshape(2, gold.n, -1)[:, np.asarray(indices)].reshape(2, -1)
+    if not points:
+        a_only = int(np.count_nonzero(units[0] & ~units[1]))
+        b_only = int(np.count_nonzero(units[1] & ~units[0]))
+        if a_only == b_only:
+            return 1.0
+        one_sided = one_sided_p(np.array([max(a_only, b_only)]), np.array([min(a_only, b_only)]))[0]
+        return float(min(1.0, 2.0 * one_sided))
+    from scipy.special import ndtr  # see one_sided_p
+
+    differences = units[0].astype(np.int64) - units[1].astype(np.int64)
+    total, variance = int(differences.sum()), float((differences * differences).sum())
+    if total == 0 or variance <= 0:
+        return 1.0
+    ahead = differences if total > 0 else -differences
+    p = float(ndtr(-abs(total) / np.sqrt(variance)))
+    if p <= ALPHA and np.count_nonzero(ahead) <= _EXACT_UNITS:
+        p = _exact_sign_flip_p(ahead)
+    return float(min(1.0, 2.0 * p))

@@ -6,7 +6,7 @@ from flask import Blueprint, Response, render_template, request
 
 from app.http import caching
 from app.services import catalog
-from app.services.boards import exports, leaderboards, models_view, page_versions
+from app.services.boards import comparisons, exports, leaderboards, models_view, page_versions
 from app.services.maintenance import health
 from app.web import progress_chart
 
@@ -131,3 +131,22 @@ def models(benchmark: str):
 @caching.public(_benchmark)
 def models_export(benchmark: str, fmt: str):
     return _download(exports.export_models(benchmark, fmt, intervals=request.args.get("ci") != "0"))
+
+
+@bp.get("/compare")
+def compare():
+    """Two published entries of one split compared (?a=ID&b=ID): the same page for every viewer."""
+    found = comparisons.compare(request.args.get("a"), request.args.get("b"))
+    task = catalog.task_of(found.split.benchmark)
+    return render_template("public/compare.html", comparison=found, task=task)
+
+
+@bp.get("/compare.csv")
+def compare_csv():
+    """The discordant examples of two entries as CSV (id, a_correct, b_correct): public splits only."""
+    filename, body = comparisons.compare_csv(request.args.get("a"), request.args.get("b"))
+    return Response(
+        body,
+        content_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

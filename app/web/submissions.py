@@ -10,7 +10,7 @@ from app.http.errors import ErrorAnswer, answer_to
 from app.http.request_limits import accepts_upload
 from app.http.security import login_manager
 from app.services import catalog
-from app.services.boards import leaderboards, listings, page_versions, submission_pages
+from app.services.boards import comparisons, leaderboards, listings, page_versions, submission_pages
 from app.services.errors import (
     Conflict,
     Forbidden,
@@ -122,6 +122,17 @@ def original_file(submission_id: int):
     return Response(
         found.data,
         content_type=f"{found.media_type}; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{found.filename}"'},
+    )
+
+
+@bp.get("/submissions/<int:submission_id>/examples.csv")
+def example_results(submission_id: int):
+    """A published entry's per-example results (public splits only; 404 with the reason elsewhere)."""
+    found = comparisons.example_results(submission_id)
+    return Response(
+        found.body,
+        content_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{found.filename}"'},
     )
 

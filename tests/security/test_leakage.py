@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import stat
 from pathlib import Path
 
@@ -83,11 +84,17 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
             ):
                 if (endpoint, url) not in urls:
                     urls.append((endpoint, url))
+    # Two entries compared and one entry's per-example results, on every split (issue 38): on a hidden one no
+    # identifier at all, for any role, maintainers included.
+    per_example_urls = _per_example_urls(world)
+    urls += [entry for entry in per_example_urls if entry not in urls]
 
-    problems, statuses = [], {}
+    problems, statuses, bodies = [], {}, {}
     for role in ROLES:
         for visit in crawler.crawl(app, world, role, urls):
             statuses[(role, visit.url)] = visit.status
+            if (visit.endpoint, visit.url) in per_example_urls:
+                bodies[(role, visit.url)] = visit.text
             assert visit.status < 500, f"{role} GET {visit.url} answered {visit.status}"
             if visit.endpoint in OWN_FILES and visit.status == 200 and role != "admin":
                 # A team's own prediction file, byte for byte, holds labels only as far as the team's guesses do:
@@ -121,6 +128,16 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
             assert statuses[("other", f"/api/v1/submissions/{sid}/file")] == 404
             assert statuses[("anonymous", f"/submissions/{sid}/file")] == 404
     assert statuses[("admin", "/console/")] == 200
+    # Every hidden split's identifiers carry its prefix (hfull-, hladder-, hnone-): one search finds any of them.
+    hidden_id = re.compile("|".join(rf"\b{prefix}-\d" for prefix, _ in HIDDEN.values()))
+    for (role, url), text in bodies.items():
+        named = hidden_id.search(text)
+        assert named is None, f"{role} GET {url}: a hidden split's identifier at {named.start()}"
+    for split in HIDDEN:  # the comparison itself answered (held, or the released figures), never an error
+        pair = _pair(world, split)
+        assert {statuses[(role, f"/compare?{pair}")] for role in ROLES} == {200}
+        assert {statuses[(role, f"/compare.csv?{pair}")] for role in ROLES} == {404}
+    assert statuses[("anonymous", f"/compare.csv?{_pair(world, 'dev')}")] == 200  # public: the ids are there
     assert statuses[("anonymous", "/leaderboards/nlvr2/test-full")] == 200
     # Maintainer-only pages that name gold labels (the label audit): the crawl reached them as a
     # maintainer, and nobody else got them.
@@ -128,6 +145,29 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
         audit_page = f"/console/splits/nlvr2/{split}/labels"
         assert statuses[("admin", audit_page)] == 200
         assert {statuses.get((role, audit_page)) for role in ROLES if role != "admin"} <= {302, 403}
+
+
+def _pair(world, split: str) -> str:
+    return f"a={world.submissions[f'owner:{split}:published']}&b={world.submissions[f'other:{split}:published']}"
+
+
+def _per_example_urls(world) -> list[tuple[str, str]]:
+    """Every comparison and per-example file of the published entries of every split, with its endpoint."""
+    urls = []
+    for split in ("dev", *HIDDEN):
+        pair = _pair(world, split)
+        urls += [
+            ("public.compare", f"/compare?{pair}"),
+            ("public.compare_csv", f"/compare.csv?{pair}"),
+            ("api_v1.compare", f"/api/v1/compare?{pair}"),
+        ]
+        for role in ("owner", "other"):
+            sid = world.submissions[f"{role}:{split}:published"]
+            urls += [
+                ("submissions.example_results", f"/submissions/{sid}/examples.csv"),
+                ("api_v1.example_results", f"/api/v1/submissions/{sid}/examples"),
+            ]
+    return urls
 
 
 OWN_FILES = {"api_v1.submission_file", "submissions.original_file"}  # a submission's file as uploaded (issue 27)

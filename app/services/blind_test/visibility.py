@@ -76,6 +76,19 @@ def interval_shown(split, subset: str) -> bool:
     return not counts_only(split) or subset == "all"
 
 
+NO_PER_EXAMPLE = (
+    "Per-example results are published for public splits only: this split is a blind test (or has a sealed part), "
+    "whose examples' outcomes would tell its labels."
+)
+
+
+def per_example_public(split) -> bool:
+    """Whether anyone (maintainers included: the pages are the same for all) is shown which examples an entry got
+    right, its discordant examples with another, or any example's id beside an outcome: only on a split that is
+    public (not hidden, or revealed) and has no sealed part (a sealed part stays unread, even after the reveal)."""
+    return not counts_only(split) and not has_sealed_part(split)
+
+
 def released_column(
     split: Split,
     task,

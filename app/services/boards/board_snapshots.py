@@ -1051,3 +1051,9 @@ def _submission_table(split: Split, task, submission: Submission, wanted: dict, 
 
 _submission_memo: LRU[dict] = LRU(256)
 _submission_intervals_memo: LRU[tuple] = LRU(128)
+
+
+def board_inputs(split: Split, task, rows: Sequence) -> tuple:
+    """_scoring_inputs for any rows with stored predictions (two entries compared, comparisons.py): the board's
+    gold set and columns, the rows' predictions stacked, as the board scores them."""
+    return _scoring_inputs(split, task, rows)

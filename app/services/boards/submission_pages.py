@@ -3,7 +3,8 @@ as the board computes them, its rank on the board, the team's quota and the prob
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 
 from app.db import db
 from app.evaluation import Scores
@@ -13,6 +14,8 @@ from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, listings
 from app.services.errors import NotFound
 from app.services.intake import quotas, submissions
+
+COMPARE_CHOICES = 100  # entries suggested on the compare form (any other by its id)
 
 
 @dataclass
@@ -38,6 +41,9 @@ class SubmissionPage:
     placement: listings.Placement | None = None  # for the team and maintainers, once published
     refusal: str | None = None  # a rejected file's sentence: how many lines have errors, how many are listed
     queried_examples: int | None = None  # the examples of the queried part, where the figures are its alone
+    per_example: bool = False  # on the public board of a split whose per-example results are public (comparisons)
+    # Entries of the board to compare this one with (id, rank, model name), the first COMPARE_CHOICES in its order.
+    compare_choices: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | None]]:
@@ -98,7 +104,7 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
     shown = visibility.scores_are_public(split) and visibility.shown_on_board(split, submission.release_policy)
     verdict = None if view.public_view else submissions.verdict(submission, visibility.released_scores(submission))
     published = submission.published_at is not None and not view.public_view
-    return SubmissionPage(
+    page = SubmissionPage(
         submission,
         _in_family_order(split, view.scores),
         problems,
@@ -118,3 +124,8 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         submissions.refusal_of(submission) if problems else None,
         None if view.queried_part is None else int(view.queried_part.size),
     )
+    page.per_example = rank is not None and visibility.per_example_public(split)
+    if rank is not None:
+        others = (e for e in board_snapshots.leaderboard(split) if e.submission_id != submission.id)
+        page.compare_choices = [(e.submission_id, e.rank, e.model_name) for e in islice(others, COMPARE_CHOICES)]
+    return page
