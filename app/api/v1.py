@@ -8,6 +8,7 @@ apply. Errors are `{"error": "...", "details": [{"line": n, "message": "..."}]}`
 
 from __future__ import annotations
 
+import json
 import math
 from typing import cast
 
@@ -30,7 +31,7 @@ from app.services.blind_test import visibility
 from app.services.boards import exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import Listed
-from app.services.catalog import phases
+from app.services.catalog import entry_fields, phases
 from app.services.errors import InvalidInput, NotFound, ServiceError
 from app.services.intake import quotas, submissions
 from app.services.intake.submissions import Upload, timestamp
@@ -116,13 +117,28 @@ def _publish_body() -> dict[str, str | None]:
         return {}
     body = request.get_json(force=True, silent=True)
     if not isinstance(body, dict):
-        raise InvalidInput("the request body must be a JSON object with description, paper_url, code_url")
+        raise InvalidInput("the request body must be a JSON object with description, paper_url, code_url, fields")
     try:
         fields = shape.PublishRequest.model_validate(body, strict=True)
     except ValidationError as exc:
         name = exc.errors()[0]["loc"][0]
+        if name == "fields":
+            raise InvalidInput("fields must be an object of field key: value, or null", field="fields") from None
         raise InvalidInput(f"{name} must be a string or null") from None
     return fields.model_dump()
+
+
+def _upload_fields(raw: str | None) -> dict | None:
+    """The upload's `fields` part: a JSON object of the benchmark's entry fields (the service checks each)."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        values = json.loads(raw)
+    except (ValueError, RecursionError):
+        values = None
+    if not isinstance(values, dict):
+        raise InvalidInput('fields must be a JSON object, e.g. {"zero_shot": true}', field="fields")
+    return values
 
 
 # --- output: the models, filled from the services' results ------------------------------------------------
@@ -206,6 +222,7 @@ def _detail(submission: Submission) -> dict:
         "code_url": submission.code_url,
         "anonymous": submission.anonymous,
         "published_at": timestamp(submission.published_at) if submission.published_at else None,
+        "fields": entry_fields.values_of(submission.fields),
     }
 
 
@@ -244,6 +261,7 @@ def _entry(entry: Entry, columns: list[leaderboards.Column]) -> shape.Leaderboar
         submitted_at=timestamp(entry.submitted_at),
         paper_url=entry.paper_url,
         code_url=entry.code_url,
+        fields=entry.fields,
         scores={
             subset: {
                 metric: _score(
@@ -462,6 +480,7 @@ def create_submission():
         paper_url=form.get("paper_url") or None,
         code_url=form.get("code_url") or None,
         anonymous=_flag("anonymous", form.get("anonymous")),
+        fields=_upload_fields(form.get("fields")),
     )
     result = submissions.submit(
         user,

@@ -34,7 +34,7 @@ from app.services.boards.board_snapshots import (
     snapshot,
     standing_at,
 )
-from app.services.catalog import phases
+from app.services.catalog import entry_fields, phases
 from app.services.errors import NotFound, ServiceError
 from app.services.jobs import transport
 
@@ -130,6 +130,11 @@ class Board:
     # The entries the search keeps, in ranking order (None: every entry); each keeps its rank on the board.
     matching: list[Entry] | None = None
     examples: int | None = None  # the examples its figures count over (a blind test's queried part's, till the reveal)
+
+    @property
+    def field_columns(self) -> list[entry_fields.FieldSpec]:
+        """The entry fields its table shows as columns, after the scores (the benchmark's choice)."""
+        return [spec for spec in self.snapshot.field_specs if spec.column] if self.snapshot else []
 
     @property
     def found(self) -> list[Entry]:

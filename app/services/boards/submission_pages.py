@@ -11,6 +11,7 @@ from app.models import Submission, User
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, listings
+from app.services.catalog import entry_fields
 from app.services.errors import NotFound
 from app.services.intake import quotas, submissions
 
@@ -38,6 +39,8 @@ class SubmissionPage:
     placement: listings.Placement | None = None  # for the team and maintainers, once published
     refusal: str | None = None  # a rejected file's sentence: how many lines have errors, how many are listed
     queried_examples: int | None = None  # the examples of the queried part, where the figures are its alone
+    # The benchmark's entry fields with this entry's value of each (None: not stated), in the fields' order.
+    fields: list[tuple[entry_fields.FieldSpec, entry_fields.Value | None]] | None = None
 
 
 def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | None]]:
@@ -117,4 +120,10 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         listings.placement(submission) if published else None,
         submissions.refusal_of(submission) if problems else None,
         None if view.queried_part is None else int(view.queried_part.size),
+        _fields(submission),
     )
+
+
+def _fields(submission: Submission) -> list[tuple[entry_fields.FieldSpec, entry_fields.Value | None]]:
+    values = entry_fields.values_of(submission.fields)
+    return [(spec, values.get(spec.key)) for spec in entry_fields.specs(submission.split.benchmark_id)]
