@@ -65,6 +65,15 @@ class FieldSpec:
             return f"{value:,}"
         return self.text(value)
 
+    def short(self, value: Value | None) -> str:
+        """The value in a board's narrow column: a large integer to three significant figures (5.4B, 110M; the
+        exact value in the cell's title and in the exports), anything else as `cell` writes it."""
+        if self.type == "integer" and isinstance(value, int) and not isinstance(value, bool) and value >= 10_000:
+            for size, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+                if value >= size:
+                    return f"{value / size:.3g}{suffix}"
+        return self.cell(value)
+
     def as_dict(self) -> dict[str, Any]:
         """The field in a bundle's canonical order (and the audit log's)."""
         return {
