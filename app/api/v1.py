@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import cast
+from typing import Any, cast
 
 from flask import Blueprint, Response, current_app, request, url_for
 from pydantic import ValidationError
@@ -111,7 +111,7 @@ def _check_required_fields() -> None:
         )
 
 
-def _publish_body() -> dict[str, str | None]:
+def _publish_body() -> dict[str, Any]:
     raw = request.get_data(cache=True)
     if not raw.strip():
         return {}

@@ -481,7 +481,9 @@ class Bundle(_Model):
         keys: dict[str, int] = {}
         for index, spec in enumerate(self.entry_fields):
             if spec.key in keys:
-                problems.append((("entry_fields", index, "key"), f"{shown(spec.key)} is also entry_fields[{keys[spec.key]}]"))
+                problems.append(
+                    (("entry_fields", index, "key"), f"{shown(spec.key)} is also entry_fields[{keys[spec.key]}]")
+                )
             keys.setdefault(spec.key, index)
         for index, key in enumerate(self.columns or ()):
             if (self.columns or []).index(key) != index:

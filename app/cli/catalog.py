@@ -351,7 +351,7 @@ def fields_add(benchmark, key, label, type_, choices, unit, required, column, fi
             key,
             label,
             type_,
-            [choice for choice in choices.split(",")] if choices is not None else None,
+            choices.split(",") if choices is not None else None,
             unit,
             required=required,
             column=column,
@@ -371,7 +371,11 @@ def fields_list(benchmark):
         click.echo("no entry fields")
     for spec in specs:
         kind = {"choice": f"choice({','.join(spec.choices)})", "integer": f"integer({spec.unit or ''})"}
-        flags = [name for name, on in (("required", spec.required), ("column", spec.column), ("filter", spec.filterable)) if on]
+        flags = [
+            name
+            for name, on in (("required", spec.required), ("column", spec.column), ("filter", spec.filterable))
+            if on
+        ]
         click.echo(f"{spec.key}\t{kind.get(spec.type, spec.type)}\t{spec.label}\t{' '.join(flags)}")
 
 

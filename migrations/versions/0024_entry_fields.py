@@ -29,7 +29,9 @@ def upgrade():
         sa.Column("column", sa.Boolean(), nullable=False),
         sa.Column("filterable", sa.Boolean(), nullable=False),
         sa.Column("position", sa.Integer(), nullable=False),
-        sa.CheckConstraint("type IN ('yesno', 'choice', 'integer', 'text', 'url')", name="ck_entry_fields_entry_field_type"),
+        sa.CheckConstraint(
+            "type IN ('yesno', 'choice', 'integer', 'text', 'url')", name="ck_entry_fields_entry_field_type"
+        ),
         sa.ForeignKeyConstraint(["benchmark_id"], ["benchmarks.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("benchmark_id", "key"),

@@ -120,7 +120,9 @@ def test_fields_are_shown_on_the_board_the_submission_page_and_every_export(app,
     page = client.get("/leaderboards/nlvr2/dev").get_data(as_text=True)
     header = re.search(r"<thead>.*?</thead>", page, re.S).group(0)
     assert re.search(r"n = [\d,]+</span></th>\s*<th[^>]*entry-field[^>]*>Parameters</th>", header), header
-    assert 'title="7,000,000,000 parameters">7B</td>' in page and ">Zero-shot<" not in header  # a column where it says so
+    assert (
+        'title="7,000,000,000 parameters">7B</td>' in page and ">Zero-shot<" not in header
+    )  # a column where it says so
     shown = client.get(f"/submissions/{sid}").get_data(as_text=True)
     assert re.search(r"<dt class=\"entry-field\">Zero-shot</dt><dd[^>]*>yes</dd>", shown)
     assert "7,000,000,000 parameters" in shown

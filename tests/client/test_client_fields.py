@@ -13,7 +13,9 @@ sys.path.insert(0, str(CLIENT))
 from holdout_client import cli  # noqa: E402  (the client is not installed in this venv)
 
 
-def test_fields_go_with_the_upload_and_the_publication_and_a_bad_one_is_named(app, served, capsys, monkeypatch, tmp_path):
+def test_fields_go_with_the_upload_and_the_publication_and_a_bad_one_is_named(
+    app, served, capsys, monkeypatch, tmp_path
+):
     world = build_world(app, n=120)
     with app.app_context():
         for spec in (

@@ -658,7 +658,14 @@ def _decode(version: int, payload: bytes, built_at: datetime | None = None) -> S
     references = [_decoded_reference(values) for values in body["references"]]
     specs = tuple(
         entry_fields.FieldSpec(
-            d["key"], d["label"], d["type"], tuple(d["choices"] or ()), d["unit"], d["required"], d["column"], d["filter"]
+            d["key"],
+            d["label"],
+            d["type"],
+            tuple(d["choices"] or ()),
+            d["unit"],
+            d["required"],
+            d["column"],
+            d["filter"],
         )
         for d in body["fields"]
     )

@@ -239,7 +239,7 @@ def _held(benchmark: Benchmark, key: str) -> list[Value]:
         .join(Split, Split.id == Submission.split_id)
         .where(Split.benchmark_id == benchmark.id, Submission.fields.is_not(None))
     )
-    return [values[key] for values in map(json.loads, rows) if key in values]
+    return [values[key] for values in (json.loads(text) for text in rows if text) if key in values]
 
 
 def drop(benchmark: Benchmark, key: str, *, actor: User | None, via: str) -> EntryField:

@@ -552,8 +552,12 @@ def _apply_entry_fields(actor: User | None, bundle: Bundle, outcome: Outcome, vi
     for spec in wanted:
         if current.get(spec.key) != spec:
             entry_fields.store(benchmark, spec, actor=actor, via=via)
-            outcome.add(bundle.slug, f"entry field {'changed' if spec.key in current else 'added'}: {spec.key} ({spec.type})")
-    rows = {row.key: row for row in db.session.scalars(select(EntryField).where(EntryField.benchmark_id == benchmark.id))}
+            outcome.add(
+                bundle.slug, f"entry field {'changed' if spec.key in current else 'added'}: {spec.key} ({spec.type})"
+            )
+    rows = {
+        row.key: row for row in db.session.scalars(select(EntryField).where(EntryField.benchmark_id == benchmark.id))
+    }
     before = [key for key in current if key in keys]
     for position, key in enumerate(keys):
         rows[key].position = position
