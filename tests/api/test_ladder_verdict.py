@@ -124,6 +124,7 @@ def test_a_ladder_answer_holds_nothing_but_the_released_figure(app, client, worl
         "code_url",
         "anonymous",
         "published_at",
+        "fields",
     }
     assert list(detail["scores"]) == ["all"] and list(detail["scores"]["all"]) == ["accuracy"]
 
