@@ -447,4 +447,8 @@ def test_entry_fields_are_added_changed_reordered_and_exported_and_one_entries_h
     with pytest.raises(Conflict) as refused:
         bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v3", yaml_edit=with_fields(required))))
     assert "hold a value of 'zero_shot'" in refused.value.message and _state() == before
+    retyped = zero.replace("type: yesno", "type: integer")
+    with pytest.raises(Conflict) as refused:
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v4", yaml_edit=with_fields(required, retyped))))
+    assert "entries hold values of 'zero_shot' that the new definition refuses" in refused.value.message
     assert [spec.key for spec in entry_fields.list_fields("bb")] == ["parameters", "zero_shot"]
