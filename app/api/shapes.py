@@ -256,9 +256,10 @@ class PublishRequest(Shape):
     code_url: Uri | None = None
     fields: dict[str, Any] | None = Field(
         default=None,
-        description="Values of the benchmark's entry fields, by key (yes/no as true/false, integers as numbers); "
-        "each is checked by its type (422 naming the field); required fields must have a value, given now or at "
-        "upload. A published entry's fields change only once it is unpublished (409).",
+        description="Values of the benchmark's entry fields, by key (yes/no as true/false, integers as numbers; "
+        "null or an empty string takes a value given before away, a key left out keeps it); each is checked by its "
+        "type (422 naming the field); required fields must have a value, given now or at upload. A published "
+        "entry's fields change only once it is unpublished (409).",
     )
 
 

@@ -103,13 +103,15 @@ def test_fields_given_at_upload_and_at_publication_required_then_frozen_until_un
     same = client.post(f"/api/v1/submissions/{oid}/publish", json={"fields": {"zero_shot": False}}, headers=headers)
     assert same.status_code == 200  # the same value again changes nothing
     assert client.post(f"/api/v1/submissions/{oid}/unpublish", headers=headers).status_code == 200
-    again = client.post(f"/api/v1/submissions/{oid}/publish", json={"fields": {"zero_shot": True}}, headers=headers)
-    assert again.status_code == 200 and again.json["fields"]["zero_shot"] is True
+    cleared = client.post(f"/api/v1/submissions/{oid}/publish", json={"fields": {"parameters": None}}, headers=headers)
+    assert cleared.status_code == 422 and "(fields.parameters) is required to publish" in cleared.json["error"]
+    again = client.post(
+        f"/api/v1/submissions/{oid}/publish", json={"fields": {"zero_shot": True, "approach": ""}}, headers=headers
+    )
+    assert again.status_code == 200 and again.json["fields"] == {"zero_shot": True, "parameters": 350_000_000}
 
     board = client.get("/api/v1/leaderboards/nlvr2/dev").json
-    assert [entry["fields"] for entry in board["entries"]] == [
-        {"zero_shot": True, "parameters": 350_000_000, "approach": "fine-tuned"}
-    ]
+    assert [entry["fields"] for entry in board["entries"]] == [{"zero_shot": True, "parameters": 350_000_000}]
 
 
 def test_fields_are_shown_on_the_board_the_submission_page_and_every_export(app, client, world):

@@ -701,14 +701,16 @@ def publish(
     specs = entry_fields.specs(submission.split.benchmark_id)
     held = entry_fields.values_of(submission.fields)
     given = entry_fields.clean_values(specs, fields)
+    # A key given empty (null, "") takes its value away: the page's form sends every field, blank or not.
+    cleared = {key for key, value in (fields or {}).items() if key not in given and key in held}
     if submission.published_at is not None:
-        for key, value in given.items():
-            if held.get(key) != value:
+        for key in [*given, *cleared]:
+            if held.get(key) != given.get(key):
                 raise Conflict(
                     f"the entry is published: its field {key!r} changes only once it is unpublished",
                     field=f"fields.{key}",
                 )
-    values = held | given
+    values = {key: value for key, value in held.items() if key not in cleared} | given
     entry_fields.check_required(specs, values)
     changed = {
         name: value
