@@ -237,7 +237,11 @@ def _held(benchmark: Benchmark, key: str) -> list[Value]:
     rows = db.session.scalars(
         select(Submission.fields)
         .join(Split, Split.id == Submission.split_id)
-        .where(Split.benchmark_id == benchmark.id, Submission.fields.is_not(None))
+        .where(
+            Split.benchmark_id == benchmark.id,
+            # Only rows whose text names the key are parsed (a crowded benchmark holds hundreds of thousands).
+            Submission.fields.contains(json.dumps(key), autoescape=True),
+        )
     )
     return [values[key] for values in (json.loads(text) for text in rows if text) if key in values]
 
