@@ -180,6 +180,38 @@ class Benchmark(Model):
     splits: Mapped[list[Split]] = relationship(
         back_populates="benchmark", order_by="Split.position", cascade="all, delete-orphan"
     )
+    entry_fields: Mapped[list[EntryField]] = relationship(
+        back_populates="benchmark", order_by="EntryField.position", cascade="all, delete-orphan"
+    )
+
+
+ENTRY_FIELD_TYPES = ("yesno", "choice", "integer", "text", "url")
+
+
+class EntryField(Model):
+    """One line of a benchmark's fact sheet, which its maintainers define (revision 0024): what teams say of an
+    entry (zero-shot? parameters?), typed, shown as a board column and filterable if the maintainers say so."""
+
+    __tablename__ = "entry_fields"
+    __table_args__ = (
+        UniqueConstraint("benchmark_id", "key"),
+        CheckConstraint(f"type IN {ENTRY_FIELD_TYPES}", name="entry_field_type"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(64))
+    label: Mapped[str] = mapped_column(String(120))
+    type: Mapped[str] = mapped_column(String(16))
+    # A choice field's allowed values, as a JSON list in order (None for the other types).
+    choices: Mapped[str | None] = mapped_column(Text)
+    unit: Mapped[str | None] = mapped_column(String(40))  # an integer field's unit ("parameters")
+    required: Mapped[bool] = mapped_column(Boolean, default=False)
+    column: Mapped[bool] = mapped_column(Boolean, default=False)
+    filterable: Mapped[bool] = mapped_column(Boolean, default=False)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+    benchmark: Mapped[Benchmark] = relationship(back_populates="entry_fields")
 
 
 class Split(Model):
@@ -291,6 +323,10 @@ class Submission(Model):
     description: Mapped[str] = mapped_column(Text, default="")
     paper_url: Mapped[str | None] = mapped_column(String(2000))
     code_url: Mapped[str | None] = mapped_column(String(2000))
+    # The benchmark's entry fields as the team filled them, a JSON object {key: value} (None: none given). A
+    # column, not a table: the values always travel with the entry (its page, the board's snapshot read them with
+    # the row), are never queried one by one, and the snapshot's filters read them from the built board.
+    fields: Mapped[str | None] = mapped_column(Text)
     anonymous: Mapped[bool] = mapped_column(Boolean, default=False)
     file_sha256: Mapped[str] = mapped_column(String(64))
     file_size: Mapped[int] = mapped_column(Integer)

@@ -26,6 +26,14 @@ Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
 Timestamp = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 Uri = Annotated[str, WithJsonSchema({"type": "string", "format": "uri", "maxLength": MAX_URL})]
 File = Annotated[bytes, WithJsonSchema({"type": "string", "format": "binary"})]
+# An entry's fact sheet (its benchmark's entry fields): yes/no as a boolean, an integer as a number, else text.
+FieldValues = Annotated[
+    dict[str, bool | int | str],
+    Field(
+        description="The entry's fields (its benchmark's fact sheet), by key: yes/no fields as true/false, integer "
+        "fields as numbers, the others as text; a field not filled in is absent."
+    ),
+]
 
 
 # What the services hold as plain strings, one of a few values (checked when a model is built).
@@ -194,6 +202,7 @@ class Submission(SubmissionSummary, Verdict):
     anonymous: bool
     published_at: Timestamp | None
     verified: Verified | None = Field(description="A maintainer's verified mark; null when the entry has none.")
+    fields: FieldValues
 
 
 class Placement(Shape):
@@ -246,6 +255,13 @@ class PublishRequest(Shape):
     description: str | None = Field(default=None, json_schema_extra={"maxLength": MAX_DESCRIPTION})
     paper_url: Uri | None = None
     code_url: Uri | None = None
+    fields: dict[str, Any] | None = Field(
+        default=None,
+        description="Values of the benchmark's entry fields, by key (yes/no as true/false, integers as numbers; "
+        "null or an empty string takes a value given before away, a key left out keeps it); each is checked by its "
+        "type (422 naming the field); required fields must have a value, given now or at upload. A published "
+        "entry's fields change only once it is unpublished (409).",
+    )
 
 
 class UploadForm(Shape):
@@ -264,6 +280,10 @@ class UploadForm(Shape):
     code_url: Uri | SkipJsonSchema[None] = _optional()
     anonymous: Literal["true", "false", "1", "0", "on", "off", "yes", "no"] | SkipJsonSchema[None] = _optional(
         "Appear on the leaderboard without the team name."
+    )
+    fields: str | SkipJsonSchema[None] = _optional(
+        'The benchmark\'s entry fields as a JSON object, e.g. {"zero_shot": true, "parameters": 7000000000}; each '
+        "value is checked by its field's type (422 naming the field). Required fields are needed at publication."
     )
 
 
@@ -453,6 +473,7 @@ class LeaderboardEntry(Shape):
     submitted_at: Timestamp
     paper_url: str | None
     code_url: str | None
+    fields: FieldValues
     scores: dict[str, dict[str, Score]]
     gap: Gap | SkipJsonSchema[None] = _absent_when_none("Present on a revealed blind test with a sealed part.")
     verified: Verified | None = Field(description="A maintainer's verified mark; null when the entry has none.")

@@ -8,8 +8,9 @@ apply. Errors are `{"error": "...", "details": [{"line": n, "message": "..."}]}`
 
 from __future__ import annotations
 
+import json
 import math
-from typing import cast
+from typing import Any, cast
 
 from flask import Blueprint, Response, current_app, request, url_for
 from pydantic import ValidationError
@@ -30,7 +31,7 @@ from app.services.blind_test import visibility
 from app.services.boards import comparisons, exports, leaderboards, listings, page_versions
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import Listed
-from app.services.catalog import phases
+from app.services.catalog import entry_fields, phases
 from app.services.errors import InvalidInput, NotFound, ServiceError
 from app.services.intake import quotas, submissions
 from app.services.intake.submissions import Upload, timestamp
@@ -110,19 +111,34 @@ def _check_required_fields() -> None:
         )
 
 
-def _publish_body() -> dict[str, str | None]:
+def _publish_body() -> dict[str, Any]:
     raw = request.get_data(cache=True)
     if not raw.strip():
         return {}
     body = request.get_json(force=True, silent=True)
     if not isinstance(body, dict):
-        raise InvalidInput("the request body must be a JSON object with description, paper_url, code_url")
+        raise InvalidInput("the request body must be a JSON object with description, paper_url, code_url, fields")
     try:
         fields = shape.PublishRequest.model_validate(body, strict=True)
     except ValidationError as exc:
         name = exc.errors()[0]["loc"][0]
+        if name == "fields":
+            raise InvalidInput("fields must be an object of field key: value, or null", field="fields") from None
         raise InvalidInput(f"{name} must be a string or null") from None
     return fields.model_dump()
+
+
+def _upload_fields(raw: str | None) -> dict | None:
+    """The upload's `fields` part: a JSON object of the benchmark's entry fields (the service checks each)."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        values = json.loads(raw)
+    except (ValueError, RecursionError):
+        values = None
+    if not isinstance(values, dict):
+        raise InvalidInput('fields must be a JSON object, e.g. {"zero_shot": true}', field="fields")
+    return values
 
 
 # --- output: the models, filled from the services' results ------------------------------------------------
@@ -207,6 +223,7 @@ def _detail(submission: Submission) -> dict:
         "anonymous": submission.anonymous,
         "published_at": timestamp(submission.published_at) if submission.published_at else None,
         "verified": _verified(submission),
+        "fields": entry_fields.values_of(submission.fields),
     }
 
 
@@ -253,6 +270,7 @@ def _entry(entry: Entry, columns: list[leaderboards.Column]) -> shape.Leaderboar
         submitted_at=timestamp(entry.submitted_at),
         paper_url=entry.paper_url,
         code_url=entry.code_url,
+        fields=entry.fields,
         scores={
             subset: {
                 metric: _score(
@@ -548,6 +566,7 @@ def create_submission():
         paper_url=form.get("paper_url") or None,
         code_url=form.get("code_url") or None,
         anonymous=_flag("anonymous", form.get("anonymous")),
+        fields=_upload_fields(form.get("fields")),
     )
     result = submissions.submit(
         user,

@@ -26,6 +26,8 @@ SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 URL = re.compile(r"https?://[^\s/$.?#][^\s]*", re.IGNORECASE)
 MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?")
+FIELD_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+FIELD_TYPES = ("yesno", "choice", "integer", "text", "url")
 COLUMN_KEY = re.compile(r"[^\s:][^\n]{0,200}:[a-z][a-z0-9_]{0,31}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 NONE = "none"  # the word the format uses for "no limit" (quotas) and "no date" (phases, references)
@@ -209,12 +211,22 @@ MOMENT_SCHEMA = {
 }
 
 
+def _field_key(value: Any) -> Any:
+    if not isinstance(value, str) or not FIELD_KEY.fullmatch(value):
+        raise _wrong(
+            "expected a field key (a lower-case letter, then letters, digits or underscores; at most 64), "
+            f"got {shown(value)}"
+        )
+    return value
+
+
 def _column_key(value: Any) -> Any:
     if not isinstance(value, str) or not COLUMN_KEY.fullmatch(value):
         raise _wrong(f"expected a column key `subset:metric` like all:accuracy, got {shown(value)}")
     return value
 
 
+FieldKey = Annotated[str, BeforeValidator(_field_key), _schema({"type": "string", "pattern": f"^{FIELD_KEY.pattern}$"})]
 ColumnKey = Annotated[
     str, BeforeValidator(_column_key), _schema({"type": "string", "pattern": f"^{COLUMN_KEY.pattern}$"})
 ]
@@ -337,6 +349,42 @@ class ReferenceSpec(_Model):
     date: Day = Field(default=None, description="When they were published, YYYY-MM-DD.")
 
 
+class EntryFieldSpec(_Model):
+    """An entry field: one line of the fact sheet teams fill in for each entry (zero-shot? parameters?)."""
+
+    key: FieldKey = Field(description="Its key, as the API and exports name it (e.g. zero_shot).")
+    label: Name = Field(description="What a reader sees (e.g. Zero-shot).")
+    type: Literal["yesno", "choice", "integer", "text", "url"] = Field(
+        description="yesno (true/false), choice (one of `choices`), integer (a whole number >= 0, in `unit`), text, "
+        "url (an http(s) address)."
+    )
+    choices: list[Annotated[str, Field(min_length=1, max_length=80)]] | None = Field(
+        default=None, max_length=50, description="A choice field's values, in order; null for the other types."
+    )
+    unit: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
+        default=None, description='An integer field\'s unit (e.g. "parameters"); null for the other types.'
+    )
+    required: bool = Field(default=False, description="Needed to publish an entry.")
+    column: bool = Field(default=False, description="Shown as a column of the benchmark's boards.")
+    filter: bool = Field(default=False, description="Boards may be filtered by it.")
+
+    @model_validator(mode="after")
+    def _rules(self) -> EntryFieldSpec:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        if self.type == "choice":
+            if not self.choices:
+                problems.append((("choices",), "a choice field needs its choices"))
+            elif len(set(self.choices)) != len(self.choices):
+                problems.append((("choices",), "choices must be distinct"))
+        elif self.choices is not None:
+            problems.append((("choices",), f"only a choice field has choices (this one is {self.type})"))
+        if self.unit is not None and self.type != "integer":
+            problems.append((("unit",), f"only an integer field has a unit (this one is {self.type})"))
+        if problems:
+            raise _rule(problems)
+        return self
+
+
 def _name_may_be_left_out(schema: dict[str, Any]) -> None:
     schema["required"] = [key for key in schema["required"] if key != "name"]
 
@@ -415,6 +463,11 @@ class Bundle(_Model):
         description="The columns its boards show by default, in order, as `subset:metric` keys (`all:accuracy`, "
         "`genre:fiction:accuracy`); null: the task type's own choice. A visitor may still choose others.",
     )
+    entry_fields: list[EntryFieldSpec] = Field(
+        default=[],
+        max_length=50,
+        description="The fact sheet teams fill in for each entry, in the order pages show it.",
+    )
     splits: list[SplitSpec] = Field(min_length=1, description="The splits, in the order the app lists them.")
 
     @model_validator(mode="after")
@@ -425,6 +478,13 @@ class Bundle(_Model):
             if split.slug in seen:
                 problems.append((("splits", index, "slug"), f"{shown(split.slug)} is also splits[{seen[split.slug]}]"))
             seen.setdefault(split.slug, index)
+        keys: dict[str, int] = {}
+        for index, spec in enumerate(self.entry_fields):
+            if spec.key in keys:
+                problems.append(
+                    (("entry_fields", index, "key"), f"{shown(spec.key)} is also entry_fields[{keys[spec.key]}]")
+                )
+            keys.setdefault(spec.key, index)
         for index, key in enumerate(self.columns or ()):
             if (self.columns or []).index(key) != index:
                 problems.append((("columns", index), f"{shown(key)} is named twice"))

@@ -222,6 +222,19 @@ def _document(bundle: Bundle) -> dict[str, Any]:
         "task": bundle.task,
         "default_split": bundle.default_split,
         "columns": bundle.columns,
+        "entry_fields": [
+            {
+                "key": spec.key,
+                "label": spec.label,
+                "type": spec.type,
+                "choices": spec.choices,
+                "unit": spec.unit,
+                "required": spec.required,
+                "column": spec.column,
+                "filter": spec.filter,
+            }
+            for spec in bundle.entry_fields
+        ],
         "splits": [_split(split) for split in bundle.splits],
     }
 

@@ -10,7 +10,7 @@ from app.cli.errors import CliError, read_file, refusals
 from app.evaluation import TASK_TYPES
 from app.services import catalog
 from app.services.boards import power
-from app.services.catalog import phases, references
+from app.services.catalog import entry_fields, phases, references
 from app.services.errors import ServiceError
 from app.services.maintenance import maintainer_actions
 
@@ -331,4 +331,62 @@ def references_remove(benchmark, split, reference_id):
     click.echo(f"removed reference {reference_id} {reference.name!r} from {benchmark}/{split}")
 
 
-COMMANDS = (benchmarks_cli, splits_cli, subsets_cli, references_cli)  # what this module adds to `flask`
+fields_cli = AppGroup("fields", help="Entry fields: the fact sheet teams fill in for each entry of a benchmark.")
+
+
+@fields_cli.command("add")
+@click.argument("benchmark")
+@click.argument("key")
+@click.option("--label", required=True, help='What a reader sees, e.g. "Zero-shot".')
+@click.option("--type", "type_", required=True, type=click.Choice(["yesno", "choice", "integer", "text", "url"]))
+@click.option("--choices", default=None, help="A choice field's values, comma-separated: a,b,c.")
+@click.option("--unit", default=None, help='An integer field\'s unit, e.g. "parameters".')
+@click.option("--required", is_flag=True, help="Needed to publish an entry.")
+@click.option("--column", is_flag=True, help="Shown as a column of the benchmark's boards.")
+@click.option("--filter", "filterable", is_flag=True, help="Boards may be filtered by it.")
+def fields_add(benchmark, key, label, type_, choices, unit, required, column, filterable):
+    """Define field KEY (lower-case, digits, underscores) on BENCHMARK; audited."""
+    with refusals():
+        spec = entry_fields.checked_spec(
+            key,
+            label,
+            type_,
+            choices.split(",") if choices is not None else None,
+            unit,
+            required=required,
+            column=column,
+            filterable=filterable,
+        )
+        entry_fields.add_field(benchmark, spec)
+    click.echo(f"added field {spec.key} ({spec.type}) to {benchmark}")
+
+
+@fields_cli.command("list")
+@click.argument("benchmark")
+def fields_list(benchmark):
+    """List BENCHMARK's fields: key, type, label, then its flags."""
+    with refusals():
+        specs = entry_fields.list_fields(benchmark)
+    if not specs:
+        click.echo("no entry fields")
+    for spec in specs:
+        kind = {"choice": f"choice({','.join(spec.choices)})", "integer": f"integer({spec.unit or ''})"}
+        flags = [
+            name
+            for name, on in (("required", spec.required), ("column", spec.column), ("filter", spec.filterable))
+            if on
+        ]
+        click.echo(f"{spec.key}\t{kind.get(spec.type, spec.type)}\t{spec.label}\t{' '.join(flags)}")
+
+
+@fields_cli.command("remove")
+@click.argument("benchmark")
+@click.argument("key")
+def fields_remove(benchmark, key):
+    """Remove field KEY from BENCHMARK (refused while any entry holds a value for it); audited."""
+    with refusals():
+        entry_fields.remove_field(benchmark, key)
+    click.echo(f"removed field {key} from {benchmark}")
+
+
+COMMANDS = (benchmarks_cli, splits_cli, subsets_cli, references_cli, fields_cli)  # what this module adds to `flask`

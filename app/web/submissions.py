@@ -43,11 +43,19 @@ def _field_of(exc: ServiceError, form: UploadForm) -> str:
     file (its problems, its size, its storage), the split for the rest (closed, over its quota)."""
     if exc.field and exc.field in form:
         return exc.field
+    if exc.field and exc.field.startswith("fields."):  # an entry field: its input is named after the split
+        return f"fields-{form.split.data}-{exc.field.removeprefix('fields.')}"
     if isinstance(exc, Forbidden):
         return "team"
     if isinstance(exc, (InvalidInput, TooLarge, StorageFailed)) or exc.problems:
         return "file"
     return "split"
+
+
+def _typed_fields(prefix: str) -> dict[str, str]:
+    """The entry-field inputs of a posted form whose names start with `prefix` ("fields-", or on the upload page
+    "fields-<benchmark>-": one group per benchmark), by field key; the service checks each value."""
+    return {name[len(prefix) :]: value for name, value in request.form.items() if name.startswith(prefix)}
 
 
 def _wants_json() -> bool:
@@ -78,6 +86,7 @@ def new():
         paper_url=form.paper_url.data,
         code_url=form.code_url.data,
         anonymous=form.anonymous.data,
+        fields=_typed_fields(f"fields-{form.split.data}-") or None,
     )
     try:
         result = submissions.submit(current_user, form.team.data, benchmark_slug, split_slug, upload)
@@ -86,7 +95,8 @@ def new():
         body, status, headers = answer_to(exc).json()
         if _wants_json():
             return jsonify(body | {"field": field}), status, headers
-        form[field].errors = [*form[field].errors, exc.message]  # beside the field too, as the script shows it
+        if field in form:
+            form[field].errors = [*form[field].errors, exc.message]  # beside the field too, as the script shows it
         return (
             render_template("submissions/new.html", form=form, choices=choices, error=exc, error_field=field),
             status,
@@ -140,6 +150,7 @@ def example_results(submission_id: int):
 def _show_page(
     submission_id: int, publish_form: PublishForm | None = None, error: ServiceError | None = None, status: int = 200
 ):
+    typed = {name: value for name, value in request.form.items() if name.startswith("fields-")}
     # Open to everyone: page_for shows a published entry to the public and answers 404 for anything else;
     # a visitor who is not logged in is asked to log in instead (it may be their team's submission).
     try:
@@ -163,6 +174,7 @@ def _show_page(
         view=view,
         task=catalog.task_of(view.submission.split.benchmark),
         publish_error=error,
+        typed_fields=typed,
         **forms,
     )
     return page, status
@@ -177,7 +189,14 @@ def publish(submission_id: int):
             abort(400)
         return _show_page(submission_id, form, status=422)  # what was typed stays, errors by the fields
     try:
-        submissions.publish(current_user, submission_id, form.description.data, form.paper_url.data, form.code_url.data)
+        submissions.publish(
+            current_user,
+            submission_id,
+            form.description.data,
+            form.paper_url.data,
+            form.code_url.data,
+            fields=_typed_fields("fields-") or None,
+        )
     except (InvalidInput, Conflict, Throttled) as exc:  # a field, a duplicate, too many changes: the form again
         if isinstance(exc, InvalidInput) and exc.field in form:
             form[exc.field].errors = [*form[exc.field].errors, exc.message]

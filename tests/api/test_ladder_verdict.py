@@ -125,6 +125,7 @@ def test_a_ladder_answer_holds_nothing_but_the_released_figure(app, client, worl
         "anonymous",
         "published_at",
         "verified",  # a maintainer's mark of a published entry (null here): nothing per example
+        "fields",
     }
     assert list(detail["scores"]) == ["all"] and list(detail["scores"]["all"]) == ["accuracy"]
 

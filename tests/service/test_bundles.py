@@ -20,7 +20,7 @@ from app.evaluation.tasks import demo_benchmarks
 from app.models import AuditEvent, Benchmark, GoldVersion, Reference, Split
 from app.services import catalog
 from app.services.boards import leaderboards
-from app.services.catalog import label_files
+from app.services.catalog import entry_fields, label_files
 from app.services.errors import Conflict, InvalidInput
 from app.services.intake import submissions
 from app.services.maintenance import bundles
@@ -417,3 +417,42 @@ def test_a_refusal_found_while_applying_names_the_key_path_it_is_about(ctx, tmp_
 def _ids_of(dev: bytes) -> bytes:
     ids = [json.loads(line)["identifier"] for line in dev.decode().splitlines()]
     return "".join(f"{identifier}\n" for identifier in ids[:30]).encode()
+
+
+def test_entry_fields_are_added_changed_reordered_and_exported_and_one_entries_hold_is_never_removed(ctx, tmp_path):
+    def with_fields(*lines: str):
+        block = "entry_fields:\n" + "".join(f"  - {line}\n" for line in lines)
+        return lambda text: text.replace("splits:\n", block + "splits:\n", 1)
+
+    zero = "{key: zero_shot, label: Zero-shot, type: yesno, filter: true}"
+    size = "{key: parameters, label: Parameters, type: integer, unit: parameters, column: true}"
+    outcome = bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v1", yaml_edit=with_fields(zero, size))))
+    said = [change.summary for change in outcome.changes]
+    assert "entry field added: zero_shot (yesno)" in said and "entry field added: parameters (integer)" in said
+    assert [spec.key for spec in entry_fields.list_fields("bb")] == ["zero_shot", "parameters"]
+    required = size.replace("column: true", "column: true, required: true")
+    outcome = bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v2", yaml_edit=with_fields(required, zero))))
+    assert [change.summary for change in outcome.changes] == [
+        "entry field changed: parameters (integer)",
+        "entry field order: parameters, zero_shot",
+    ]
+    specs = entry_fields.list_fields("bb")
+    assert [(spec.key, spec.required) for spec in specs] == [("parameters", True), ("zero_shot", False)]
+    bundle, _ = bundles.export_bundle("bb")
+    assert [(f.key, f.unit, f.required, f.column, f.filter) for f in bundle.entry_fields] == [
+        ("parameters", "parameters", True, True, False),
+        ("zero_shot", None, False, False, True),
+    ]
+    team = teams.create_team("Entrants")
+    dev = catalog.get_split("bb", "dev")
+    data = get_task("nlvr2").synthetic_predictions(label_files.gold_bytes(dev), 0.7, seed=1)
+    submissions.store_scored(dev, team, data, model_name="m", fields={"zero_shot": True})
+    before = _state()
+    with pytest.raises(Conflict) as refused:
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v3", yaml_edit=with_fields(required))))
+    assert "hold a value of 'zero_shot'" in refused.value.message and _state() == before
+    retyped = zero.replace("type: yesno", "type: integer")
+    with pytest.raises(Conflict) as refused:
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v4", yaml_edit=with_fields(required, retyped))))
+    assert "entries hold values of 'zero_shot' that the new definition refuses" in refused.value.message
+    assert [spec.key for spec in entry_fields.list_fields("bb")] == ["parameters", "zero_shot"]

@@ -148,7 +148,7 @@ splits:
         'task: unknown task family "nope"; the built-in ones: nlvr2, nlvr-structured, nlvr-images, vcr, vqa-v2, '
         "gqa, a-okvqa, winoground, nlvr2-contrast (benchmark.yaml:4)",
         "colour: unknown key (expected one of: format, slug, name, description, paper_url, task, default_split, "
-        "columns, splits) (benchmark.yaml:5)",
+        "columns, entry_fields, splits) (benchmark.yaml:5)",
         'splits[2].policy.per_day: expected an integer or "none", got "ten" (benchmark.yaml:14)',
         'splits[2].policy.feedback: expected "full", "ladder" or "none", got "some" (benchmark.yaml:15)',
         "splits[2].policy.per_days: unknown key (expected one of: per_day, per_month, total, rejected_per_day, "
@@ -565,7 +565,8 @@ def test_every_key_is_written_out_in_the_specs_order(tmp_path):
     text = canonical_yaml(bundle).decode()
     keys = [line.strip().lstrip("- ").split(":")[0] for line in text.splitlines()[1:]]
     assert keys == [
-        "format", "slug", "name", "description", "paper_url", "task", "default_split", "columns", "splits",
+        "format", "slug", "name", "description", "paper_url", "task", "default_split", "columns", "entry_fields",
+        "splits",
         "slug", "name", "hidden", "labels", "file", "sha256", "annotations", "choices", "subset_field", "subsets",
         "policy", "per_day", "per_month", "total", "rejected_per_day", "feedback", "open", "sealed",
         "phase", "opens", "closes", "reveal", "references",
@@ -712,7 +713,7 @@ def test_the_maintainers_page_shows_the_schema_generated_from_the_models():
     assert hooks.BUNDLE_MARKER in page
     built = hooks.on_page_markdown(page, None, None, None)
     assert hooks.BUNDLE_MARKER not in built
-    for model in ("Bundle", "SplitSpec", "Policy", "Phase", "FileRef", "SubsetSpec", "ReferenceSpec"):
+    for model in ("Bundle", "EntryFieldSpec", "SplitSpec", "Policy", "Phase", "FileRef", "SubsetSpec", "ReferenceSpec"):
         assert f"{{#bundle-{model.lower()}}}" in built, model
     assert "| `per_day` |" in built and "| `rejected_per_day` |" in built
     assert "/api/v1/schemas/bundle.json" in built and "## Applying and exporting" in built

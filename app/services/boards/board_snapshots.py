@@ -47,7 +47,7 @@ from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submi
 from app.names import name_key
 from app.services import catalog
 from app.services.blind_test import integrity, visibility
-from app.services.catalog import label_files
+from app.services.catalog import entry_fields, label_files
 from app.services.jobs import queue, transport
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,8 @@ GAP = "gap"  # the pseudo-subset an entry's gap is kept under (queried minus sea
 # counts alone; 6: with the decimals each released figure is written to; 7: each entry's team slug; 8: one
 # decision per pair of each view, the models view's own ranks and each view's resolution; 9: a resolution on
 # 0/1 units never under z^2 / units and none over 100 points, statistics.resolution; 10: each entry's verified
-# mark): older rows are then recomputed.
-PAYLOAD_FORMAT = 10
+# mark; 11: its entry fields): older rows are then recomputed.
+PAYLOAD_FORMAT = 11
 
 
 @dataclass
@@ -97,6 +97,7 @@ class Entry:
     model_rank_high: int | None = None
     # A maintainer's check of the entry: {"at": isoformat, "note": ..., "url": ... or None}; None: not verified.
     verified: dict[str, str | None] | None = None
+    fields: dict[str, bool | int | str] = field(default_factory=dict)  # its entry fields (catalog.entry_fields)
 
     kind = "entry"
 
@@ -160,6 +161,8 @@ class Snapshot:
     resolutions: dict[str, float | None] = field(default_factory=dict)
     spreads: dict[str, float | None] = field(default_factory=dict)  # what each resolution came from (a unit's sd)
     built_at: datetime | None = None  # when its computation began (for a stored one: when it was stored)
+    # The benchmark's entry fields when it was built (a change of them bumps the board's version).
+    field_specs: tuple[entry_fields.FieldSpec, ...] = ()
 
     @cached_property
     def team_entries(self) -> list[Entry]:
@@ -187,6 +190,7 @@ def _compute(split: Split, version: int, until: datetime | None = None, *, verif
     among themselves, see verified_snapshot)."""
     built_at = utcnow()
     task = catalog.task_of(split.benchmark)
+    specs = tuple(entry_fields.specs(split.benchmark_id))
     rows = _published_rows(split, until, verified=verified)
     entries: list[Entry] = []
     if rows:
@@ -237,6 +241,7 @@ def _compute(split: Split, version: int, until: datetime | None = None, *, verif
                     paper_url=row.paper_url,
                     code_url=row.code_url,
                     description=row.description or "",
+                    fields=json.loads(row.fields) if row.fields else {},
                     scores=scores,
                     intervals=intervals,
                     position=position + 1,
@@ -256,9 +261,15 @@ def _compute(split: Split, version: int, until: datetime | None = None, *, verif
                 )
             )
         return Snapshot(
-            version, entries, _references(split), resolutions=resolutions, spreads=spreads, built_at=built_at
+            version,
+            entries,
+            _references(split),
+            resolutions=resolutions,
+            spreads=spreads,
+            built_at=built_at,
+            field_specs=specs,
         )
-    return Snapshot(version, entries, _references(split), built_at=built_at)
+    return Snapshot(version, entries, _references(split), built_at=built_at, field_specs=specs)
 
 
 def _verified_mark(row) -> dict[str, str | None] | None:
@@ -313,6 +324,7 @@ def _published_rows(split: Split, until: datetime | None = None, *, verified: bo
             Submission.paper_url,
             Submission.code_url,
             Submission.description,
+            Submission.fields,
             Submission.predictions,
             Submission.team_id,
             Submission.verified_at,
@@ -588,6 +600,7 @@ _PAYLOAD_FIELDS = (
     "model_rank_low",
     "model_rank_high",
     "verified",
+    "fields",
 )
 _MOMENT = _PAYLOAD_FIELDS.index("submitted_at")
 
@@ -599,6 +612,7 @@ def _encode(snapshot: Snapshot) -> bytes:
         "decimals": _figure_decimals(snapshot.entries),
         "resolutions": snapshot.resolutions,
         "spreads": snapshot.spreads,
+        "fields": [spec.as_dict() for spec in snapshot.field_specs],
         "references": [
             [
                 r.id,
@@ -657,8 +671,27 @@ def _decode(version: int, payload: bytes, built_at: datetime | None = None) -> S
     for entry in entries:
         _as_figures(entry, body["decimals"])
     references = [_decoded_reference(values) for values in body["references"]]
+    specs = tuple(
+        entry_fields.FieldSpec(
+            d["key"],
+            d["label"],
+            d["type"],
+            tuple(d["choices"] or ()),
+            d["unit"],
+            d["required"],
+            d["column"],
+            d["filter"],
+        )
+        for d in body["fields"]
+    )
     return Snapshot(
-        version, entries, references, resolutions=body["resolutions"], spreads=body["spreads"], built_at=built_at
+        version,
+        entries,
+        references,
+        resolutions=body["resolutions"],
+        spreads=body["spreads"],
+        built_at=built_at,
+        field_specs=specs,
     )
 
 

@@ -29,6 +29,7 @@ from app.services.blind_test import visibility
 from app.services.boards import latex_text, leaderboards, models_view
 from app.services.boards.board_snapshots import GAP, Entry, ReferenceRow
 from app.services.boards.leaderboards import Board, Column
+from app.services.catalog.entry_fields import FieldSpec
 from app.services.errors import NotFound
 
 FORMATS = {
@@ -109,6 +110,19 @@ def _rows(board) -> list:
     """The table's rows in display order: the ranked entries, each reference row where its primary score
     falls (a board's and a models table's alike)."""
     return leaderboards.interleave(board.entries, board.references, board.primary)
+
+
+def _field_specs(board, columns_only: bool = False) -> list[FieldSpec]:
+    """The benchmark's entry fields a board's export writes: every one (CSV, JSON), or those its boards show as
+    columns (Markdown, LaTeX: tables to read). A models table has none."""
+    snapshot = getattr(board, "snapshot", None)
+    specs = list(snapshot.field_specs) if snapshot is not None else []
+    return [spec for spec in specs if spec.column] if columns_only else specs
+
+
+def _stated(row, spec: FieldSpec):
+    """A row's value of a field (None for a reference row, or an entry that did not state it)."""
+    return getattr(row, "fields", {}).get(spec.key) if row.kind == "entry" else None
 
 
 def _cell_text(row: Entry | ReferenceRow, column: Column) -> str:
@@ -231,6 +245,9 @@ def to_csv(board: Board) -> str:
     header += ["rank_low", "rank_high", "paper_url", "code_url"]
     header += ["verified", "verified_note", "verified_url"] if marks else []
     header += ["type"]
+    # The entry fields last, so that every earlier column keeps its place; yes/no as true/false like JSON.
+    specs = _field_specs(board)
+    header += [f"field:{spec.key}" for spec in specs]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180; quotes cells with commas, quotes, newlines
     writer.writerow(header)
@@ -259,6 +276,9 @@ def to_csv(board: Board) -> str:
                 mark["url"] if mark else None,
             ]
         cells += [row.kind]
+        for spec in specs:
+            value = _stated(row, spec)
+            cells.append(str(value).lower() if isinstance(value, bool) else value)
         writer.writerow([csv_cell(cell) for cell in cells])
     return out.getvalue()
 
@@ -304,6 +324,7 @@ def to_json(board: Board) -> str:
         "scores_public": board.scores_public,
         "view": board.view,
         "columns": [{"subset": c.subset, "metric": c.metric, **column_facts(c)} for c in board.columns],
+        "fields": [spec.as_dict() for spec in _field_specs(board)],
         "entries": [
             {
                 "rank": entry.rank,
@@ -316,6 +337,7 @@ def to_json(board: Board) -> str:
                 "date": entry.submitted_at.isoformat(),
                 "paper_url": entry.paper_url,
                 "code_url": entry.code_url,
+                "fields": entry.fields,
                 "scores": _scores(entry, board.columns),
                 **({"gap": gap_document(entry)} if any(c.subset == GAP for c in board.columns) else {}),
                 "verified": entry.verified,
@@ -492,9 +514,25 @@ def _markdown_verified(row) -> str:
     return f"yes: {markdown_escape(mark['note'])}{link}"
 
 
+def _markdown_field(spec: FieldSpec, value) -> str:
+    if value is None:
+        return "–"
+    return _markdown_link("link", value) if spec.type == "url" else markdown_escape(spec.cell(value))
+
+
 def to_markdown(board: Board) -> str:
     marks = isinstance(board, Board)  # a board's entries carry a maintainer's verified mark; model rows do not
-    header = ["Rank", "Model", "Team", "Date", *(markdown_escape(c.label) for c in board.columns), "Paper", "Code"]
+    specs = _field_specs(board, columns_only=True)
+    header = [
+        "Rank",
+        "Model",
+        "Team",
+        "Date",
+        *(markdown_escape(c.label) for c in board.columns),
+        *(markdown_escape(spec.label) for spec in specs),
+        "Paper",
+        "Code",
+    ]
     header += ["Verified"] if marks else []
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     lines = [
@@ -504,7 +542,19 @@ def to_markdown(board: Board) -> str:
         "",
         "| " + " | ".join(header) + " |",
         "|"
-        + "|".join(["---:", "---", "---", "---", *("---:" for _ in board.columns), "---", "---", *(["---"] * marks)])
+        + "|".join(
+            [
+                "---:",
+                "---",
+                "---",
+                "---",
+                *("---:" for _ in board.columns),
+                *("---:" if spec.type == "integer" else "---" for spec in specs),
+                "---",
+                "---",
+                *(["---"] * marks),
+            ]
+        )
         + "|",
     ]
     for row in _rows(board):
@@ -515,6 +565,7 @@ def to_markdown(board: Board) -> str:
                 markdown_escape(_team(row)),
                 _date(row),
                 *(_cell_text(row, c) for c in board.columns),
+                *(_markdown_field(spec, _stated(row, spec)) for spec in specs),
                 _markdown_link("paper", row.paper_url),
                 _markdown_link("code", row.code_url),
             ]
@@ -525,6 +576,7 @@ def to_markdown(board: Board) -> str:
                 "",
                 _date(row) or "–",
                 *(_cell_text(row, c) for c in board.columns),
+                *("" for _ in specs),
                 _markdown_link("source", row.source_url),
                 "",
             ]
@@ -733,21 +785,25 @@ def _name_parts(row) -> list[latex_text.Piece]:
     return latex_text.pieces(row.name if row.kind == "reference" else row.model_name)
 
 
-def _beneath_parts(row) -> list[latex_text.Piece]:
-    """What stands beneath a name: its team, or 'reference' and the day (kept on one line)."""
+def _beneath_parts(row, specs: tuple[FieldSpec, ...] = ()) -> list[latex_text.Piece]:
+    """What stands beneath a name: its team (then the entry fields the boards show as columns, "zero-shot:
+    yes"), or 'reference' and the day (kept on one line)."""
     if row.kind == "reference":
         day = _date(row)
         return latex_text.pieces("reference," if day else "reference") + (
             [latex_text.SPACE, latex_text.Piece(day, _em(day))] if day else []
         )
+    stated = [
+        f"{spec.label.lower()}: {spec.cell(value)}" for spec in specs if (value := _stated(row, spec)) is not None
+    ]
     # A verified entry says so beneath its team (a column of its own would crowd a paper's narrow table).
-    return latex_text.pieces(_team(row) + (", verified" if _verified(row) else ""))
+    return latex_text.pieces("; ".join([_team(row) + (", verified" if _verified(row) else ""), *stated]))
 
 
-def _model_min_pt(rows: list, style: _Style) -> float:
+def _model_min_pt(rows: list, style: _Style, specs: tuple[FieldSpec, ...] = ()) -> float:
     """The narrowest the model column may be: no token of a name or team sticks out of it."""
     names = max((latex_text.widest_token(_name_parts(row)) for row in rows), default=0.0) * style.main_em
-    beneath = max((latex_text.widest_token(_beneath_parts(row)) for row in rows), default=0.0) * style.small_em
+    beneath = max((latex_text.widest_token(_beneath_parts(row, specs)) for row in rows), default=0.0) * style.small_em
     return max(MIN_MODEL_EM * style.main_em, names, beneath) + 1.0  # the estimates run 5-10% wide: 1 pt is enough
 
 
@@ -763,13 +819,14 @@ def _layout(board, rows: list, intervals: bool) -> _Layout:
     widest token of a name: a column, the page, else the page with the table scaled down; in each the first
     of STYLES it fits in (a board of six columns or fewer fits a column so, unless a name has a token too
     wide for what is left)."""
+    specs = tuple(_field_specs(board, columns_only=True))
     for environment, width, total in (("table", r"\columnwidth", PAPER.column), ("table*", r"\textwidth", PAPER.text)):
         for style in STYLES:
             model = total - _fixed_pt(board, rows, intervals, style)
-            if model >= _model_min_pt(rows, style):
+            if model >= _model_min_pt(rows, style, specs):
                 return _Layout(environment, width, False, style, model)
     style = STYLES[0]
-    return _Layout("table*", r"\textwidth", True, style, max(SCALED_MODEL_PT, _model_min_pt(rows, style)))
+    return _Layout("table*", r"\textwidth", True, style, max(SCALED_MODEL_PT, _model_min_pt(rows, style, specs)))
 
 
 def _latex_value(row, column: Column, best: dict[str, float]) -> str:
@@ -808,6 +865,7 @@ def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_La
     intervals beneath), each reference row (unranked, in italics) with "reference" and its date beneath.
     Names are whole, broken at their spaces only (latex_text)."""
     best, style = board.best, layout.style
+    specs = tuple(_field_specs(board, columns_only=True))
     result = []
     for row in rows:
         reference = row.kind == "reference"
@@ -816,7 +874,7 @@ def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_La
             day = _date(row)
             under = f"reference, \\mbox{{{day}}}" if day else "reference"  # the date on one line
         else:
-            under = latex_text.latex(_beneath_parts(row), whole_words=True)
+            under = latex_text.latex(_beneath_parts(row, specs), whole_words=True)
         model = latex_text.latex(name, whole_words=True)
         rank = "" if reference else (_rank_text(row.rank, "--") if style.compact else latex_escape(_rank_cell(row)))
         first = [rank, f"\\textit{{{model}}}" if reference else model]
@@ -824,7 +882,7 @@ def _latex_rows(board, rows: list, layout: _Layout, intervals: bool) -> list[_La
         cells = [_latex_interval(row, column, style) if intervals else ("", 0) for column in board.columns]
         interval = f"({latex_escape(row.rank_interval)})" if style.compact and not reference else ""
         second = [_small(interval, style), _small(under, style), *(cell for cell, _ in cells)]
-        under_lines = len(latex_text.wrap(_beneath_parts(row), layout.model_pt / style.small_em))
+        under_lines = len(latex_text.wrap(_beneath_parts(row, specs), layout.model_pt / style.small_em))
         height = len(latex_text.wrap(name, layout.model_pt / style.main_em)) + max(
             [under_lines, *(n for _, n in cells)]
         )

@@ -35,7 +35,7 @@ from app.services.boards.board_snapshots import (
     standing_at,
     verified_snapshot,
 )
-from app.services.catalog import phases
+from app.services.catalog import entry_fields, phases
 from app.services.errors import NotFound, ServiceError
 from app.services.jobs import transport
 
@@ -133,6 +133,11 @@ class Board:
     examples: int | None = None  # the examples its figures count over (a blind test's queried part's, till the reveal)
     # ?verified=1: the verified entries alone, ranked among themselves (board_snapshots.verified_snapshot).
     verified_only: bool = False
+
+    @property
+    def field_columns(self) -> list[entry_fields.FieldSpec]:
+        """The entry fields its table shows as columns, after the scores (the benchmark's choice)."""
+        return [spec for spec in self.snapshot.field_specs if spec.column] if self.snapshot else []
 
     @property
     def found(self) -> list[Entry]:

@@ -58,6 +58,7 @@ def submission(submission_id: int) -> tuple | None:
             Submission.description,
             Submission.paper_url,
             Submission.code_url,
+            Submission.fields,
             Submission.anonymous,
             Submission.published_at,
             Submission.hidden_at,

@@ -12,6 +12,7 @@ from app.models import Submission, User
 from app.services import catalog
 from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, listings
+from app.services.catalog import entry_fields
 from app.services.errors import NotFound
 from app.services.intake import quotas, submissions
 
@@ -44,6 +45,8 @@ class SubmissionPage:
     per_example: bool = False  # on the public board of a split whose per-example results are public (comparisons)
     # Entries of the board to compare this one with (id, rank, model name), the first COMPARE_CHOICES in its order.
     compare_choices: list[tuple[int, int, str]] = field(default_factory=list)
+    # The benchmark's entry fields with this entry's value of each (None: not stated), in the fields' order.
+    fields: list[tuple[entry_fields.FieldSpec, entry_fields.Value | None]] | None = None
 
 
 def _sizes(split, view: visibility.SubmissionView) -> dict[str, dict[str, int | None]]:
@@ -123,9 +126,15 @@ def page_for(user: User | None, submission_id: int) -> SubmissionPage:
         listings.placement(submission) if published else None,
         submissions.refusal_of(submission) if problems else None,
         None if view.queried_part is None else int(view.queried_part.size),
+        fields=_fields(submission),
     )
     page.per_example = rank is not None and visibility.per_example_public(split)
     if rank is not None:
         others = (e for e in board_snapshots.leaderboard(split) if e.submission_id != submission.id)
         page.compare_choices = [(e.submission_id, e.rank, e.model_name) for e in islice(others, COMPARE_CHOICES)]
     return page
+
+
+def _fields(submission: Submission) -> list[tuple[entry_fields.FieldSpec, entry_fields.Value | None]]:
+    values = entry_fields.values_of(submission.fields)
+    return [(spec, values.get(spec.key)) for spec in entry_fields.specs(submission.split.benchmark_id)]

@@ -9,7 +9,7 @@ team's and the account's rows (`split_under_locks`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, case, func, select
@@ -18,7 +18,7 @@ from app import observability
 from app.db import db
 from app.models import Split, Submission, Team, User, as_utc, utcnow
 from app.services import catalog
-from app.services.catalog import phases
+from app.services.catalog import entry_fields, phases
 from app.services.errors import QuotaExceeded
 
 # --- quotas --------------------------------------------------------------------------------------------
@@ -238,6 +238,7 @@ class SplitChoice:
     split: Split
     quotas: dict[int, QuotaStatus]  # team id -> counts now
     phase: phases.Phase | None = None
+    entry_fields: list[entry_fields.FieldSpec] = field(default_factory=list)  # its benchmark's, in their order
 
     @property
     def label(self) -> str:
@@ -251,7 +252,7 @@ class SplitChoice:
 
 def upload_choices(user: User, now: datetime | None = None) -> list[SplitChoice]:
     """Every open split with the quota each of the user's teams has left there (the stricter of the team's and
-    the user's own through all their teams), in two queries."""
+    the user's own through all their teams), and each benchmark's entry fields, in three queries."""
     splits = catalog.open_splits()
     teams = [team.id for team in user.teams]
     now = now or utcnow()
@@ -274,13 +275,14 @@ def upload_choices(user: User, now: datetime | None = None) -> list[SplitChoice]
         own = {row[0]: tuple(row[1:]) for row in rows}
     nothing = (0, 0, 0, 0)
     choices = []
+    specs = entry_fields.specs_by_benchmark(sorted({split.benchmark_id for split in splits}))
     for split in splits:
         quotas = {}
         for team in teams:
             status = _status(split, counts.get((split.id, team), nothing))
             status.account = _status(split, own.get(split.id, nothing), "account")
             quotas[team] = status
-        choices.append(SplitChoice(split, quotas, phases.of(split, now)))
+        choices.append(SplitChoice(split, quotas, phases.of(split, now), specs[split.benchmark_id]))
     return choices
 
 

@@ -28,7 +28,7 @@ from app.names import invisible
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
-from app.services.catalog import phases
+from app.services.catalog import entry_fields, phases
 from app.services.errors import (
     Conflict,
     Forbidden,
@@ -131,6 +131,7 @@ def store_scored(
     anonymous: bool = False,
     publish: bool = False,
     submitted_at: datetime | None = None,
+    fields: dict | None = None,
 ) -> Submission:
     """Validate, score and store one submission outside any quota (the demo and maintainers' imports;
     `submitted_at` dates an entry imported from before the server kept it)."""
@@ -138,7 +139,8 @@ def store_scored(
     task, predictions, scores = _score_upload(inputs, data)
     digest = checksums.sha256(data)
     moment = submitted_at or utcnow()
-    upload = Upload(data, model_name, description, paper_url, code_url, anonymous)
+    upload = Upload(data, model_name, description, paper_url, code_url, anonymous, fields)
+    upload.fields = entry_fields.clean_values(entry_fields.specs(split.benchmark_id), fields)
     kept = originals.keep_confirmed(data, digest)  # before this writes anything: a hanging store holds no lock
     try:
         submission = _scored_submission(
@@ -174,6 +176,7 @@ def _scored_submission(
         description=upload.description,
         paper_url=upload.paper_url,
         code_url=upload.code_url,
+        fields=entry_fields.stored(upload.fields or {}),
         anonymous=upload.anonymous,
         file_sha256=digest,
         file_size=len(upload.data),
@@ -232,6 +235,7 @@ class Upload:
     paper_url: str | None = None
     code_url: str | None = None
     anonymous: bool = False
+    fields: dict | None = None  # the benchmark's entry fields, {key: value} (services/catalog/entry_fields.py)
 
 
 @dataclass(frozen=True)
@@ -301,7 +305,7 @@ def _clean_description(value: str | None) -> str:
     return description
 
 
-def _clean_upload(upload: Upload) -> Upload:
+def _clean_upload(upload: Upload, split: Split) -> Upload:
     name = (upload.model_name or "").strip()
     if not name:
         raise field_error("model_name", "is required: name the model these predictions come from")
@@ -318,6 +322,8 @@ def _clean_upload(upload: Upload) -> Upload:
         paper_url=_clean_url("paper_url", upload.paper_url),
         code_url=_clean_url("code_url", upload.code_url),
         anonymous=bool(upload.anonymous),
+        # Not required yet: a required field is needed at publication.
+        fields=entry_fields.clean_values(entry_fields.specs(split.benchmark_id), upload.fields),
     )
 
 
@@ -367,7 +373,7 @@ def submit(
         if not split.is_open:
             raise Conflict(f"{split.benchmark.name} {split.name} is closed to submissions")
         phases.check_accepting(split, now)
-    upload = _clean_upload(upload)
+    upload = _clean_upload(upload, split)
     check_size(upload.data)
     inputs = catalog.scoring_inputs(split)
     attempt = _Attempt(split.id, team.id, user.id, split.benchmark.slug, team.name, upload, inputs)
@@ -446,8 +452,9 @@ def _replay(previous: Submission, attempt: _Attempt) -> SubmitResult:
     upload = attempt.upload
     sent = [attempt.split_id, attempt.team_id, attempt.digest, upload.model_name, upload.description]
     stored = [previous.split_id, previous.team_id, previous.file_sha256, previous.model_name, previous.description]
-    sent_links = (upload.paper_url, upload.code_url, upload.anonymous)
-    if sent != stored or sent_links != (previous.paper_url, previous.code_url, previous.anonymous):
+    sent_links = (upload.paper_url, upload.code_url, upload.anonymous, upload.fields or {})
+    stored_links = (previous.paper_url, previous.code_url, previous.anonymous, entry_fields.values_of(previous.fields))
+    if sent != stored or sent_links != stored_links:
         raise InvalidInput(
             f"the Idempotency-Key {attempt.idempotency_key!r} was sent before with another upload "
             f"(submission {previous.id}); send each new upload with a new key",
@@ -674,10 +681,13 @@ def publish(
     description: str | None = None,
     paper_url: str | None = None,
     code_url: str | None = None,
+    fields: dict | None = None,
 ) -> Submission:
-    """Show a scored submission on the leaderboard; it needs a description or a paper URL. Publishing one that
-    is published already, with nothing new, changes nothing (no new board version, no rebuild, not counted);
-    any other change counts against the account's and the entry's limits (_count_change)."""
+    """Show a scored submission on the leaderboard; it needs a description or a paper URL, and a value for each
+    of its benchmark's required entry fields (given now or at upload). Publishing one that is published already,
+    with nothing new, changes nothing (no new board version, no rebuild, not counted); any other change counts
+    against the account's and the entry's limits (_count_change). A published entry's fields are what the board
+    was told: they change only once it is unpublished (Conflict naming the field)."""
     submission = _own(user, submission_id)
     accounts.check_verified(user)
     if submission.status != "scored":
@@ -690,6 +700,20 @@ def publish(
         raise InvalidInput(
             "Publishing needs a description or a paper URL (description or paper_url)", field="description"
         )
+    specs = entry_fields.specs(submission.split.benchmark_id)
+    held = entry_fields.values_of(submission.fields)
+    given = entry_fields.clean_values(specs, fields)
+    # A key given empty (null, "") takes its value away: the page's form sends every field, blank or not.
+    cleared = {key for key, value in (fields or {}).items() if key not in given and key in held}
+    if submission.published_at is not None:
+        for key in [*given, *cleared]:
+            if held.get(key) != given.get(key):
+                raise Conflict(
+                    f"the entry is published: its field {key!r} changes only once it is unpublished",
+                    field=f"fields.{key}",
+                )
+    values = {key: value for key, value in held.items() if key not in cleared} | given
+    entry_fields.check_required(specs, values)
     changed = {
         name: value
         for name, value in (("description", description), ("paper_url", paper_url), ("code_url", code_url))
@@ -704,6 +728,7 @@ def publish(
         setattr(submission, name, value)
     if changed:
         _drop_verified(submission)  # what a maintainer checked is no longer what the board shows
+    submission.fields = entry_fields.stored(values)
     if submission.published_at is None:
         submission.published_at = utcnow()
     submission.split.board_version += 1

@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from app.bundles import (
     Bundle,
     BundleError,
+    EntryFieldSpec,
     FileRef,
     LoadedBundle,
     Phase,
@@ -41,11 +42,11 @@ from app.bundles import (
 from app.db import db, one_transaction
 from app.evaluation import Problem, ValidationError, configured
 from app.evaluation.subsets import ids_subset
-from app.models import Benchmark, Reference, Split, Submission, Subset, User, as_utc
+from app.models import Benchmark, EntryField, Reference, Split, Submission, Subset, User, as_utc
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.boards import leaderboards
-from app.services.catalog import label_files, phases
+from app.services.catalog import entry_fields, label_files, phases
 from app.services.catalog import references as reference_rows
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.maintenance import label_audits, maintainer_actions
@@ -104,6 +105,7 @@ def apply_bundle(
             _apply_order(actor, bundle, order, outcome, via)
             _apply_default_split(actor, bundle, outcome, via)
             _apply_columns(actor, bundle, outcome, via)
+            _apply_entry_fields(actor, bundle, outcome, via)
     except IntegrityError as exc:  # another server changed the same rows meanwhile (two applies at once)
         raise Conflict(
             f"{bundle.slug} changed while the bundle was being applied (another apply at the same time?); "
@@ -522,6 +524,49 @@ def _apply_columns(actor: User | None, bundle: Bundle, outcome: Outcome, via: st
     outcome.add(bundle.slug, f"board columns: {shown}")
 
 
+def _apply_entry_fields(actor: User | None, bundle: Bundle, outcome: Outcome, via: str) -> None:
+    """The benchmark's entry fields as the bundle lists them, in its order: each added, changed or removed
+    through the audited entry_fields actions (a field entries hold values of is never removed: Conflict)."""
+    benchmark = catalog.get_benchmark(bundle.slug)
+    current = {spec.key: spec for spec in entry_fields.specs(benchmark)}
+    wanted = []
+    for index, given in enumerate(bundle.entry_fields):
+        with _at(f"entry_fields[{index}]"):
+            wanted.append(
+                entry_fields.checked_spec(
+                    given.key,
+                    given.label,
+                    given.type,
+                    given.choices,
+                    given.unit,
+                    required=given.required,
+                    column=given.column,
+                    filterable=given.filter,
+                )
+            )
+    keys = [spec.key for spec in wanted]
+    for key in current:
+        if key not in keys:
+            entry_fields.drop(benchmark, key, actor=actor, via=via)
+            outcome.add(bundle.slug, f"entry field removed: {key}")
+    for spec in wanted:
+        if current.get(spec.key) != spec:
+            entry_fields.store(benchmark, spec, actor=actor, via=via)
+            outcome.add(
+                bundle.slug, f"entry field {'changed' if spec.key in current else 'added'}: {spec.key} ({spec.type})"
+            )
+    rows = {
+        row.key: row for row in db.session.scalars(select(EntryField).where(EntryField.benchmark_id == benchmark.id))
+    }
+    before = [key for key in current if key in keys]
+    for position, key in enumerate(keys):
+        rows[key].position = position
+    if before != [key for key in keys if key in before]:
+        order = ", ".join(keys)
+        audit_log.record(actor, "entry_field.order", f"benchmark {bundle.slug}", {"via": via, "order": order})
+        outcome.add(bundle.slug, f"entry field order: {order}")
+
+
 def apply_bundle_archive(
     actor: User | None,
     data: bytes,
@@ -599,6 +644,7 @@ def export_bundle(benchmark_slug: str, *, with_files: bool = True) -> tuple[Bund
         task=json.loads(config) if config else benchmark.task_type,
         default_split=default,
         columns=json.loads(benchmark.board_columns) if benchmark.board_columns else None,
+        entry_fields=[EntryFieldSpec.model_validate(spec.as_dict()) for spec in entry_fields.specs(benchmark)],
         splits=splits,
     )
     return bundle, files

@@ -19,7 +19,17 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from app.bundles import Bundle, FileRef, LoadedBundle, Policy, ReferenceSpec, SplitSpec, canonical_yaml, read_bundle
+from app.bundles import (
+    Bundle,
+    EntryFieldSpec,
+    FileRef,
+    LoadedBundle,
+    Policy,
+    ReferenceSpec,
+    SplitSpec,
+    canonical_yaml,
+    read_bundle,
+)
 from app.db import db
 from app.evaluation import get_task
 from app.evaluation.tasks import DemoBenchmark, DemoSplit, demo_benchmarks
@@ -62,6 +72,35 @@ TEAMS = (
         150,
     ),
 )
+
+# The fact sheet every demo benchmark asks for (the entry fields suggested for a benchmark), and what each demo
+# team's model states (a sweep run states the sweep's).
+ENTRY_FIELDS = (
+    EntryFieldSpec(key="zero_shot", label="Zero-shot", type="yesno", filter=True),
+    EntryFieldSpec(key="extra_data", label="Extra training data", type="yesno", filter=True),
+    EntryFieldSpec(key="parameters", label="Parameters", type="integer", unit="parameters", column=True, filter=True),
+    EntryFieldSpec(key="open_weights", label="Open weights", type="yesno", filter=True),
+    EntryFieldSpec(key="code_url", label="Code", type="url"),
+)
+STATED: dict[str, dict[str, bool | int | str]] = {
+    "PixR": {"zero_shot": True, "extra_data": False, "parameters": 64_000_000, "open_weights": True},
+    "VGG-Lite": {"zero_shot": False, "extra_data": False, "parameters": 23_000_000, "open_weights": True},
+    "GD-Base": {
+        "zero_shot": False,
+        "extra_data": True,
+        "parameters": 220_000_000,
+        "open_weights": True,
+        "code_url": "https://example.org/gd-base",
+    },
+    "Aurora-L (ensemble)": {"zero_shot": False, "extra_data": True, "parameters": 5_400_000_000, "open_weights": False},
+}
+SWEEP_STATED: dict[str, bool | int | str] = {
+    "zero_shot": False,
+    "extra_data": False,
+    "parameters": 110_000_000,
+    "open_weights": True,
+    "code_url": "https://example.org/sweepnet",
+}
 
 # A team that publishes every run of a hyperparameter sweep: a crowded board, and what view=teams is for.
 SWEEP_TEAM = "Sweep Lab"
@@ -179,6 +218,7 @@ def demo_bundle(spec: DemoBenchmark, seed: int, *, gzipped: bool = False) -> tup
         paper_url="https://example.org/paper",
         task=spec.task,
         default_split=public[-1] if public else None,
+        entry_fields=list(ENTRY_FIELDS),
         splits=splits,
     )
     return bundle, files
@@ -252,6 +292,7 @@ def _ensure_run(
         paper_url=paper,
         publish=True,
         submitted_at=moment,
+        fields=STATED.get(model, SWEEP_STATED if team_name == SWEEP_TEAM else {}),
     )
     return 1
 

@@ -104,8 +104,20 @@ def _read_file(name: str) -> tuple[str, bytes]:
         raise UsageError(f"{name}: cannot read it: {exc.strerror or exc}") from exc
 
 
+def _field_values(given: list[str] | None) -> dict[str, str]:
+    """--field key=value (repeatable) as the API's `fields` object; the server checks each by its type."""
+    values: dict[str, str] = {}
+    for item in given or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--field {item!r}: expected key=value, e.g. --field zero_shot=yes")
+        values[key.strip()] = value
+    return values
+
+
 def cmd_submit(args) -> int:
     file_name, data = _read_file(args.file)
+    stated = _field_values(args.field)
     client = _client()
     fields = {"benchmark": args.benchmark, "split": args.split, "model_name": args.model}
     for name, value in (
@@ -116,6 +128,8 @@ def cmd_submit(args) -> int:
     ):
         if value is not None:
             fields[name] = value
+    if stated:
+        fields["fields"] = json.dumps(stated)
     created = client.upload(
         fields, file_name, data, Progress(f"uploading {file_name}", len(data)), idempotency_key=args.idempotency_key
     )
@@ -192,11 +206,14 @@ def _show(submission: dict) -> None:
         ("description", "description"),
         ("paper", "paper_url"),
         ("code", "code_url"),
+        *((key, f"fields:{key}") for key in submission.get("fields") or {}),
         ("anonymous", "anonymous"),
         ("file sha256", "sha256"),
         ("file size", "size"),
     ):
-        value = submission.get(key)
+        value = submission["fields"][key[7:]] if key.startswith("fields:") else submission.get(key)
+        if value is True or value is False:
+            value = "yes" if value else "no"
         if value not in (None, ""):
             _out(f"{label + ':':13} {value}")
     if verdict_line(submission):
@@ -228,6 +245,9 @@ def cmd_publish(args) -> int:
         )
         if value is not None
     }
+    stated = _field_values(args.field)
+    if stated:
+        body["fields"] = stated
     submission = _client().post_json(f"/submissions/{args.id}/publish", body)
     _out(f"submission {submission['id']} published on {submission['benchmark']} {submission['split']}")
     return OK
@@ -301,6 +321,12 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--paper-url")
     submit.add_argument("--code-url")
     submit.add_argument(
+        "--field",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an entry field of the benchmark (repeatable), e.g. --field zero_shot=yes --field parameters=7000000000",
+    )
+    submit.add_argument(
         "--idempotency-key",
         help="a key of your own for this upload (default: a new random one); running the command again with "
         "the same key stores nothing new and shows the first upload's result",
@@ -324,6 +350,12 @@ def parser() -> argparse.ArgumentParser:
     publish.add_argument("--description")
     publish.add_argument("--paper-url")
     publish.add_argument("--code-url")
+    publish.add_argument(
+        "--field",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an entry field of the benchmark (repeatable); a published entry's fields change only once unpublished",
+    )
     publish.set_defaults(run=cmd_publish)
 
     unpublish = sub.add_parser("unpublish", help="take a published submission off the leaderboard")
