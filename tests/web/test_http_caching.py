@@ -29,6 +29,12 @@ CLASSES = {
     "public.blind_test": PUBLIC,
     "submissions.show": PUBLIC,
     "teams.public_page": PUBLIC,
+    # Comparisons and per-example files are computed per request and not kept by caches (yet).
+    "public.compare": NO_STORE,
+    "public.compare_csv": NO_STORE,
+    "api_v1.compare": NO_STORE,
+    "submissions.example_results": NO_STORE,
+    "api_v1.example_results": NO_STORE,
     "api_v1.benchmarks": PUBLIC,
     "api_v1.leaderboard": PUBLIC,
     "api_v1.default_leaderboard": PUBLIC,
@@ -90,7 +96,7 @@ def test_every_get_route_has_its_cache_class(app):
         assert login(session, EMAILS[role], PASSWORD).status_code == 302
     token = world.headers("admin")
     seen_ok: dict[str, set[str]] = {endpoint: set() for endpoint in rules}
-    for endpoint, url in crawler.get_urls(app, world, vendored=True):
+    for endpoint, url in crawler.get_urls(app, world, vendored=True) + _comparison_urls(app):
         expected = CLASSES[endpoint]
         answers = {
             "anonymous": anonymous.get(url),
@@ -122,6 +128,25 @@ def test_every_get_route_has_its_cache_class(app):
     for endpoint, visitors in seen_ok.items():
         wanted = {"anonymous"} if CLASSES[endpoint] in (PUBLIC, IMMUTABLE) else set()
         assert visitors and wanted <= visitors, f"{endpoint}: no 200 answer to check ({visitors})"
+
+
+def _comparison_urls(app) -> list[tuple[str, str]]:
+    """The comparison's routes take their entries as query values, which the crawler does not fill: two entries
+    on the board of one public split."""
+    with app.app_context():
+        for split in catalog.list_splits():
+            entries = leaderboards.board(split.benchmark.slug, split.slug).entries if not split.hidden else []
+            if len(entries) >= 2:
+                a, b = entries[0].submission_id, entries[1].submission_id
+                break
+        else:
+            return []
+    pair = f"a={a}&b={b}"
+    return [
+        ("public.compare", f"/compare?{pair}"),
+        ("public.compare_csv", f"/compare.csv?{pair}"),
+        ("api_v1.compare", f"/api/v1/compare?{pair}"),
+    ]
 
 
 def test_non_get_requests_and_errors_are_not_stored(app, client):
