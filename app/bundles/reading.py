@@ -338,7 +338,23 @@ def _size_words(size: int) -> str:
     return f"{size:,} bytes"
 
 
-class _Folder:
+class _Source:
+    """Where a bundle's files are read from (a folder, a .zip): benchmark.yaml under its own cap, the files it
+    names under the bundle's; each source says how it opens one (`_open`)."""
+
+    limit: int
+
+    def _open(self, name: str, limit: int, what: str = "") -> bytes:
+        raise NotImplementedError
+
+    def yaml(self) -> bytes:
+        return self._open(YAML_NAME, MAX_YAML_BYTES, "the file")
+
+    def file(self, name: str) -> bytes:
+        return self._open(name, self.limit)
+
+
+class _Folder(_Source):
     """A bundle folder on disk: nothing outside it is read, no symlink followed, nothing but regular files."""
 
     def __init__(self, root: Path, limit: int) -> None:
@@ -382,14 +398,8 @@ class _Folder:
             raise _Refused(f"{what} is over {_size_words(limit)}")
         return data
 
-    def yaml(self) -> bytes:
-        return self._open(YAML_NAME, MAX_YAML_BYTES, "the file")
 
-    def file(self, name: str) -> bytes:
-        return self._open(name, self.limit)
-
-
-class _Zip:
+class _Zip(_Source):
     """A .zip of a bundle folder (benchmark.yaml at its root or in its one top folder). Its entries are checked
     as a whole before any is read: names, kinds, encryption, count, sizes and compression ratios."""
 
@@ -461,12 +471,6 @@ class _Zip:
         if data is None:
             raise _Refused(f"{what} is over {_size_words(limit)}")
         return data
-
-    def yaml(self) -> bytes:
-        return self._open(YAML_NAME, MAX_YAML_BYTES, "the file")
-
-    def file(self, name: str) -> bytes:
-        return self._open(name, self.limit)
 
 
 def _gunzip(name: str, data: bytes, limit: int) -> bytes:

@@ -13,6 +13,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import contains_eager, joinedload
 
+from app.bundles.model import HIDDEN_POLICY
 from app.db import commit, db
 from app.evaluation import TASK_TYPES, GoldSet, TakesChoices, TaskType, ValidationError, sealed
 from app.evaluation.subsets import category_subsets, ids_subset
@@ -168,8 +169,9 @@ def remove_split(benchmark_slug: str, split_slug: str) -> Split:
     return split
 
 
-# A blind test starts safe: exact scores, unlimited, would let a team read labels off its scores.
-HIDDEN_SPLIT_POLICY = {"feedback": "ladder", "per_day": 5, "per_month": 20}
+# A blind test starts safe: exact scores, unlimited, would let a team read labels off its scores. One rule for
+# `splits add --hidden`, the console and a bundle's hidden split without a policy (app/bundles/model.py).
+HIDDEN_SPLIT_POLICY = HIDDEN_POLICY
 
 
 def risks(split: Split) -> list[str]:

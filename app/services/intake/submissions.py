@@ -295,24 +295,27 @@ def _clean_url(field: str, value: str | None) -> str | None:
     return value
 
 
+def _typed_text(field: str, value: str | None, limit: int, missing: str | None = None) -> str:
+    """What a person typed into ``field``, trimmed: present where ``missing`` says what to give, at most ``limit``
+    characters, and without a NUL byte (PostgreSQL text cannot hold one; nobody's text needs one)."""
+    text = (value or "").strip()
+    if missing is not None and not text:
+        raise field_error(field, f"is required: {missing}")
+    if len(text) > limit:
+        raise field_error(field, f"must have at most {limit:,} characters")
+    if "\x00" in text:
+        raise field_error(field, "must not contain NUL bytes")
+    return text
+
+
 def _clean_description(value: str | None) -> str:
-    description = (value or "").strip()
-    if len(description) > MAX_DESCRIPTION:
-        raise field_error("description", f"must have at most {MAX_DESCRIPTION:,} characters")
-    if "\x00" in description:  # PostgreSQL text cannot hold one; no description needs one
-        raise field_error("description", "must not contain NUL bytes")
+    description = _typed_text("description", value, MAX_DESCRIPTION)
     _check_visible("description", description)  # line breaks and tabs are visible: they stay
     return description
 
 
 def _clean_upload(upload: Upload, split: Split) -> Upload:
-    name = (upload.model_name or "").strip()
-    if not name:
-        raise field_error("model_name", "is required: name the model these predictions come from")
-    if len(name) > MAX_MODEL_NAME:
-        raise field_error("model_name", f"must have at most {MAX_MODEL_NAME} characters")
-    if "\x00" in name:
-        raise field_error("model_name", "must not contain NUL bytes")
+    name = _typed_text("model_name", upload.model_name, MAX_MODEL_NAME, "name the model these predictions come from")
     _check_visible("model_name", name)
     description = _clean_description(upload.description)
     return Upload(
@@ -832,13 +835,7 @@ def verify(
     that is not on the board: unpublished, not scored, or hidden (unhide it first). `actor` None: the command
     line."""
     submission = _maintained(actor, submission_id, "verify")
-    note = (note or "").strip()
-    if not note:
-        raise field_error("note", "is required: say what was checked")
-    if len(note) > MAX_VERIFIED_NOTE:
-        raise field_error("note", f"must have at most {MAX_VERIFIED_NOTE} characters")
-    if "\x00" in note:
-        raise field_error("note", "must not contain NUL bytes")
+    note = _typed_text("note", note, MAX_VERIFIED_NOTE, "say what was checked")
     check_visible("the note", note, field="note")
     url = _clean_url("url", url)
     if submission.status != "scored" or submission.published_at is None:

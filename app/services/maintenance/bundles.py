@@ -193,7 +193,7 @@ def _refusals(
             )
         for kind in ("annotations", "choices"):
             given = getattr(spec, kind)
-            if given is not None and _given_sha(split, kind) != sha256(loaded.files[given.file]):
+            if given is not None and label_files.stored_file(split, kind)[1] != sha256(loaded.files[given.file]):
                 problems.append((Conflict, f"{where}.{kind}: a split's {kind} file never changes through a bundle"))
         if sha256(loaded.files[spec.labels.file]) != split.gold_sha256 and not dry_run and not (reason or "").strip():
             problems.append(
@@ -237,10 +237,6 @@ def _listed_sources(split: Split) -> tuple[str, ...]:
     subsets of a split whose annotation file was not kept (added before bundles), under the same names, so that
     they survive the round trip."""
     return ("ids",) if label_files.stored_file(split, "annotations")[0] is not None else ("ids", "annotation")
-
-
-def _given_sha(split: Split, kind: str) -> str | None:
-    return split.annotations_sha256 if kind == "annotations" else split.choices_file_sha256
 
 
 def _same_members(split: Split, subset: Subset, ids: bytes) -> bool:
@@ -370,21 +366,9 @@ def _apply_split(
 
 
 def _policy_of(spec: SplitSpec) -> dict:
-    """The policy the bundle asks of a split, as catalog.set_policy's keywords (a missing policy: the one a split
-    gets when it is added, public or hidden: the bundle is the whole truth of the split)."""
+    """The policy the bundle asks of a split, as catalog.set_policy's keywords (the model has filled in what the
+    bundle leaves out by the split's kind: the bundle is the whole truth of the split)."""
     policy = spec.policy
-    if policy is None:
-        defaults = catalog.HIDDEN_SPLIT_POLICY if spec.hidden else {"feedback": "full"}
-        return {
-            "per_day": None,
-            "per_month": None,
-            "total": None,
-            "rejected_per_day": 50,
-            "is_open": True,
-            "sealed_fraction": 0.0,
-            "feedback": "full",
-            **defaults,
-        }
     return {
         "per_day": policy.per_day,
         "per_month": policy.per_month,

@@ -24,7 +24,6 @@ from app.bundles import (
     EntryFieldSpec,
     FileRef,
     LoadedBundle,
-    Policy,
     ReferenceSpec,
     SplitSpec,
     canonical_yaml,
@@ -174,10 +173,10 @@ def _demo_loaded(spec: DemoBenchmark, seed: int) -> LoadedBundle:
 
 def demo_bundle(spec: DemoBenchmark, seed: int, *, gzipped: bool = False) -> tuple[Bundle, dict[str, bytes]]:
     """A demo benchmark as a bundle (its files by path; ``gzipped``: as .gz files, what the repository keeps
-    of its 41 MB of synthetic gold files): its splits' synthetic gold files (seeds
-    from ``seed``, its place among the demo benchmarks), annotation and choices files, reference rows, the
-    policy a split gets when it is added, and its last public split as the landing page (where the crowd is:
-    hidden splits hold their scores until revealed)."""
+    of its 41 MB of synthetic gold files): its splits' synthetic gold files (seeds from ``seed``, its place among
+    the demo benchmarks), annotation and choices files, reference rows, the policy a split of its kind gets by
+    default (the bundle model's), and its last public split as the landing page (where the crowd is: hidden
+    splits hold their scores until revealed)."""
     files: dict[str, bytes] = {}
     splits = []
 
@@ -202,7 +201,6 @@ def demo_bundle(spec: DemoBenchmark, seed: int, *, gzipped: bool = False) -> tup
                 annotations=kept(f"{base}/annotations.txt", annotations) if annotations else None,
                 choices=kept(f"{base}/choices.json", choices) if choices else None,
                 subset_field=spec.subset_field,
-                policy=Policy(**(catalog.HIDDEN_SPLIT_POLICY if split_spec.hidden else {"feedback": "full"})),
                 references=[
                     ReferenceSpec(name=name, scores=scores, source=url)
                     for name, scores, url in references_for(spec.task, split_spec.slug)
