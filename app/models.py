@@ -183,6 +183,9 @@ class Benchmark(Model):
     entry_fields: Mapped[list[EntryField]] = relationship(
         back_populates="benchmark", order_by="EntryField.position", cascade="all, delete-orphan"
     )
+    tracks: Mapped[list[Track]] = relationship(
+        back_populates="benchmark", order_by="Track.position", cascade="all, delete-orphan"
+    )
 
 
 ENTRY_FIELD_TYPES = ("yesno", "choice", "integer", "text", "url")
@@ -212,6 +215,24 @@ class EntryField(Model):
     position: Mapped[int] = mapped_column(Integer, default=0)
 
     benchmark: Mapped[Benchmark] = relationship(back_populates="entry_fields")
+
+
+class Track(Model):
+    """A named filter over a benchmark's filterable entry fields (revision 0025): `zero-shot` keeps the entries
+    whose zero_shot is yes; its boards rank the entries it keeps among themselves (services/catalog/tracks.py)."""
+
+    __tablename__ = "tracks"
+    __table_args__ = (UniqueConstraint("benchmark_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(40))
+    label: Mapped[str] = mapped_column(String(120))
+    # Its conditions as a JSON list of [field key, operator, value], all of which an entry meets.
+    conditions: Mapped[str] = mapped_column(Text)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+    benchmark: Mapped[Benchmark] = relationship(back_populates="tracks")
 
 
 class Split(Model):
@@ -425,6 +446,19 @@ class LeaderboardCache(Model):
     __tablename__ = "leaderboard_cache"
 
     split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TrackSnapshot(Model):
+    """A named track's board (services/boards/board_snapshots.py), built by the board's job with the board and
+    kept per board_version as the board's own snapshot is (LeaderboardCache)."""
+
+    __tablename__ = "track_snapshots"
+
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), primary_key=True)
+    track: Mapped[str] = mapped_column(String(40), primary_key=True)
     version: Mapped[int] = mapped_column(Integer)
     payload: Mapped[bytes] = mapped_column(LargeBinary)
     computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -331,6 +331,17 @@ class BoardQuery(BoardSearch):
         "`1`: the verified entries alone, a board of their own: ranks, rank intervals and resolution computed among "
         "them (never the whole board's ranks filtered). Anything else but `0` is a 400."
     )
+    track: str | SkipJsonSchema[None] = _optional(
+        "A named track of the benchmark (`tracks` in the answer lists them; `verified` is the verified entries): "
+        "its entries alone, a board of their own, ranks, rank intervals and resolution computed among them. An "
+        "unknown track is a 400 naming it."
+    )
+    where: list[str] | SkipJsonSchema[None] = _optional(
+        "A condition on an entry field the benchmark lets boards filter by, `field:value` (`zero_shot:yes`) or, for "
+        "a number, `field<=value` (also `>=`, `<`, `>`; `parameters<=1e9`); repeat it for several (all must hold), "
+        "with or without `track`. The entries meeting them are ranked among themselves. An unknown field, one not "
+        "filterable or a value its type refuses is a 400 naming the field."
+    )
 
 
 class SubmissionSearch(WindowQuery):
@@ -530,6 +541,12 @@ class Phase(Shape):
     )
 
 
+class Track(Shape):
+    name: str = Field(description="Its name, for `?track=`.")
+    label: str
+    where: list[str] = Field(description="Its conditions, all of which an entry meets.")
+
+
 class Leaderboard(Window):
     benchmark: str
     split: str
@@ -564,6 +581,15 @@ class Leaderboard(Window):
         description="`verified=1`: the verified entries alone, a board of their own (ranks, rank intervals and "
         "resolution computed among them, never the whole board's)."
     )
+    track: str | None = Field(
+        description="The named track shown (`verified` for `verified=1`); null for every entry or ad-hoc conditions."
+    )
+    where: list[str] = Field(
+        description="Every condition the entries shown meet (a named track's own included), as `field:value` or "
+        "`field<=value`; empty for every entry. The ranks are among these entries alone."
+    )
+    selection: str | None = Field(description="What `where` and `verified` keep, in words; null for every entry.")
+    tracks: list[Track] = Field(description="The benchmark's named tracks, in its order (the board's tabs).")
 
 
 class ModelsSplit(Shape):

@@ -324,6 +324,8 @@ def _leaderboard(benchmark: str, split: str | None) -> dict:
         limit=args.get("limit"),
         offset=args.get("offset"),
         verified=args.get("verified"),
+        track=args.get("track"),
+        where=args.getlist("where"),
     )
     assert board.split is not None  # listings.leaderboard refuses a benchmark without splits (404)
     answer = shape.Leaderboard(
@@ -347,6 +349,10 @@ def _leaderboard(benchmark: str, split: str | None) -> dict:
             board.snapshot.updating_since.isoformat() if board.snapshot and board.snapshot.updating_since else None
         ),
         verified_only=board.verified_only,
+        track=board.selection.track if board.selection else None,
+        where=[condition.written for condition in board.selection.conditions] if board.selection else [],
+        selection=board.selection_words or None,
+        tracks=[shape.Track.model_validate(spec.as_dict()) for spec in board.track_tabs],
     )
     return shape.body(answer)
 

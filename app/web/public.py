@@ -56,6 +56,8 @@ def _board(benchmark: str, split: str | None) -> leaderboards.Board:
         chosen=_columns(),
         q=request.args.get("q"),
         verified=request.args.get("verified"),
+        track=request.args.get("track"),
+        where=request.args.getlist("where"),
     )
 
 
@@ -116,6 +118,8 @@ def export(benchmark: str, split: str, fmt: str):
             chosen=_columns(),
             intervals=request.args.get("ci") != "0",
             verified=request.args.get("verified"),
+            track=request.args.get("track"),
+            where=request.args.getlist("where"),
         )
     )
 

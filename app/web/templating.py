@@ -12,6 +12,7 @@ from app.evaluation.display import score_text
 from app.services.blind_test import visibility
 from app.services.boards.leaderboards import Board, Column
 from app.services.catalog import phases
+from app.services.catalog.tracks import VERIFIED
 
 
 def _query(board: Board, **params) -> str:
@@ -19,7 +20,7 @@ def _query(board: Board, **params) -> str:
         "view": board.view if board.view != "entries" else None,
         "columns": board.chosen,
         "q": board.q,
-        "verified": "1" if board.verified_only else None,
+        **board.selection_params,
     }
     if board.sort is not None:
         base.update(sort=board.sort.key, order=board.order)
@@ -38,7 +39,13 @@ def sort_link(board: Board, column: Column) -> str:
 
 def verified_link(board: Board, only: bool) -> str:
     """The board with only its verified entries (ranked among themselves), or with every entry again."""
-    return _query(board, verified="1" if only else None, page=None, sort=None, order=None)
+    return track_link(board, VERIFIED if only else None)
+
+
+def track_link(board: Board, track: str | None) -> str:
+    """The board of a named track (its entries ranked among themselves; None: every entry), from its first page
+    in its default order (a rank sort of another set of entries)."""
+    return _query(board, track=track, where=None, verified=None, page=None, sort=None, order=None)
 
 
 def page_link(board: Board, page: int) -> str:
@@ -66,6 +73,7 @@ def init_app(app: Flask) -> None:
         page_link,
         view_link,
         verified_link,
+        track_link,
         split_phase,
         phases.moment_text,
         search_link,

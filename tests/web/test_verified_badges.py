@@ -45,7 +45,7 @@ def test_the_badge_on_the_board_and_the_submission_page(client, board):
     assert f'{NOTE.replace("&", "&amp;")} <a href="{URL}"' in row
     other = page.split(f'data-submission-id="{board["ids"][2]}"')[1].split("</tr>")[0]
     assert "verified" not in other
-    assert "?verified=1" in page  # the verified-only board is one link away
+    assert "?track=verified" in page  # the verified-only board is one link away
 
     shown = client.get(f"/submissions/{board['ids'][1]}").get_data(as_text=True)
     assert 'id="verified"' in shown and NOTE.replace("&", "&amp;") in shown and f'href="{URL}"' in shown
@@ -54,9 +54,9 @@ def test_the_badge_on_the_board_and_the_submission_page(client, board):
 
 def test_the_verified_only_page_says_how_it_is_ranked(client, board):
     page = client.get("/leaderboards/nlvr2/dev?verified=1").get_data(as_text=True)
-    assert "ranked among the 1 verified entry" in page
+    assert "only verified entries: 1 entry, ranked among themselves" in page
     assert f'data-submission-id="{board["ids"][1]}"' in page and f'data-submission-id="{board["ids"][0]}"' not in page
-    assert "verified=1" in page.split('class="exports"')[1].split("</p>")[0]  # the downloads are of this board
+    assert "track=verified" in page.split('class="exports"')[1].split("</p>")[0]  # the downloads are of this board
     bad = client.get("/leaderboards/nlvr2/dev?verified=yes")
     assert bad.status_code == 400 and "verified" in bad.get_data(as_text=True)
     with client.application.app_context():

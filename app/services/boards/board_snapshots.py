@@ -34,7 +34,7 @@ from functools import cached_property
 from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import CursorResult, event, exists, insert, inspect, select, update
+from sqlalchemy import CursorResult, delete, event, exists, insert, inspect, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from threadpoolctl import threadpool_limits
@@ -43,11 +43,21 @@ from app import observability, settings
 from app.db import db, has_changes, may_hold_write_lock, own_session
 from app.evaluation import display, sealed, statistics
 from app.lru import LRU
-from app.models import ChangelogEntry, LeaderboardCache, Reference, Split, Submission, Team, as_utc, utcnow
+from app.models import (
+    ChangelogEntry,
+    LeaderboardCache,
+    Reference,
+    Split,
+    Submission,
+    Team,
+    TrackSnapshot,
+    as_utc,
+    utcnow,
+)
 from app.names import name_key
 from app.services import catalog
 from app.services.blind_test import integrity, visibility
-from app.services.catalog import entry_fields, label_files
+from app.services.catalog import entry_fields, label_files, tracks
 from app.services.jobs import queue, transport
 
 log = logging.getLogger(__name__)
@@ -184,14 +194,16 @@ def _shown(value: float) -> float | None:
     return _finite(value)
 
 
-def _compute(split: Split, version: int, until: datetime | None = None, *, verified: bool = False) -> Snapshot:
+def _compute(
+    split: Split, version: int, until: datetime | None = None, *, selection: tracks.Selection | None = None
+) -> Snapshot:
     """Scores, intervals and rank tiers of every published entry, from the stored predictions (`until`: of the
-    entries on the board as it stood then, see final_snapshot; `verified`: of the verified entries alone, ranked
-    among themselves, see verified_snapshot)."""
+    entries on the board as it stood then, see final_snapshot; `selection`: of the entries a track keeps alone,
+    ranked among themselves, see selected_snapshot)."""
     built_at = utcnow()
     task = catalog.task_of(split.benchmark)
     specs = tuple(entry_fields.specs(split.benchmark_id))
-    rows = _published_rows(split, until, verified=verified)
+    rows = _published_rows(split, until, selection)
     entries: list[Entry] = []
     if rows:
         gold, stacked, wanted, gaps = _scoring_inputs(split, task, rows)
@@ -308,11 +320,19 @@ def standing_at(until: datetime | None) -> tuple:
     return () if until is None else (Submission.created_at < until, Submission.published_at < until)
 
 
-def _published_rows(split: Split, until: datetime | None = None, *, verified: bool = False) -> Sequence[Any]:
+def _published_rows(
+    split: Split, until: datetime | None = None, selection: tracks.Selection | None = None
+) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
     predictions, by submission id; with `until` (a closing time), only those on the board then (standing_at);
-    with `verified`, only those a maintainer marked verified."""
-    kept = standing_at(until) + ((Submission.verified_at.is_not(None),) if verified else ())
+    with a `selection`, only those it keeps (their fields read first, without the predictions)."""
+    kept = standing_at(until) + ((Submission.verified_at.is_not(None),) if selection and selection.verified else ())
+    if selection is not None and selection.conditions:
+        facts = db.session.execute(
+            select(Submission.id, Submission.fields).where(*_on_board(split), *kept).order_by(Submission.id)
+        )
+        chosen = [sid for sid, text in facts if selection.keeps(json.loads(text) if text else {}, True)]
+        kept += (Submission.id.in_(chosen),)
     return db.session.execute(
         select(
             Submission.id,
@@ -710,7 +730,7 @@ def _decoded_entry(values: list) -> Entry:
     return Entry(**fields)
 
 
-def _share(split_id: int, version: int, payload: bytes) -> None:
+def _share(split_id: int, version: int, payload: bytes, track: str | None = None) -> None:
     """Store a computed snapshot for every worker, while the split is still at that version.
 
     The one place a read writes, and why: the first reader after a change computes the board (seconds on
@@ -729,19 +749,18 @@ def _share(split_id: int, version: int, payload: bytes) -> None:
         db.session.rollback()
     still_current = exists().where(Split.id == split_id, Split.board_version == version)
     values = {"version": version, "payload": payload, "computed_at": utcnow()}
+    table: Any = LeaderboardCache if track is None else TrackSnapshot
+    mine = (table.split_id == split_id,) + (() if track is None else (TrackSnapshot.track == track,))
+    named = {} if track is None else {"track": track}
     try:
         with db.engine.begin() as connection:
-            updated = connection.execute(
-                update(LeaderboardCache).where(LeaderboardCache.split_id == split_id, still_current).values(values)
-            ).rowcount
+            updated = connection.execute(update(table).where(*mine, still_current).values(values)).rowcount
             if not updated:
-                already = connection.execute(
-                    select(LeaderboardCache.split_id).where(LeaderboardCache.split_id == split_id)
-                ).first()
+                already = connection.execute(select(table.split_id).where(*mine)).first()
                 if already is None and connection.execute(select(Split.id).where(still_current)).first():
-                    connection.execute(insert(LeaderboardCache).values(split_id=split_id, **values))
+                    connection.execute(insert(table).values(split_id=split_id, **named, **values))
     except SQLAlchemyError as exc:
-        log.warning("leaderboard cache for split %s not stored: %s", split_id, exc)
+        log.warning("leaderboard cache for split %s (%s) not stored: %s", split_id, track or "board", exc)
     if db.session.get_bind().dialect.name == "sqlite":
         db.session.rollback()
 
@@ -912,7 +931,9 @@ def build(args: dict, deadline: queue.Deadline) -> str:
     held = _memo.get((str(db.engine.url), split.id))
     if held is None or held.version <= version:
         _memo.put((str(db.engine.url), split.id), found)
-    return f"{len(found.entries)} entries at version {version}"
+    built = _build_tracks(split, version, deadline)
+    db.session.commit()
+    return f"{len(found.entries)} entries at version {version}, {built} track boards"
 
 
 queue.register("board", build)
@@ -980,24 +1001,101 @@ def final_snapshot(split: Split) -> Snapshot:
     return _final_memo.put(key, found)
 
 
-_verified_memo: LRU[Snapshot] = LRU(16)
+_selected_memo: LRU[Snapshot] = LRU(32)
 
 
-def verified_snapshot(split: Split, final: bool = False) -> Snapshot:
-    """The split's verified entries as a board of their own: only they are scored and ranked, with the board's
-    own code, so their ranks, rank intervals and resolution are the verified set's (1..N among N verified
-    entries), never the whole board's (`final`: those of the final board, see final_snapshot). Computed by its
-    reader and kept in this process per board version (verifying or unverifying bumps it)."""
+def selected_snapshot(split: Split, selection: tracks.Selection, final: bool = False) -> Snapshot:
+    """The entries a selection keeps (a track, ad-hoc conditions, the verified entries) as a board of their own:
+    only they are scored and ranked, with the board's own code, so their ranks, rank intervals and resolution are
+    the selected set's (1..N' among N' entries, its own family of pairwise decisions), never the whole board's
+    (`final`: those of the final board, see final_snapshot). A named track's board (and the verified one) is
+    built by the board's job with the board and stored (track_snapshot); an ad-hoc one, or a final one, by its
+    reader, kept in this process per board version."""
+    if selection.named and not final:
+        return track_snapshot(split, selection)
     until = as_utc(split.closes_at) if final and split.closes_at is not None else None
     version = split.board_version or 0
-    key = (str(db.engine.url), split.id, version, until.isoformat() if until else None)
-    hit = _verified_memo.get(key)
+    key = (str(db.engine.url), split.id, version, until.isoformat() if until else None, selection.key)
+    hit = _selected_memo.get(key)
     if hit is not None:
         return hit
     with observability.board_computation():
-        found = _compute(split, version, until=until, verified=True)
+        found = _compute(split, version, until=until, selection=selection)
     found.changelog = changelog(split)
-    return _verified_memo.put(key, found)
+    return _selected_memo.put(key, found)
+
+
+_track_memo: LRU[Snapshot] = LRU(64)
+
+
+def track_snapshot(split: Split, selection: tracks.Selection) -> Snapshot:
+    """A named track's board at the split's board version: this process's, or the one the board's job stored;
+    while the job builds the next, the last one stored, marked as updating (as the board is); computed here (and
+    stored) when there is none, or in-process (JOB_QUEUE=inline) where no job builds it."""
+    name = cast(str, selection.track)
+    version = split.board_version or 0
+    key = (str(db.engine.url), split.id, name)
+    held = _track_memo.get(key)
+    if held is not None and held.version == version:
+        return held
+    row = db.session.execute(
+        select(TrackSnapshot.version, TrackSnapshot.payload, TrackSnapshot.computed_at).where(
+            TrackSnapshot.split_id == split.id, TrackSnapshot.track == name
+        )
+    ).first()
+    stored = _decode(row.version, row.payload, as_utc(row.computed_at)) if row is not None else None
+    if stored is not None and stored.version == version:
+        stored.changelog = changelog_of(split.id)
+        return _track_memo.put(key, stored)
+    if stored is not None and stored.version < version and not transport.inline():
+        since = queue.waiting_since(board_key(split.id))
+        if since is not None:
+            stored.changelog = changelog_of(split.id)
+            return replace(stored, entries=_still_on_board(split, stored.entries), updating_since=since)
+    with observability.board_computation():
+        found = _compute(split, version, selection=selection)
+    _share(split.id, version, _encode(found), track=name)
+    found.changelog = changelog(split)
+    return _track_memo.put(key, found)
+
+
+def _build_tracks(split: Split, version: int, deadline: queue.Deadline) -> int:
+    """The board job's second part: every named track's board (verified first) at the board's version, stored
+    for every reader; a track no longer defined loses its stored board."""
+    selections = [s for s in tracks.named_selections(split.benchmark_id) if _needs_track(split, s)]
+    for selection in selections:
+        name = cast(str, selection.track)
+        with observability.board_computation():
+            found = _compute(split, version, selection=selection)
+        deadline.check()
+        values = {"version": version, "payload": _encode(found), "computed_at": utcnow()}
+        mine = (TrackSnapshot.split_id == split.id, TrackSnapshot.track == name)
+        updated = cast(
+            CursorResult,
+            db.session.execute(update(TrackSnapshot).where(*mine, TrackSnapshot.version <= version).values(values)),
+        ).rowcount
+        if not updated and db.session.execute(select(TrackSnapshot.split_id).where(*mine)).first() is None:
+            db.session.execute(insert(TrackSnapshot).values(split_id=split.id, track=name, **values))
+        found.changelog = changelog_of(split.id)
+        _track_memo.put((str(db.engine.url), split.id, name), found)
+    names = [cast(str, selection.track) for selection in selections]
+    db.session.execute(
+        delete(TrackSnapshot).where(TrackSnapshot.split_id == split.id, TrackSnapshot.track.not_in(names))
+    )
+    return len(selections)
+
+
+def _needs_track(split: Split, selection: tracks.Selection) -> bool:
+    """Whether a named track has a board to build: the verified one only once an entry is verified (most boards
+    have none), every other as soon as the benchmark defines it."""
+    if selection.track != tracks.VERIFIED:
+        return True
+    return (
+        db.session.execute(
+            select(Submission.id).where(*_on_board(split), Submission.verified_at.is_not(None)).limit(1)
+        ).first()
+        is not None
+    )
 
 
 def leaderboard(split: Split) -> list[Entry]:

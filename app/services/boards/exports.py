@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -61,12 +61,23 @@ def export(
     chosen: str | tuple[str, ...] | None = None,
     intervals: bool = True,
     verified: str | None = None,
+    track: str | None = None,
+    where: Sequence[str] | None = None,
 ) -> Export:
     """The whole leaderboard of a split (every page, the chosen view and columns) in a format; NotFound for
     an unknown format. `intervals=False` leaves the score intervals out of the LaTeX table; `verified` "1": the
     verified entries alone, ranked among themselves."""
     _check(fmt)
-    board = leaderboards.board(benchmark_slug, split_slug, view=view, chosen=chosen, paginate=False, verified=verified)
+    board = leaderboards.board(
+        benchmark_slug,
+        split_slug,
+        view=view,
+        chosen=chosen,
+        paginate=False,
+        verified=verified,
+        track=track,
+        where=where,
+    )
     if board.split is None:
         raise NotFound(f"{benchmark_slug} has no splits to export")
     writers: dict[str, Callable[[Board], str]] = {
@@ -75,7 +86,9 @@ def export(
         "md": to_markdown,
         "tex": lambda b: to_latex(b, intervals=intervals),
     }
-    suffix = ("" if board.view == "entries" else f"-{board.view}") + ("-verified" if board.verified_only else "")
+    chosen_set = board.selection
+    named = None if chosen_set is None else (chosen_set.track or "filtered")
+    suffix = ("" if board.view == "entries" else f"-{board.view}") + (f"-{named}" if named else "")
     return Export(
         writers[fmt](board).encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}{suffix}.{fmt}"
     )
@@ -345,6 +358,7 @@ def to_json(board: Board) -> str:
             for entry in board.entries
         ],
         "verified_only": board.verified_only,
+        **_selection_document(board),
         "references": reference_documents(board),
     }
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
@@ -535,8 +549,10 @@ def to_markdown(board: Board) -> str:
     ]
     header += ["Verified"] if marks else []
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
+    kept = getattr(board, "selection_words", "")
+    only = f"Only {markdown_escape(kept)}, ranked among themselves. " if kept else ""
     lines = [
-        f"**{title}**: {_units_words(board)}, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
+        f"**{title}**: {only}{_units_words(board)}, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
         f"Rank (95% rank interval){_ranked_on(board, markdown_escape)}: "
         f"{markdown_escape(rank_method.sentence(*_method_terms(board)))}",
         "",
@@ -931,8 +947,22 @@ def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
     return [f"% {package}" for package in packages]
 
 
+def _selection_document(board: Board) -> dict[str, Any]:
+    """A board of a selection says which (track, where, in words): its ranks are among those entries alone."""
+    chosen = board.selection
+    return {
+        "track": None if chosen is None else chosen.track,
+        "where": [] if chosen is None else [condition.written for condition in chosen.conditions],
+        "selection": board.selection_words or None,
+    }
+
+
 def _latex_verified_words(board) -> str:
-    """What 'verified' beneath a team means, when a row says it; and a verified-only board's own ranks."""
+    """What 'verified' beneath a team means, when a row says it; and a selected board's own ranks."""
+    chosen = getattr(board, "selection", None)
+    if chosen is not None and chosen.conditions:
+        words = board.selection_words.replace("≤", "<=").replace("≥", ">=")
+        return f"; only {latex_escape(words)}, ranked among themselves"
     if getattr(board, "verified_only", False):
         return "; verified entries only (checked by the maintainers), ranked among themselves"
     if any(_verified(row) for row in getattr(board, "entries", [])):

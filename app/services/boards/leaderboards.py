@@ -31,11 +31,11 @@ from app.services.boards.board_snapshots import (
     changelog,
     final_snapshot,
     memo_get,
+    selected_snapshot,
     snapshot,
     standing_at,
-    verified_snapshot,
 )
-from app.services.catalog import entry_fields, phases
+from app.services.catalog import entry_fields, phases, tracks
 from app.services.errors import NotFound, ServiceError
 from app.services.jobs import transport
 
@@ -131,8 +131,36 @@ class Board:
     # The entries the search keeps, in ranking order (None: every entry); each keeps its rank on the board.
     matching: list[Entry] | None = None
     examples: int | None = None  # the examples its figures count over (a blind test's queried part's, till the reveal)
-    # ?verified=1: the verified entries alone, ranked among themselves (board_snapshots.verified_snapshot).
-    verified_only: bool = False
+    # ?track=, ?where=, ?verified=1: the entries a selection keeps alone, ranked among themselves
+    # (board_snapshots.selected_snapshot); None: every entry.
+    selection: tracks.Selection | None = None
+    track_tabs: list[tracks.TrackSpec] = field(default_factory=list)  # the benchmark's named tracks
+
+    @property
+    def verified_only(self) -> bool:
+        return self.selection is not None and self.selection.verified
+
+    @property
+    def selection_params(self) -> dict[str, str | list[str] | None]:
+        """The query parameters that ask for this board's selection again (a link keeps them; every key present,
+        None where not asked): a named track by its name, anything else by its conditions."""
+        chosen = self.selection
+        if chosen is None:
+            return {"track": None, "where": None, "verified": None}
+        if chosen.track is not None:
+            return {"track": chosen.track, "where": None, "verified": None}
+        return {
+            "track": None,
+            "where": [condition.written for condition in chosen.conditions] or None,
+            "verified": "1" if chosen.verified else None,
+        }
+
+    @property
+    def selection_words(self) -> str:
+        """What the selection keeps, as the page says it ("" for every entry)."""
+        if self.selection is None:
+            return ""
+        return self.selection.words(self.snapshot.field_specs if self.snapshot else ())
 
     @property
     def field_columns(self) -> list[entry_fields.FieldSpec]:
@@ -645,6 +673,23 @@ def _given(chosen: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(value for value in values if value) or None
 
 
+def _parse_selection(
+    split: SplitInfo, benchmark: BenchmarkInfo, track: str | None, where: str | Sequence[str] | None, verified: bool
+) -> tuple[tracks.Selection | None, list[tracks.TrackSpec]]:
+    """The selection asked for (tracks.selection: BadSelection, a 400 naming the track or field at fault) and the
+    benchmark's named tracks, kept per board version (a track's or field's change bumps it)."""
+    written = tuple(_given(where) or ())
+    key = (str(db.engine.url), split.id, split.board_version, track or None, written, verified)
+    hit = _selections.get(key)
+    if hit is not None:
+        return hit
+    found = (tracks.selection(benchmark.id, track, written, verified), tracks.specs(benchmark.id))
+    return _selections.put(key, found)
+
+
+_selections: LRU[tuple[tracks.Selection | None, list[tracks.TrackSpec]]] = LRU(256)
+
+
 def _parse_verified(verified: str | bool | None) -> bool:
     if isinstance(verified, bool):
         return verified
@@ -675,13 +720,16 @@ def board(
     paginate: bool = True,
     q: str | None = None,
     verified: str | bool | None = None,
+    track: str | None = None,
+    where: str | Sequence[str] | None = None,
 ) -> Board:
     """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort, order, page, view,
     columns or search. `view="teams"` keeps each team's best entry (ranked among those); `chosen` names the
     columns; `paginate=False` puts every row on one page (exports); `q` keeps the entries whose model or
     team name holds it (`matches`), paged among themselves, each with its rank on the whole board; `verified`
-    ("1") keeps the verified entries alone, ranked among themselves (a board of their own, never the whole
-    board's ranks filtered).
+    ("1") keeps the verified entries alone, `track` a named track's entries, `where` ("field:value",
+    "parameters<=1e9") those meeting each condition: ranked among themselves (a board of their own, never the
+    whole board's ranks filtered; a 400 naming an unknown track or a field that cannot be filtered by).
 
     Once the split's snapshot is in memory this is one query (the benchmark and its splits).
     """
@@ -690,8 +738,9 @@ def board(
     split = _chosen_split(benchmark, benchmark_slug, split_slug)
     if split is None:
         return Board(benchmark, None, [], True)
+    selection, named = _parse_selection(split, benchmark, track, where, _parse_verified(verified))
     asked = _Asked(
-        _parse_page(page), _parse_view(view), chosen, sort, order, paginate, search_text(q), _parse_verified(verified)
+        _parse_page(page), _parse_view(view), chosen, sort, order, paginate, search_text(q), selection, named
     )
     if asked.view == FINAL:
         _check_final(benchmark, split)
@@ -712,7 +761,8 @@ class _Asked:
     order: str | None
     paginate: bool
     q: str | None = None
-    verified: bool = False
+    selection: tracks.Selection | None = None
+    track_tabs: list[tracks.TrackSpec] = field(default_factory=list)
 
 
 def _chosen_split(benchmark: BenchmarkInfo, benchmark_slug: str, split_slug: str | None) -> SplitInfo | None:
@@ -762,14 +812,15 @@ def _held_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Bo
         held=held_facts(split, as_utc(split.closes_at) if asked.view == FINAL and split.closes_at else None),
         q=asked.q,
         examples=examples,
-        verified_only=asked.verified,
+        selection=asked.selection,
+        track_tabs=asked.track_tabs,
     )
 
 
 def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> Board:
     """A board with its scores: one page of its snapshot's rows, in the order asked for."""
     snap, (available, defaults, examples) = _snapshot_and_columns(
-        split, final=asked.view == FINAL, verified=asked.verified
+        split, final=asked.view == FINAL, selection=asked.selection
     )
     cols = choose_columns(available, defaults, asked.chosen)
     column, direction = _parse_sort(cols, asked.sort, asked.order)
@@ -791,7 +842,8 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         paginate,
         split.closes_at if shown_view == FINAL else None,  # the final board's entries are those at closes_at
         asked.q,
-        asked.verified,
+        asked.selection.key if asked.selection else None,
+        tuple(spec.name for spec in asked.track_tabs),
     )
 
     def arrange() -> tuple[list, int, list[Entry]]:
@@ -824,15 +876,19 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         q=asked.q,
         matching=kept,
         examples=examples,
-        verified_only=asked.verified,
+        selection=asked.selection,
+        track_tabs=asked.track_tabs,
     )
 
 
-def _snapshot_and_columns(split: SplitInfo, final: bool = False, verified: bool = False) -> tuple[Snapshot, _Columns]:
-    """The split's snapshot (computed when not in memory; `final`: its final board's; `verified`: its verified
-    entries' own) and its available and default columns, with the examples its public figures count over."""
-    if verified:
-        snap = verified_snapshot(db.session.get_one(Split, split.id), final=final)
+def _snapshot_and_columns(
+    split: SplitInfo, final: bool = False, selection: tracks.Selection | None = None
+) -> tuple[Snapshot, _Columns]:
+    """The split's snapshot (computed when not in memory; `final`: its final board's; `selection`: the board of
+    the entries it keeps) and its available and default columns, with the examples its public figures count
+    over."""
+    if selection is not None:
+        snap = selected_snapshot(db.session.get_one(Split, split.id), selection, final=final)
     elif final:
         snap = final_snapshot(db.session.get_one(Split, split.id))
     else:

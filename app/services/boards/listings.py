@@ -5,6 +5,7 @@ sits on its board."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, func, select
@@ -44,15 +45,20 @@ def leaderboard(
     limit: str | None = None,
     offset: str | None = None,
     verified: str | None = None,
+    track: str | None = None,
+    where: Sequence[str] | None = None,
 ) -> tuple[leaderboards.Board, Listed[Entry]]:
     """A split's ranked published entries, every one or each team's best, those whose model or team name
     holds `q`, and the window asked for of them; each entry keeps its rank on the whole board (NotFound for
     unknown slugs, InvalidQuery for an unknown view or a bad q, limit or offset); `verified` "1": the verified
-    entries alone, ranked among themselves. Without a split: the benchmark's landing split, as on its page."""
+    entries alone, `track` a named track's and `where` those meeting each condition, ranked among themselves
+    (leaderboards.board). Without a split: the benchmark's landing split, as on its page."""
     window = leaderboards.window(limit, offset)
     if split_slug is not None:
         catalog.get_split(benchmark_slug, split_slug)  # NotFound names the benchmark or the split
-    board = leaderboards.board(benchmark_slug, split_slug, view=view, paginate=False, q=q, verified=verified)
+    board = leaderboards.board(
+        benchmark_slug, split_slug, view=view, paginate=False, q=q, verified=verified, track=track, where=where
+    )
     if board.split is None:
         raise NotFound(f"benchmark {benchmark_slug!r} has no splits yet")
     found = board.found

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.db import commit, db
-from app.models import ENTRY_FIELD_TYPES, Benchmark, EntryField, Split, Submission, User
+from app.models import ENTRY_FIELD_TYPES, Benchmark, EntryField, Split, Submission, Track, User
 from app.services.audit import audit_log
 from app.services.catalog.benchmarks import get_benchmark
 from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
@@ -93,7 +93,7 @@ def spec_of(row: EntryField) -> FieldSpec:
         key=row.key,
         label=row.label,
         type=row.type,
-        choices=tuple(json.loads(row.choices)) if row.choices else (),
+        choices=_choices(row),
         unit=row.unit,
         required=bool(row.required),
         column=bool(row.column),
@@ -205,6 +205,14 @@ def store(benchmark: Benchmark, spec: FieldSpec, *, actor: User | None, via: str
         row = EntryField(benchmark_id=benchmark.id, key=spec.key, position=int(position or 0) + 1)
         db.session.add(row)
     else:
+        using = _tracks_using(benchmark, spec.key)
+        named = set(using.values()) if spec.type == "choice" else set()
+        kept = not using or (spec.filterable and spec.type == row.type and named <= set(spec.choices))
+        if not kept:
+            raise Conflict(
+                f"the tracks {', '.join(using)} filter by {spec.key!r}: it stays filterable, of its type and with "
+                "the choices they name while a track uses it; remove or change those tracks first"
+            )
         for value in _held(benchmark, spec.key):
             try:
                 clean_value(spec, value)
@@ -246,10 +254,24 @@ def _held(benchmark: Benchmark, key: str) -> list[Value]:
     return [values[key] for values in (json.loads(text) for text in rows if text) if key in values]
 
 
+def _choices(row: EntryField) -> tuple[str, ...]:
+    return tuple(json.loads(row.choices)) if row.choices else ()
+
+
+def _tracks_using(benchmark: Benchmark, key: str) -> dict[str, Value]:
+    """The benchmark's tracks with a condition on the field, with the value it names (a choice's matters):
+    services/catalog/tracks.py stores them."""
+    rows = db.session.execute(select(Track.name, Track.conditions).where(Track.benchmark_id == benchmark.id))
+    return {name: item[2] for name, conditions in rows for item in json.loads(conditions) if item[0] == key}
+
+
 def drop(benchmark: Benchmark, key: str, *, actor: User | None, via: str) -> EntryField:
     """Remove a field; refused (Conflict) while any submission holds a value for it: those are the teams'
     statements, and removing the field would silently take them off the boards. Audited; the caller commits."""
     row = _row(benchmark, key)
+    using = _tracks_using(benchmark, key)
+    if using:
+        raise Conflict(f"the tracks {', '.join(using)} filter by {key!r}; remove or change them first")
     held = len(_held(benchmark, key))
     if held:
         raise Conflict(
