@@ -359,6 +359,11 @@ def _leaderboard(benchmark: str, split: str | None) -> dict:
 
 # --- views ---------------------------------------------------------------------------------------------
 
+def _board_versions(benchmark: str) -> object:
+    """What a board's answer depends on (a named track's stored boards too: page_versions.benchmark)."""
+    return page_versions.benchmark(benchmark, request.args.get("track"), request.args.get("verified"))
+
+
 PUBLIC_READ = (400, 404)  # a malformed query parameter; an unknown benchmark or split
 
 
@@ -432,7 +437,7 @@ def me():
 
 
 @bp.get("/leaderboards/<benchmark>")
-@caching.public(lambda benchmark: page_versions.benchmark(benchmark))
+@caching.public(lambda benchmark: _board_versions(benchmark))
 @operation(
     "getDefaultLeaderboard",
     (200, shape.Leaderboard, "The leaderboard."),
@@ -447,7 +452,7 @@ def default_leaderboard(benchmark: str):
 
 
 @bp.get("/leaderboards/<benchmark>/<split>")
-@caching.public(lambda benchmark, **_: page_versions.benchmark(benchmark))
+@caching.public(lambda benchmark, **_: _board_versions(benchmark))
 @operation(
     "getLeaderboard",
     (200, shape.Leaderboard, "The leaderboard."),

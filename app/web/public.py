@@ -13,8 +13,8 @@ from app.web import progress_chart
 bp = Blueprint("public", __name__)
 
 
-def _benchmark(benchmark: str, **_) -> leaderboards.BenchmarkInfo:
-    return page_versions.benchmark(benchmark)
+def _benchmark(benchmark: str, **_) -> object:
+    return page_versions.benchmark(benchmark, request.args.get("track"), request.args.get("verified"))
 
 
 @bp.get("/")

@@ -12,8 +12,10 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.db import begin_reading, db
-from app.models import Benchmark, LeaderboardCache, Membership, Split, Submission, Team, User
+from app.models import Benchmark, LeaderboardCache, Membership, Split, Submission, Team, TrackSnapshot, User
 from app.services.boards import leaderboards
+from app.services.catalog import tracks
+from app.services.jobs import transport
 from app.services.people import teams
 
 _CATALOG_QUERY = (
@@ -32,11 +34,23 @@ _CATALOG_QUERY = (
 )
 
 
-def benchmark(slug: str) -> leaderboards.BenchmarkInfo:
+def benchmark(slug: str, track: str | None = None, verified: str | None = None) -> object:
     """The benchmark and every split of it with its board_version (NotFound for an unknown slug): what its
-    leaderboards, models view, exports and sample files depend on."""
+    leaderboards, models view, exports and sample files depend on; for a named track's board (`track`, or
+    `verified` "1") also the versions of its stored boards, which the board's job builds after the board (a page
+    served while its track's board is still being built changes when that is done)."""
     begin_reading()
-    return leaderboards.benchmark_info(slug)
+    info = leaderboards.benchmark_info(slug)
+    name = track or (tracks.VERIFIED if verified == "1" else None)
+    if not name or not isinstance(name, str) or transport.inline():
+        return info
+    built = db.session.execute(
+        select(TrackSnapshot.split_id, TrackSnapshot.version)
+        .join(Split, Split.id == TrackSnapshot.split_id)
+        .where(Split.benchmark_id == info.id, TrackSnapshot.track == name[: tracks.MAX_NAME])
+        .order_by(TrackSnapshot.split_id)
+    ).all()
+    return info, tuple(tuple(row) for row in built)
 
 
 def catalog() -> tuple:

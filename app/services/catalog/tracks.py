@@ -25,6 +25,7 @@ from app.services.catalog.benchmarks import get_benchmark
 from app.services.catalog.entry_fields import FieldSpec, Value
 from app.services.errors import Conflict, NotFound, ServiceError, check_visible
 
+MAX_NAME = 40
 NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 # The built-in track of the entries a maintainer marked verified (?verified=1 or ?track=verified).
 VERIFIED = "verified"
