@@ -6,7 +6,7 @@ Schema of the file (schema). Pure: no Flask, no database; applying a bundle to a
 May import: app.evaluation
 """
 
-from .model import Bundle, EntryFieldSpec, FileRef, Phase, Policy, ReferenceSpec, SplitSpec, SubsetSpec
+from .model import Bundle, EntryFieldSpec, FileRef, Phase, Policy, ReferenceSpec, SplitSpec, SubsetSpec, TrackSpec
 from .reading import MAX_FILE_BYTES, MAX_YAML_BYTES, BundleError, LoadedBundle, Problem, read_bundle, read_bundle_zip
 from .schema import SCHEMA_PATH, bundle_schema
 from .writing import bundle_zip, canonical_files, canonical_yaml, write_bundle
@@ -20,6 +20,7 @@ __all__ = [
     "ReferenceSpec",
     "SplitSpec",
     "SubsetSpec",
+    "TrackSpec",
     "MAX_FILE_BYTES",
     "MAX_YAML_BYTES",
     "BundleError",

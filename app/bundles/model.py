@@ -27,6 +27,7 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 URL = re.compile(r"https?://[^\s/$.?#][^\s]*", re.IGNORECASE)
 MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?")
 FIELD_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+TRACK_NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 FIELD_TYPES = ("yesno", "choice", "integer", "text", "url")
 COLUMN_KEY = re.compile(r"[^\s:][^\n]{0,200}:[a-z][a-z0-9_]{0,31}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -227,6 +228,20 @@ def _column_key(value: Any) -> Any:
 
 
 FieldKey = Annotated[str, BeforeValidator(_field_key), _schema({"type": "string", "pattern": f"^{FIELD_KEY.pattern}$"})]
+
+
+def _track_name(value: Any) -> Any:
+    if not isinstance(value, str) or not TRACK_NAME.fullmatch(value):
+        raise _wrong(
+            "expected a track name (a lower-case letter, then letters, digits or hyphens; at most 40), "
+            f"got {shown(value)}"
+        )
+    return value
+
+
+TrackName = Annotated[
+    str, BeforeValidator(_track_name), _schema({"type": "string", "pattern": f"^{TRACK_NAME.pattern}$"})
+]
 ColumnKey = Annotated[
     str, BeforeValidator(_column_key), _schema({"type": "string", "pattern": f"^{COLUMN_KEY.pattern}$"})
 ]
@@ -385,6 +400,23 @@ class EntryFieldSpec(_Model):
         return self
 
 
+class TrackSpec(_Model):
+    """A track: a named filter over the bundle's filterable entry fields, a tab of the benchmark's boards whose
+    entries are ranked among themselves."""
+
+    name: TrackName = Field(
+        description="Its name, as `?track=` names it (a lower-case letter, then letters, digits or hyphens); "
+        "not `verified`, the built-in track of verified entries."
+    )
+    label: Name = Field(description="What a reader sees on its tab (e.g. Under 1B parameters).")
+    where: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        min_length=1,
+        max_length=8,
+        description="Its conditions (an entry meets them all), each on a field `entry_fields` makes filterable: "
+        "`field:value` (zero_shot:yes), or on an integer field `field<=N` (also >=, <, >; N as 1000000000 or 1e9).",
+    )
+
+
 def _name_may_be_left_out(schema: dict[str, Any]) -> None:
     schema["required"] = [key for key in schema["required"] if key != "name"]
 
@@ -468,6 +500,11 @@ class Bundle(_Model):
         max_length=50,
         description="The fact sheet teams fill in for each entry, in the order pages show it.",
     )
+    tracks: list[TrackSpec] = Field(
+        default=[],
+        max_length=50,
+        description="Named filters over the filterable entry fields, in the order the boards show their tabs.",
+    )
     splits: list[SplitSpec] = Field(min_length=1, description="The splits, in the order the app lists them.")
 
     @model_validator(mode="after")
@@ -485,6 +522,11 @@ class Bundle(_Model):
                     (("entry_fields", index, "key"), f"{shown(spec.key)} is also entry_fields[{keys[spec.key]}]")
                 )
             keys.setdefault(spec.key, index)
+        names: dict[str, int] = {}
+        for index, track in enumerate(self.tracks):
+            if track.name in names:
+                problems.append((("tracks", index, "name"), f"{shown(track.name)} is also tracks[{names[track.name]}]"))
+            names.setdefault(track.name, index)
         for index, key in enumerate(self.columns or ()):
             if (self.columns or []).index(key) != index:
                 problems.append((("columns", index), f"{shown(key)} is named twice"))

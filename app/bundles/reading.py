@@ -293,6 +293,8 @@ def _words(error: Any, path: KeyPath) -> str:
         return f"longer than {ctx.get('max_length')} characters"
     if kind == "too_short":
         return "must hold at least one entry"
+    if kind == "too_long":
+        return f"must hold at most {ctx.get('max_length')} entries, got {ctx.get('actual_length')}"
     if kind == "value_error":
         return str(error["msg"]).removeprefix("Value error, ")
     return str(error["msg"])

@@ -235,6 +235,7 @@ def _document(bundle: Bundle) -> dict[str, Any]:
             }
             for spec in bundle.entry_fields
         ],
+        "tracks": [{"name": track.name, "label": track.label, "where": track.where} for track in bundle.tracks],
         "splits": [_split(split) for split in bundle.splits],
     }
 

@@ -1,5 +1,5 @@
 """The maintainers' command line, `flask --app wsgi <group> ...`, one module per concept as the services are:
-    catalog.py      benchmarks, splits, subsets, references, fields
+    catalog.py      benchmarks, splits, subsets, references, fields, tracks
     bundles.py      bundle
     intake.py       evaluate
     entries.py      entries

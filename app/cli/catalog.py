@@ -1,5 +1,6 @@
 """Commands on the catalog: benchmarks, splits (gold files, policies, phases, reveals, a planned board's
-power), subsets and reference rows (`benchmarks`, `splits`, `subsets`, `references`)."""
+power), subsets, reference rows, entry fields and tracks (`benchmarks`, `splits`, `subsets`, `references`,
+`fields`, `tracks`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from app.cli.errors import CliError, read_file, refusals
 from app.evaluation import TASK_TYPES
 from app.services import catalog
 from app.services.boards import power
-from app.services.catalog import entry_fields, phases, references
+from app.services.catalog import entry_fields, phases, references, tracks
 from app.services.errors import ServiceError
 from app.services.maintenance import maintainer_actions
 
@@ -389,4 +390,50 @@ def fields_remove(benchmark, key):
     click.echo(f"removed field {key} from {benchmark}")
 
 
-COMMANDS = (benchmarks_cli, splits_cli, subsets_cli, references_cli, fields_cli)  # what this module adds to `flask`
+tracks_cli = AppGroup(
+    "tracks", help="Tracks: named filters over a benchmark's filterable entry fields (tabs of its boards)."
+)
+
+
+@tracks_cli.command("add")
+@click.argument("benchmark")
+@click.argument("name")
+@click.option("--label", required=True, help='What a reader sees, e.g. "Under 1B parameters".')
+@click.option(
+    "--where",
+    "conditions",
+    multiple=True,
+    required=True,
+    help="A condition on a filterable field, field:value (zero_shot:yes) or field<=N (parameters<=1e9); repeat it "
+    "for more (an entry meets them all).",
+)
+def tracks_add(benchmark, name, label, conditions):
+    """Define track NAME (lower-case, digits, hyphens) on BENCHMARK; audited."""
+    with refusals():
+        spec = tracks.add_track(benchmark, name, label, list(conditions))
+    click.echo(f"added track {spec.name} to {benchmark}: {' '.join(spec.as_dict()['where'])}")
+
+
+@tracks_cli.command("list")
+@click.argument("benchmark")
+def tracks_list(benchmark):
+    """List BENCHMARK's tracks: name, label, conditions; the built-in verified track first."""
+    with refusals():
+        specs = tracks.list_tracks(benchmark)
+    click.echo(f"{tracks.VERIFIED}\tVerified\t(entries a maintainer verified; built in)")
+    for spec in specs:
+        click.echo(f"{spec.name}\t{spec.label}\t{' '.join(spec.as_dict()['where'])}")
+
+
+@tracks_cli.command("remove")
+@click.argument("benchmark")
+@click.argument("name")
+def tracks_remove(benchmark, name):
+    """Remove track NAME from BENCHMARK; audited."""
+    with refusals():
+        tracks.remove_track(benchmark, name)
+    click.echo(f"removed track {name} from {benchmark}")
+
+
+# What this module adds to `flask`.
+COMMANDS = (benchmarks_cli, splits_cli, subsets_cli, references_cli, fields_cli, tracks_cli)

@@ -20,7 +20,7 @@ from app.evaluation.tasks import demo_benchmarks
 from app.models import AuditEvent, Benchmark, GoldVersion, Reference, Split
 from app.services import catalog
 from app.services.boards import leaderboards
-from app.services.catalog import entry_fields, label_files
+from app.services.catalog import entry_fields, label_files, tracks
 from app.services.errors import Conflict, InvalidInput
 from app.services.intake import submissions
 from app.services.maintenance import bundles
@@ -456,3 +456,97 @@ def test_entry_fields_are_added_changed_reordered_and_exported_and_one_entries_h
         bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v4", yaml_edit=with_fields(required, retyped))))
     assert "entries hold values of 'zero_shot' that the new definition refuses" in refused.value.message
     assert [spec.key for spec in entry_fields.list_fields("bb")] == ["parameters", "zero_shot"]
+
+
+ZERO = "{key: zero_shot, label: Zero-shot, type: yesno, filter: true}"
+SIZE = "{key: parameters, label: Parameters, type: integer, unit: parameters, filter: true}"
+CODE = "{key: code, label: Code, type: url}"
+
+
+def _with(fields: tuple[str, ...], tracks: tuple[str, ...]):
+    """A YAML edit giving the bundle these entry fields and tracks (flow mappings, one a line)."""
+    block = "entry_fields:\n" + "".join(f"  - {line}\n" for line in fields) if fields else "entry_fields: []\n"
+    block += "tracks:\n" + "".join(f"  - {line}\n" for line in tracks) if tracks else ""
+    return lambda text: text.replace("splits:\n", block + "splits:\n", 1)
+
+
+def test_tracks_are_added_changed_reordered_removed_and_exported_each_after_its_field(ctx, tmp_path):
+    zero_track = "{name: zero-shot, label: Zero-shot, where: [zero_shot:yes]}"
+    small = "{name: small, label: Under 1B parameters, where: [parameters<=1e9]}"
+    v1 = _bundle(tmp_path / "v1", yaml_edit=_with((ZERO, SIZE), (zero_track, small)))
+    before = _state()
+    dry = bundles.apply_bundle(None, read_bundle(v1), dry_run=True)
+    said = [change.summary for change in dry.changes]
+    assert said[-2:] == ["track added: zero-shot (zero_shot:yes)", "track added: small (parameters<=1000000000)"]
+    assert _state() == before
+    bundles.apply_bundle(None, read_bundle(v1))
+    assert [spec.as_dict() for spec in tracks.list_tracks("bb")] == [
+        {"name": "zero-shot", "label": "Zero-shot", "where": ["zero_shot:yes"]},
+        {"name": "small", "label": "Under 1B parameters", "where": ["parameters<=1000000000"]},
+    ]
+    added = db.session.scalars(select(AuditEvent.details).where(AuditEvent.action == "track.add")).all()
+    assert len(added) == 2 and all(json.loads(details)["via"] == "bundle-cli" for details in added)
+    assert bundles.apply_bundle(None, read_bundle(v1)).changes == []
+    # The export writes each condition in its canonical form; applying it changes nothing.
+    bundle, files = bundles.export_bundle("bb")
+    assert [(track.name, track.where) for track in bundle.tracks] == [
+        ("zero-shot", ["zero_shot:yes"]),
+        ("small", ["parameters<=1000000000"]),
+    ]
+    write_bundle(bundle, files, tmp_path / "exported")
+    assert bundles.apply_bundle(None, read_bundle(tmp_path / "exported")).changes == []
+    smaller = small.replace("1e9", "100_000_000")
+    v2 = _bundle(tmp_path / "v2", yaml_edit=_with((ZERO, SIZE), (smaller, zero_track)))
+    assert [change.summary for change in bundles.apply_bundle(None, read_bundle(v2)).changes] == [
+        "track changed: small (parameters<=100000000)",
+        "track order: small, zero-shot",
+    ]
+    assert [spec.name for spec in tracks.list_tracks("bb")] == ["small", "zero-shot"]
+    # A field goes with the track that used it (the track first), or with the track changed off it.
+    moved = small.replace("parameters<=1e9", "zero_shot:no")
+    v3 = _bundle(tmp_path / "v3", yaml_edit=_with((ZERO,), (moved, zero_track)))
+    assert [change.summary for change in bundles.apply_bundle(None, read_bundle(v3)).changes] == [
+        "entry field removed: parameters",
+        "track changed: small (zero_shot:no)",
+    ]
+    v4 = _bundle(tmp_path / "v4", yaml_edit=_with((), ()))
+    assert [change.summary for change in bundles.apply_bundle(None, read_bundle(v4)).changes] == [
+        "track removed: small",
+        "track removed: zero-shot",
+        "entry field removed: zero_shot",
+    ]
+    assert tracks.list_tracks("bb") == [] and entry_fields.list_fields("bb") == []
+
+
+def test_a_track_on_a_field_the_bundle_does_not_make_filterable_is_refused_naming_its_key_path(ctx, tmp_path):
+    ok = "{name: zero-shot, label: Zero-shot, where: [zero_shot:yes]}"
+    wrong = (
+        ok,
+        "{name: coded, label: Coded, where: [zero_shot:yes, code:x]}",
+        "{name: big, label: Big, where: [size>=10]}",
+        "{name: sized, label: Sized, where: [zero_shot<=3]}",
+    )
+    before = _state()
+    with pytest.raises(InvalidInput) as refused:
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "bad", yaml_edit=_with((ZERO, CODE), wrong))))
+    assert [problem.message for problem in refused.value.problems] == [
+        "tracks[1].where[1]: the field 'code' is not one a board filters by; those it does: zero_shot",
+        "tracks[2].where[0]: unknown field 'size'; the fields a board filters by: zero_shot",
+        "tracks[3].where[0]: 'zero_shot' is yesno, compared only with field:value",
+    ]
+    assert _state() == before
+    with pytest.raises(InvalidInput) as refused:
+        reserved = "{name: verified, label: Mine, where: [zero_shot:yes]}"
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v", yaml_edit=_with((ZERO,), (reserved,)))))
+    assert refused.value.message.startswith("tracks[0]: 'verified' is the built-in track of verified entries")
+    assert _state() == before
+    # A field the bundle removes while one of its tracks still filters by it: both are named.
+    bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v1", yaml_edit=_with((ZERO, CODE), (ok,)))))
+    before = _state()
+    with pytest.raises(InvalidInput) as refused:
+        bundles.apply_bundle(None, read_bundle(_bundle(tmp_path / "v2", yaml_edit=_with((CODE,), (ok,)))))
+    assert [problem.message for problem in refused.value.problems] == [
+        "tracks[0].where[0]: the track 'zero-shot' filters by the field 'zero_shot', which this bundle removes "
+        "from entry_fields; keep the field or change the track"
+    ]
+    assert _state() == before and [spec.key for spec in entry_fields.list_fields("bb")] == ["zero_shot", "code"]

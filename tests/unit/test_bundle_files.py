@@ -148,7 +148,7 @@ splits:
         'task: unknown task family "nope"; the built-in ones: nlvr2, nlvr-structured, nlvr-images, vcr, vqa-v2, '
         "gqa, a-okvqa, winoground, nlvr2-contrast (benchmark.yaml:4)",
         "colour: unknown key (expected one of: format, slug, name, description, paper_url, task, default_split, "
-        "columns, entry_fields, splits) (benchmark.yaml:5)",
+        "columns, entry_fields, tracks, splits) (benchmark.yaml:5)",
         'splits[2].policy.per_day: expected an integer or "none", got "ten" (benchmark.yaml:14)',
         'splits[2].policy.feedback: expected "full", "ladder" or "none", got "some" (benchmark.yaml:15)',
         "splits[2].policy.per_days: unknown key (expected one of: per_day, per_month, total, rejected_per_day, "
@@ -202,6 +202,39 @@ splits:
         "splits[0].policy.sealed: only a hidden split has a sealed part (this one is public) (benchmark.yaml:9)",
         'splits[1].subsets[1].name: "x" is also subsets[0] (benchmark.yaml:15)',
     ]
+
+
+def test_tracks_are_read_named_once_each_with_one_to_eight_conditions_and_written_in_order(tmp_path):
+    tracks = """\
+entry_fields: [{key: zero_shot, label: Zero-shot, type: yesno, filter: true}]
+tracks:
+  - {name: zero-shot, label: Zero-shot, where: [zero_shot:yes]}
+  - {name: Zero Shot, label: "", where: []}
+  - {name: zero-shot, label: Again, where: [zero_shot:no]}
+  - {name: many, label: Many, where: [a:1, a:2, a:3, a:4, a:5, a:6, a:7, a:8, a:9], colour: red}
+"""
+    text = MINIMAL.replace("splits:\n", tracks + "splits:\n")
+    assert refused(make(tmp_path / "bad", text, {"labels.jsonl": LABELS})) == [
+        "tracks[1].name: expected a track name (a lower-case letter, then letters, digits or hyphens; at most 40), "
+        'got "Zero Shot" (benchmark.yaml:8)',
+        "tracks[1].label: must not be empty (benchmark.yaml:8)",
+        "tracks[1].where: must hold at least one entry (benchmark.yaml:8)",
+        "tracks[3].where: must hold at most 8 entries, got 9 (benchmark.yaml:10)",
+        "tracks[3].colour: unknown key (expected one of: name, label, where) (benchmark.yaml:10)",
+    ]
+    text = text.replace('  - {name: Zero Shot, label: "", where: []}\n', "").replace(", a:9], colour: red", "]")
+    assert refused(make(tmp_path / "twice", text, {"labels.jsonl": LABELS})) == [
+        'tracks[1].name: "zero-shot" is also tracks[0] (benchmark.yaml:8)'
+    ]
+    text = text.replace("name: zero-shot, label: Again", "name: not-zero-shot, label: Again")
+    bundle = read_bundle(make(tmp_path / "ok", text, {"labels.jsonl": LABELS})).bundle
+    assert [(track.name, track.label, track.where) for track in bundle.tracks][:2] == [
+        ("zero-shot", "Zero-shot", ["zero_shot:yes"]),
+        ("not-zero-shot", "Again", ["zero_shot:no"]),
+    ]
+    written = canonical_yaml(bundle).decode()
+    assert "\ntracks:\n  - name: zero-shot\n    label: Zero-shot\n    where:\n      - zero_shot:yes\n" in written
+    assert read_bundle(make(tmp_path / "again", written, {"labels.jsonl": LABELS})).bundle == bundle
 
 
 def test_yaml_1_1s_surprises_mean_nothing_but_what_is_written(tmp_path):
@@ -566,7 +599,7 @@ def test_every_key_is_written_out_in_the_specs_order(tmp_path):
     keys = [line.strip().lstrip("- ").split(":")[0] for line in text.splitlines()[1:]]
     assert keys == [
         "format", "slug", "name", "description", "paper_url", "task", "default_split", "columns", "entry_fields",
-        "splits",
+        "tracks", "splits",
         "slug", "name", "hidden", "labels", "file", "sha256", "annotations", "choices", "subset_field", "subsets",
         "policy", "per_day", "per_month", "total", "rejected_per_day", "feedback", "open", "sealed",
         "phase", "opens", "closes", "reveal", "references",

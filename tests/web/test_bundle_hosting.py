@@ -86,6 +86,11 @@ def test_a_configured_benchmark_is_hosted_from_one_bundle_scored_as_declared_and
         assert keys == ["all:accuracy", "all:consistency", "genre:fiction:accuracy", "genre:news:accuracy"]
         page = client.get("/leaderboards/nli3/dev").get_data(as_text=True)
         assert "Reader" in page and "93.3" in page and "Majority class" in page
+        # The bundle's track is a board of its own: Reader states no approach, so it keeps no entry.
+        track = client.get("/api/v1/leaderboards/nli3/dev?track=zero-shot")
+        assert track.status_code == 200 and track.json["entries"] == []
+        assert (track.json["track"], track.json["where"]) == ("zero-shot", ["approach:zero-shot"])
+        assert track.json["tracks"] == [{"name": "zero-shot", "label": "Zero-shot", "where": ["approach:zero-shot"]}]
 
     with app.app_context():
         bundle, files = bundles.export_bundle("nli3")

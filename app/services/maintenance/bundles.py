@@ -1,7 +1,8 @@
 """Bundles: a benchmark hosted from one reviewed file (app/bundles reads and writes the files).
 
 `apply_bundle` makes the catalog say what a bundle says: the benchmark, its splits (gold, annotation and choices
-files, identifier subsets), their policies, phases and reference rows, the landing split. Every change goes
+files, identifier subsets), their policies, phases and reference rows, the landing split, the entry fields and
+the tracks over them. Every change goes
 through the maintainers' audited use cases, all of them in one transaction (app.db.one_transaction): a bundle is
 applied whole or not at all, and a dry run is the same run rolled back, so what it reports is what applying
 would do, counts of rescored submissions and moved board positions included. A changed gold file is a label
@@ -35,6 +36,7 @@ from app.bundles import (
     ReferenceSpec,
     SplitSpec,
     SubsetSpec,
+    TrackSpec,
     bundle_zip,
     canonical_yaml,
     read_bundle_zip,
@@ -42,11 +44,11 @@ from app.bundles import (
 from app.db import db, one_transaction
 from app.evaluation import Problem, ValidationError, configured
 from app.evaluation.subsets import ids_subset
-from app.models import Benchmark, EntryField, Reference, Split, Submission, Subset, User, as_utc
+from app.models import Benchmark, EntryField, Reference, Split, Submission, Subset, Track, User, as_utc
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.boards import leaderboards
-from app.services.catalog import entry_fields, label_files, phases
+from app.services.catalog import entry_fields, label_files, phases, tracks
 from app.services.catalog import references as reference_rows
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.maintenance import label_audits, maintainer_actions
@@ -88,7 +90,7 @@ def apply_bundle(
     changes (a label correction's note), except in a dry run."""
     bundle = loaded.bundle
     existing = db.session.scalar(select(Benchmark).where(Benchmark.slug == bundle.slug))
-    _refuse(_refusals(bundle, existing, loaded, reason, dry_run))
+    _refuse(_refusals(bundle, existing, loaded, reason, dry_run) + _track_refusals(bundle, existing))
     outcome = Outcome(bundle.slug, applied=not dry_run)
     via = f"bundle-{via}"
     order = [split.slug for split in sorted(existing.splits, key=lambda s: (s.position, s.id))] if existing else []
@@ -105,7 +107,9 @@ def apply_bundle(
             _apply_order(actor, bundle, order, outcome, via)
             _apply_default_split(actor, bundle, outcome, via)
             _apply_columns(actor, bundle, outcome, via)
+            before = _drop_tracks(actor, bundle, outcome, via)
             _apply_entry_fields(actor, bundle, outcome, via)
+            _apply_tracks(actor, bundle, outcome, via, before)
     except IntegrityError as exc:  # another server changed the same rows meanwhile (two applies at once)
         raise Conflict(
             f"{bundle.slug} changed while the bundle was being applied (another apply at the same time?); "
@@ -551,6 +555,106 @@ def _apply_entry_fields(actor: User | None, bundle: Bundle, outcome: Outcome, vi
         outcome.add(bundle.slug, f"entry field order: {order}")
 
 
+def _fields_of(bundle: Bundle) -> list[entry_fields.FieldSpec]:
+    """The bundle's entry fields as the catalog reads them: what its tracks' conditions are checked against."""
+    return [
+        entry_fields.FieldSpec(
+            given.key,
+            given.label,
+            given.type,
+            tuple(given.choices or ()),
+            given.unit,
+            given.required,
+            given.column,
+            given.filter,
+        )
+        for given in bundle.entry_fields
+    ]
+
+
+def _track_refusals(bundle: Bundle, existing: Benchmark | None) -> list[tuple[type, str]]:
+    """Each track's conditions read against the bundle's own entry fields (they are applied first): one on a
+    field the bundle does not make filterable is refused with its key path; one on a field the bundle removes
+    names both the track and the field."""
+    fields = _fields_of(bundle)
+    defined = {spec.key for spec in fields}
+    stored = {spec.key for spec in entry_fields.specs(existing)} if existing is not None else set()
+    problems: list[tuple[type, str]] = []
+    for number, given in enumerate(bundle.tracks):
+        for position, written in enumerate(given.where):
+            where = f"tracks[{number}].where[{position}]"
+            try:
+                tracks.parse_condition(fields, written, where)
+            except tracks.BadSelection as exc:
+                message = exc.message
+                if exc.field in stored and exc.field not in defined:
+                    message = (
+                        f"{where}: the track {given.name!r} filters by the field {exc.field!r}, which this bundle "
+                        "removes from entry_fields; keep the field or change the track"
+                    )
+                problems.append((InvalidInput, message))
+    return problems
+
+
+def _drop_tracks(actor: User | None, bundle: Bundle, outcome: Outcome, via: str) -> dict[str, tracks.TrackSpec]:
+    """Before the fields are applied (a field a track uses is never removed or changed): remove the tracks the
+    bundle does not list, and take off those it changes that use a field it removes or changes (stored again,
+    changed, by _apply_tracks). Returns the tracks as they were."""
+    benchmark = catalog.get_benchmark(bundle.slug)
+    before = {spec.name: spec for spec in tracks.specs(benchmark)}
+    given_fields = {given.key: given for given in bundle.entry_fields}
+    touched = {
+        spec.key
+        for spec in entry_fields.specs(benchmark)
+        if given_fields.get(spec.key) != EntryFieldSpec.model_validate(spec.as_dict())
+    }
+    fields = _fields_of(bundle)
+    wanted = {
+        given.name: tuple(dict.fromkeys(tracks.parse_condition(fields, text) for text in given.where))
+        for given in bundle.tracks
+    }
+    for name, spec in before.items():
+        if name not in wanted:
+            tracks.drop(benchmark, name, actor=actor, via=via)
+            outcome.add(bundle.slug, f"track removed: {name}")
+        elif wanted[name] != spec.conditions and any(c.key in touched for c in spec.conditions):
+            tracks.drop(benchmark, name, actor=actor, via=via)
+    return before
+
+
+def _apply_tracks(
+    actor: User | None, bundle: Bundle, outcome: Outcome, via: str, before: dict[str, tracks.TrackSpec]
+) -> None:
+    """The benchmark's tracks as the bundle lists them, in its order (the order of the boards' tabs): each
+    added or changed through the audited tracks actions, after the fields they filter by."""
+    benchmark = catalog.get_benchmark(bundle.slug)
+    current = {spec.name: spec for spec in tracks.specs(benchmark)}
+    wanted = []
+    for number, given in enumerate(bundle.tracks):
+        try:
+            wanted.append(tracks.checked_track(benchmark, given.name, given.label, given.where))
+        except tracks.BadSelection as exc:
+            path = f"tracks[{number}]"
+            raise InvalidInput(f"{path}: {exc.message}", field=path) from exc
+    for spec in wanted:
+        if current.get(spec.name) != spec:
+            tracks.store(benchmark, spec, actor=actor, via=via)
+        if before.get(spec.name) != spec:
+            said = " ".join(spec.as_dict()["where"])
+            outcome.add(bundle.slug, f"track {'changed' if spec.name in before else 'added'}: {spec.name} ({said})")
+    names = [spec.name for spec in wanted]
+    rows = {row.name: row for row in db.session.scalars(select(Track).where(Track.benchmark_id == benchmark.id))}
+    for position, name in enumerate(names):
+        rows[name].position = position
+    kept = [name for name in before if name in names]
+    if kept != [name for name in names if name in kept]:
+        for split in benchmark.splits:  # the boards' tabs are in this order
+            split.board_version += 1
+        order = ", ".join(names)
+        audit_log.record(actor, "track.order", f"benchmark {bundle.slug}", {"via": via, "order": order})
+        outcome.add(bundle.slug, f"track order: {order}")
+
+
 def apply_bundle_archive(
     actor: User | None,
     data: bytes,
@@ -629,6 +733,7 @@ def export_bundle(benchmark_slug: str, *, with_files: bool = True) -> tuple[Bund
         default_split=default,
         columns=json.loads(benchmark.board_columns) if benchmark.board_columns else None,
         entry_fields=[EntryFieldSpec.model_validate(spec.as_dict()) for spec in entry_fields.specs(benchmark)],
+        tracks=[TrackSpec.model_validate(spec.as_dict()) for spec in tracks.specs(benchmark)],
         splits=splits,
     )
     return bundle, files

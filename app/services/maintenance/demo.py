@@ -26,6 +26,7 @@ from app.bundles import (
     LoadedBundle,
     ReferenceSpec,
     SplitSpec,
+    TrackSpec,
     canonical_yaml,
     read_bundle,
 )
@@ -80,6 +81,11 @@ ENTRY_FIELDS = (
     EntryFieldSpec(key="parameters", label="Parameters", type="integer", unit="parameters", column=True, filter=True),
     EntryFieldSpec(key="open_weights", label="Open weights", type="yesno", filter=True),
     EntryFieldSpec(key="code_url", label="Code", type="url"),
+)
+# The tracks every demo benchmark defines over those fields (the tracks suggested for a benchmark).
+TRACKS = (
+    TrackSpec(name="zero-shot", label="Zero-shot", where=["zero_shot:yes"]),
+    TrackSpec(name="small", label="Under 1B parameters", where=["parameters<=1e9"]),
 )
 STATED: dict[str, dict[str, bool | int | str]] = {
     "PixR": {"zero_shot": True, "extra_data": False, "parameters": 64_000_000, "open_weights": True},
@@ -217,6 +223,7 @@ def demo_bundle(spec: DemoBenchmark, seed: int, *, gzipped: bool = False) -> tup
         task=spec.task,
         default_split=public[-1] if public else None,
         entry_fields=list(ENTRY_FIELDS),
+        tracks=list(TRACKS),
         splits=splits,
     )
     return bundle, files
