@@ -188,3 +188,35 @@ def test_the_board_job_stores_each_named_track_and_readers_get_it_without_comput
     assert set(_stored()) == {"verified"}
     refused = app.test_client().get("/api/v1/leaderboards/nlvr2/dev?track=zero-shot")
     assert refused.status_code == 400 and "zero-shot" in refused.get_json()["error"]
+
+
+def test_while_a_changed_track_waits_for_its_job_no_entry_outside_it_is_shown(world, app, monkeypatch):
+    """A track's conditions changed (tracks.store), or an entry unverified: until the job rebuilds the track's
+    board, the reader is served the last stored one marked as updating, but never an entry the track as now
+    defined leaves out (the page states the new conditions above it), as an entry hidden meanwhile is never
+    shown."""
+    _workers(app, monkeypatch)
+    checked = _publish(world, 0.8, 1, zero_shot=True)
+    other = _publish(world, 0.7, 2, zero_shot=False)
+    maintainer_actions.verify_entry(world["admin"], checked.id, "code and weights checked")
+    _run_waiting()
+    version = catalog.get_split("nlvr2", "dev").board_version
+    assert _stored() == {"verified": version, "zero-shot": version}
+    calls = _counting(monkeypatch)
+    benchmark = catalog.get_benchmark("nlvr2")
+    spec = tracks.checked_track(benchmark, "zero-shot", "Zero-shot", ["zero_shot:no"])
+    tracks.store(benchmark, spec, actor=None, via="test")
+    db.session.commit()
+    maintainer_actions.unverify_entry(world["admin"], checked.id)
+    board_snapshots._track_memo.clear()
+    client = app.test_client()
+    api = client.get("/api/v1/leaderboards/nlvr2/dev?track=zero-shot").get_json()
+    assert api["where"] == ["zero_shot:no"] and api["updating_since"] is not None
+    assert [e["submission_id"] for e in api["entries"]] == []  # the stored board's entry is zero-shot
+    verified = client.get("/api/v1/leaderboards/nlvr2/dev?track=verified").get_json()
+    assert verified["updating_since"] is not None and verified["entries"] == []
+    assert calls == []
+    _run_waiting()
+    api = client.get("/api/v1/leaderboards/nlvr2/dev?track=zero-shot").get_json()
+    assert api["updating_since"] is None
+    assert [e["submission_id"] for e in api["entries"]] == [other.id]

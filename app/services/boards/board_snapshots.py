@@ -892,6 +892,17 @@ def _still_on_board(split: Split, entries: list[Entry]) -> list[Entry]:
     return [entry for entry in entries if entry.submission_id in on_board]
 
 
+def _still_kept(split: Split, selection: tracks.Selection, entries: list[Entry]) -> list[Entry]:
+    """A stored track board's entries less those taken off the board since it was built, and those the track
+    no longer keeps (its conditions changed, or an entry was unverified): the page states the track as it is
+    now, so no row may contradict it while the job rebuilds the board."""
+    rows = db.session.execute(
+        select(Submission.id, Submission.fields, Submission.verified_at).where(*_on_board(split))
+    )
+    kept = {sid for sid, text, at in rows if selection.keeps(entry_fields.values_of(text), at is not None)}
+    return [entry for entry in entries if entry.submission_id in kept]
+
+
 def _queue_board_job(split_id: int) -> None:
     """From a reader: queue the board's job in a transaction of its own (the reader's stays read-only)."""
     try:
@@ -1051,7 +1062,7 @@ def track_snapshot(split: Split, selection: tracks.Selection) -> Snapshot:
         since = queue.waiting_since(board_key(split.id))
         if since is not None:
             stored.changelog = changelog_of(split.id)
-            return replace(stored, entries=_still_on_board(split, stored.entries), updating_since=since)
+            return replace(stored, entries=_still_kept(split, selection, stored.entries), updating_since=since)
     with observability.board_computation():
         found = _compute(split, version, selection=selection)
     _share(split.id, version, _encode(found), track=name)
