@@ -220,3 +220,40 @@ def test_while_a_changed_track_waits_for_its_job_no_entry_outside_it_is_shown(wo
     api = client.get("/api/v1/leaderboards/nlvr2/dev?track=zero-shot").get_json()
     assert api["updating_since"] is None
     assert [e["submission_id"] for e in api["entries"]] == [other.id]
+
+
+def test_a_track_on_a_blind_test_ranks_from_the_released_counts_and_tells_no_other_figure(ctx):
+    """On a hidden split under `full` before its reveal (a counts-only board): the track's board is the board of
+    its entries published alone on a like split, and each row carries the very figures the whole board does."""
+    from app import synthetic
+
+    catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+    _zero_shot_field("nlvr2")
+    tracks.add_track("nlvr2", "zero-shot", "Zero-shot", ["zero_shot:yes"])
+    gold = synthetic.nlvr2_gold(SIZE, split="test", seed=7)
+    for slug in ("whole", "alone"):
+        catalog.add_split("nlvr2", slug, gold, hidden=True)
+        catalog.set_policy("nlvr2", slug, feedback="full")
+    whole, alone = catalog.get_split("nlvr2", "whole"), catalog.get_split("nlvr2", "alone")
+    team = Team(name="Lab")
+    db.session.add(team)
+    db.session.commit()
+    for i, zero_shot in enumerate(ZERO_SHOT):
+        data = synthetic.predictions("nlvr2", gold, 0.5 + 0.08 * i, seed=40 + i, split="test")
+        fields = {"zero_shot": "yes" if zero_shot else "no"}
+        for split in (whole, alone) if zero_shot else (whole,):
+            submissions.store_scored(split, team, data, model_name=f"m{i}", publish=True, fields=fields)
+    chosen = tracks.selection(whole.benchmark_id, track="zero-shot")
+    assert chosen is not None
+    track_board = board_snapshots.selected_snapshot(whole, chosen)
+    reference = board_snapshots.snapshot(alone)
+    assert len(track_board.entries) == sum(ZERO_SHOT)
+    assert _rows(track_board.entries) == _rows(reference.entries)
+    assert track_board.resolutions == reference.resolutions
+    _agrees(track_board.entries)
+    everyone = {e.submission_id: e for e in board_snapshots.snapshot(whole).entries}
+    for entry in track_board.entries:
+        assert (entry.scores, entry.intervals) == (
+            everyone[entry.submission_id].scores,
+            everyone[entry.submission_id].intervals,
+        )

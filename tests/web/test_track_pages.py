@@ -6,6 +6,7 @@ held board that a track tells nothing more of."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -26,14 +27,14 @@ pytestmark = pytest.mark.postgres(
 
 # (model, team, accuracy, fields): the entries of nlvr2 dev, in upload order.
 ENTRIES = (
-    ("Alpha", 0, 0.90, {"zero_shot": "yes", "parameters": 7_000_000_000, "approach": "zero-shot"}),
-    ("Bravo", 1, 0.85, {"zero_shot": "no", "parameters": 350_000_000, "approach": "fine-tuned"}),
+    ("Alpha", 0, 0.90, {"zero_shot": "yes", "parameters": 7_000_000_000, "approach": "zero-shot", "size": "1B-10B"}),
+    ("Bravo", 1, 0.85, {"zero_shot": "no", "parameters": 350_000_000, "approach": "fine-tuned", "size": "<1B"}),
     ("Charlie", 0, 0.80, {"zero_shot": "yes", "parameters": 1_000_000_000, "notes": "tiny"}),
     ("Delta", 1, 0.75, {"zero_shot": "yes"}),  # no parameters: never in a condition on them
     ("Echo", 2, 0.70, {"zero_shot": "no", "parameters": 120_000_000}),
     ("Foxtrot", 2, 0.66, {"zero_shot": "yes", "parameters": 2_000_000_000, "approach": "zero-shot"}),
     ("Golf", 1, 0.62, {"parameters": 500_000_000}),  # no zero_shot
-    ("Hotel", 0, 0.58, {"zero_shot": "yes", "parameters": 800_000_000}),
+    ("Hotel", 0, 0.58, {"zero_shot": "yes", "parameters": 800_000_000, "size": "<1B"}),
 )
 ZERO_SHOT = ["Alpha", "Charlie", "Delta", "Foxtrot", "Hotel"]
 SMALL = ["Bravo", "Charlie", "Echo", "Golf", "Hotel"]  # parameters <= 1e9
@@ -49,6 +50,8 @@ def _fields() -> None:
         entry_fields.checked_spec("parameters", "Parameters", "integer", unit="parameters", column=True, filterable=True),
         entry_fields.checked_spec("approach", "Approach", "choice", ("fine-tuned", "zero-shot"), filterable=True),
         entry_fields.checked_spec("notes", "Notes", "text"),
+        # Choices that start as a comparison does: `size:<1B` is the choice, not "less than".
+        entry_fields.checked_spec("size", "Size", "choice", ("<1B", "1B-10B", ">=10B"), filterable=True),
     ):
         entry_fields.add_field("nlvr2", spec)
 
@@ -190,6 +193,16 @@ def test_numbers_written_every_way_keep_the_same_entries_and_a_missing_value_is_
     assert [e["model_name"] for e in both["entries"]] == _in_order(client, ["Charlie", "Hotel"])
     assert both["track"] is None and both["where"] == ["zero_shot:yes", "parameters<=1000000000"]
     assert _models(client, "where=parameters>1e18") == []
+    # A choice that starts with a comparison's sign is that choice, asked for and written back as it is.
+    small = _api(client, "where=size:<1B")
+    assert [e["model_name"] for e in small["entries"]] == _in_order(client, ["Bravo", "Hotel"])
+    assert small["where"] == ["size:<1B"]
+    assert _models(client, "where=size:>=10B") == []
+    page = client.get(f"{BOARD}?where=size%3A%3C1B").get_data(as_text=True)
+    link = re.search(r'href="(/leaderboards/nlvr2/dev/export\.json\?where=[^"]+)"', page)
+    assert link is not None  # the links that keep the selection ask for it again
+    exported = json.loads(client.get(html.unescape(link.group(1))).get_data(as_text=True))
+    assert [e["model"] for e in exported["entries"]] == [e["model_name"] for e in small["entries"]]
     assert _models(client, "where=") == _models(client, "")  # an empty condition is no condition
 
 
@@ -210,7 +223,9 @@ def test_the_same_conditions_in_another_order_are_one_board_computed_once(module
 
 
 REFUSED = (
-    ("where=size:1", "size", "unknown field 'size'"),
+    ("where=sizes:1", "sizes", "unknown field 'sizes'"),
+    ("where=size<1B", "size", "compared only with field:value"),
+    ("where=size:<2B", "size", "compared only with field:value"),
     ("where=notes:tiny", "notes", "not one a board filters by"),
     ("where=zero_shot:maybe", "zero_shot", "zero_shot"),
     ("where=parameters:many", "parameters", "whole number"),
