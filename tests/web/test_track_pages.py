@@ -211,15 +211,24 @@ def test_the_same_conditions_in_another_order_are_one_board_computed_once(module
     real = board_snapshots._compute
 
     def counted(*args, **kwargs):
-        calls.append(kwargs.get("selection"))
+        if kwargs.get("selection") is not None:  # not the whole board, which _in_order reads
+            calls.append(kwargs["selection"])
         return real(*args, **kwargs)
 
     monkeypatch.setattr(board_snapshots, "_compute", counted)
+    board_snapshots._selected_memo.clear()  # whatever the module's other tests asked for before
     first = _api(client, "where=zero_shot:yes&where=parameters>=5e8")
     again = _api(client, "where=parameters>=500000000&where=zero_shot:yes")
     assert [e["model_name"] for e in first["entries"]] == _in_order(client, ["Alpha", "Charlie", "Foxtrot", "Hotel"])
     assert first["entries"] == again["entries"] and first["resolution"] == again["resolution"]
     assert len(calls) == 1
+    # Conditions written apart that keep the same entries are one board too: a visitor trying value after value
+    # makes no more boards computed than there are sets of entries to keep.
+    boards = [_api(client, f"where=parameters<={value}")["entries"] for value in (900_000_000, 900_000_001, "95e7")]
+    boards += [_api(client, f"where=parameters<{value}")["entries"] for value in range(800_000_001, 800_000_041)]
+    assert len(calls) == 2
+    assert all(board == boards[0] for board in boards)
+    assert [e["model_name"] for e in boards[0]] == _in_order(client, ["Bravo", "Echo", "Golf", "Hotel"])
 
 
 REFUSED = (
@@ -310,3 +319,11 @@ def test_a_tracks_definition_change_gives_its_board_a_new_etag(app):
     answer = client.get(f"{API}?track=small").get_json()
     assert sorted(e["model_name"] for e in answer["entries"]) == ["Bravo", "Echo", "Golf"]
     assert answer["where"] == ["parameters<=500000000"]
+
+
+@pytest.mark.parametrize("query", ["where=%3Cscript%3Ex%3C/script%3E:yes", "track=%3Cscript%3Ex%3C/script%3E"])
+def test_a_refused_selection_is_echoed_as_text_never_as_markup(client, world, query):
+    page = client.get(f"{BOARD}?{query}")
+    assert page.status_code == 400
+    text = page.get_data(as_text=True)
+    assert "<script>x" not in text and "&lt;script&gt;x" in text
