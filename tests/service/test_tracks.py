@@ -66,9 +66,7 @@ def test_a_tracks_board_is_the_board_of_its_entries_published_alone(ctx, family)
     db.session.add(team)
     db.session.commit()
     for i, zero_shot in enumerate(ZERO_SHOT):
-        upload = task.synthetic_predictions(
-            data, 0.45 + 0.09 * i, seed=20 + i, **task.demo_split_options(split_name)
-        )
+        upload = task.synthetic_predictions(data, 0.45 + 0.09 * i, seed=20 + i, **task.demo_split_options(split_name))
         fields = {"zero_shot": "yes" if zero_shot else "no"}
         submissions.store_scored(whole, team, upload, model_name=f"m{i}", publish=True, fields=fields)
         if zero_shot:

@@ -10,6 +10,7 @@ import html
 import io
 import json
 import re
+
 import pytest
 from sqlalchemy import update
 
@@ -47,7 +48,9 @@ EXPORTS = ("csv", "json", "md", "tex")
 def _fields() -> None:
     for spec in (
         entry_fields.checked_spec("zero_shot", "Zero-shot", "yesno", filterable=True),
-        entry_fields.checked_spec("parameters", "Parameters", "integer", unit="parameters", column=True, filterable=True),
+        entry_fields.checked_spec(
+            "parameters", "Parameters", "integer", unit="parameters", column=True, filterable=True
+        ),
         entry_fields.checked_spec("approach", "Approach", "choice", ("fine-tuned", "zero-shot"), filterable=True),
         entry_fields.checked_spec("notes", "Notes", "text"),
         # Choices that start as a comparison does: `size:<1B` is the choice, not "less than".
@@ -82,9 +85,7 @@ def _build() -> dict[str, int]:
         hidden, teams[0], secret, model_name=HIDDEN_MODEL, publish=True, fields={"zero_shot": "yes"}
     )
     db.session.execute(
-        update(Split)
-        .where(Split.id == dev.id)
-        .values(closes_at=utcnow(), board_version=Split.board_version + 1)
+        update(Split).where(Split.id == dev.id).values(closes_at=utcnow(), board_version=Split.board_version + 1)
     )
     db.session.commit()
     return ids
@@ -185,7 +186,8 @@ def test_numbers_written_every_way_keep_the_same_entries_and_a_missing_value_is_
         assert [e["model_name"] for e in answer["entries"]] == small, where
         assert answer["where"] == ["parameters<=1000000000"] and answer["track"] is None
     assert _models(client, "where=parameters<1e9") == _in_order(client, ["Bravo", "Echo", "Golf", "Hotel"])
-    assert _models(client, "where=parameters>=0") == _in_order(client, [m for m, _, _, f in ENTRIES if "parameters" in f])
+    said_parameters = [model for model, _, _, fields in ENTRIES if "parameters" in fields]
+    assert _models(client, "where=parameters>=0") == _in_order(client, said_parameters)
     assert _models(client, "where=zero_shot:no") == _in_order(client, ["Bravo", "Echo"])  # Golf said nothing
     assert _models(client, "where=approach:zero-shot") == _in_order(client, ["Alpha", "Foxtrot"])
     # A track narrowed further is a selection of its own, its entries meeting every condition.
@@ -246,7 +248,7 @@ REFUSED = (
     ("track=large", "track", "unknown track 'large'"),
     ("track=zero-shot/../small", "track", "unknown track"),
     ("track=a%2Fb", "track", "unknown track 'a/b'"),
-    ("&".join(f"where=zero_shot:yes" for _ in range(9)), "where", "at most 8 conditions"),
+    ("&".join("where=zero_shot:yes" for _ in range(9)), "where", "at most 8 conditions"),
     ("where=parameters<=" + "9" * 10_000, "where", "at most 200 characters"),
     ("&".join("where=zero_shot:yes" for _ in range(1000)), "where", "at most 8 conditions"),
     # Look-alikes: a Cyrillic о in the key, a Cyrillic е in the value, full-width digits.

@@ -904,9 +904,7 @@ def _still_kept(split: Split, selection: tracks.Selection, entries: list[Entry])
     """A stored track board's entries less those taken off the board since it was built, and those the track
     no longer keeps (its conditions changed, or an entry was unverified): the page states the track as it is
     now, so no row may contradict it while the job rebuilds the board."""
-    rows = db.session.execute(
-        select(Submission.id, Submission.fields, Submission.verified_at).where(*_on_board(split))
-    )
+    rows = db.session.execute(select(Submission.id, Submission.fields, Submission.verified_at).where(*_on_board(split)))
     kept = {sid for sid, text, at in rows if selection.keeps(entry_fields.values_of(text), at is not None)}
     return [entry for entry in entries if entry.submission_id in kept]
 
