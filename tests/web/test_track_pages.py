@@ -255,6 +255,8 @@ REFUSED = (
     ("where=zero_sh\u043et:yes", "where", "is not a condition"),
     ("where=zero_shot:y\u0435s", "zero_shot", "zero_shot"),
     ("where=parameters<=\uff11\uff10", "parameters", "whole number"),
+    ("track=zero%E2%80%90shot", "track", "unknown track"),  # a Unicode hyphen
+    ("track=zero-shot%E2%80%AE", "track", "\\u202e"),  # an invisible override, written out, never echoed as is
 )
 
 
