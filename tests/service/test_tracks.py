@@ -186,6 +186,9 @@ def test_the_board_job_stores_each_named_track_and_readers_get_it_without_comput
     assert set(_stored()) == {"verified"}
     refused = app.test_client().get("/api/v1/leaderboards/nlvr2/dev?track=zero-shot")
     assert refused.status_code == 400 and "zero-shot" in refused.get_json()["error"]
+    maintainer_actions.unverify_entry(world["admin"], first.id)  # no track left to build: none stored
+    _run_waiting()
+    assert _stored() == {}
 
 
 def test_while_a_changed_track_waits_for_its_job_no_entry_outside_it_is_shown(world, app, monkeypatch):
