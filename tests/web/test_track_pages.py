@@ -195,6 +195,9 @@ def test_numbers_written_every_way_keep_the_same_entries_and_a_missing_value_is_
     assert [e["model_name"] for e in both["entries"]] == _in_order(client, ["Charlie", "Hotel"])
     assert both["track"] is None and both["where"] == ["zero_shot:yes", "parameters<=1000000000"]
     assert _models(client, "where=parameters>1e18") == []
+    for where in ("parameters:1e9", "parameters=1_000_000_000", "parameters:%201000000000%20"):
+        assert _models(client, f"where={where}") == ["Charlie"], where
+    assert _models(client, "where=zero_shot=yes") == _in_order(client, ZERO_SHOT)
     # A choice that starts with a comparison's sign is that choice, asked for and written back as it is.
     small = _api(client, "where=size:<1B")
     assert [e["model_name"] for e in small["entries"]] == _in_order(client, ["Bravo", "Hotel"])
