@@ -15,10 +15,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from app import create_app
 from app.db import db
 from app.models import Split, Submission
+from app.services.catalog import entry_fields, tracks
 from app.services.storage import checksums
 from app.settings import from_environment
 from tests.security import crawler
@@ -88,6 +90,10 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
     # identifier at all, for any role, maintainers included.
     per_example_urls = _per_example_urls(world)
     urls += [entry for entry in per_example_urls if entry not in urls]
+    # A track and an ad-hoc condition on every split's board (issue 38): a held board stays held, a counts-only
+    # one shows counts, whichever entries are asked for.
+    track_urls = _track_urls(app)
+    urls += [entry for entry in track_urls if entry not in urls]
 
     problems, statuses, bodies = [], {}, {}
     for role in ROLES:
@@ -133,6 +139,8 @@ def test_no_response_outside_the_admins_carries_labels_or_per_example_results(ap
     for (role, url), text in bodies.items():
         named = hidden_id.search(text)
         assert named is None, f"{role} GET {url}: a hidden split's identifier at {named.start()}"
+    for role in ROLES:  # the track boards answered (held, or their entries' released figures), never refused
+        assert {statuses[(role, url)] for _, url in track_urls} == {200}, role
     for split in HIDDEN:  # the comparison itself answered (held, or the released figures), never an error
         pair = _pair(world, split)
         assert {statuses[(role, f"/compare?{pair}")] for role in ROLES} == {200}
@@ -167,6 +175,27 @@ def _per_example_urls(world) -> list[tuple[str, str]]:
                 ("submissions.example_results", f"/submissions/{sid}/examples.csv"),
                 ("api_v1.example_results", f"/api/v1/submissions/{sid}/examples"),
             ]
+    return urls
+
+
+def _track_urls(app) -> list[tuple[str, str]]:
+    """A filterable field, filled on every published entry, and a track over it; then every split's board, its
+    API answer and exports for the track, an ad-hoc condition and the verified track, with their endpoints."""
+    with app.app_context():
+        entry_fields.add_field("nlvr2", entry_fields.checked_spec("zero_shot", "Zero-shot", "yesno", filterable=True))
+        published = select(Submission).where(Submission.published_at.is_not(None))
+        for n, submission in enumerate(db.session.scalars(published)):
+            submission.fields = entry_fields.stored({"zero_shot": n % 2 == 0})
+        db.session.commit()
+        tracks.add_track("nlvr2", "zero-shot", "Zero-shot", ["zero_shot:yes"])
+    urls = []
+    for split in ("dev", *HIDDEN):
+        for query in ("track=zero-shot", "where=zero_shot:no", "track=verified"):
+            urls += [
+                ("public.leaderboard", f"/leaderboards/nlvr2/{split}?{query}"),
+                ("api_v1.leaderboard", f"/api/v1/leaderboards/nlvr2/{split}?{query}"),
+            ]
+            urls += [("public.export", f"/leaderboards/nlvr2/{split}/export.{fmt}?{query}") for fmt in ("csv", "json")]
     return urls
 
 

@@ -320,19 +320,27 @@ def standing_at(until: datetime | None) -> tuple:
     return () if until is None else (Submission.created_at < until, Submission.published_at < until)
 
 
+def _kept_ids(split: Split, until: datetime | None, selection: tracks.Selection) -> tuple[int, ...]:
+    """The ids of the split's entries on the board (then, with `until`) that a selection keeps, in id order: one
+    query of their fields, without the predictions."""
+    verified = (Submission.verified_at.is_not(None),) if selection.verified else ()
+    facts = db.session.execute(
+        select(Submission.id, Submission.fields)
+        .where(*_on_board(split), *standing_at(until), *verified)
+        .order_by(Submission.id)
+    )
+    return tuple(sid for sid, text in facts if selection.keeps(entry_fields.values_of(text), True))
+
+
 def _published_rows(
     split: Split, until: datetime | None = None, selection: tracks.Selection | None = None
 ) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
     predictions, by submission id; with `until` (a closing time), only those on the board then (standing_at);
     with a `selection`, only those it keeps (their fields read first, without the predictions)."""
-    kept = standing_at(until) + ((Submission.verified_at.is_not(None),) if selection and selection.verified else ())
-    if selection is not None and selection.conditions:
-        facts = db.session.execute(
-            select(Submission.id, Submission.fields).where(*_on_board(split), *kept).order_by(Submission.id)
-        )
-        chosen = [sid for sid, text in facts if selection.keeps(json.loads(text) if text else {}, True)]
-        kept += (Submission.id.in_(chosen),)
+    kept = standing_at(until)
+    if selection is not None:
+        kept += (Submission.id.in_(_kept_ids(split, until, selection)),)
     return db.session.execute(
         select(
             Submission.id,
@@ -892,6 +900,15 @@ def _still_on_board(split: Split, entries: list[Entry]) -> list[Entry]:
     return [entry for entry in entries if entry.submission_id in on_board]
 
 
+def _still_kept(split: Split, selection: tracks.Selection, entries: list[Entry]) -> list[Entry]:
+    """A stored track board's entries less those taken off the board since it was built, and those the track
+    no longer keeps (its conditions changed, or an entry was unverified): the page states the track as it is
+    now, so no row may contradict it while the job rebuilds the board."""
+    rows = db.session.execute(select(Submission.id, Submission.fields, Submission.verified_at).where(*_on_board(split)))
+    kept = {sid for sid, text, at in rows if selection.keeps(entry_fields.values_of(text), at is not None)}
+    return [entry for entry in entries if entry.submission_id in kept]
+
+
 def _queue_board_job(split_id: int) -> None:
     """From a reader: queue the board's job in a transaction of its own (the reader's stays read-only)."""
     try:
@@ -1015,14 +1032,21 @@ def selected_snapshot(split: Split, selection: tracks.Selection, final: bool = F
         return track_snapshot(split, selection)
     until = as_utc(split.closes_at) if final and split.closes_at is not None else None
     version = split.board_version or 0
-    key = (str(db.engine.url), split.id, version, until.isoformat() if until else None, selection.key)
-    hit = _selected_memo.get(key)
+    board = (str(db.engine.url), split.id, version, until.isoformat() if until else None)
+    hit = _selected_memo.get((*board, selection.key))
     if hit is not None:
         return hit
-    with observability.board_computation():
-        found = _compute(split, version, until=until, selection=selection)
-    found.changelog = changelog(split)
-    return _selected_memo.put(key, found)
+    # Kept by the entries chosen too: conditions written apart that keep the same entries (parameters<=9e8,
+    # parameters<=950000000...) are one board, so no visitor makes this process compute more boards than
+    # there are sets of entries to keep.
+    kept = _kept_ids(split, until, selection)
+    found = _selected_memo.get((*board, kept))
+    if found is None:
+        with observability.board_computation():
+            found = _compute(split, version, until=until, selection=selection)
+        found.changelog = changelog(split)
+        _selected_memo.put((*board, kept), found)
+    return _selected_memo.put((*board, selection.key), found)
 
 
 _track_memo: LRU[Snapshot] = LRU(64)
@@ -1051,7 +1075,7 @@ def track_snapshot(split: Split, selection: tracks.Selection) -> Snapshot:
         since = queue.waiting_since(board_key(split.id))
         if since is not None:
             stored.changelog = changelog_of(split.id)
-            return replace(stored, entries=_still_on_board(split, stored.entries), updating_since=since)
+            return replace(stored, entries=_still_kept(split, selection, stored.entries), updating_since=since)
     with observability.board_computation():
         found = _compute(split, version, selection=selection)
     _share(split.id, version, _encode(found), track=name)

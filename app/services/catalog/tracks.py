@@ -143,6 +143,16 @@ def _integer(text: str) -> int | None:
     return None
 
 
+def _one_of(spec: FieldSpec, raw: str) -> bool:
+    """Whether a text is, as it stands, a value of a field that is not a number (a choice "<1B", a text)."""
+    if spec.type == "integer":
+        return False
+    try:
+        return entry_fields.clean_value(spec, raw) is not None
+    except ServiceError:
+        return False
+
+
 def parse_condition(specs: Sequence[FieldSpec], written: str, where: str = "where") -> Condition:
     """A condition as written (`zero_shot:yes`, `parameters<=1e9`) checked against the benchmark's fields:
     BadSelection naming the field when it is unknown, not filterable, or the value does not fit its type."""
@@ -157,9 +167,6 @@ def parse_condition(specs: Sequence[FieldSpec], written: str, where: str = "wher
         )
     key, op, raw = found.group(1), found.group(2), found.group(3)
     op = "=" if op in (":", "=") else op
-    if op == "=" and raw[:2] in COMPARISONS or op == "=" and raw[:1] in COMPARISONS:
-        sign = raw[:2] if raw[:2] in COMPARISONS else raw[:1]
-        op, raw = sign, raw[len(sign) :].strip()
     by_key = {spec.key: spec for spec in specs}
     filterable = ", ".join(spec.key for spec in specs if spec.filterable) or "none"
     spec = by_key.get(key)
@@ -169,6 +176,10 @@ def parse_condition(specs: Sequence[FieldSpec], written: str, where: str = "wher
         raise BadSelection(
             f"{where}: the field {key!r} is not one a board filters by; those it does: {filterable}", field=key
         )
+    sign = raw[:2] if raw[:2] in COMPARISONS else raw[:1] if raw[:1] in COMPARISONS else ""
+    if op == "=" and sign and not _one_of(spec, raw):
+        # parameters:<=1e9 is a comparison; a value that merely starts with one (a choice "<1B") is not.
+        op, raw = sign, raw[len(sign) :].strip()
     if op != "=":
         if spec.type != "integer":
             raise BadSelection(f"{where}: {key!r} is {spec.type}, compared only with field:value", field=key)
