@@ -321,27 +321,48 @@ class BoardSearch(WindowQuery):
     )
 
 
+# A board's and the models view's selection parameters (a field each, made anew for each model that has it).
+def _verified_query() -> Any:
+    return _optional(
+        "`1`: the verified entries alone, a board of their own: ranks, rank intervals and resolution computed among "
+        "them (never the whole board's ranks filtered). Anything else but `0` is a 400."
+    )
+
+
+def _track_query() -> Any:
+    return _optional(
+        "A named track of the benchmark (`tracks` in the answer lists them; `verified` is the verified entries): "
+        "its entries alone, a board of their own, ranks, rank intervals and resolution computed among them. An "
+        "unknown track is a 400 naming it."
+    )
+
+
+def _where_query() -> Any:
+    return _optional(
+        "A condition on an entry field the benchmark lets boards filter by, `field:value` (`zero_shot:yes`) or, for "
+        "a number, `field<=value` (also `>=`, `<`, `>`; `parameters<=1e9`); repeat it for several (all must hold), "
+        "with or without `track`. The entries meeting them are ranked among themselves. An unknown field, one not "
+        "filterable or a value its type refuses is a 400 naming the field."
+    )
+
+
 class BoardQuery(BoardSearch):
     view: View | SkipJsonSchema[None] = _optional(
         "`teams` keeps each team's best entry (anonymous entries count apart). `final`: the final board, the "
         "entries as they stood at the split's closing time, ranked among themselves; only for a split whose "
         "closing time has passed (otherwise 404). A held blind test's final board stays held until the reveal."
     )
-    verified: Literal["0", "1"] | SkipJsonSchema[None] = _optional(
-        "`1`: the verified entries alone, a board of their own: ranks, rank intervals and resolution computed among "
-        "them (never the whole board's ranks filtered). Anything else but `0` is a 400."
-    )
-    track: str | SkipJsonSchema[None] = _optional(
-        "A named track of the benchmark (`tracks` in the answer lists them; `verified` is the verified entries): "
-        "its entries alone, a board of their own, ranks, rank intervals and resolution computed among them. An "
-        "unknown track is a 400 naming it."
-    )
-    where: list[str] | SkipJsonSchema[None] = _optional(
-        "A condition on an entry field the benchmark lets boards filter by, `field:value` (`zero_shot:yes`) or, for "
-        "a number, `field<=value` (also `>=`, `<`, `>`; `parameters<=1e9`); repeat it for several (all must hold), "
-        "with or without `track`. The entries meeting them are ranked among themselves. An unknown field, one not "
-        "filterable or a value its type refuses is a 400 naming the field."
-    )
+    verified: Literal["0", "1"] | SkipJsonSchema[None] = _verified_query()
+    track: str | SkipJsonSchema[None] = _track_query()
+    where: list[str] | SkipJsonSchema[None] = _where_query()
+
+
+class ModelsQuery(BoardSearch):
+    """The models view's: a search and a track, as a board's (each split's board of the track's entries)."""
+
+    verified: Literal["0", "1"] | SkipJsonSchema[None] = _verified_query()
+    track: str | SkipJsonSchema[None] = _track_query()
+    where: list[str] | SkipJsonSchema[None] = _where_query()
 
 
 class SubmissionSearch(WindowQuery):
@@ -617,6 +638,8 @@ class ModelRow(Shape):
     model: str
     team: str
     anonymous: bool
+    fields: FieldValues = Field(description="Its latest entry's fields (the benchmark's fact sheet), by key.")
+    verified: Verified | None = Field(description="Its latest entry's verified mark; null when it has none.")
     cells: dict[str, ModelCell] = Field(description="Column key -> the entry's submission_id and its score.")
 
 
@@ -635,6 +658,13 @@ class Models(Window):
     columns: list[ModelsColumn]
     models: list[ModelRow]
     references: list[ReferenceRow] = Field(description="Every reference row, whatever `q`, `limit` and `offset`.")
+    track: str | None = Field(
+        description="The named track shown (`verified` for `verified=1`): the models of its entries alone, ranked "
+        "among themselves on each split's board of those entries; null for every entry or ad-hoc conditions."
+    )
+    where: list[str] = Field(description="Every condition the entries shown meet; empty for every entry.")
+    selection: str | None = Field(description="What `where` and `verified` keep, in words; null for every entry.")
+    tracks: list[Track] = Field(description="The benchmark's named tracks, in its order (the tabs).")
 
 
 # --- two entries compared ------------------------------------------------------------------------------

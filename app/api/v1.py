@@ -469,12 +469,20 @@ def leaderboard(benchmark: str, split: str):
 @bp.get("/leaderboards/<benchmark>/models")
 @caching.public(lambda benchmark: page_versions.benchmark(benchmark))
 @operation(
-    "getModels", (200, shape.Models, "The models view."), *PUBLIC_READ, 422, public=True, query=shape.BoardSearch
+    "getModels", (200, shape.Models, "The models view."), *PUBLIC_READ, 422, public=True, query=shape.ModelsQuery
 )
 def models(benchmark: str):
     """One row per model across the benchmark's splits"""
     args = request.args
-    document = exports.models_document(benchmark, args.get("q"), args.get("limit"), args.get("offset"))
+    document = exports.models_document(
+        benchmark,
+        args.get("q"),
+        args.get("limit"),
+        args.get("offset"),
+        track=args.get("track"),
+        where=args.getlist("where"),
+        verified=args.get("verified"),
+    )
     return shape.body(shape.Models.model_validate(document))
 
 

@@ -127,14 +127,22 @@ def export(benchmark: str, split: str, fmt: str):
 @bp.get("/leaderboards/<benchmark>/models")
 @caching.public(_benchmark)
 def models(benchmark: str):
-    table = models_view.models_table(benchmark)
+    table = models_view.models_table(benchmark, **_selection_args())
     return render_template("public/models.html", table=table, task=catalog.task_of(table.benchmark))
 
 
 @bp.get("/leaderboards/<benchmark>/models/export.<fmt>")
 @caching.public(_benchmark)
 def models_export(benchmark: str, fmt: str):
-    return _download(exports.export_models(benchmark, fmt, intervals=request.args.get("ci") != "0"))
+    return _download(
+        exports.export_models(benchmark, fmt, intervals=request.args.get("ci") != "0", **_selection_args())
+    )
+
+
+def _selection_args() -> dict:
+    """?track=, ?where= (repeated) and ?verified=, as given (the service checks them)."""
+    args = request.args
+    return {"track": args.get("track"), "where": args.getlist("where"), "verified": args.get("verified")}
 
 
 @bp.get("/compare")

@@ -34,3 +34,49 @@ def test_the_repositorys_demo_bundles_are_what_the_families_demo_files_make():
         assert {path.removesuffix(".gz"): data for path, data in committed.files.items()} == files
         without_files = {"splits": {"__all__": {"labels", "annotations", "choices"}}}
         assert committed.bundle.model_dump(exclude=without_files) == made.model_dump(exclude=without_files)
+
+
+def test_the_demo_has_a_crowded_board_with_fact_sheets_to_slice(ctx, tmp_path, monkeypatch):
+    """Issue 38: one demo board of 60 entries with their fields filled in, about a third zero-shot, some small,
+    a few verified with a note and a link. Loaded here onto the toy family's small split (the crowd is plain
+    data, the same runs whichever split takes it), and checked as its tracks show it: ranked among themselves."""
+    from app.services.boards import leaderboards
+    from app.services.catalog import tracks
+    from app.services.maintenance import demo_crowd
+
+    specs = {spec.slug: spec for spec in demo.demo_benchmarks()}
+    crowd_split = next(s for s in specs[demo_crowd.BENCHMARK].splits if s.slug == demo_crowd.SPLIT)
+    assert specs[demo_crowd.BENCHMARK].sweep and not crowd_split.hidden
+    assert len(demo.TEAMS) + len(demo.SWEEP) + len(demo_crowd.runs()) == demo_crowd.SIZE == 60
+    with toy_family(tmp_path):
+        (spec,) = [spec for spec in demo.demo_benchmarks() if spec.slug == DEMO_SLUG]
+        monkeypatch.setattr(demo_crowd, "BENCHMARK", DEMO_SLUG)
+        monkeypatch.setattr(demo_crowd, "SPLIT", spec.splits[0].slug)
+        created = demo.load_demo(benchmarks=[spec])
+        assert created["submissions"] == len(demo.TEAMS) + len(demo_crowd.runs())
+        assert demo.load_demo(benchmarks=[spec])["submissions"] == 0  # idempotent, verified marks too
+        tracks.add_track(DEMO_SLUG, "zero-shot", "Zero-shot", ["zero_shot:yes"])
+        tracks.add_track(DEMO_SLUG, "small", "Small", ["parameters<=1e9"])
+        board = leaderboards.board(DEMO_SLUG, paginate=False)
+        everyone = {entry.model_name: entry for entry in board.entries}
+        assert len(everyone) == created["submissions"] and all(e.fields.get("parameters") for e in board.entries)
+        sizes = [entry.fields["parameters"] for entry in board.entries]
+        assert min(sizes) <= 60_000_000 and max(sizes) >= 70_000_000_000
+        assert any(e.fields["open_weights"] for e in board.entries) and not all(
+            e.fields["open_weights"] for e in board.entries
+        )
+        for track, keeps in (
+            ("zero-shot", lambda e: e.fields["zero_shot"]),
+            ("small", lambda e: e.fields["parameters"] <= 10**9),
+            ("verified", lambda e: e.verified is not None),
+        ):
+            sliced = leaderboards.board(DEMO_SLUG, track=track, paginate=False).entries
+            assert {e.model_name for e in sliced} == {e.model_name for e in board.entries if keeps(e)}, track
+            assert 3 <= len(sliced) < len(board.entries) and min(e.rank for e in sliced) == 1, track
+            assert max(e.rank_high or 0 for e in sliced) <= len(sliced), track  # ranked among themselves
+        zero_shot = [e for e in board.entries if e.fields["zero_shot"]]
+        assert len(board.entries) / 4 <= len(zero_shot) <= len(board.entries) / 2  # about a third
+        verified = [e for e in board.entries if e.verified]
+        assert all(e.verified["note"] and e.verified["url"] for e in verified)
+        assert len({e.team for e in board.entries}) >= 8
+        assert len({e.rank for e in board.entries}) < len(board.entries)  # close scores: some ranks shared

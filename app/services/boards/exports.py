@@ -94,17 +94,28 @@ def export(
     )
 
 
-def export_models(benchmark_slug: str, fmt: str, *, intervals: bool = True) -> Export:
-    """The models view of a benchmark (one row per model across splits) in a format."""
+def export_models(
+    benchmark_slug: str,
+    fmt: str,
+    *,
+    intervals: bool = True,
+    track: str | None = None,
+    where: str | Sequence[str] | None = None,
+    verified: str | None = None,
+) -> Export:
+    """The models view of a benchmark (one row per model across splits) in a format; with a track (`track`,
+    `where`, `verified`), the models of the entries it keeps, ranked among themselves."""
     _check(fmt)
-    table = models_view.models_table(benchmark_slug)
+    table = models_view.models_table(benchmark_slug, track=track, where=where, verified=verified)
     writers: dict[str, Callable[[Any], str]] = {
         "csv": to_csv,
         "json": models_json,
         "md": to_markdown,
         "tex": lambda t: to_latex(t, intervals=intervals),
     }
-    return Export(writers[fmt](table).encode("utf-8"), FORMATS[fmt], f"{table.benchmark.slug}-models.{fmt}")
+    chosen = table.selection
+    suffix = "" if chosen is None else f"-{chosen.track or 'filtered'}"
+    return Export(writers[fmt](table).encode("utf-8"), FORMATS[fmt], f"{table.benchmark.slug}-models{suffix}.{fmt}")
 
 
 def _team(entry: Entry | models_view.ModelRow) -> str:
@@ -127,9 +138,12 @@ def _rows(board) -> list:
 
 def _field_specs(board, columns_only: bool = False) -> list[FieldSpec]:
     """The benchmark's entry fields a board's export writes: every one (CSV, JSON), or those its boards show as
-    columns (Markdown, LaTeX: tables to read). A models table has none."""
-    snapshot = getattr(board, "snapshot", None)
-    specs = list(snapshot.field_specs) if snapshot is not None else []
+    columns (Markdown, LaTeX: tables to read). A models table's rows state their latest entry's."""
+    if isinstance(board, models_view.ModelsTable):
+        specs = list(board.field_specs)
+    else:
+        snapshot = getattr(board, "snapshot", None)
+        specs = list(snapshot.field_specs) if snapshot is not None else []
     return [spec for spec in specs if spec.column] if columns_only else specs
 
 
@@ -254,9 +268,8 @@ def to_csv(board: Board) -> str:
     gap = any(column.subset == GAP for column in board.columns)
     if gap:
         header += ["gap p", "gap larger than sampling"]
-    marks = isinstance(board, Board)  # a board's entries carry a maintainer's verified mark; model rows do not
     header += ["rank_low", "rank_high", "paper_url", "code_url"]
-    header += ["verified", "verified_note", "verified_url"] if marks else []
+    header += ["verified", "verified_note", "verified_url"]
     header += ["type"]
     # The entry fields last, so that every earlier column keeps its place; yes/no as true/false like JSON.
     specs = _field_specs(board)
@@ -281,13 +294,12 @@ def to_csv(board: Board) -> str:
                 "" if entry is None or entry.gap_marked is None else str(entry.gap_marked).lower(),
             ]
         cells += [entry.rank_low if entry else None, entry.rank_high if entry else None, link, code]
-        if marks:
-            mark = _verified(row)
-            cells += [
-                "" if entry is None else ("yes" if mark else "no"),
-                mark["note"] if mark else None,
-                mark["url"] if mark else None,
-            ]
+        mark = _verified(row)
+        cells += [
+            "" if entry is None else ("yes" if mark else "no"),
+            mark["note"] if mark else None,
+            mark["url"] if mark else None,
+        ]
         cells += [row.kind]
         for spec in specs:
             value = _stated(row, spec)
@@ -425,21 +437,29 @@ def gap_document(entry: Entry) -> dict | None:
 
 
 def models_document(
-    benchmark_slug: str, q: str | None = None, limit: str | None = None, offset: str | None = None
+    benchmark_slug: str,
+    q: str | None = None,
+    limit: str | None = None,
+    offset: str | None = None,
+    *,
+    track: str | None = None,
+    where: Sequence[str] | None = None,
+    verified: str | None = None,
 ) -> dict:
     """The models view as the API gives it: the rows whose model or team name holds `q` (as on a board:
     leaderboards.matches), the window asked for of them (each keeps its rank), and `total`, `limit` and
-    `offset` (InvalidQuery naming a bad q, limit or offset)."""
+    `offset` (InvalidQuery naming a bad q, limit or offset); with a track, the models of its entries alone."""
     window = leaderboards.window(limit, offset)
     needle = leaderboards.search_text(q)
-    table = models_view.models_table(benchmark_slug)
+    table = models_view.models_table(benchmark_slug, track=track, where=where, verified=verified)
     found = [row for row in table.entries if needle is None or leaderboards.matches(needle, row.model_name, row.team)]
     body = _models_body(table, window.of(found))
     return body | {"total": len(found), "limit": window.limit, "offset": window.offset}
 
 
 def models_json(table: models_view.ModelsTable) -> str:
-    return json.dumps(_models_body(table), ensure_ascii=False, indent=2) + "\n"
+    body = _models_body(table) | {"fields": [spec.as_dict() for spec in table.field_specs]}  # as a board's export
+    return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
 
 
 def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow] | None = None) -> dict:
@@ -466,6 +486,8 @@ def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow
                 "model": row.model_name,
                 "team": _team(row),
                 "anonymous": row.team is None,
+                "fields": row.fields,
+                "verified": row.verified,
                 "cells": {
                     column.key: {
                         "submission_id": cell.submission_id,
@@ -482,6 +504,8 @@ def _models_body(table: models_view.ModelsTable, rows: list[models_view.ModelRow
         # page states them.
         "rank_method": rank_method.sentence(*_method_terms(table)) if table.ranking_split is not None else None,
         "resolution": None if table.resolution is None else round(float(table.resolution), 1),
+        **_selection_document(table),
+        "tracks": [spec.as_dict() for spec in table.track_tabs],
     }
 
 
@@ -535,7 +559,6 @@ def _markdown_field(spec: FieldSpec, value) -> str:
 
 
 def to_markdown(board: Board) -> str:
-    marks = isinstance(board, Board)  # a board's entries carry a maintainer's verified mark; model rows do not
     specs = _field_specs(board, columns_only=True)
     header = [
         "Rank",
@@ -547,7 +570,7 @@ def to_markdown(board: Board) -> str:
         "Paper",
         "Code",
     ]
-    header += ["Verified"] if marks else []
+    header += ["Verified"]
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     kept = getattr(board, "selection_words", "")
     only = f"Only {markdown_escape(kept)}, ranked among themselves. " if kept else ""
@@ -568,7 +591,7 @@ def to_markdown(board: Board) -> str:
                 *("---:" if spec.type == "integer" else "---" for spec in specs),
                 "---",
                 "---",
-                *(["---"] * marks),
+                "---",
             ]
         )
         + "|",
@@ -596,7 +619,7 @@ def to_markdown(board: Board) -> str:
                 _markdown_link("source", row.source_url),
                 "",
             ]
-        cells += [_markdown_verified(row)] if marks else []
+        cells += [_markdown_verified(row)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -947,7 +970,7 @@ def _latex_packages(board, rows: list, layout: _Layout) -> list[str]:
     return [f"% {package}" for package in packages]
 
 
-def _selection_document(board: Board) -> dict[str, Any]:
+def _selection_document(board: Board | models_view.ModelsTable) -> dict[str, Any]:
     """A board of a selection says which (track, where, in words): its ranks are among those entries alone."""
     chosen = board.selection
     return {

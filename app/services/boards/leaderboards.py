@@ -690,7 +690,8 @@ def _parse_selection(
 _selections: LRU[tuple[tracks.Selection | None, list[tracks.TrackSpec]]] = LRU(256)
 
 
-def _parse_verified(verified: str | bool | None) -> bool:
+def parse_verified(verified: str | bool | None) -> bool:
+    """?verified=: 1 (only verified entries), 0 or nothing (InvalidQuery for anything else)."""
     if isinstance(verified, bool):
         return verified
     if verified in (None, "", "0"):
@@ -738,7 +739,7 @@ def board(
     split = _chosen_split(benchmark, benchmark_slug, split_slug)
     if split is None:
         return Board(benchmark, None, [], True)
-    selection, named = _parse_selection(split, benchmark, track, where, _parse_verified(verified))
+    selection, named = _parse_selection(split, benchmark, track, where, parse_verified(verified))
     asked = _Asked(
         _parse_page(page), _parse_view(view), chosen, sort, order, paginate, search_text(q), selection, named
     )

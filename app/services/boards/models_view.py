@@ -9,10 +9,14 @@ decisions: Entry.model_rank); models without an entry there follow, by name. Ref
 (human performance, baselines) of the public splits are rows too, one per name, unranked, standing where their
 score on the ranking split's primary metric falls, as on the boards. Everything is read from the split boards'
 snapshots (board_snapshots.snapshot), so it agrees with them number for number.
+
+A track (?track=, ?where=, ?verified=1, tracks.selection) reads each split's board of the entries it keeps
+(board_snapshots.selected_snapshot) instead: the models those entries belong to, ranked among themselves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -25,6 +29,7 @@ from app.services.blind_test import visibility
 from app.services.boards import board_snapshots, leaderboards
 from app.services.boards.board_snapshots import Entry, ReferenceRow, Snapshot
 from app.services.boards.leaderboards import BenchmarkInfo, Board, Column, SplitInfo
+from app.services.catalog import entry_fields, tracks
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,16 @@ class ModelRow:
         return self.newest.paper_url
 
     @property
+    def fields(self) -> dict[str, bool | int | str]:
+        """The fact sheet of its latest entry (what its team states of the model last), as its links are."""
+        return self.newest.fields
+
+    @property
+    def verified(self) -> dict[str, str | None] | None:
+        """Its latest entry's verified mark (a maintainer checked that entry's code and weights)."""
+        return self.newest.verified
+
+    @property
     def code_url(self) -> str | None:
         return self.newest.code_url
 
@@ -179,6 +194,23 @@ class ModelsTable:
     primary: ModelColumn | None = None  # the ranking split's primary column: what the rows are ordered by
     # The smallest difference in points the models' own pair decisions detect with 80% power (None: fewer than 2).
     resolution: float | None = None
+    # ?track=, ?where=, ?verified=1: the models of the entries a selection keeps, ranked among themselves; None: all.
+    selection: tracks.Selection | None = None
+    track_tabs: list[tracks.TrackSpec] = field(default_factory=list)  # the benchmark's named tracks
+    field_specs: tuple[entry_fields.FieldSpec, ...] = ()  # the benchmark's entry fields
+
+    @property
+    def field_columns(self) -> list[entry_fields.FieldSpec]:
+        """The entry fields shown as columns, as on a board."""
+        return [spec for spec in self.field_specs if spec.column]
+
+    @property
+    def selection_words(self) -> str:
+        """What the selection keeps, as the page says it ("" for every entry)."""
+        return "" if self.selection is None else self.selection.words(self.field_specs)
+
+    selection_params = Board.selection_params  # the query parameters that ask for the same selection
+    verified_only = Board.verified_only
 
     @property
     def ranked_models(self) -> int:
@@ -198,16 +230,25 @@ class ModelsTable:
     is_best = Board.is_best
 
 
-def models_table(benchmark_slug: str) -> ModelsTable:
-    """NotFound for an unknown benchmark."""
+def models_table(
+    benchmark_slug: str,
+    *,
+    track: str | None = None,
+    where: str | Sequence[str] | None = None,
+    verified: str | bool | None = None,
+) -> ModelsTable:
+    """NotFound for an unknown benchmark; BadSelection (400) naming an unknown track or a field that cannot be
+    filtered by, InvalidQuery for a bad `verified`. With a selection, the models of the entries it keeps alone."""
     begin_reading()
     benchmark = leaderboards.benchmark_info(benchmark_slug)
+    written = [where] if isinstance(where, str) else [text for text in (where or ()) if text]
+    selection = tracks.selection(benchmark.id, track, written, leaderboards.parse_verified(verified))
     task = catalog.task_of(benchmark)
     public = [split for split in benchmark.splits if visibility.scores_are_public(split)]
     held = [split for split in benchmark.splits if not visibility.scores_are_public(split)]
     landing = leaderboards.default_split(benchmark)
     ranking = landing if landing in public else (public[0] if public else None)
-    snapshots = {split.slug: board_snapshots.snapshot(db.session.get_one(Split, split.id)) for split in public}
+    snapshots = {split.slug: _split_snapshot(split, selection) for split in public}
 
     rows = _model_rows(public, snapshots)
     columns = _model_columns(task, public, ranking)
@@ -227,7 +268,27 @@ def models_table(benchmark_slug: str) -> ModelsTable:
     primary = next((c for c in columns if ranking is not None and c.split_slug == ranking.slug), None)
     shown = leaderboards.interleave(ranked, references, primary)
     resolution = snapshots[ranking.slug].resolutions.get("models") if ranking else None
-    return ModelsTable(benchmark, public, ranking, columns, ranked, held, references, shown, primary, resolution)
+    return ModelsTable(
+        benchmark,
+        public,
+        ranking,
+        columns,
+        ranked,
+        held,
+        references,
+        shown,
+        primary,
+        resolution,
+        selection,
+        tracks.specs(benchmark.id),
+        tuple(entry_fields.specs(benchmark.id)),
+    )
+
+
+def _split_snapshot(split: SplitInfo, selection: tracks.Selection | None) -> Snapshot:
+    """A public split's board: of every entry, or of those the selection keeps, ranked among themselves."""
+    full = db.session.get_one(Split, split.id)
+    return board_snapshots.snapshot(full) if selection is None else board_snapshots.selected_snapshot(full, selection)
 
 
 def _reference_rows(public: list[SplitInfo], snapshots: dict[str, Snapshot]) -> list[ReferenceModelRow]:

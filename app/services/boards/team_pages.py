@@ -21,6 +21,8 @@ from app.services import catalog
 from app.services.boards import board_snapshots
 from app.services.boards.board_snapshots import Entry
 from app.services.boards.leaderboards import Column, columns
+from app.services.catalog import entry_fields
+from app.services.catalog.entry_fields import FieldSpec
 from app.services.people import teams
 
 
@@ -37,6 +39,7 @@ class TeamBoard:
     primary_metric: str
     entries: tuple[Entry, ...]
     board_entries: int  # entries on the whole board (a rank reads "3 of 40")
+    field_columns: tuple[FieldSpec, ...] = ()  # the entry fields the board shows as columns, after the scores
 
     @property
     def primary_label(self) -> str:
@@ -109,6 +112,7 @@ def team_page(slug: str) -> TeamPage:
                 task.primary_metric,
                 mine,
                 len(board),
+                tuple(spec for spec in entry_fields.specs(split.benchmark_id) if spec.column),
             )
         )
     return TeamPage(team.name, team.slug, teams.public_members(team), tuple(boards))

@@ -6,6 +6,9 @@ example. The bundles are made from what each family says of its demo benchmarks 
 data) by ``demo_bundle``, which ``scripts/make_demo_bundles.py`` writes out; a demo benchmark with no bundle in
 the repository (a family added since) is made the same way in memory.
 
+One board, the NLVR2 demo's Test-P, holds 60 entries with their fact sheets filled in (demo_crowd), a few
+verified: a board to slice by track.
+
 Idempotent: anything that already exists is left as it is (a benchmark already there is not applied again).
 """
 
@@ -40,7 +43,7 @@ from app.services.boards import board_snapshots
 from app.services.catalog import label_files, phases
 from app.services.intake import submissions
 from app.services.jobs import transport
-from app.services.maintenance import bundles
+from app.services.maintenance import bundles, demo_crowd
 from app.services.people import accounts, teams
 from app.services.storage import checksums
 
@@ -85,7 +88,7 @@ ENTRY_FIELDS = (
 # The tracks every demo benchmark defines over those fields (the tracks suggested for a benchmark).
 TRACKS = (
     TrackSpec(name="zero-shot", label="Zero-shot", where=["zero_shot:yes"]),
-    TrackSpec(name="small", label="Under 1B parameters", where=["parameters<=1e9"]),
+    TrackSpec(name="small", label="Under 1B parameters", where=["parameters<=1000000000"]),
 )
 STATED: dict[str, dict[str, bool | int | str]] = {
     "PixR": {"zero_shot": True, "extra_data": False, "parameters": 64_000_000, "open_weights": True},
@@ -140,7 +143,8 @@ def load_demo(
     created = {"benchmarks": 0, "splits": 0, "teams": 0, "users": 0, "submissions": 0, "references": 0}
     now = utcnow()
     by_name = _ensure_teams_and_users(created)
-    for seed, spec in enumerate(demo_benchmarks() if benchmarks is None else benchmarks):
+    specs = list(demo_benchmarks() if benchmarks is None else benchmarks)
+    for seed, spec in enumerate(specs):
         if db.session.scalar(select(Benchmark.id).where(Benchmark.slug == spec.slug)) is None:
             bundles.apply_bundle(None, _demo_loaded(spec, seed), via="demo")
             created["benchmarks"] += 1
@@ -155,9 +159,12 @@ def load_demo(
             gold = functools.cache(functools.partial(label_files.gold_bytes, split))
             for run_number, run in enumerate(_runs(spec, now)):
                 seed_of_run = (100 * seed + number) * 100 + run_number
-                created["submissions"] += _ensure_run(spec, split_spec, split, gold, by_name, seed_of_run, run)
+                stored = _ensure_run(spec, split_spec, split, gold, by_name, seed_of_run, run)
+                created["submissions"] += stored is not None
             if progress:
                 progress(f"{spec.slug}/{split_spec.slug}")
+    # After every other run, so that the submissions made before the crowded board keep their ids.
+    created["submissions"] += _ensure_crowd(specs, by_name, now)
     if transport.inline():
         # In-process a board is built by its first reader; the demo builds its boards now (seconds), so the
         # server it is loaded for serves them at once, and runs any other job it queued (nothing waits: /healthz ok).
@@ -232,7 +239,7 @@ def demo_bundle(spec: DemoBenchmark, seed: int, *, gzipped: bool = False) -> tup
 def _ensure_teams_and_users(created: dict[str, int]) -> dict[str, Team]:
     """The demo's teams (by name) and accounts, created where missing."""
     by_name: dict[str, Team] = {}
-    for team_name in [team[0] for team in TEAMS] + [SWEEP_TEAM]:
+    for team_name in [team[0] for team in TEAMS] + [SWEEP_TEAM] + [team for team, _ in demo_crowd.TEAMS]:
         found = teams.find_team(team_name)
         if found is None:
             found = teams.create_team(team_name)
@@ -281,14 +288,18 @@ def _ensure_run(
     by_name: dict[str, Team],
     seed: int,
     run: Run,
-) -> int:
-    """Store and publish a run's synthetic predictions unless already there: how many were stored (0 or 1)."""
+    fields: dict[str, bool | int | str] | None = None,
+) -> Submission | None:
+    """Store and publish a run's synthetic predictions unless already there (None), with `fields` (by default
+    what its model states, STATED)."""
     team_name, model, accuracy, description, paper, moment = run
     if _has_submission(split, by_name[team_name], model):
-        return 0
+        return None
     task = get_task(spec.task)
     data = task.synthetic_predictions(gold(), accuracy, seed=seed, **task.demo_split_options(split_spec.slug))
-    submissions.store_scored(
+    if fields is None:
+        fields = STATED.get(model, SWEEP_STATED if team_name == SWEEP_TEAM else {})
+    return submissions.store_scored(
         split,
         by_name[team_name],
         data,
@@ -297,9 +308,32 @@ def _ensure_run(
         paper_url=paper,
         publish=True,
         submitted_at=moment,
-        fields=STATED.get(model, SWEEP_STATED if team_name == SWEEP_TEAM else {}),
+        fields=fields,
     )
-    return 1
+
+
+def _ensure_crowd(specs: list[DemoBenchmark], by_name: dict[str, Team], now: datetime) -> int:
+    """The crowded board's other runs (demo_crowd), where its benchmark is part of the demo being loaded, and the
+    maintainer's checks of those it marks verified: how many were stored."""
+    place = next((seed for seed, spec in enumerate(specs) if spec.slug == demo_crowd.BENCHMARK), None)
+    if place is None:
+        return 0
+    spec = specs[place]
+    number, split_spec = next((n, s) for n, s in enumerate(spec.splits) if s.slug == demo_crowd.SPLIT)
+    split = catalog.get_split(spec.slug, split_spec.slug)
+    gold = functools.cache(functools.partial(label_files.gold_bytes, split))
+    first = len(_runs(spec, now))  # seeds go on from the split's other runs'
+    stored = 0
+    for offset, crowd in enumerate(demo_crowd.runs()):
+        run = (crowd.team, crowd.model, crowd.accuracy, crowd.description, crowd.paper_url, crowd.submitted_at(now))
+        seed = (100 * place + number) * 100 + first + offset
+        submission = _ensure_run(spec, split_spec, split, gold, by_name, seed, run, crowd.fields)
+        if submission is None:
+            continue
+        stored += 1
+        if crowd.verified:
+            submissions.verify(None, submission.id, *crowd.verified, via="demo")
+    return stored
 
 
 def _gold_bytes(spec: DemoBenchmark, split_spec: DemoSplit, seed: int) -> bytes:
