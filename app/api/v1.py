@@ -359,6 +359,7 @@ def _leaderboard(benchmark: str, split: str | None) -> dict:
 
 # --- views ---------------------------------------------------------------------------------------------
 
+
 def _board_versions(benchmark: str) -> object:
     """What a board's answer depends on (a named track's stored boards too: page_versions.benchmark)."""
     return page_versions.benchmark(benchmark, request.args.get("track"), request.args.get("verified"))

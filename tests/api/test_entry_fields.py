@@ -66,6 +66,8 @@ def test_values_are_checked_by_type_and_a_bad_one_is_a_422_naming_the_field(clie
         ({"zero_shot": "maybe"}, "fields.zero_shot", "must be yes or no"),
         ({"parameters": "7B"}, "fields.parameters", "must be a whole number"),
         ({"parameters": -3}, "fields.parameters", "must be a whole number"),
+        ({"parameters": "7.25e-1"}, "fields.parameters", "must be a whole number"),
+        ({"parameters": "1e19"}, "fields.parameters", "must be a whole number"),
         ({"approach": "few-shot"}, "fields.approach", "must be one of fine-tuned, zero-shot"),
         ({"code": "ftp://x"}, "fields.code", "must be an http:// or https:// address"),
         ({"colour": "red"}, "fields.colour", "unknown field 'colour'"),
@@ -80,6 +82,8 @@ def test_values_are_checked_by_type_and_a_bad_one_is_a_422_naming_the_field(clie
 
 def test_fields_given_at_upload_and_at_publication_required_then_frozen_until_unpublished(app, client, world):
     given = {"zero_shot": "yes", "parameters": "7,000,000,000", "code": "https://example.org/code"}
+    # A number written as on a board's filter (parameters<=1e9) is taken as a value too, exactly.
+    assert entry_fields.clean_value(entry_fields.FieldSpec("p", "P", "integer"), "1.25e9") == 1_250_000_000
     created = post_file(client, world, "member", world.predictions(), fields=json.dumps(given))
     assert created.status_code == 201, created.json
     sid, headers = created.json["id"], world.headers("member")

@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import func, select
@@ -297,6 +298,25 @@ def _field_error(spec: FieldSpec, text: str) -> InvalidInput:
     return InvalidInput(f"The field {spec.label!r} (fields.{spec.key}) {text}", field=f"fields.{spec.key}")
 
 
+_SCIENTIFIC = re.compile(r"^\d{1,19}(?:\.\d{1,19})?[eE]\d{1,2}$")
+
+
+def whole_number(text: str) -> int | None:
+    """A whole number from 0 to MAX_INTEGER as a person writes one (a fact sheet's value, a board's filter):
+    7000000000, 7_000_000_000, 7,000,000,000 or 7e9 (exactly: 7.5e-1 or 1.23456e2 is not one); None otherwise."""
+    cleaned = text.strip().replace("_", "").replace(",", "")
+    if cleaned.isascii() and cleaned.isdigit() and len(cleaned) <= 19:
+        number = int(cleaned)
+    elif _SCIENTIFIC.match(cleaned):
+        exact = Decimal(cleaned)
+        if exact != exact.to_integral_value():
+            return None
+        number = int(exact)
+    else:
+        return None
+    return number if number <= MAX_INTEGER else None
+
+
 def clean_value(spec: FieldSpec, raw: Any) -> Value | None:
     """One value checked against its field's type (InvalidInput naming the field); None when not given."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
@@ -311,13 +331,14 @@ def clean_value(spec: FieldSpec, raw: Any) -> Value | None:
             return False
         raise _field_error(spec, f"must be yes or no (true/false), got {str(raw)[:40]!r}")
     if spec.type == "integer":
-        text = str(raw).strip().replace("_", "").replace(",", "") if not isinstance(raw, bool) else ""
-        if isinstance(raw, int | str) and not isinstance(raw, bool) and re.fullmatch(r"\d{1,19}", text):
-            number = int(text)
-            if number <= MAX_INTEGER:
-                return number
+        number = whole_number(str(raw)) if isinstance(raw, int | str) and not isinstance(raw, bool) else None
+        if number is not None:
+            return number
         unit = f" ({spec.unit})" if spec.unit else ""
-        raise _field_error(spec, f"must be a whole number from 0 to 10^18{unit}, got {str(raw)[:40]!r}")
+        raise _field_error(
+            spec,
+            f"must be a whole number from 0 to 10^18{unit} (7000000000, 7,000,000,000 or 7e9), got {str(raw)[:40]!r}",
+        )
     if not isinstance(raw, str):
         raise _field_error(spec, f"must be text, got {type(raw).__name__}")
     text = raw.strip()

@@ -9,7 +9,6 @@ rank intervals and resolution, never the whole board's ranks with rows hidden.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,6 @@ MAX_CONDITIONS = 8  # per track, and ?where= parameters per request
 MAX_CONDITION = 200  # characters of one condition as written
 COMPARISONS = ("<=", ">=", "<", ">")
 _WRITTEN = re.compile(r"^\s*([A-Za-z0-9_]{1,64})\s*(<=|>=|<|>|:|=)\s*(.*?)\s*$", re.DOTALL)
-_SCIENTIFIC = re.compile(r"^\d+(?:\.\d+)?[eE]\d{1,2}$")
 _SIGNS = {"=": "=", "<=": "≤", ">=": "≥", "<": "<", ">": ">"}
 
 
@@ -131,18 +129,6 @@ class Selection:
         return ("verified entries" if self.verified else "entries") + (f" with {said}" if said else "")
 
 
-def _integer(text: str) -> int | None:
-    """A whole number as a person writes one in a filter: 1000000000, 1_000_000_000, 1,000,000,000 or 1e9."""
-    cleaned = text.replace("_", "").replace(",", "")
-    if cleaned.isascii() and cleaned.isdigit() and len(cleaned) <= 19:
-        return int(cleaned)
-    if _SCIENTIFIC.match(cleaned):
-        number = float(cleaned)
-        if math.isfinite(number) and number == int(number) and number <= entry_fields.MAX_INTEGER:
-            return int(number)
-    return None
-
-
 def _one_of(spec: FieldSpec, raw: str) -> bool:
     """Whether a text is, as it stands, a value of a field that is not a number (a choice "<1B", a text)."""
     if spec.type == "integer":
@@ -183,14 +169,14 @@ def parse_condition(specs: Sequence[FieldSpec], written: str, where: str = "wher
     if op != "=":
         if spec.type != "integer":
             raise BadSelection(f"{where}: {key!r} is {spec.type}, compared only with field:value", field=key)
-        number = _integer(raw)
+        number = entry_fields.whole_number(raw)
         if number is None:
             raise BadSelection(
                 f"{where}: {key} {op} needs a whole number (1000000000 or 1e9), got {raw[:40]!r}", field=key
             )
         return Condition(key, op, number)
     if spec.type == "integer":
-        number = _integer(raw)
+        number = entry_fields.whole_number(raw)
         if number is None:
             raise BadSelection(f"{where}: {key} needs a whole number (1000000000 or 1e9), got {raw[:40]!r}", field=key)
         return Condition(key, op, number)
