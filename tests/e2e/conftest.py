@@ -171,5 +171,13 @@ def page(browser, site):
 def screenshot(page, name: str, *, full_page: bool = True) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
+    try:
+        page.screenshot(path=str(path), full_page=full_page)
+    except Exception as exc:  # playwright is imported lazily (its Error class with it)
+        # Chromium now and then answers "Unable to capture screenshot" while a frame is still being composited
+        # on a loaded machine (seen once in CI on a page that had rendered): a second capture finds the frame.
+        if "Unable to capture screenshot" not in str(exc):
+            raise
+        page.wait_for_timeout(200)
+        page.screenshot(path=str(path), full_page=full_page)
     return path
