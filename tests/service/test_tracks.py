@@ -49,7 +49,11 @@ def _agrees(entries) -> None:
     assert (lows - 1).sum() == (k - highs).sum()
 
 
-@pytest.mark.parametrize("family", sorted(TASK_TYPES))
+# Every family on SQLite; on PostgreSQL one family: what depends on the dialect (the JSON fields read, the ids
+# kept) is the same code for every family, and the other eight repeats cost 4 s of CI time.
+@pytest.mark.parametrize(
+    "family", [f if f == "nlvr2" else pytest.param(f, marks=pytest.mark.one_backend) for f in sorted(TASK_TYPES)]
+)
 def test_a_tracks_board_is_the_board_of_its_entries_published_alone(ctx, family):
     """For every family: the zero-shot track's board (ranked among its entries) equals the whole board of another
     split with the same gold where only those entries are published."""
