@@ -1,6 +1,6 @@
 """Remake tests/module_seconds.json from the JUnit XML of a full run (CI=true, both databases):
-`python -m pytest -n auto --dist loadfile --junitxml=run.xml` (or `PYTEST_ADDOPTS=--junitxml=run.xml bash .ci/run`), then
-`python -m tests.module_seconds run.xml`. tests/conftest.py runs the longest modules first by it."""
+`PYTEST_ADDOPTS=--junitxml=run.xml bash .ci/run`, then `python -m tests.module_seconds run.xml`.
+tests/conftest.py runs the longest modules first by it."""
 
 from __future__ import annotations
 
