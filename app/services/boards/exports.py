@@ -574,8 +574,10 @@ def to_markdown(board: Board) -> str:
     title = f"{markdown_escape(board.benchmark.name)} — {markdown_escape(board.split.name if board.split else '')}"
     kept = getattr(board, "selection_words", "")
     only = f"Only {markdown_escape(kept)}, ranked among themselves. " if kept else ""
+    units = _units_words(board)
+    units = units[:1].upper() + units[1:] if only else units  # a sentence of its own after the selection's
     lines = [
-        f"**{title}**: {only}{_units_words(board)}, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
+        f"**{title}**: {only}{units}, 95% {_interval_words(board)} in brackets{_gap_words(board)}. "
         f"Rank (95% rank interval){_ranked_on(board, markdown_escape)}: "
         f"{markdown_escape(rank_method.sentence(*_method_terms(board)))}",
         "",
