@@ -1,6 +1,7 @@
-"""Original uploads in a real S3 server (s3rver on loopback, tests/support/s3_server.py) with
+"""Original uploads in a real S3 server (SeaweedFS on loopback, tests/support/s3_server.py) with
 STORAGE_URL=s3://bucket/prefix and S3_ENDPOINT_URL: an upload lands in the bucket under its content-hash key and
-not in SUBMISSIONS_DIR; with the server down an upload is a quick 503 that stores nothing; a server paused
+not in SUBMISSIONS_DIR; with the server down an upload is a quick 503 that stores nothing; a wrong secret is
+refused (a 503 that stores nothing); a server paused
 (SIGSTOP) mid-upload costs the upload STORAGE_TIMEOUT and nobody else anything, and the object it stores when
 it resumes is removed by the job its upload queued; a server killed in the middle of an upload leaves a row
 with its object or no row, and `flask uploads check` reports (and `--delete` clears) an object without a row;
@@ -100,6 +101,34 @@ def test_with_the_server_stopped_an_upload_is_a_quick_503_and_stores_nothing(s3_
     assert len(s3_server.keys(prefix)) == 1
 
 
+def test_a_wrong_secret_is_refused(s3_app, world, s3_server, prefix, monkeypatch):
+    """SeaweedFS checks the secret of its identity: boto3 signing with another is refused, and so is the app's
+    upload (a 503 without Retry-After: waiting will not mend credentials), which stores nothing and leaves
+    nothing to remove later."""
+    from botocore.exceptions import ClientError
+
+    stray = b"signed with the wrong secret\n"
+    with pytest.raises(ClientError) as refused:
+        s3_server.client(secret="not-the-secret").put_object(
+            Bucket=s3_server.bucket, Key=_key(prefix, stray), Body=gzip.compress(stray)
+        )
+    assert refused.value.response["Error"]["Code"] in ("SignatureDoesNotMatch", "AccessDenied")
+    assert s3_server.keys(prefix) == []
+
+    client = s3_app.test_client()
+    quota_before = client.get("/api/v1/me", headers=world.headers("member")).json
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    upload_objects.forget_clients()
+    response = post_file(client, world, "member", world.predictions())
+    assert response.status_code == 503, response.json
+    assert "the S3 server refused access (SignatureDoesNotMatch)" in response.json["error"]
+    assert "Retry-After" not in response.headers
+    assert _rows(s3_app) == 0 and s3_server.keys(prefix) == []
+    assert client.get("/api/v1/me", headers=world.headers("member")).json == quota_before
+    with s3_app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Job)) == 0
+
+
 BUDGET = 1.5  # STORAGE_TIMEOUT here: seconds
 
 
@@ -109,7 +138,7 @@ BUDGET = 1.5  # STORAGE_TIMEOUT here: seconds
 def test_a_server_paused_mid_upload_costs_the_budget_holds_no_lock_and_leaves_nothing(
     s3_app, world, s3_server, prefix, monkeypatch
 ):
-    """The issue's hang: s3rver stopped (SIGSTOP) as the upload's PUT goes out. The upload is answered 503 with
+    """The issue's hang: the S3 server stopped (SIGSTOP) as the upload's PUT goes out. The upload is answered 503 with
     Retry-After within the budget, while a board read and another team's upload (a write) are answered meanwhile;
     nothing is stored and the quota is unchanged. Once the server resumes it stores the PUT it had taken (an
     object without a row), and the job the upload queued removes it: `uploads check` is clean."""
@@ -250,7 +279,7 @@ def test_a_server_killed_mid_upload_leaves_a_row_with_its_object_or_no_row(
 def test_uploads_check_finds_an_object_without_a_row_and_a_row_without_an_object(
     s3_app, world, s3_server, prefix, monkeypatch
 ):
-    monkeypatch.setattr(upload_objects, "PAGE_SIZE", 2)  # s3rver's continuation tokens, page after page
+    monkeypatch.setattr(upload_objects, "PAGE_SIZE", 2)  # the server's continuation tokens, page after page
     sent = [world.predictions(seed=seed) for seed in range(4)]
     for data in sent:
         assert post_file(s3_app.test_client(), world, "member", data).status_code == 201
