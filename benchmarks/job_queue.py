@@ -11,7 +11,7 @@ and writes them into docs/performance/job-queue.md.
    from the publish's answer). The same with JOB_QUEUE=inline on the same database for comparison: no worker,
    the first reader after a change builds the board itself (what Holdout did before issue 26).
 2. Upload latency (POST /api/v1/submissions of a Test-P-size file, scored and stored) with the originals on
-   the local disk and with STORAGE_URL=s3://... on s3rver (tests/support/s3_server.py) on loopback: the
+   the local disk and with STORAGE_URL=s3://... on SeaweedFS (tests/support/s3_server.py) on loopback: the
    median and 90th percentile of `--uploads` uploads each, one at a time, against a gunicorn server.
 Targets: the first view's median under 300 ms on PostgreSQL; the new entry served within 10 s.
 """
@@ -212,7 +212,7 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=20)
     args = parser.parse_args()
     from tests.postgres import PostgresCluster
-    from tests.support.s3_server import running_s3rver
+    from tests.support.s3_server import running_s3_server
 
     cluster = PostgresCluster.create()
     folder = Path(tempfile.mkdtemp(prefix="holdout-queue-bench-"))
@@ -254,10 +254,10 @@ def main() -> None:
 
         data = synthetic.predictions("nlvr2", gold, 0.7, seed=7, split="test1")
         lines = ["| originals kept in | median | p90 | max | n |", "|---|---|---|---|---|"]
-        with running_s3rver(folder / "s3") as s3:
+        with running_s3_server(folder / "s3") as s3:
             stores = {
                 "local folder": env,
-                "s3rver on loopback (STORAGE_URL=s3://...)": env
+                "SeaweedFS on loopback (STORAGE_URL=s3://...)": env
                 | s3.environment()
                 | {"STORAGE_URL": f"s3://{s3.bucket}/bench", "S3_ENDPOINT_URL": s3.endpoint_url},
             }

