@@ -1,11 +1,11 @@
 """Original uploads in a real S3 server (SeaweedFS on loopback, tests/support/s3_server.py) with
 STORAGE_URL=s3://bucket/prefix and S3_ENDPOINT_URL: an upload lands in the bucket under its content-hash key and
 not in SUBMISSIONS_DIR; with the server down an upload is a quick 503 that stores nothing; a wrong secret is
-refused (a 503 that stores nothing); a server paused
-(SIGSTOP) mid-upload costs the upload STORAGE_TIMEOUT and nobody else anything, and the object it stores when
-it resumes is removed by the job its upload queued; a server killed in the middle of an upload leaves a row
-with its object or no row, and `flask uploads check` reports (and `--delete` clears) an object without a row;
-the check pages through the listing; a backup restores into a fresh bucket and prefix (or a folder)."""
+refused (a 503 that stores nothing); a server paused (SIGSTOP) mid-upload costs the upload STORAGE_TIMEOUT and
+nobody else anything, and the object it stores when it resumes is removed by the job its upload queued; a server
+killed in the middle of an upload leaves a row with its object or no row, and one killed whole (store and
+gateway) keeps what it had once started again; `flask uploads check` reports (and `--delete` clears) an object
+without a row; the check pages through the listing; a backup restores into a fresh bucket and prefix (or a folder)."""
 
 from __future__ import annotations
 
@@ -274,6 +274,34 @@ def test_a_server_killed_mid_upload_leaves_a_row_with_its_object_or_no_row(
         assert response.status_code == 201 and (rows, keys) == (1, [_key(prefix, data)])
     result = _check(s3_app)
     assert result.exit_code == 0 and "uploads and rows agree" in result.output, result.output
+
+
+def test_the_whole_server_killed_mid_upload_and_started_again_keeps_what_it_had(s3_app, world, s3_server, prefix):
+    """Every process of SeaweedFS (store and gateway) SIGKILLed as an upload's write goes out, then started again
+    on the same ports and data: the upload was a 503 that left nothing, the object stored before is still there
+    and readable, the check is clean and the next upload is taken."""
+    client = s3_app.test_client()
+    kept = world.predictions(seed=1)
+    assert post_file(client, world, "member", kept).status_code == 201
+    original = upload_objects.UploadBucket.put
+
+    def all_killed_writing(self, key, body, md5):
+        s3_server.kill_all()
+        return original(self, key, body, md5)
+
+    with pytest.MonkeyPatch.context() as patch:  # undone before the start (the fixture's environment stays)
+        patch.setattr(upload_objects.UploadBucket, "put", all_killed_writing)
+        response = post_file(client, world, "member", world.predictions(seed=2))
+    assert response.status_code == 503, response.json
+    assert s3_server.store is None and not s3_server.running
+    s3_server.start()
+    assert s3_server.keys(prefix) == [_key(prefix, kept)] and _rows(s3_app) == 1
+    with s3_app.app_context():
+        assert upload_store.read_original(checksums.sha256(kept)) == kept
+    result = _check(s3_app)
+    assert result.exit_code == 0 and "uploads and rows agree" in result.output, result.output
+    assert post_file(client, world, "member", world.predictions(seed=3)).status_code == 201
+    assert len(s3_server.keys(prefix)) == 2
 
 
 def test_uploads_check_finds_an_object_without_a_row_and_a_row_without_an_object(

@@ -6,7 +6,7 @@ Two processes: ``weed server`` (master, volume and filer: where objects and thei
 the S3 gateway the app speaks to. ``stop``/``kill``/``start`` act on the gateway, the process an upload's request
 is in: it starts again in about 0.15 s, where the whole server takes about 2.3 s (its components wait on each other
 with fixed sleeps) and a SIGTERM of it waits 15 s on the filer's open streams. The store behind it lives for the
-module and ends with it.
+module and ends with it, unless ``kill_all`` kills it too (``start`` then starts it again on its data).
 
 Without the binary (``HOLDOUT_WEED`` names another one), ``S3Unavailable`` says why; the fixtures skip with that
 reason, or fail when CI is set.
@@ -158,6 +158,14 @@ class S3Server:
         """SIGKILL: gone at once, in the middle of whatever it was doing."""
         self._end(signal.SIGKILL)
 
+    def kill_all(self) -> None:
+        """SIGKILL for the store behind the gateway too: every process of the server gone at once."""
+        self.kill()
+        store, self.store = self.store, None
+        if store is not None and store.poll() is None:
+            store.kill()
+            store.wait()
+
     def restart(self) -> None:
         self.stop()
         self.start()
@@ -166,10 +174,7 @@ class S3Server:
         """The gateway and the store behind it end. SIGKILL for the store: its SIGTERM waits 15 s on the filer's
         streams, and its data goes with the test's folder."""
         self.stop()
-        store, self.store = self.store, None
-        if store is not None and store.poll() is None:
-            store.kill()
-            store.wait()
+        self.kill_all()
         # weed makes a Unix socket in /tmp beside each of its ports (TMPDIR is not read) and leaves it there.
         for port in [*self.ports.values(), *self.grpc.values()]:
             for socket in Path("/tmp").glob(f"seaweedfs-*-{port}.sock"):
