@@ -72,7 +72,7 @@ class S3Server:
         self.store: subprocess.Popen | None = None  # master, volume and filer
         self.process: subprocess.Popen | None = None  # the S3 gateway
         self._client = None
-        self._bucket_made = False
+        self._written = False  # since the store last started: a probe write went through
 
     @property
     def endpoint_url(self) -> str:
@@ -124,25 +124,26 @@ class S3Server:
             identity["actions"] = ["Admin", "Read", "List", "Tagging", "Write"]
             self.identities.write_text(json.dumps({"identities": [identity]}))
             self.store = self._spawn(self._store_command())
+            self._written = False
         self.process = self._spawn(self._gateway_command())
         self._wait_ready()
 
     def _wait_ready(self) -> None:
-        """Until a signed request is answered; at the first start, until the bucket takes a write (the first one
-        grows the volumes, which would otherwise cost a test's first upload about a second)."""
+        """Until a signed request is answered; once the store (re)started, until the bucket takes a write (the
+        first one grows the volumes, which would otherwise cost a test's first upload about a second)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline and self.running and self.store is not None and self.store.poll() is None:
             try:
-                if self._bucket_made:
+                if self._written:
                     self.client().head_bucket(Bucket=self.bucket)
                     return
                 if self.bucket not in {item["Name"] for item in self.client().list_buckets()["Buckets"]}:
                     self.client().create_bucket(Bucket=self.bucket)
                 self.client().put_object(Bucket=self.bucket, Key=PROBE_KEY, Body=b"")
                 self.client().delete_object(Bucket=self.bucket, Key=PROBE_KEY)
-                self._bucket_made = True
+                self._written = True
                 return
             except (BotoCoreError, ClientError):
                 time.sleep(0.05)
