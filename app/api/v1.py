@@ -468,7 +468,7 @@ def leaderboard(benchmark: str, split: str):
 
 
 @bp.get("/leaderboards/<benchmark>/models")
-@caching.public(lambda benchmark: page_versions.benchmark(benchmark))
+@caching.public(lambda benchmark: _board_versions(benchmark))  # a track's stored boards too
 @operation(
     "getModels", (200, shape.Models, "The models view."), *PUBLIC_READ, 422, public=True, query=shape.ModelsQuery
 )

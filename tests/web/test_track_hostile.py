@@ -7,7 +7,13 @@ import html
 import re
 
 import pytest
+from sqlalchemy import update
 
+from app.db import db
+from app.models import TrackSnapshot
+from app.services.catalog import tracks
+from tests.service.test_tracks import _publish, _run_waiting, _workers, _zero_shot_field
+from tests.support.submission_world import build_submission_world
 from tests.web.test_track_pages import BOARD, _api, _build
 
 pytestmark = pytest.mark.postgres(reason="a selection reads the entries' JSON fields")
@@ -43,3 +49,45 @@ def test_a_search_inside_a_track_says_its_ranks_are_the_tracks(client, world):
     assert _api(client, f"track=small&q={found}")["entries"][0]["rank"] == track[found]
     # Without a track the sentence is as it was.
     assert "Ranks are those of the whole board" in _text(client.get(f"{BOARD}?q={found}").get_data(as_text=True))
+
+
+# --- ETags where workers build the boards -----------------------------------------------------------------------
+
+TRACK_URLS = (
+    "/api/v1/leaderboards/nlvr2/dev?track=zero-shot",
+    "/api/v1/leaderboards/nlvr2/models?track=zero-shot",
+    "/leaderboards/nlvr2/dev?track=zero-shot",
+    "/leaderboards/nlvr2/models?track=zero-shot",
+    "/leaderboards/nlvr2/models/export.csv?track=zero-shot",
+    "/leaderboards/nlvr2/dev/export.csv?track=zero-shot",
+)
+
+
+def test_every_answer_of_a_named_track_changes_its_etag_when_the_job_has_built_its_board(app, monkeypatch):
+    """A track's board page, its models view, their exports and their API answers read the track's stored board
+    (served as updating while the board's job has not built it yet); each one's ETag changes when the job has
+    built it, or a client holding the 'updating' answer would be told 304 and keep it."""
+    with app.app_context():
+        world = build_submission_world()
+        _zero_shot_field("nlvr2")
+        tracks.add_track("nlvr2", "zero-shot", "Zero-shot", ["zero_shot:yes"])
+        _workers(app, monkeypatch)
+        _publish(world, 0.8, 1, zero_shot=True)
+        _publish(world, 0.7, 2, zero_shot=False)
+        _run_waiting()
+    client = app.test_client(use_cookies=False)
+
+    def tags() -> dict[str, str]:
+        found = {}
+        for url in TRACK_URLS:
+            response = client.get(url, headers={"Accept-Encoding": "identity"})
+            assert response.status_code == 200, (url, response.get_data(as_text=True)[:300])
+            found[url] = response.headers["ETag"]
+        return found
+
+    built = tags()
+    with app.app_context():  # the same board version, the track's board one behind: as before the job built it
+        db.session.execute(update(TrackSnapshot).values(version=TrackSnapshot.version - 1))
+        db.session.commit()
+    before = tags()
+    assert [url for url in TRACK_URLS if before[url] == built[url]] == []
