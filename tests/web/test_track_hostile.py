@@ -51,6 +51,23 @@ def test_a_search_inside_a_track_says_its_ranks_are_the_tracks(client, world):
     assert "Ranks are those of the whole board" in _text(client.get(f"{BOARD}?q={found}").get_data(as_text=True))
 
 
+
+@pytest.mark.parametrize("cookie", [False, True])
+def test_a_named_track_and_its_conditions_written_ad_hoc_are_two_pages(module_app, world, cookie):
+    """?track=small and ?where=parameters<=1e9 keep the same entries (one board computed), but each page says
+    what was asked for and its links keep it: the second one asked never gets the first one's table."""
+    client = module_app.test_client()
+    if cookie:
+        client.set_cookie("seen", "1")  # a visitor with a session: the table is still made once per board
+    named = client.get(f"{BOARD}?track=small&sort=all:accuracy&order=asc").get_data(as_text=True)
+    adhoc = client.get(f"{BOARD}?where=parameters<%3D1e9&sort=all:accuracy&order=asc").get_data(as_text=True)
+    assert "Track <strong>Small models</strong>" in named
+    assert "Track <strong>Small models</strong>" not in adhoc
+    assert "only entries with Parameters ≤ 1,000,000,000: 5 entries" in _text(adhoc)
+    assert "track=small" not in adhoc.replace('href="?track=small"', "")  # its tab alone names the track
+    assert "where=parameters&lt;%3D1000000000" in adhoc or "where=parameters%3C%3D1000000000" in adhoc
+
+
 # --- ETags where workers build the boards -----------------------------------------------------------------------
 
 TRACK_URLS = (

@@ -844,6 +844,8 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         split.closes_at if shown_view == FINAL else None,  # the final board's entries are those at closes_at
         asked.q,
         asked.selection.key if asked.selection else None,
+        # A named track and its conditions written ad hoc keep the same entries, but their pages say and link apart.
+        asked.selection.track if asked.selection else None,
         tuple(spec.name for spec in asked.track_tabs),
     )
 
