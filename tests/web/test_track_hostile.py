@@ -11,7 +11,10 @@ from sqlalchemy import update
 
 from app.db import db
 from app.models import TrackSnapshot
+from app.services import catalog
 from app.services.catalog import tracks
+from app.services.intake import submissions
+from tests.support.blind_test_world import build_blind_test_world, submit
 from tests.service.test_tracks import _publish, _run_waiting, _workers, _zero_shot_field
 from tests.support.submission_world import build_submission_world
 from tests.web.test_track_pages import BOARD, _api, _build
@@ -108,3 +111,36 @@ def test_every_answer_of_a_named_track_changes_its_etag_when_the_job_has_built_i
         db.session.commit()
     before = tags()
     assert [url for url in TRACK_URLS if before[url] == built[url]] == []
+
+
+# --- two entries compared on a held blind test --------------------------------------------------------------------
+
+
+def test_a_held_comparison_names_neither_entry_nor_team(app):
+    """/compare of two entries on a blind test whose scores are held: the page says only that it is held, never
+    the entries' models or teams, which nothing public shows before the reveal (their submission pages are 404,
+    the held board counts them, the team page leaves them out)."""
+    with app.app_context():
+        world = build_blind_test_world()
+        catalog.set_policy("nlvr2", "test-u", feedback="ladder")
+        ids = []
+        for n, wrong in enumerate((set(range(0, 40)), set(range(25, 90)))):
+            found = submit(world, wrong, split="test-u").submission
+            submissions.publish(world["member"], found.id, description="A model.")
+            found.model_name = f"Secret-{n}-model"
+            db.session.commit()
+            ids.append(found.id)
+        a, b = ids
+    client = app.test_client()
+    assert client.get(f"/submissions/{a}").status_code in (302, 404)  # nothing public names it
+    for url in (f"/compare?a={a}&b={b}", f"/compare?a={b}&b={a}", f"/api/v1/compare?a={a}&b={b}"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        body = response.get_data(as_text=True)
+        assert "Secret-" not in body and "Lab" not in body, url
+    page = client.get(f"/compare?a={a}&b={b}").get_data(as_text=True)
+    assert "held until the maintainers reveal it" in page and f"#{a}" in page and f"#{b}" in page
+    with app.app_context():  # after the reveal the board shows them: so does the comparison
+        catalog.reveal_split("nlvr2", "test-u")
+    page = client.get(f"/compare?a={a}&b={b}").get_data(as_text=True)
+    assert "Secret-0-model" in page and "Secret-1-model" in page and "Lab" in page
