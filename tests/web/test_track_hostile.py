@@ -12,7 +12,7 @@ from sqlalchemy import update
 from app.db import db
 from app.models import TrackSnapshot
 from app.services import catalog
-from app.services.catalog import tracks
+from app.services.catalog import entry_fields, tracks
 from app.services.intake import submissions
 from tests.support.blind_test_world import build_blind_test_world, submit
 from tests.service.test_tracks import _publish, _run_waiting, _workers, _zero_shot_field
@@ -52,7 +52,6 @@ def test_a_search_inside_a_track_says_its_ranks_are_the_tracks(client, world):
     assert _api(client, f"track=small&q={found}")["entries"][0]["rank"] == track[found]
     # Without a track the sentence is as it was.
     assert "Ranks are those of the whole board" in _text(client.get(f"{BOARD}?q={found}").get_data(as_text=True))
-
 
 
 @pytest.mark.parametrize("cookie", [False, True])
@@ -144,3 +143,40 @@ def test_a_held_comparison_names_neither_entry_nor_team(app):
         catalog.reveal_split("nlvr2", "test-u")
     page = client.get(f"/compare?a={a}&b={b}").get_data(as_text=True)
     assert "Secret-0-model" in page and "Secret-1-model" in page and "Lab" in page
+
+
+# --- a track no entry can ever meet ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ["zero_shot:yes", "zero_shot:no"],
+        ["parameters>=1e9", "parameters<=1e8"],
+        ["parameters>1000", "parameters<1001"],
+        ["parameters:5000", "parameters<=4999"],
+    ],
+)
+def test_a_track_whose_conditions_no_entry_can_meet_is_refused_naming_them(app, runner, where):
+    """`flask tracks add` (and a bundle, through the same check) refuses conditions that contradict each other
+    (the track would stay empty for good, its page saying "No entry ... yet"): exit 2 naming both; nothing is
+    stored. Conditions that some value meets are taken, and an ad-hoc ?where= may still be empty."""
+    with app.app_context():
+        catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
+        entry_fields.add_field("nlvr2", entry_fields.checked_spec("zero_shot", "Zero-shot", "yesno", filterable=True))
+        entry_fields.add_field(
+            "nlvr2", entry_fields.checked_spec("parameters", "Parameters", "integer", filterable=True)
+        )
+    refused = runner.invoke(args=["tracks", "add", "nlvr2", "never", "--label", "Never", *_wheres(where)])
+    assert refused.exit_code == 2, refused.output
+    assert "where: no entry can meet both" in refused.output and "the track would be empty" in refused.output
+    with app.app_context():
+        assert tracks.list_tracks("nlvr2") == []
+    taken = runner.invoke(
+        args=["tracks", "add", "nlvr2", "some", "--label", "Some", *_wheres(["parameters>1000", "parameters<1002"])]
+    )
+    assert taken.exit_code == 0, taken.output
+
+
+def _wheres(conditions: list[str]) -> list[str]:
+    return [part for condition in conditions for part in ("--where", condition)]
