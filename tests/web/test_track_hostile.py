@@ -180,3 +180,30 @@ def test_a_track_whose_conditions_no_entry_can_meet_is_refused_naming_them(app, 
 
 def _wheres(conditions: list[str]) -> list[str]:
     return [part for condition in conditions for part in ("--where", condition)]
+
+
+# --- exports of a track, side by side with the whole board's ----------------------------------------------------
+
+
+def test_each_export_of_a_track_is_named_and_labelled_apart_from_the_whole_boards(client, world):
+    """A researcher downloads the whole board and a track's board (LaTeX, for one paper): each file's name and
+    each table's \\label differ, and the label is the file's name, so two tables never share a \\ref."""
+    seen: dict[str, str] = {}
+    for base in (f"{BOARD}/export.tex", "/leaderboards/nlvr2/models/export.tex"):
+        for query in (
+            "",
+            "?track=small",
+            "?where=zero_shot:yes",
+            "?verified=1",
+            "?view=teams",
+            "?view=teams&track=small",
+        ):
+            if "models" in base and "view" in query:
+                continue
+            response = client.get(base + query)
+            assert response.status_code == 200, (base, query)
+            filename = re.search(r'filename="([^"]+)\.tex"', response.headers["Content-Disposition"]).group(1)
+            labels = set(re.findall(r"\\label\{tab:([^}]+)\}", response.get_data(as_text=True)))
+            assert labels == {filename}, (base, query, labels)
+            assert filename not in seen, (query, seen.get(filename))
+            seen[filename] = query
