@@ -14,8 +14,8 @@ from app.models import TrackSnapshot
 from app.services import catalog
 from app.services.catalog import entry_fields, tracks
 from app.services.intake import submissions
-from tests.support.blind_test_world import build_blind_test_world, submit
 from tests.service.test_tracks import _publish, _run_waiting, _workers, _zero_shot_field
+from tests.support.blind_test_world import build_blind_test_world, submit
 from tests.support.submission_world import build_submission_world
 from tests.web.test_track_pages import BOARD, _api, _build
 
