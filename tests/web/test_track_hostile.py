@@ -9,6 +9,7 @@ import re
 import pytest
 from sqlalchemy import update
 
+from app import synthetic
 from app.db import db
 from app.models import TrackSnapshot
 from app.services import catalog
@@ -207,3 +208,31 @@ def test_each_export_of_a_track_is_named_and_labelled_apart_from_the_whole_board
             assert labels == {filename}, (base, query, labels)
             assert filename not in seen, (query, seen.get(filename))
             seen[filename] = query
+
+
+# --- the models view of a track: the models it ranks -----------------------------------------------------------
+
+
+def test_the_models_view_of_a_track_counts_the_models_it_ranks(app):
+    """A model of the track with no entry on the ranking split is listed but unranked: the sentence "N models,
+    ranked among themselves" counts the ranked ones (the N its ranks and resolution are of) and says the rest."""
+    with app.app_context():
+        world = build_submission_world()
+        _zero_shot_field("nlvr2")
+        tracks.add_track("nlvr2", "zero-shot", "Zero-shot", ["zero_shot:yes"])
+        for n, zero_shot in enumerate((True, True, False)):
+            _publish(world, 0.8 - 0.1 * n, n, zero_shot=zero_shot)  # on dev, the ranking split
+        gold = synthetic.nlvr2_gold(120, split="test", seed=8)
+        catalog.add_split("nlvr2", "test-p", gold, name="Test-P")
+        data = synthetic.predictions("nlvr2", gold, 0.7, seed=9, split="test")
+        submissions.store_scored(
+            catalog.get_split("nlvr2", "test-p"), world["lab"], data, model_name="Elsewhere", description="d",
+            publish=True, fields={"zero_shot": "yes"},
+        )  # fmt: skip
+    client = app.test_client()
+    api = client.get("/api/v1/leaderboards/nlvr2/models?track=zero-shot").get_json()
+    ranked = [m for m in api["models"] if m["rank"] is not None]
+    assert len(api["models"]) == 3 and len(ranked) == 2 and api["ranked_by"] == "dev"
+    said = _text(client.get("/leaderboards/nlvr2/models?track=zero-shot").get_data(as_text=True))
+    assert "only the models of entries with Zero-shot: yes: 2 models, ranked among themselves" in said
+    assert "1 more model, with no entry on dev, is listed unranked" in said
