@@ -38,9 +38,11 @@ def _text(page: str) -> str:
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
 
 
+@pytest.mark.one_backend
 def test_a_search_inside_a_track_says_its_ranks_are_the_tracks(client, world):
-    """?track=small&q=...: the rows found keep their ranks on the track's board (1..N' among its N' entries), and
-    the search's sentence says so, not "those of the whole board" (which the rows contradict)."""
+    """?track=small&q=...: the rows found keep their ranks on the track's board (1..N' among its N' entries), and the
+    search's sentence says so, not "those of the whole board" (which the rows contradict). (SQLite alone: the page's
+    words and the cache key are the same code on every dialect.)"""
     track = {e["model_name"]: e["rank"] for e in _api(client, "track=small")["entries"]}
     whole = {e["model_name"]: e["rank"] for e in _api(client, "")["entries"]}
     found = next(name for name in track if track[name] != whole[name])  # a row whose two ranks differ
@@ -55,10 +57,12 @@ def test_a_search_inside_a_track_says_its_ranks_are_the_tracks(client, world):
     assert "Ranks are those of the whole board" in _text(client.get(f"{BOARD}?q={found}").get_data(as_text=True))
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize("cookie", [False, True])
 def test_a_named_track_and_its_conditions_written_ad_hoc_are_two_pages(module_app, world, cookie):
-    """?track=small and ?where=parameters<=1e9 keep the same entries (one board computed), but each page says
-    what was asked for and its links keep it: the second one asked never gets the first one's table."""
+    """?track=small and ?where=parameters<=1e9 keep the same entries (one board computed), but each page says what was
+    asked for and its links keep it: the second one asked never gets the first one's table. (SQLite alone: the cache key
+    is the same code on every dialect.)"""
     client = module_app.test_client()
     if cookie:
         client.set_cookie("seen", "1")  # a visitor with a session: the table is still made once per board
@@ -116,10 +120,12 @@ def test_every_answer_of_a_named_track_changes_its_etag_when_the_job_has_built_i
 # --- two entries compared on a held blind test --------------------------------------------------------------------
 
 
+@pytest.mark.one_backend
 def test_a_held_comparison_names_neither_entry_nor_team(app):
-    """/compare of two entries on a blind test whose scores are held: the page says only that it is held, never
-    the entries' models or teams, which nothing public shows before the reveal (their submission pages are 404,
-    the held board counts them, the team page leaves them out)."""
+    """/compare of two entries on a blind test whose scores are held: the page says only that it is held, never the
+    entries' models or teams, which nothing public shows before the reveal (their submission pages are 404, the held
+    board counts them, the team page leaves them out). (SQLite alone: the page's words, not the dialect, are at
+    stake.)"""
     with app.app_context():
         world = build_blind_test_world()
         catalog.set_policy("nlvr2", "test-u", feedback="ladder")
@@ -149,6 +155,7 @@ def test_a_held_comparison_names_neither_entry_nor_team(app):
 # --- a track no entry can ever meet ---------------------------------------------------------------------------
 
 
+@pytest.mark.one_backend
 @pytest.mark.parametrize(
     "where",
     [
@@ -159,9 +166,10 @@ def test_a_held_comparison_names_neither_entry_nor_team(app):
     ],
 )
 def test_a_track_whose_conditions_no_entry_can_meet_is_refused_naming_them(app, runner, where):
-    """`flask tracks add` (and a bundle, through the same check) refuses conditions that contradict each other
-    (the track would stay empty for good, its page saying "No entry ... yet"): exit 2 naming both; nothing is
-    stored. Conditions that some value meets are taken, and an ad-hoc ?where= may still be empty."""
+    """`flask tracks add` (and a bundle, through the same check) refuses conditions that contradict each other (the
+    track would stay empty for good, its page saying "No entry ... yet"): exit 2 naming both; nothing is stored.
+    Conditions that some value meets are taken, and an ad-hoc ?where= may still be empty. (SQLite alone: the check is
+    done before anything is stored.)"""
     with app.app_context():
         catalog.add_benchmark("nlvr2", "nlvr2", "NLVR2")
         entry_fields.add_field("nlvr2", entry_fields.checked_spec("zero_shot", "Zero-shot", "yesno", filterable=True))
@@ -186,9 +194,11 @@ def _wheres(conditions: list[str]) -> list[str]:
 # --- exports of a track, side by side with the whole board's ----------------------------------------------------
 
 
+@pytest.mark.one_backend
 def test_each_export_of_a_track_is_named_and_labelled_apart_from_the_whole_boards(client, world):
-    """A researcher downloads the whole board and a track's board (LaTeX, for one paper): each file's name and
-    each table's \\label differ, and the label is the file's name, so two tables never share a \\ref."""
+    """A researcher downloads the whole board and a track's board (LaTeX, for one paper): each file's name and each
+    table's \\label differ, and the label is the file's name, so two tables never share a \\ref. (SQLite alone: names
+    and labels are made from slugs, whatever the dialect.)"""
     seen: dict[str, str] = {}
     for base in (f"{BOARD}/export.tex", "/leaderboards/nlvr2/models/export.tex"):
         for query in (
@@ -213,9 +223,11 @@ def test_each_export_of_a_track_is_named_and_labelled_apart_from_the_whole_board
 # --- the models view of a track: the models it ranks -----------------------------------------------------------
 
 
+@pytest.mark.one_backend
 def test_the_models_view_of_a_track_counts_the_models_it_ranks(app):
-    """A model of the track with no entry on the ranking split is listed but unranked: the sentence "N models,
-    ranked among themselves" counts the ranked ones (the N its ranks and resolution are of) and says the rest."""
+    """A model of the track with no entry on the ranking split is listed but unranked: the sentence "N models, ranked
+    among themselves" counts the ranked ones (the N its ranks and resolution are of) and says the rest. (SQLite alone:
+    the page's count, not the dialect, is at stake.)"""
     with app.app_context():
         world = build_submission_world()
         _zero_shot_field("nlvr2")
