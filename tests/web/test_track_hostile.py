@@ -55,6 +55,11 @@ def test_a_search_inside_a_track_says_its_ranks_are_the_tracks(client, world):
     assert _api(client, f"track=small&q={found}")["entries"][0]["rank"] == track[found]
     # Without a track the sentence is as it was.
     assert "Ranks are those of the whole board" in _text(client.get(f"{BOARD}?q={found}").get_data(as_text=True))
+    # The API's documentation of q says the same.
+    document = client.get("/api/v1/openapi.json").get_json()
+    operation = document["paths"]["/api/v1/leaderboards/{benchmark}/{split}"]["get"]
+    said = next(p["description"] for p in operation["parameters"] if p["name"] == "q")
+    assert "rank on the board asked for (a track's own" in said
 
 
 @pytest.mark.one_backend
