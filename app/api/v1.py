@@ -493,6 +493,7 @@ def models(benchmark: str):
     (200, shape.Comparison, "The two entries compared."),
     400,
     404,
+    422,
     public=True,
     query=shape.CompareQuery,
 )

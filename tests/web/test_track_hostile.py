@@ -149,6 +149,10 @@ def test_a_held_comparison_names_neither_entry_nor_team(app):
         assert response.status_code == 200, url
         body = response.get_data(as_text=True)
         assert "Secret-" not in body and "Lab" not in body, url
+    # A NUL byte in a query parameter is refused (422) before any service, as the API's document says.
+    assert client.get(f"/api/v1/compare?a={a}%00&b={b}").status_code == 422
+    operation = client.get("/api/v1/openapi.json").get_json()["paths"]["/api/v1/compare"]["get"]
+    assert "422" in operation["responses"]
     page = client.get(f"/compare?a={a}&b={b}").get_data(as_text=True)
     assert "held until the maintainers reveal it" in page and f"#{a}" in page and f"#{b}" in page
     with app.app_context():  # after the reveal the board shows them: so does the comparison
