@@ -315,7 +315,8 @@ class WindowQuery(Shape):
 class BoardSearch(WindowQuery):
     q: str | SkipJsonSchema[None] = _optional(
         "Only the rows whose model name or team name holds this text, ignoring case (an anonymous row's team is "
-        "`Anonymous`); each keeps its rank on the whole board, and `total` counts them. Reference rows are not "
+        "`Anonymous`); each keeps its rank on the board asked for (a track's own, with `track`, `where` or "
+        "`verified`), and `total` counts them. Reference rows are not "
         "searched.",
         maxLength=MAX_QUERY,
     )
@@ -582,7 +583,7 @@ class Leaderboard(Window):
     )
     entries: list[LeaderboardEntry] = Field(
         description="The entries `q` keeps, in ranking order, the window `limit` and `offset` ask for; each with its "
-        "rank on the whole board."
+        "rank on the board asked for (a track's own ranks with `track`, `where` or `verified`)."
     )
     rank_method: str | None = Field(description="How this board's ranks and rank intervals are made, in one sentence.")
     resolution: Number | None = Field(

@@ -468,7 +468,7 @@ def leaderboard(benchmark: str, split: str):
 
 
 @bp.get("/leaderboards/<benchmark>/models")
-@caching.public(lambda benchmark: page_versions.benchmark(benchmark))
+@caching.public(lambda benchmark: _board_versions(benchmark))  # a track's stored boards too
 @operation(
     "getModels", (200, shape.Models, "The models view."), *PUBLIC_READ, 422, public=True, query=shape.ModelsQuery
 )
@@ -493,6 +493,7 @@ def models(benchmark: str):
     (200, shape.Comparison, "The two entries compared."),
     400,
     404,
+    422,
     public=True,
     query=shape.CompareQuery,
 )

@@ -86,12 +86,20 @@ def export(
         "md": to_markdown,
         "tex": lambda b: to_latex(b, intervals=intervals),
     }
-    chosen_set = board.selection
-    named = None if chosen_set is None else (chosen_set.track or "filtered")
-    suffix = ("" if board.view == "entries" else f"-{board.view}") + (f"-{named}" if named else "")
-    return Export(
-        writers[fmt](board).encode("utf-8"), FORMATS[fmt], f"{board.benchmark.slug}-{board.split.slug}{suffix}.{fmt}"
-    )
+    return Export(writers[fmt](board).encode("utf-8"), FORMATS[fmt], f"{_stem(board)}.{fmt}")
+
+
+def _stem(board: Board | models_view.ModelsTable) -> str:
+    """An export's file name without its extension, and its LaTeX table's label: the benchmark, the split (or
+    "models"), the view and the track ("filtered": ad-hoc conditions), so that the whole board's file and a
+    track's never share a name or a \\ref."""
+    chosen = board.selection
+    named = None if chosen is None else (chosen.track or "filtered")
+    if isinstance(board, models_view.ModelsTable):
+        return f"{board.benchmark.slug}-models" + (f"-{named}" if named else "")
+    assert board.split is not None  # export() refuses a benchmark without splits
+    view = "" if board.view == "entries" else f"-{board.view}"
+    return f"{board.benchmark.slug}-{board.split.slug}{view}" + (f"-{named}" if named else "")
 
 
 def export_models(
@@ -113,9 +121,7 @@ def export_models(
         "md": to_markdown,
         "tex": lambda t: to_latex(t, intervals=intervals),
     }
-    chosen = table.selection
-    suffix = "" if chosen is None else f"-{chosen.track or 'filtered'}"
-    return Export(writers[fmt](table).encode("utf-8"), FORMATS[fmt], f"{table.benchmark.slug}-models{suffix}.{fmt}")
+    return Export(writers[fmt](table).encode("utf-8"), FORMATS[fmt], f"{_stem(table)}.{fmt}")
 
 
 def _team(entry: Entry | models_view.ModelRow) -> str:
@@ -1022,7 +1028,7 @@ def to_latex(board, *, intervals: bool = True, today: datetime | None = None) ->
     layout = _layout(board, rows, intervals)
     floats = _floats(_latex_rows(board, rows, layout, intervals))
     title = f"{latex_escape(board.benchmark.name)} {latex_escape(board.split.name)}"
-    label = "tab:" + "-".join(part for part in (board.benchmark.slug, board.split.slug) if part)
+    label = "tab:" + _stem(board)
     entries = sum(1 for row in rows if row.kind == "entry")
     lines = [
         f"% {title} leaderboard exported by Holdout on {today:%Y-%m-%d}: {entries} "

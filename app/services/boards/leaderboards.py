@@ -727,7 +727,7 @@ def board(
     """A leaderboard page: NotFound for unknown slugs, InvalidQuery (400) for bad sort, order, page, view,
     columns or search. `view="teams"` keeps each team's best entry (ranked among those); `chosen` names the
     columns; `paginate=False` puts every row on one page (exports); `q` keeps the entries whose model or
-    team name holds it (`matches`), paged among themselves, each with its rank on the whole board; `verified`
+    team name holds it (`matches`), paged among themselves, each with its rank on the board asked for; `verified`
     ("1") keeps the verified entries alone, `track` a named track's entries, `where` ("field:value",
     "parameters<=1e9") those meeting each condition: ranked among themselves (a board of their own, never the
     whole board's ranks filtered; a 400 naming an unknown track or a field that cannot be filtered by).
@@ -844,6 +844,8 @@ def _public_board(benchmark: BenchmarkInfo, split: SplitInfo, asked: _Asked) -> 
         split.closes_at if shown_view == FINAL else None,  # the final board's entries are those at closes_at
         asked.q,
         asked.selection.key if asked.selection else None,
+        # A named track and its conditions written ad hoc keep the same entries, but their pages say and link apart.
+        asked.selection.track if asked.selection else None,
         tuple(spec.name for spec in asked.track_tabs),
     )
 

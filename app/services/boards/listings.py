@@ -49,7 +49,7 @@ def leaderboard(
     where: Sequence[str] | None = None,
 ) -> tuple[leaderboards.Board, Listed[Entry]]:
     """A split's ranked published entries, every one or each team's best, those whose model or team name
-    holds `q`, and the window asked for of them; each entry keeps its rank on the whole board (NotFound for
+    holds `q`, and the window asked for of them; each entry keeps its rank on the board asked for (NotFound for
     unknown slugs, InvalidQuery for an unknown view or a bad q, limit or offset); `verified` "1": the verified
     entries alone, `track` a named track's and `where` those meeting each condition, ranked among themselves
     (leaderboards.board). Without a split: the benchmark's landing split, as on its page."""

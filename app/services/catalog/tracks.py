@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import func, select
 
@@ -271,7 +271,39 @@ def checked_track(benchmark: Benchmark, name: str, label: str, where: Sequence[s
         raise BadSelection(f"a track needs 1 to {MAX_CONDITIONS} conditions (--where field:value)", field="where")
     fields = entry_fields.specs(benchmark)
     conditions = tuple(dict.fromkeys(parse_condition(fields, text) for text in written))
+    clash = _never_met(conditions)
+    if clash is not None:
+        raise BadSelection(
+            f"where: no entry can meet both {clash[0]} and {clash[1]}: the track would be empty", field="where"
+        )
     return TrackSpec(name, label, conditions)
+
+
+def _never_met(conditions: Sequence[Condition]) -> tuple[str, str] | None:
+    """Two conditions on one field that no value meets together (zero_shot:yes and zero_shot:no; parameters>=1e9
+    and parameters<=1e8), as written; None when some value meets them all. A named track keeping no entry ever
+    is a maintainer's slip, refused; an ad-hoc selection may be empty."""
+    for index, first in enumerate(conditions):
+        for second in conditions[index + 1 :]:
+            if first.key != second.key:
+                continue
+            if first.op == "=" and second.op == "=":
+                met = first.value == second.value
+            elif first.op == "=" or second.op == "=":
+                equal, bound = (first, second) if first.op == "=" else (second, first)
+                met = bound.keeps({bound.key: equal.value})
+            else:
+                met = _range_meets(first, second)
+            if not met:
+                return first.written, second.written
+    return None
+
+
+def _range_meets(first: Condition, second: Condition) -> bool:
+    """Whether some whole number meets two comparisons (<=, >=, <, >) on one field."""
+    lows = [cast(int, c.value) + (c.op == ">") for c in (first, second) if c.op in (">=", ">")]
+    highs = [cast(int, c.value) - (c.op == "<") for c in (first, second) if c.op in ("<=", "<")]
+    return not lows or not highs or max(lows) <= min(highs)
 
 
 def _boards_changed(benchmark: Benchmark) -> None:
