@@ -63,6 +63,7 @@ def test_the_verified_only_page_says_how_it_is_ranked(client, board):
         submissions.unverify(None, board["ids"][1], via="cli")
     none = client.get("/leaderboards/nlvr2/dev?verified=1").get_data(as_text=True)
     assert "No entry on dev is verified yet" in none and "data-submission-id" not in none
+    assert 'aria-label="Tracks"' in none and 'aria-current="page">Verified<' in none  # the tabs stay, to leave by
 
 
 def test_the_api_gives_the_mark_or_null(client, board):
