@@ -18,6 +18,7 @@ from app.services.catalog.benchmarks import (
     add_benchmark,
     add_split,
     add_subset,
+    boards_changed,
     get_benchmark,
     get_split,
     gold_for,
@@ -43,6 +44,7 @@ from app.services.catalog.task_types import task_of
 
 __all__ = [
     "HIDDEN_SPLIT_POLICY",
+    "boards_changed",
     "RESERVED_SPLIT_SLUGS",
     "SLUG",
     "SUBSET_NAME",

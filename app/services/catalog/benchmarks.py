@@ -146,8 +146,7 @@ def update_benchmark(
             raise InvalidInput("paper URL must start with http:// or https://")
         check_visible("paper URL", paper_url)
         benchmark.paper_url = paper_url or None
-    for split in benchmark.splits:
-        split.board_version += 1  # boards name the benchmark
+    boards_changed(benchmark)  # boards name the benchmark
     commit()
     return benchmark
 
@@ -455,6 +454,13 @@ def seal(split: Split, fraction: float) -> None:
     for name, indices in sealed.parts(mask).items():
         split.subsets.append(subset_row(name, "sealed", indices))
     split.sealed_fraction = fraction
+
+
+def boards_changed(benchmark: Benchmark) -> None:
+    """Every board of the benchmark is built again: what each shows depends on the benchmark's own facts too (its
+    name, its entry fields' columns, its tracks' tabs)."""
+    for split in db.session.scalars(select(Split).where(Split.benchmark_id == benchmark.id)):
+        split.board_version += 1
 
 
 def pin_default_split(benchmark_slug: str, split_slug: str) -> Split:

@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from app.db import commit, db
 from app.models import ENTRY_FIELD_TYPES, Benchmark, EntryField, Split, Submission, Track, User
 from app.services.audit import audit_log
-from app.services.catalog.benchmarks import get_benchmark
+from app.services.catalog.benchmarks import boards_changed, get_benchmark
 from app.services.errors import Conflict, InvalidInput, NotFound, check_visible
 
 KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -186,12 +186,6 @@ def _row(benchmark: Benchmark, key: str) -> EntryField:
     return row
 
 
-def _boards_changed(benchmark: Benchmark) -> None:
-    # A field's column and its values are on every board of the benchmark: each is built again.
-    for split in db.session.scalars(select(Split).where(Split.benchmark_id == benchmark.id)):
-        split.board_version += 1
-
-
 def store(benchmark: Benchmark, spec: FieldSpec, *, actor: User | None, via: str) -> EntryField:
     """Add the field, or change it to `spec` (its values stay: a changed type is refused while any is held
     that the new definition would refuse). Audited; the caller commits (set_field, or a bundle's transaction)."""
@@ -225,7 +219,7 @@ def store(benchmark: Benchmark, spec: FieldSpec, *, actor: User | None, via: str
     row.label, row.type, row.unit = spec.label, spec.type, spec.unit
     row.choices = json.dumps(list(spec.choices)) if spec.type == "choice" else None
     row.required, row.column, row.filterable = spec.required, spec.column, spec.filterable
-    _boards_changed(benchmark)
+    boards_changed(benchmark)
     audit_log.record(actor, action, f"benchmark {benchmark.slug}", {**spec.as_dict(), "via": via})
     db.session.flush()
     return row
@@ -280,7 +274,7 @@ def drop(benchmark: Benchmark, key: str, *, actor: User | None, via: str) -> Ent
             "a field is removed only while no entry holds a value"
         )
     db.session.delete(row)
-    _boards_changed(benchmark)
+    boards_changed(benchmark)
     audit_log.record(actor, "entry_field.remove", f"benchmark {benchmark.slug}", {"key": key, "via": via})
     db.session.flush()
     return row

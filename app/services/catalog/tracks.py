@@ -17,10 +17,10 @@ from typing import Any, cast
 from sqlalchemy import func, select
 
 from app.db import commit, db
-from app.models import Benchmark, Split, Track, User
+from app.models import Benchmark, Track, User
 from app.services.audit import audit_log
 from app.services.catalog import entry_fields
-from app.services.catalog.benchmarks import get_benchmark
+from app.services.catalog.benchmarks import boards_changed, get_benchmark
 from app.services.catalog.entry_fields import FieldSpec, Value
 from app.services.errors import Conflict, NotFound, ServiceError, check_visible
 
@@ -306,12 +306,6 @@ def _range_meets(first: Condition, second: Condition) -> bool:
     return not lows or not highs or max(lows) <= min(highs)
 
 
-def _boards_changed(benchmark: Benchmark) -> None:
-    # A track's definition changes the tabs of every board of the benchmark and the board it names.
-    for split in db.session.scalars(select(Split).where(Split.benchmark_id == benchmark.id)):
-        split.board_version += 1
-
-
 def store(benchmark: Benchmark, spec: TrackSpec, *, actor: User | None, via: str) -> Track:
     """Add the track, or change it to `spec`. Audited; the caller commits (add_track, or a bundle's apply)."""
     row = db.session.scalar(select(Track).where(Track.benchmark_id == benchmark.id, Track.name == spec.name))
@@ -324,7 +318,7 @@ def store(benchmark: Benchmark, spec: TrackSpec, *, actor: User | None, via: str
         db.session.add(row)
     row.label = spec.label
     row.conditions = json.dumps([c.as_list() for c in spec.conditions])
-    _boards_changed(benchmark)
+    boards_changed(benchmark)
     audit_log.record(actor, action, f"benchmark {benchmark.slug}", {**spec.as_dict(), "via": via})
     db.session.flush()
     return row
@@ -349,7 +343,7 @@ def drop(benchmark: Benchmark, name: str, *, actor: User | None, via: str) -> No
     if row is None:
         raise NotFound(f"benchmark {benchmark.slug} has no track {name!r}")
     db.session.delete(row)
-    _boards_changed(benchmark)
+    boards_changed(benchmark)
     audit_log.record(actor, "track.remove", f"benchmark {benchmark.slug}", {"name": name, "via": via})
     db.session.flush()
 

@@ -648,8 +648,7 @@ def _apply_tracks(
         rows[name].position = position
     kept = [name for name in before if name in names]
     if kept != [name for name in names if name in kept]:
-        for split in benchmark.splits:  # the boards' tabs are in this order
-            split.board_version += 1
+        catalog.boards_changed(benchmark)  # the boards' tabs are in this order
         order = ", ".join(names)
         audit_log.record(actor, "track.order", f"benchmark {bundle.slug}", {"via": via, "order": order})
         outcome.add(bundle.slug, f"track order: {order}")
