@@ -360,6 +360,12 @@ def _leaderboard(benchmark: str, split: str | None) -> dict:
 # --- views ---------------------------------------------------------------------------------------------
 
 
+FILTERED_BOARDS_BUDGET = (
+    "This server computed its budget of filtered boards (`where`) in the last minute: retry after Retry-After "
+    "seconds; named tracks (`track`) are always served."
+)
+
+
 def _board_versions(benchmark: str) -> object:
     """What a board's answer depends on (a named track's stored boards too: page_versions.benchmark)."""
     return page_versions.benchmark(benchmark, request.args.get("track"), request.args.get("verified"))
@@ -444,6 +450,11 @@ def me():
     (200, shape.Leaderboard, "The leaderboard."),
     *PUBLIC_READ,
     422,
+    (
+        429,
+        shape.Error,
+        FILTERED_BOARDS_BUDGET,
+    ),
     public=True,
     query=shape.BoardQuery,
 )
@@ -459,6 +470,11 @@ def default_leaderboard(benchmark: str):
     (200, shape.Leaderboard, "The leaderboard."),
     *PUBLIC_READ,
     422,
+    (
+        429,
+        shape.Error,
+        FILTERED_BOARDS_BUDGET,
+    ),
     public=True,
     query=shape.BoardQuery,
 )
@@ -470,7 +486,13 @@ def leaderboard(benchmark: str, split: str):
 @bp.get("/leaderboards/<benchmark>/models")
 @caching.public(lambda benchmark: _board_versions(benchmark))  # a track's stored boards too
 @operation(
-    "getModels", (200, shape.Models, "The models view."), *PUBLIC_READ, 422, public=True, query=shape.ModelsQuery
+    "getModels",
+    (200, shape.Models, "The models view."),
+    *PUBLIC_READ,
+    422,
+    (429, shape.Error, FILTERED_BOARDS_BUDGET),
+    public=True,
+    query=shape.ModelsQuery,
 )
 def models(benchmark: str):
     """One row per model across the benchmark's splits"""

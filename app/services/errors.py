@@ -67,7 +67,8 @@ class QuotaExceeded(ServiceError):
 
 
 class Throttled(ServiceError):
-    """Too many login or registration attempts from one client; `retry_after` in seconds."""
+    """Too many attempts (logins, registrations from one client; boards of ad-hoc filters computed by one
+    server); `retry_after` in seconds."""
 
     status = 429
     retry_after: int

@@ -16,6 +16,7 @@ from sqlalchemy import update
 
 from app import synthetic
 from app.db import db
+from app.lru import LRU
 from app.models import Split, Team, utcnow
 from app.services import catalog
 from app.services.boards import board_snapshots
@@ -236,6 +237,26 @@ def test_the_same_conditions_in_another_order_are_one_board_computed_once(module
     assert len(calls) == 2
     assert all(board == boards[0] for board in boards)
     assert [e["model_name"] for e in boards[0]] == _in_order(client, ["Bravo", "Echo", "Golf", "Hotel"])
+
+
+def test_past_its_budget_a_server_asks_for_a_retry_rather_than_compute_one_more_filtered_board(
+    client, world, monkeypatch
+):
+    """Each set of entries a `where` keeps is a board computed inside a request; conditions cost nothing to vary, so
+    a server computes at most READER_BUILDS_PER_MINUTE of them a minute (here 2) and then answers 429 with
+    Retry-After. Boards already computed and named tracks are served as ever."""
+    monkeypatch.setattr(board_snapshots, "READER_BUILDS_PER_MINUTE", 2)
+    monkeypatch.setattr(board_snapshots, "_budgets", LRU(4))
+    board_snapshots._selected_memo.clear()
+    assert client.get(f"{API}?where=parameters<=1e9").status_code == 200
+    assert client.get(f"{BOARD}?where=parameters<=5e8").status_code == 200
+    for url in (f"{API}?where=parameters<=2e8", f"{BOARD}?where=parameters<=2e8", f"{BOARD}/export.csv?where=size:<1B"):
+        refused = client.get(url)
+        assert refused.status_code == 429, (url, refused.status_code)
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        assert "named tracks" in refused.get_data(as_text=True)
+    assert client.get(f"{API}?where=parameters<=1000000000").status_code == 200  # computed already
+    assert client.get(f"{BOARD}?track=small").status_code == 200  # a named track: built by the board's job
 
 
 REFUSED = (

@@ -25,7 +25,9 @@ import json
 import logging
 import math
 import threading
+import time
 import zlib
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -58,6 +60,7 @@ from app.names import name_key
 from app.services import catalog
 from app.services.blind_test import integrity, visibility
 from app.services.catalog import entry_fields, label_files, tracks
+from app.services.errors import Throttled
 from app.services.jobs import queue, transport
 
 log = logging.getLogger(__name__)
@@ -1021,6 +1024,42 @@ def final_snapshot(split: Split) -> Snapshot:
 _selected_memo: LRU[Snapshot] = LRU(32)
 
 
+class _BuildBudget:
+    """How many boards of ad-hoc selections (and final views of a track) this process computes for its readers in
+    a minute: each distinct set of entries a `where` keeps is a board computed inside a request (seconds on a
+    crowded board), and conditions are cheap to vary, so past the budget a reader is told to retry (429, with
+    Retry-After) instead of each variation costing a computation. Named tracks and boards already in memory are
+    served as ever."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._started: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            while self._started and self._started[0] <= now - 60:
+                self._started.popleft()
+            if len(self._started) >= self.per_minute:
+                wait = max(1, math.ceil(self._started[0] + 60 - now))
+                raise Throttled(
+                    f"this server has computed {self.per_minute} filtered boards in the last minute; retry in "
+                    f"{wait} s, or ask for one of the benchmark's named tracks (?track=), which are always served",
+                    retry_after=wait,
+                )
+            self._started.append(now)
+
+
+READER_BUILDS_PER_MINUTE = 60
+_budgets: LRU[_BuildBudget] = LRU(64)
+
+
+def _reader_builds(database: str) -> _BuildBudget:
+    """This process's budget for the boards its readers compute, one per database it serves."""
+    return _budgets.get_or_make(database, lambda: _BuildBudget(READER_BUILDS_PER_MINUTE))
+
+
 def selected_snapshot(split: Split, selection: tracks.Selection, final: bool = False) -> Snapshot:
     """The entries a selection keeps (a track, ad-hoc conditions, the verified entries) as a board of their own:
     only they are scored and ranked, with the board's own code, so their ranks, rank intervals and resolution are
@@ -1042,6 +1081,7 @@ def selected_snapshot(split: Split, selection: tracks.Selection, final: bool = F
     kept = _kept_ids(split, until, selection)
     found = _selected_memo.get((*board, kept))
     if found is None:
+        _reader_builds(str(db.engine.url)).take()
         with observability.board_computation():
             found = _compute(split, version, until=until, selection=selection)
         found.changelog = changelog(split)
