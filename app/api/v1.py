@@ -361,8 +361,8 @@ def _leaderboard(benchmark: str, split: str | None) -> dict:
 
 
 FILTERED_BOARDS_BUDGET = (
-    "This server computed its budget of filtered boards (`where`) in the last minute: retry after Retry-After "
-    "seconds; named tracks (`track`) are always served."
+    "The answering server process computed its budget of filtered boards (`where`, 60) in the last minute: retry "
+    "after Retry-After seconds; named tracks (`track`) are always served."
 )
 
 

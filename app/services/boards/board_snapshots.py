@@ -1044,7 +1044,7 @@ class _BuildBudget:
             if len(self._started) >= self.per_minute:
                 wait = max(1, math.ceil(self._started[0] + 60 - now))
                 raise Throttled(
-                    f"this server has computed {self.per_minute} filtered boards in the last minute; retry in "
+                    f"this server process has computed {self.per_minute} filtered boards in the last minute; retry in "
                     f"{wait} s, or ask for one of the benchmark's named tracks (?track=), which are always served",
                     retry_after=wait,
                 )
