@@ -241,8 +241,7 @@ def models_table(
     filtered by, InvalidQuery for a bad `verified`. With a selection, the models of the entries it keeps alone."""
     begin_reading()
     benchmark = leaderboards.benchmark_info(benchmark_slug)
-    written = [where] if isinstance(where, str) else [text for text in (where or ()) if text]
-    selection = tracks.selection(benchmark.id, track, written, leaderboards.parse_verified(verified))
+    selection = tracks.selection(benchmark.id, track, where, leaderboards.parse_verified(verified))
     task = catalog.task_of(benchmark)
     public = [split for split in benchmark.splits if visibility.scores_are_public(split)]
     held = [split for split in benchmark.splits if not visibility.scores_are_public(split)]
