@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sys
 
 import pytest
+from sqlalchemy import select
 
 from app import synthetic
 from app.db import db
 from app.evaluation.tasks import TASK_TYPES, get_task
-from app.models import Team
+from app.models import Submission, Team
 from app.services import catalog
 from app.services.catalog import references
 from app.services.intake import submissions
@@ -145,3 +147,25 @@ def test_every_familys_board(app, served, capsysbinary, task):
         printed = _cli_csv(capsysbinary, "bench", "dev", *(["--view", view] if view else []))
         assert printed == _web_csv(app, "bench", "dev", view), (task, view)
         assert b"'=Baseline" in printed and printed.count(b"\r\n") >= 3
+
+
+def test_a_track_or_conditions_print_that_board_and_its_export(app, nlvr2_world, capsysbinary):
+    """--track and --where ask the server for the board of the entries kept, ranked among themselves: the table
+    says so, the JSON is the API's answer of that board and the CSV its export byte for byte; a condition the
+    server refuses is its 400, named."""
+    with app.app_context():
+        first = db.session.scalars(
+            select(Submission.id).where(Submission.published_at.is_not(None)).order_by(Submission.id)
+        ).first()
+        submissions.verify(None, first, "Reran the released code", "https://example.org/run", via="cli")
+    printed = _cli_csv(capsysbinary, "nlvr2", "dev", "--track", "verified")
+    web = app.test_client().get("/leaderboards/nlvr2/dev/export.csv?track=verified").get_data()
+    assert printed == web and len(printed.splitlines()) == 1 + 1 + 2  # the header, one entry, two references
+    assert cli.main(["leaderboard", "nlvr2", "dev", "--track", "verified"]) == 0
+    table = capsysbinary.readouterr().out.decode()
+    assert "(only verified entries, ranked among themselves)" in table.splitlines()[0]
+    assert cli.main(["leaderboard", "nlvr2", "dev", "--track", "verified", "--format", "json"]) == 0
+    answer = json.loads(capsysbinary.readouterr().out)
+    assert answer["track"] == "verified" and [e["rank"] for e in answer["entries"]] == [1]
+    assert cli.main(["leaderboard", "nlvr2", "dev", "--where", "zero_shot:yes"]) == 1
+    assert b"unknown field 'zero_shot'" in capsysbinary.readouterr().err

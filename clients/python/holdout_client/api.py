@@ -121,7 +121,8 @@ class Client:
         except ValueError:
             raise ApiError(None, f"{self.url} did not answer with JSON; is it a Holdout server?") from None
 
-    def get(self, path: str, query: dict[str, str] | None = None) -> Any:
+    def get(self, path: str, query: dict[str, str] | list[tuple[str, str]] | None = None) -> Any:
+        """An API answer; `query` a mapping, or pairs where a parameter repeats (`where`)."""
         url = f"{self.url}/api/v1{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)

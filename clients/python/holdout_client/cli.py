@@ -275,7 +275,11 @@ def cmd_leaderboard(args) -> int:
         path += f"/{urllib.parse.quote(args.split, safe='')}"
     if args.columns and args.format not in EXPORTS:
         raise UsageError("--columns applies to --format csv, markdown and latex (the server's exports of the board)")
-    query = {"view": args.view} if args.view else None
+    query = [
+        *((("view", args.view),) if args.view else ()),
+        *((("track", args.track),) if args.track else ()),
+        *(("where", condition) for condition in args.where or ()),
+    ]
     client = _client(need_token=False)
     board = client.get(path, query)  # also names the landing split when none was given
     if args.format == "json":
@@ -286,7 +290,7 @@ def cmd_leaderboard(args) -> int:
         # The board's own export, byte for byte: one writer (the server's) for the header, figures, intervals,
         # rank intervals, reference rows, quoting and escaping, so the file equals the web's download.
         benchmark, split = (urllib.parse.quote(board[key], safe="") for key in ("benchmark", "split"))
-        pairs = [*(query or {}).items(), *(("columns", key) for key in args.columns or ())]
+        pairs = [*query, *(("columns", key) for key in args.columns or ())]
         _write_bytes(client.get_export(f"/leaderboards/{benchmark}/{split}/export.{EXPORTS[args.format]}", pairs))
     held = held_board(board)
     if held is not None and args.format != "table":  # the table says so itself
@@ -372,6 +376,18 @@ def parser() -> argparse.ArgumentParser:
     board.add_argument("benchmark")
     board.add_argument("split", nargs="?", help="default: the benchmark's landing split, as on its page")
     board.add_argument("--view", choices=["teams"], help="teams: one row per team")
+    board.add_argument(
+        "--track",
+        metavar="NAME",
+        help="a named track of the benchmark (e.g. zero-shot, or verified): its entries alone, ranked among themselves",
+    )
+    board.add_argument(
+        "--where",
+        action="append",
+        metavar="COND",
+        help="a condition on an entry field, field:value or field<=N (e.g. parameters<=1e9); repeat it for several: "
+        "the entries meeting them all, ranked among themselves",
+    )
     board.add_argument("--format", choices=["table", "csv", "json", "markdown", "latex"], default="table")
     board.add_argument(
         "--columns",

@@ -130,6 +130,8 @@ def verdict_line(submission: dict) -> str | None:
 
 def board_table(board: dict) -> str:
     title = f"{board.get('benchmark')} {board.get('split')}"
+    if board.get("selection"):  # a track's board: its ranks are among its own entries
+        title += f" (only {board['selection']}, ranked among themselves)"
     held = held_board(board)
     if held is not None:
         return held
