@@ -104,6 +104,7 @@ coverage:
 bench: install-dev system-deps
 	$(BIN)/python benchmarks/scoring.py
 	$(BIN)/python benchmarks/leaderboard.py
+	$(BIN)/python benchmarks/vqa_board.py
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/hostile_uploads.py
 	$(BIN)/python benchmarks/worker_memory.py

@@ -358,6 +358,9 @@ class Submission(Model):
     refusal: Mapped[str | None] = mapped_column(Text)
     # Predictions aligned to the split's gold order, in the task type's compact encoding.
     predictions: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # Its compact per-example results, stamped with the gold file they were counted against, for families that
+    # keep them (TaskType.results_dtype; catalog.stored_results): what a board reads instead of the predictions.
+    results: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     # What the split's feedback policy released to the team when it was scored, as JSON
     # {"<subset>": {"<metric>": value}} (null: nothing released).
     released: Mapped[str | None] = mapped_column(Text)

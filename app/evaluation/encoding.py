@@ -97,3 +97,37 @@ def bit_differences(blob: bytes, blobs: Sequence[bytes]) -> np.ndarray:
     packed = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), len(blob))
     counts: np.ndarray = np.bitwise_count(packed ^ np.frombuffer(blob, dtype=np.uint8)).sum(axis=1, dtype=np.int64)
     return counts
+
+
+# --- compact per-example results (TaskType.results_dtype) ---------------------------------------------------
+
+_RESULTS_MAGIC = b"HR1"
+_STAMP = 16  # bytes of the stamp: what the results were counted against (a gold file's digest)
+
+
+def pack_results(results: np.ndarray, dtype: np.typing.DTypeLike, stamp: str) -> bytes:
+    """One entry's per-example results, zlib-compressed (a VQA v2 question's points take a few bits of a byte),
+    after a stamp naming what they were counted against: results stamped otherwise are not read (unpack_results)."""
+    import zlib
+
+    mark = stamp.encode("ascii")[:_STAMP].ljust(_STAMP, b" ")
+    values = np.ascontiguousarray(results, dtype=np.dtype(dtype).newbyteorder("<"))
+    return _RESULTS_MAGIC + mark + zlib.compress(values.tobytes(), 1)
+
+
+def unpack_results(blob: bytes | None, n: int, dtype: np.typing.DTypeLike, stamp: str) -> np.ndarray | None:
+    """The (n,) results pack_results stored, or None where there are none, they are stamped otherwise (counted
+    against another gold file) or they do not have n values."""
+    import zlib
+
+    mark = stamp.encode("ascii")[:_STAMP].ljust(_STAMP, b" ")
+    if blob is None or blob[: len(_RESULTS_MAGIC)] != _RESULTS_MAGIC or blob[3 : 3 + _STAMP] != mark:
+        return None
+    stored = np.dtype(dtype).newbyteorder("<")
+    try:
+        raw = zlib.decompress(blob[3 + _STAMP :], bufsize=n * stored.itemsize)
+    except zlib.error:
+        return None
+    if len(raw) != n * stored.itemsize:
+        return None
+    return np.frombuffer(raw, dtype=stored).astype(np.dtype(dtype), copy=False)

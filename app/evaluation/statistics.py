@@ -37,6 +37,7 @@ CONFIDENCE = 0.95
 ALPHA = 0.05  # significance level for rank tiers (after Holm's correction)
 _BLOCK = 200  # resamples generated and multiplied at a time: bounds memory for VCR-size splits
 _SUM_CHUNK = 4_000_000  # group sums: (groups x entries) summed at a time (16 MB of gathered rows of 4)
+_VALUE_CHUNK = 8192  # groups whose sums are added at a time for the point estimates
 
 
 @dataclass(frozen=True)
@@ -44,21 +45,44 @@ class Ratio:
     """One metric of k entries as a ratio of per-group sums, over the groups the subset touches.
 
     value[e] = 100 * sum_g numerators[e, g] / sum_g denominators[g]
+
+    The sums are kept laid out by group, in the smallest dtype that holds them (`by_group`, (rows, k)): a VQA v2
+    test-std board of 1,000 entries is 448 MB of one-byte points, where float32 (k, groups) numerators were 1.8 GB.
+    Where every group is one example (VQA v2, VCR) `by_group` is the outcomes' own by-example matrix and `rows`
+    picks the subset's examples from it (nothing copied).
     """
 
     groups: np.ndarray  # (G_s,) indices into the split's groups 0..n_groups-1
-    numerators: np.ndarray  # float32 (k, G_s)
+    by_group: np.ndarray  # (rows, k) per-group sums, small integers (uint8/uint16/float32)
     denominators: np.ndarray  # float64 (G_s,)
     # Points one judgement is scored in (VQA v2: 30 a question, for 0/30/60/90/100%): a count interval counts
     # judgements, never points, since a judgement's points move together.
     points: int = 1
+    rows: np.ndarray | None = None  # the rows of by_group that are the groups, in order (None: every row)
 
-    @cached_property  # once: the bootstrap may then reuse the numerators' memory
+    @property
+    def k(self) -> int:
+        return int(self.by_group.shape[1])
+
+    def chunk(self, start: int, stop: int) -> np.ndarray:
+        """The sums of groups start..stop (positions in `groups`), (stop - start, k): a view, or a gather."""
+        found: np.ndarray = self.by_group[start:stop] if self.rows is None else self.by_group[self.rows[start:stop]]
+        return found
+
+    @property
+    def numerators(self) -> np.ndarray:
+        """float32 (k, G_s), made whole (two entries compared, the sealed gap: small k)."""
+        return self.chunk(0, self.groups.size).T.astype(np.float32)
+
+    @cached_property
     def values(self) -> np.ndarray:
         total = self.denominators.sum()
         if total == 0:
-            return np.full(self.numerators.shape[0], np.nan)
-        values: np.ndarray = self.numerators.sum(axis=1, dtype=np.float64) / total * 100.0
+            return np.full(self.k, np.nan)
+        sums = np.zeros(self.k)
+        for start in range(0, self.groups.size, _VALUE_CHUNK):  # small integers: exact in any order
+            sums += self.chunk(start, min(self.groups.size, start + _VALUE_CHUNK)).sum(axis=0, dtype=np.float64)
+        values: np.ndarray = sums / total * 100.0
         return values
 
 
@@ -81,36 +105,46 @@ def group_codes(gold: GoldSet) -> tuple[np.ndarray, int]:
 
 
 def _group_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(k, m) values of m examples with group codes (m,) -> (present groups, float32 sums (k, G_s))."""
-    groups, sums = _group_sums_by_example(layout.by_example(values), codes)
-    return groups, sums.T
+    """(k, m) values of m examples with group codes (m,) -> (present groups, sums (k, G_s))."""
+    groups, by_group, rows = _group_sums_by_example(layout.by_example(values), codes)
+    return groups, (by_group if rows is None else by_group[rows]).T
 
 
 def _group_sums_by_example(
     by_example: np.ndarray, codes: np.ndarray, indices: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Group sums of the examples `indices` (None: all) of a (n, k) by-example matrix, codes (the examples'
-    groups) given for those examples -> (present groups, float32 sums (G_s, k)).
+    groups) given for those examples -> (present groups, sums (rows, k), the rows that are the groups in order or
+    None for every row in order). Where every group is one example the sums are the examples themselves: the
+    by-example matrix is given back with the rows to read (nothing copied: 448 MB on a 1,000-entry VQA v2
+    test-std board).
 
-    All groups of one size at a time, whole rows of k entries added (a reduceat along the examples of the
+    Otherwise all groups of one size at a time, whole rows of k entries added (a reduceat along the examples of the
     (k, n) matrix steps through memory and is tens of times slower on a 10,000-entry board); a subset's rows
-    are picked in the same gather, not copied first. The sums are of small integers, exact in float32."""
+    are picked in the same gather, not copied first. The sums are small integers, kept in the smallest dtype that
+    holds the largest a group can have."""
     k = by_example.shape[1]
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     if ordered.size == 0:
-        return ordered, np.zeros((0, k), dtype=np.float32)
+        return ordered, np.zeros((0, k), dtype=np.float32), None
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     sizes = np.diff(np.r_[starts, ordered.size])
     rows = order if indices is None else np.asarray(indices)[order]
-    sums = np.empty((starts.size, k), dtype=np.float32)
+    if starts.size == ordered.size:  # one example a group
+        if rows.size == by_example.shape[0] and (rows == np.arange(rows.size)).all():
+            return ordered, by_example, None
+        return ordered, by_example, rows
+    largest = float(by_example.max(initial=0)) * float(sizes.max())
+    dtype = np.uint8 if largest <= 255 and by_example.dtype.kind in "ub" else np.float32
+    sums = np.empty((starts.size, k), dtype=dtype)
     chunk = max(1, _SUM_CHUNK // max(k, 1))  # groups at a time: bounds the gathered (groups, size, k) rows
     for size in np.unique(sizes):
         which = np.flatnonzero(sizes == size)
         members = rows[starts[which][:, None] + np.arange(size)]  # (groups of this size, size)
         for at in range(0, which.size, chunk):
-            sums[which[at : at + chunk]] = by_example[members[at : at + chunk]].sum(axis=1, dtype=np.float32)
-    return ordered[starts], sums
+            sums[which[at : at + chunk]] = by_example[members[at : at + chunk]].sum(axis=1, dtype=dtype)
+    return ordered[starts], sums, None
 
 
 def metric_ratios(
@@ -132,14 +166,17 @@ def _each_ratio(
 
     The outcomes are laid out by example once (examples as rows: see _group_sums_by_example) and serve every
     subset; a subset's consistency counts reuse its accuracy sums where the two count the same judgements
-    (a group is consistent when its right examples are all its examples). Numerators come back as (k, G_s)
-    views of (G_s, k) sums, held by nothing here once yielded."""
+    (a group is consistent when its right examples are all its examples). Each ratio holds its sums by group
+    (Ratio.by_group), held by nothing here once yielded."""
     stacked = np.asarray(stacked)
     codes, _ = group_codes(gold)
     outcomes = _outcomes(task, gold, stacked)
-    last: tuple[int, str, tuple[np.ndarray, np.ndarray]] | None = None  # the latest sums, for consistency
+    # The latest sums, for consistency.
+    last: tuple[int, str, tuple[np.ndarray, np.ndarray, np.ndarray | None]] | None = None
 
-    def sums_of(by_example: np.ndarray, subset: str, indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def sums_of(
+        by_example: np.ndarray, subset: str, indices: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         nonlocal last
         if last is not None and last[0] == id(by_example) and last[1] == subset:
             found, last = last[2], None  # used once (consistency after accuracy): not held any longer
@@ -157,12 +194,15 @@ def _each_ratio(
                 raise ValueError(f"no interval for metric {metric!r} of task {task.name!r}")
             if metric == "consistency":
                 # On a subset of whole groups (a blind test's queried or sealed part) as on the split.
-                groups, right = sums_of(outcomes["all_right"], subset, indices)
-                sizes = np.bincount(subset_codes, minlength=1)[groups].astype(np.float32)
-                ratio = Ratio(groups, (right == sizes[:, None]).astype(np.float32).T, np.ones(groups.size))
+                groups, sums, rows = sums_of(outcomes["all_right"], subset, indices)
+                right = sums if rows is None else sums[rows]
+                sizes = np.bincount(subset_codes, minlength=1)[groups]
+                consistent = (right == sizes[:, None]).view(np.uint8)
+                ratio = Ratio(groups, consistent, np.ones(groups.size))
+                del right
             elif metric in outcomes["counts"]:
                 by_example, per_example = outcomes["counts"][metric]
-                groups, right = sums_of(by_example, subset, indices)
+                groups, sums, rows = sums_of(by_example, subset, indices)
                 if isinstance(per_example, np.ndarray):  # judgements vary by example (GQA: balanced ones only)
                     counted = per_example if indices is None else per_example[indices]
                     per_group = np.bincount(subset_codes, weights=counted, minlength=1)
@@ -171,9 +211,9 @@ def _each_ratio(
                     sizes = np.bincount(subset_codes, minlength=1)[groups] if groups.size else np.zeros(0)
                     denominators = sizes.astype(np.float64) * per_example
                 points = outcomes.get("points", {}).get(metric, 1)
-                ratio = Ratio(groups, right.T, denominators, points)
+                ratio = Ratio(groups, sums, denominators, points, rows)
                 del by_example
-            del right  # the sums live on in the ratio alone: a consumer that drops it frees them
+            del sums  # the sums live on in the ratio alone: a consumer that drops it frees them
             remaining -= 1
             if remaining == 0:  # the last: the by-example outcomes (70 MB) are not needed while it is bootstrapped
                 outcomes.clear()
@@ -203,12 +243,26 @@ def resample_blocks(n_groups: int, resamples: int = RESAMPLES, seed: int = SEED)
     Deterministic for (n_groups, resamples, seed), whatever the entries: the same resamples serve a
     whole table and every entry's own page.
     """
+    for counts in resample_counts(n_groups, resamples, seed):
+        yield counts.astype(np.float32)
+
+
+def resample_counts(
+    n_groups: int, resamples: int = RESAMPLES, seed: int = SEED, block: int = _BLOCK
+) -> Iterator[np.ndarray]:
+    """resample_blocks' weights as the small integers they are: (b, n_groups) uint8 (uint16 in a block where a group
+    is drawn more than 255 times). Each resample's draws are made on their own (n_groups integers: 3.6 MB on VQA v2
+    test-std, where a block's were 716 MB), which numpy's generator gives the same as one block's draws at once."""
     rng = np.random.default_rng(seed)
-    for start in range(0, resamples, _BLOCK):
-        b = min(_BLOCK, resamples - start)
-        draws = rng.integers(0, n_groups, size=(b, n_groups))
-        draws += (np.arange(b) * n_groups)[:, None]
-        yield np.bincount(draws.ravel(), minlength=b * n_groups).reshape(b, n_groups).astype(np.float32)
+    for start in range(0, resamples, block):
+        b = min(block, resamples - start)
+        counts = np.empty((b, n_groups), dtype=np.uint8)
+        for row in range(b):
+            drawn = np.bincount(rng.integers(0, n_groups, size=n_groups), minlength=n_groups)
+            if counts.dtype == np.uint8 and drawn.max(initial=0) > 255:
+                counts = counts.astype(np.uint16)
+            counts[row] = drawn
+        yield counts
 
 
 def bootstrap(
@@ -256,7 +310,7 @@ def _bootstrap_pair(
     if reuse:
         items.clear()
     scores = [ratio.values for ratio in ratios]  # before _packing may reuse their numerators
-    k = ratios[0].numerators.shape[0]
+    k = ratios[0].k
     # Per ratio: the weights of its groups, and each resample's denominator and presence (a subset can miss
     # every one of its groups in a resample).
     weights = [[w if r.groups.size == n_groups else w[:, r.groups] for w in blocks] for r in ratios]
@@ -269,6 +323,8 @@ def _bootstrap_pair(
         together = [w if groups.size == n_groups else w[:, groups] for w in blocks]
         if reuse:
             ratios = []  # the product's matrix holds all that is needed of them
+    else:
+        numerators = [r.numerators for r in ratios]  # float32 (k, G_s), made once
     lows = [np.full(k, np.nan) for _ in names]
     highs = [np.full(k, np.nan) for _ in names]
     for start in range(0, k, _ENTRY_BLOCK):
@@ -280,10 +336,10 @@ def _bootstrap_pair(
                 # (entries, b): the matrix product that does the work, both ratios at once; exact integers
                 both = (combined[:, start:stop].T @ together[b].T).astype(np.int64)
                 high, low = np.divmod(both, multiplier)
-                numerators = [low, high] if small == 0 else [high, low]
+                resampled = [low, high] if small == 0 else [high, low]
             else:
-                numerators = [r.numerators[start:stop] @ ws[b].T for r, ws in zip(ratios, weights, strict=True)]
-            for i, values in enumerate(numerators):
+                resampled = [m[start:stop] @ ws[b].T for m, ws in zip(numerators, weights, strict=True)]
+            for i, values in enumerate(resampled):
                 mask, total = present[i][b], totals[i][b]
                 if not mask.all():
                     values, total = values[:, mask], total[mask]
@@ -298,6 +354,120 @@ def _bootstrap_pair(
             block.sort(axis=1)
             lows[i][start:stop], highs[i][start:stop] = _percentiles_of_sorted(block, (tail, 100.0 - tail))
     return {key: Interval(value, low, high) for key, value, low, high in zip(names, scores, lows, highs, strict=True)}
+
+
+# Splits with more groups than this are bootstrapped streamed (_streamed_intervals): float32 weights of every resample
+# and float32 sums of every entry are no longer held whole (VQA v2 test-std: 1.8 GB each for 1,000 entries; the
+# weights alone were 64 MB at this size).
+STREAM_GROUPS = 16384
+_STREAM_BLOCK = 250  # resamples whose weights are held at once when streamed (112 MB on 447,793 groups)
+_STREAM_CHUNK = 16384  # groups multiplied at a time when streamed
+
+
+def _parts(ratios: Sequence[Ratio], n_groups: int) -> dict[int, list[int]]:
+    """For each whole-split ratio, the subset ratios it is the sum of where they cover it (VQA v2's overall accuracy
+    is its three answer types'): disjoint, read from the same sums with the same denominators. Its resampled sums
+    are then theirs added up, and only the groups none of them covers are multiplied for it (half the products)."""
+    found: dict[int, list[int]] = {}
+    for i, whole in enumerate(ratios):
+        if whole.groups.size != n_groups or whole.rows is not None:
+            continue
+        taken = np.zeros(n_groups, dtype=bool)
+        parts = []
+        for j in sorted(range(len(ratios)), key=lambda j: -ratios[j].groups.size):
+            part = ratios[j]
+            if j == i or part.by_group is not whole.by_group or part.rows is None or part.points != whole.points:
+                continue
+            same_rows = np.array_equal(part.rows, part.groups)  # row g of the sums is group g's, as in the whole
+            if not same_rows or taken[part.groups].any():
+                continue
+            if not np.array_equal(part.denominators, whole.denominators[part.groups]):
+                continue
+            taken[part.groups] = True
+            parts.append(j)
+        if parts:
+            found[i] = parts
+    return found
+
+
+def _streamed_intervals(
+    items: list[tuple[tuple[str, str], Ratio]], n_groups: int, resamples: int, seed: int, confidence: float
+) -> dict[tuple[str, str], Interval]:
+    """The intervals of every ratio, their weights and sums streamed: the resamples a block at a time (their counts
+    as bytes), the split's groups a chunk at a time (each chunk's weights made float32 once for every ratio), one
+    float32 product per ratio and chunk, exact (a chunk is small enough that every partial sum is an integer float32
+    holds), added up in float64. The same numbers as _bootstrap_pair's, in bounded memory: a block of weights, a
+    chunk of sums and (k, resamples) sums a ratio."""
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    ratios = [ratio for _, ratio in items]
+    k = ratios[0].k if ratios else 0
+    sums = [np.zeros((k, resamples)) for _ in ratios]
+    totals = [np.zeros(resamples) for _ in ratios]
+    whole = [ratio.groups.size == n_groups for ratio in ratios]  # every group, in order
+    parts = _parts(ratios, n_groups)
+    # A ratio that is the sum of its parts is multiplied only on the groups they leave (as a subset of itself).
+    left: dict[int, np.ndarray] = {}
+    for i, of in parts.items():
+        covered = np.zeros(n_groups, dtype=bool)
+        for j in of:
+            covered[ratios[j].groups] = True
+        left[i] = np.flatnonzero(~covered)
+    # A group's sum is at most its denominator; whole-number denominators are summed in float32 too (exact).
+    largest = max([float(r.denominators.max(initial=0)) for r in ratios] + [1.0])
+    integral = all(bool(np.all(r.denominators == np.round(r.denominators))) for r in ratios)
+    at = 0
+    for counts in resample_counts(n_groups, resamples, seed, _STREAM_BLOCK):
+        b = counts.shape[0]
+        heaviest = max(float(counts.max(initial=0)), 1.0)
+        step = int(max(1, min(_STREAM_CHUNK, (_EXACT - 1) // (largest * heaviest))))
+        # float32 where one group's largest weighted sum already is exact in it (always, but for absurd groups)
+        kind = np.float32 if largest * heaviest < _EXACT else np.float64
+        edges = np.arange(0, n_groups + step, step).clip(max=n_groups)
+        # Per ratio, where each chunk's groups begin among its own (positions in ratio.groups, or in left[i]).
+        cuts = [
+            np.searchsorted(left[i], edges) if i in left else None if w else np.searchsorted(r.groups, edges)
+            for i, (r, w) in enumerate(zip(ratios, whole, strict=True))
+        ]
+        for c, start in enumerate(edges[:-1].tolist()):
+            stop = int(edges[c + 1])
+            weights = counts[:, start:stop].astype(kind)  # (b, chunk)
+            for i, ratio in enumerate(ratios):
+                cut = cuts[i]
+                lo, hi = (start, stop) if cut is None else (int(cut[c]), int(cut[c + 1]))
+                if lo == hi:
+                    continue
+                if i in left:  # only what its parts leave: groups left[i][lo:hi], rows the same (a whole ratio)
+                    groups = left[i][lo:hi]
+                    mine, part, share = weights[:, groups - start], ratio.by_group[groups], ratio.denominators[groups]
+                else:
+                    mine = weights if whole[i] else weights[:, ratio.groups[lo:hi] - start]
+                    part, share = ratio.chunk(lo, hi), ratio.denominators[lo:hi]
+                within = kind == np.float32 and float(part.max(initial=0)) <= largest
+                if within:
+                    sums[i][:, at : at + b] += part.astype(np.float32).T @ mine.T
+                else:  # a sum over its bound (never, for sums of right judgements): float64, exact all the same
+                    sums[i][:, at : at + b] += part.astype(np.float64).T @ mine.T.astype(np.float64)
+                if integral and kind == np.float32:
+                    totals[i][at : at + b] += mine @ share.astype(np.float32)
+                else:
+                    totals[i][at : at + b] += mine.astype(np.float64) @ share.astype(np.float64)
+        at += b
+    for i, of in parts.items():  # float64 sums of exact integers: the same whatever the order
+        for j in of:
+            sums[i] += sums[j]
+            totals[i] += totals[j]
+    result = {}
+    for (key, ratio), resampled, total in zip(items, sums, totals, strict=True):
+        present = total > 0
+        values = ratio.values
+        low, high = np.full(k, np.nan), np.full(k, np.nan)
+        if present.any():
+            block = np.divide(resampled[:, present], total[present])
+            np.multiply(block, 100.0, out=block)
+            block.sort(axis=1)
+            low, high = _percentiles_of_sorted(block, (tail, 100.0 - tail))
+        result[key] = Interval(values, low, high)
+    return result
 
 
 def _percentiles_of_sorted(rows: np.ndarray, percents: Sequence[float]) -> list[np.ndarray]:
@@ -345,14 +515,13 @@ def _packing(
         return None
     parts = []
     for ratio, d in ((a, denominators[0]), (b, denominators[1])):
-        by_group = ratio.numerators.T  # (G_s, k): the layout the sums are built in
+        by_group = ratio.chunk(0, ratio.groups.size)  # (G_s, k): the layout the sums are built in
         if not (by_group <= d[np.searchsorted(groups, ratio.groups)].astype(np.float32)[:, None]).all():
             return None
         parts.append((None if ratio.groups.size == groups.size else np.searchsorted(groups, ratio.groups), by_group))
     (a_at, a_part), (b_at, b_part) = parts
     if b_at is None:
-        # b's numerators themselves where allowed: a 10,000-entry board's sums are 70 MB
-        combined = b_part if reuse else b_part.copy()
+        combined = b_part.astype(np.float32)  # the sums are kept in bytes (17 MB on a 10,000-entry board)
         combined *= np.float32(multiplier)
     else:
         combined = np.zeros((groups.size, b_part.shape[1]), dtype=np.float32)
@@ -405,6 +574,12 @@ def each_interval(
         yield from count_intervals(ratios).items()
         return
     _, n_groups = group_codes(gold)
+    if n_groups > STREAM_GROUPS:
+        items = list(_each_ratio(task, gold, stacked, wanted))
+        if on_values is not None:
+            _tell_values(items, on_values)
+        yield from _streamed_intervals(items, n_groups, resamples, seed, CONFIDENCE).items()
+        return
     blocks = list(resample_blocks(n_groups, resamples, seed))  # drawn once for every ratio
     # Two ratios at a time: their per-group counts (70 MB each for 10,000 entries on NLVR2) are dropped once
     # their intervals are drawn.
@@ -815,6 +990,7 @@ def view_ranks(
 
 _PAIRED_ROWS = 256  # entries whose pair statistics are held at once: (rows, k) float64 arrays
 _PAIRED_UNITS = 16384  # units multiplied at a time: a float32 sum of 16,384 products of points <= 30 is exact
+_PAIRED_FLOATS = 8_000_000  # float32 values of a block of units (32 MB: 8,000 units of 1,000 entries)
 
 
 def paired_view_ranks(
@@ -843,18 +1019,23 @@ def paired_view_ranks(
     _PAIRED_UNITS units and summed in float64."""
     from scipy.special import ndtr
 
-    points = np.asarray(scores)
-    if order is not None and points.shape[0]:
-        points = points[np.asarray(order)]
+    points = np.asarray(scores)  # (k, units) in submission order, never reordered whole (448 MB at VQA size)
     primary = np.asarray(primary, dtype=np.float64)
     k = points.shape[0]
-    totals = points.sum(axis=1, dtype=np.int64).astype(np.float64)
+    totals = np.zeros(k)
     squares = np.zeros(k)
     gram = np.zeros((k, k))
-    for at in range(0, points.shape[1], _PAIRED_UNITS):
-        block = points[:, at : at + _PAIRED_UNITS].astype(np.float32)
+    # Units a block: at most _PAIRED_UNITS (exact in float32), fewer on a large board (a block is k of them in float32).
+    step = max(256, min(_PAIRED_UNITS, _PAIRED_FLOATS // max(k, 1)))
+    for at in range(0, points.shape[1], step):
+        block = points[:, at : at + step].astype(np.float32)
+        totals += block.sum(axis=1, dtype=np.float64)
         squares += np.einsum("ij,ij->i", block, block, dtype=np.float64)
         gram += (block @ block.T).astype(np.float64)
+    row_of = np.arange(k)  # each table position's row of `points`
+    if order is not None and k:
+        row_of = np.asarray(order)
+        totals, squares, gram = totals[row_of], squares[row_of], gram[np.ix_(row_of, row_of)]
     top = float(points.max(initial=0))
     members = [np.arange(k) if view is None else np.asarray(view, dtype=np.int64) for view in views]
     result = []
@@ -876,7 +1057,7 @@ def paired_view_ranks(
             # squared differences, so the rest keep the approximation.
             few = (p <= alpha) & (variance <= _EXACT_UNITS * top * top)
             for r, c in zip(*np.nonzero(few), strict=True):
-                differences = points[columns[c]].astype(np.int64) - points[rows[r]].astype(np.int64)
+                differences = points[row_of[columns[c]]].astype(np.int64) - points[row_of[rows[r]]].astype(np.int64)
                 if np.count_nonzero(differences) <= _EXACT_UNITS:
                     p[r, c] = _exact_sign_flip_p(differences)
             r_at, c_at = np.nonzero(p <= family.loosest)

@@ -93,7 +93,21 @@ def test_every_registered_family_implements_the_whole_interface(name):
     # The probe check's distances on the split count the units: none differ from the file itself.
     assert task.split_probe_distances(gold, predictions, blobs)[0] == 0.0
     outcomes = task.example_outcomes(gold, stacked)
-    assert task.primary_metric in outcomes["counts"] and outcomes["all_right"].shape == (gold.n, 2)
+    assert task.primary_metric in outcomes["counts"]
+    # "all_right" may be left out only where nothing reads it: no consistency, and the primary metric counted.
+    assert "consistency" not in task.metrics or outcomes["all_right"].shape == (gold.n, 2)
+    if "all_right" in outcomes:
+        assert outcomes["all_right"].shape == (gold.n, 2)
+    if task.results_dtype is not None:
+        # Compact results stand for the predictions wherever the statistics read them (a board's stored results).
+        results = task.results(gold, stacked)
+        assert results.dtype == task.results_dtype and results.shape == (2, gold.n)
+        assert np.array_equal(task.unit_scores(gold, results), task.unit_scores(gold, stacked))
+        assert np.array_equal(task.unit_correctness(gold, results), task.unit_correctness(gold, stacked))
+        from_results = task.example_outcomes(gold, results)
+        for metric, (counts, per) in outcomes["counts"].items():
+            assert np.array_equal(from_results["counts"][metric][0], counts)
+            assert from_results["counts"][metric][1] == per
     assert all(isinstance(votes, LabelVotes) for votes in task.label_votes(gold, stacked))
     assert isinstance(task.demo_references("dev"), list)
 

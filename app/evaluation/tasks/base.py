@@ -23,8 +23,9 @@ from .synthetic_files import SyntheticOptions
 Scores = dict[str, dict[str, float]]
 # Per-example outcomes for the statistics: {"counts": {metric: (by-example (n, k) uint8 right counts,
 # judgements per example: an int, or an (n,) array where examples differ, 0 for one not counted)},
-# "all_right": (n, k) uint8, optionally "points": {metric: points a judgement is scored in} where a count is
-# of points (VQA v2)}; see TaskType.example_outcomes.
+# "all_right": (n, k) uint8 (left out by a family with no consistency whose primary metric is counted: VQA v2),
+# optionally "points": {metric: points a judgement is scored in} where a count is of points (VQA v2)}; see
+# TaskType.example_outcomes.
 Outcomes = dict[str, Any]
 # Score columns of k stacked submissions: {subset: {metric: (k,) percentages}} (metrics.accuracy and its kin).
 Columns = dict[str, dict[str, Any]]
@@ -138,6 +139,11 @@ class TaskType:
     # Where the app lists the family among the others (pages, tables, the demo): lower first, ties by name. A
     # subclass sets its own (it would otherwise share its parent's place).
     list_position: int = 1000
+    # Compact per-example results a board reads in place of the predictions (VQA v2: a question's points in a byte,
+    # where its predictions are 16 bytes): None where the predictions are as compact (binary answers are bits).
+    # A family that sets it gives them (results) and takes a (k, n) matrix of them wherever the statistics take
+    # stacked predictions (unit_scores, unit_correctness, example_outcomes).
+    results_dtype: np.dtype | None = None
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -257,6 +263,10 @@ class TaskType:
         expected = self.prediction_shape(gold_n)
         if tuple(shape) != expected:
             raise ValueError(f"{self.name} predictions must have shape {expected}, not {tuple(shape)}")
+
+    def results(self, gold: GoldSet, stacked: np.ndarray) -> np.ndarray:
+        """(k, n) results_dtype: the compact per-example results of k stacked predictions (see results_dtype)."""
+        raise NotImplementedError(f"{self.name} keeps no results apart from its predictions")
 
     def label_votes(self, gold: GoldSet, stacked: np.ndarray) -> list[LabelVotes]:
         """The gold label fields of this task and what k stacked submissions predict for each."""

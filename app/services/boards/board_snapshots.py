@@ -59,7 +59,7 @@ from app.models import (
 from app.names import name_key
 from app.services import catalog
 from app.services.blind_test import integrity, visibility
-from app.services.catalog import entry_fields, label_files, tracks
+from app.services.catalog import entry_fields, label_files, stored_results, tracks
 from app.services.errors import Throttled
 from app.services.jobs import queue, transport
 
@@ -206,7 +206,7 @@ def _compute(
     built_at = utcnow()
     task = catalog.task_of(split.benchmark)
     specs = tuple(entry_fields.specs(split.benchmark_id))
-    rows = _published_rows(split, until, selection)
+    rows = _published_rows(split, until, selection, results=task.results_dtype is not None)
     entries: list[Entry] = []
     if rows:
         gold, stacked, wanted, gaps = _scoring_inputs(split, task, rows)
@@ -336,11 +336,12 @@ def _kept_ids(split: Split, until: datetime | None, selection: tracks.Selection)
 
 
 def _published_rows(
-    split: Split, until: datetime | None = None, selection: tracks.Selection | None = None
+    split: Split, until: datetime | None = None, selection: tracks.Selection | None = None, *, results: bool = False
 ) -> Sequence[Any]:
     """The split's entries on the board (scored, published, not hidden), with their teams' names and stored
     predictions, by submission id; with `until` (a closing time), only those on the board then (standing_at);
-    with a `selection`, only those it keeps (their fields read first, without the predictions)."""
+    with a `selection`, only those it keeps (their fields read first, without the predictions). With `results`
+    (a family that keeps compact results) without the predictions: _results_matrix reads the results apart."""
     kept = standing_at(until)
     if selection is not None:
         kept += (Submission.id.in_(_kept_ids(split, until, selection)),)
@@ -356,7 +357,7 @@ def _published_rows(
             Submission.code_url,
             Submission.description,
             Submission.fields,
-            Submission.predictions,
+            *(() if results else (Submission.predictions,)),
             Submission.team_id,
             Submission.verified_at,
             Submission.verified_note,
@@ -369,10 +370,14 @@ def _published_rows(
 
 
 def _scoring_inputs(split: Split, task, rows: Sequence) -> tuple:
-    """What the board is scored on: the gold set, the rows' predictions stacked, the columns wanted
-    ({subset: (indices, metrics)}) and the sealed gap test (None unless both parts are public)."""
+    """What the board is scored on: the gold set, the rows' predictions stacked (or their compact results, for a
+    family that keeps them: _results_matrix), the columns wanted ({subset: (indices, metrics)}) and the sealed gap
+    test (None unless both parts are public)."""
     gold = label_files.load_gold(split)
-    stacked = task.decode_many([row.predictions for row in rows], gold.n)
+    if task.results_dtype is not None:
+        stacked = _results_matrix(split, task, gold, [row.id for row in rows])
+    else:
+        stacked = task.decode_many([row.predictions for row in rows], gold.n)
     public = visibility.public_subsets(split)
     part = visibility.queried_indices(split)
     gaps = None
@@ -391,6 +396,29 @@ def _scoring_inputs(split: Split, task, rows: Sequence) -> tuple:
         }
     )
     return gold, stacked, wanted, gaps
+
+
+_RESULT_ROWS = 64  # entries' results read and laid out at a time (29 MB of VQA v2 test-std points)
+
+
+def _results_matrix(split: Split, task, gold, ids: list[int]) -> np.ndarray:
+    """The entries' compact results (TaskType.results_dtype) as a (k, n) matrix in `ids`' order, laid out by example
+    underneath ((n, k) in memory, the transposed view given: the statistics read it in place, layout.by_example),
+    read from the database a few entries at a time. An entry whose stored results are missing or were counted
+    against another gold file is counted from its predictions here (read alone)."""
+    by_example = np.empty((gold.n, len(ids)), dtype=task.results_dtype)
+    column = {submission_id: i for i, submission_id in enumerate(ids)}
+    query = select(Submission.id, Submission.results).where(Submission.id.in_(ids)).order_by(Submission.id)
+    for chunk in db.session.execute(query, execution_options={"yield_per": _RESULT_ROWS}).partitions(_RESULT_ROWS):
+        block = np.empty((len(chunk), gold.n), dtype=task.results_dtype)
+        for i, (submission_id, blob) in enumerate(chunk):
+            found = stored_results.unpacked(task, split, blob, gold.n)
+            if found is None:
+                predictions = db.session.scalar(select(Submission.predictions).where(Submission.id == submission_id))
+                found = task.results(gold, task.decode(predictions, gold.n)[None])[0]
+            block[i] = found
+        by_example[:, [column[submission_id] for submission_id, _ in chunk]] = block.T
+    return by_example.T
 
 
 def _row_scores(columns: list, i: int) -> tuple[dict, dict]:

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, update
 
 from app.db import db
 from app.evaluation import GoldSet
 from app.models import Score, Split, Submission
+from app.services.catalog import stored_results
 from app.services.catalog.task_types import task_of
 from app.services.jobs import queue
 
@@ -20,8 +21,8 @@ from app.services.jobs import queue
 CHUNK = 2000
 
 
-def _stored(split: Split, *conditions):
-    """The split's scored submissions (id, predictions) in id order, CHUNK rows at a time: streamed from the
+def _stored(split: Split, *conditions, rows: int = CHUNK):
+    """The split's scored submissions (id, predictions) in id order, `rows` at a time: streamed from the
     database (a server-side cursor on PostgreSQL), so a million stored submissions never sit in memory at
     once. The caller inserts scores while it reads, in the same transaction."""
     query = (
@@ -29,7 +30,10 @@ def _stored(split: Split, *conditions):
         .where(Submission.split_id == split.id, Submission.status == "scored", *conditions)
         .order_by(Submission.id)
     )
-    return db.session.execute(query, execution_options={"yield_per": CHUNK}).partitions(CHUNK)
+    return db.session.execute(query, execution_options={"yield_per": rows}).partitions(rows)
+
+
+_CHUNK_BYTES = 64 * 2**20  # decoded predictions of a chunk at most (2,000 VQA v2 test-std entries are 14 GB)
 
 
 RESCORE = "rescore"  # the job's kind (app/services/maintenance/rescore_job.py runs it)
@@ -60,9 +64,16 @@ def rescore_all(
         )
     )
     count = 0
-    for chunk in _stored(split, Submission.predictions.is_not(None)):
+    size = 8 * int(np.prod(task.prediction_shape(gold.n)))  # decoded, at most 8 bytes a value
+    rows = max(1, min(CHUNK, _CHUNK_BYTES // max(size, 1)))
+    for chunk in _stored(split, Submission.predictions.is_not(None), rows=rows):
         count += len(chunk)
-        results = task.score_batch(gold, task.decode_many([blob for _, blob in chunk], gold.n), subsets)
+        stacked = task.decode_many([blob for _, blob in chunk], gold.n)
+        if task.results_dtype is not None:  # the board's results, counted against the gold as it is now
+            for (submission_id, _), predictions in zip(chunk, stacked, strict=True):
+                blob = stored_results.packed(task, gold, split, predictions)
+                db.session.execute(update(Submission).where(Submission.id == submission_id).values(results=blob))
+        results = task.score_batch(gold, stacked, subsets)
         values = [
             {"submission_id": submission_id, "subset": subset, "metric": metric, "value": value}
             for (submission_id, _), result in zip(chunk, results, strict=True)

@@ -28,7 +28,7 @@ from app.names import invisible
 from app.services import catalog
 from app.services.audit import audit_log
 from app.services.blind_test import integrity, visibility
-from app.services.catalog import entry_fields, phases
+from app.services.catalog import entry_fields, phases, stored_results
 from app.services.errors import (
     Conflict,
     Forbidden,
@@ -193,6 +193,7 @@ def _record(
     submission; the submission is written once, with its release, then its scores (and on a blind test its
     probe summary, which later checks read)."""
     summary = integrity.probe_summary(inputs.task, inputs.gold, predictions) if split.hidden else None
+    submission.results = stored_results.packed(inputs.task, inputs.gold, split, predictions)
     with db.session.no_autoflush:
         if summary is not None:
             integrity.flag_probes(
