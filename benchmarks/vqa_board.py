@@ -73,7 +73,7 @@ def add_entries(app, split_id: int, gold, start: int, stop: int, rng: np.random.
 
     from app.db import db
     from app.evaluation import encoding, get_task
-    from app.models import Score, Split, Submission, Team
+    from app.models import Score, Split, Submission, SubmissionResults, Team
     from app.services import catalog
     from app.services.catalog import stored_results
 
@@ -87,7 +87,7 @@ def add_entries(app, split_id: int, gold, start: int, stop: int, rng: np.random.
         team_ids = db.session.scalars(select(Team.id).order_by(Team.id)).all()
         moment = datetime(2024, 1, 1, tzinfo=UTC)
         for first in range(start, stop, BATCH):
-            rows, stacked = [], []
+            rows, stacked, results = [], [], []
             for i in range(first, min(stop, first + BATCH)):
                 accuracy = rng.uniform(0.45, 0.75)
                 right = 0.5 * difficulty + 0.5 * rng.random(n) < accuracy
@@ -97,6 +97,7 @@ def add_entries(app, split_id: int, gold, start: int, stop: int, rng: np.random.
                 predictions = np.stack([hashed, hashed], axis=1)
                 points = task.results(gold, predictions[None])[0]
                 stacked.append(predictions)
+                results.append(encoding.pack_results(points, task.results_dtype, stamp))
                 rows.append(
                     {
                         "split_id": split_id,
@@ -108,12 +109,16 @@ def add_entries(app, split_id: int, gold, start: int, stop: int, rng: np.random.
                         "file_sha256": f"{i:064x}",
                         "file_size": 1,
                         "predictions": task.encode(predictions),
-                        "results": encoding.pack_results(points, task.results_dtype, stamp),
                         "created_at": moment + timedelta(hours=i),
                         "published_at": moment + timedelta(hours=i, minutes=5),
                     }
                 )
-            ids = db.session.scalars(insert(Submission).returning(Submission.id), rows).all()
+            added = insert(Submission).returning(Submission.id, sort_by_parameter_order=True)
+            ids = db.session.scalars(added, rows).all()
+            db.session.execute(
+                insert(SubmissionResults),
+                [{"submission_id": i, "data": blob} for i, blob in zip(ids, results, strict=True)],
+            )
             scored = task.score_batch(gold, np.stack(stacked), subsets)
             db.session.execute(
                 insert(Score),

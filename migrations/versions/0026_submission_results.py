@@ -1,4 +1,4 @@
-"""submissions.results: compact per-example results a board reads instead of the predictions (VQA v2's points)
+"""submission_results: compact per-example results a board reads instead of the predictions (VQA v2's points)
 
 Revision ID: 0026
 Revises: 0025
@@ -16,12 +16,17 @@ depends_on = None
 
 
 def upgrade():
-    # Nullable and filled as submissions are scored or rescored: a board counts a submission without them (or with
-    # results of an older gold file) from its predictions.
-    with op.batch_alter_table("submissions") as batch:
-        batch.add_column(sa.Column("results", sa.LargeBinary(), nullable=True))
+    # Filled as submissions are scored or rescored: a board counts a submission without results (or with results of
+    # an older gold file) from its predictions. A table apart from submissions: SQLite reads a row's later values
+    # through its earlier ones' pages (the predictions: 7.2 MB a VQA v2 test-std entry).
+    op.create_table(
+        "submission_results",
+        sa.Column("submission_id", sa.Integer(), nullable=False),
+        sa.Column("data", sa.LargeBinary(), nullable=False),
+        sa.ForeignKeyConstraint(["submission_id"], ["submissions.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("submission_id"),
+    )
 
 
 def downgrade():
-    with op.batch_alter_table("submissions") as batch:
-        batch.drop_column("results")
+    op.drop_table("submission_results")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from app.db import db
 from app.evaluation import encoding, get_task
 from app.evaluation.tasks.vqa_v2.family import points_of
-from app.models import Submission
+from app.models import Submission, SubmissionResults
 from app.services import catalog
 from app.services.boards import board_snapshots
 from app.services.catalog import stored_results
@@ -46,7 +46,11 @@ def _board(split):
 
 def test_each_submission_keeps_its_points_stamped_with_the_gold_file(vqa_board):
     split, gold = vqa_board
-    rows = db.session.execute(select(Submission.predictions, Submission.results).order_by(Submission.id)).all()
+    rows = db.session.execute(
+        select(Submission.predictions, SubmissionResults.data)
+        .join(SubmissionResults, SubmissionResults.submission_id == Submission.id)
+        .order_by(Submission.id)
+    ).all()
     assert len(rows) == 6
     for predictions, blob in rows:
         points = stored_results.unpacked(VQA, split, blob, gold.n)
@@ -75,8 +79,33 @@ def test_missing_or_stale_results_are_counted_from_the_predictions_with_the_same
     split, _ = vqa_board
     expected = _board(split)
     ids = db.session.scalars(select(Submission.id).order_by(Submission.id)).all()
-    db.session.execute(update(Submission).where(Submission.id == ids[0]).values(results=None))
+    db.session.execute(delete(SubmissionResults).where(SubmissionResults.submission_id == ids[0]))
     stale = encoding.pack_results(np.zeros(300, dtype=np.uint8), np.uint8, "f" * 16)  # another gold file's
-    db.session.execute(update(Submission).where(Submission.id.in_(ids[2:4])).values(results=stale))
+    db.session.execute(
+        update(SubmissionResults).where(SubmissionResults.submission_id.in_(ids[2:4])).values(data=stale)
+    )
     db.session.commit()
     assert _board(split) == expected
+
+
+def test_rescoring_keeps_the_results_of_the_gold_as_it_is_now(vqa_board):
+    """A corrected gold file: the split's rescoring counts every entry's results again, under the new stamp."""
+    from app.services.catalog import label_files, rescoring
+
+    split, gold = vqa_board
+    split.gold_sha256 = "0" * 64  # as a correction leaves it: the old results no longer match
+    ids = db.session.scalars(select(Submission.id).order_by(Submission.id)).all()
+    before = db.session.scalars(select(SubmissionResults.data).order_by(SubmissionResults.submission_id)).all()
+    assert all(stored_results.unpacked(VQA, split, blob, gold.n) is None for blob in before)
+    label_files.remember(split, gold)
+    assert rescoring.rescore_all(split, gold, VQA.derive_subsets(gold)) == len(ids)
+    after = db.session.scalars(select(SubmissionResults.data).order_by(SubmissionResults.submission_id)).all()
+    assert len(after) == len(ids)
+    assert all(stored_results.unpacked(VQA, split, blob, gold.n) is not None for blob in after)
+
+
+def test_a_deleted_submission_takes_its_results_with_it(vqa_board):
+    first = db.session.scalars(select(Submission).order_by(Submission.id)).first()
+    db.session.delete(first)
+    db.session.commit()
+    assert db.session.get(SubmissionResults, first.id) is None

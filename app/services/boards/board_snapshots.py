@@ -408,16 +408,20 @@ def _results_matrix(split: Split, task, gold, ids: list[int]) -> np.ndarray:
     against another gold file is counted from its predictions here (read alone)."""
     by_example = np.empty((gold.n, len(ids)), dtype=task.results_dtype)
     column = {submission_id: i for i, submission_id in enumerate(ids)}
-    query = select(Submission.id, Submission.results).where(Submission.id.in_(ids)).order_by(Submission.id)
-    for chunk in db.session.execute(query, execution_options={"yield_per": _RESULT_ROWS}).partitions(_RESULT_ROWS):
+    missing = set(ids)
+    for chunk in stored_results.each(ids, _RESULT_ROWS):
         block = np.empty((len(chunk), gold.n), dtype=task.results_dtype)
-        for i, (submission_id, blob) in enumerate(chunk):
+        placed: list[int] = []
+        for submission_id, blob in chunk:
             found = stored_results.unpacked(task, split, blob, gold.n)
-            if found is None:
-                predictions = db.session.scalar(select(Submission.predictions).where(Submission.id == submission_id))
-                found = task.results(gold, task.decode(predictions, gold.n)[None])[0]
-            block[i] = found
-        by_example[:, [column[submission_id] for submission_id, _ in chunk]] = block.T
+            if found is not None:
+                block[len(placed)] = found
+                placed.append(column[submission_id])
+                missing.discard(submission_id)
+        by_example[:, placed] = block[: len(placed)].T
+    for submission_id in sorted(missing):  # none kept, or counted against another gold file: from the predictions
+        predictions = db.session.scalar(select(Submission.predictions).where(Submission.id == submission_id))
+        by_example[:, column[submission_id]] = task.results(gold, task.decode(predictions, gold.n)[None])[0]
     return by_example.T
 
 

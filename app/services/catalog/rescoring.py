@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, select
 
 from app.db import db
 from app.evaluation import GoldSet
@@ -71,8 +71,7 @@ def rescore_all(
         stacked = task.decode_many([blob for _, blob in chunk], gold.n)
         if task.results_dtype is not None:  # the board's results, counted against the gold as it is now
             for (submission_id, _), predictions in zip(chunk, stacked, strict=True):
-                blob = stored_results.packed(task, gold, split, predictions)
-                db.session.execute(update(Submission).where(Submission.id == submission_id).values(results=blob))
+                stored_results.keep(submission_id, stored_results.packed(task, gold, split, predictions))
         results = task.score_batch(gold, stacked, subsets)
         values = [
             {"submission_id": submission_id, "subset": subset, "metric": metric, "value": value}

@@ -193,7 +193,6 @@ def _record(
     submission; the submission is written once, with its release, then its scores (and on a blind test its
     probe summary, which later checks read)."""
     summary = integrity.probe_summary(inputs.task, inputs.gold, predictions) if split.hidden else None
-    submission.results = stored_results.packed(inputs.task, inputs.gold, split, predictions)
     with db.session.no_autoflush:
         if summary is not None:
             integrity.flag_probes(
@@ -202,6 +201,7 @@ def _record(
         visibility.release(submission, split, inputs, predictions, scores)
     db.session.add(submission)
     db.session.flush()  # the submission, then its Ladder state or probe flag; the scores need its id
+    stored_results.keep(submission.id, stored_results.packed(inputs.task, inputs.gold, split, predictions))
     if summary is not None:
         integrity.store_probe_summary(submission, summary)
     db.session.execute(
