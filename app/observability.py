@@ -164,7 +164,8 @@ def board_computation(benchmark: str, split: str, board: str = "whole") -> Itera
 
 # The peak is the kernel's high-water mark of this process's resident memory (VmHWM), which writing "5" to
 # clear_refs resets to the present size (Linux 4.0+; refused in some sandboxes). Builds that overlap in one
-# process (threads) share one reset, so each may count the other's memory too.
+# process (threads) share one reset, so each may count the other's memory too. The mark is the process's: whatever
+# else reads VmHWM (a benchmark) sees the peak since the last build began.
 _PROC_STATUS = "/proc/self/status"
 _CLEAR_REFS = "/proc/self/clear_refs"
 _builds_lock = threading.Lock()
