@@ -152,6 +152,7 @@ def job_attempt(kind: str, outcome: str, seconds: float) -> None:
 @contextmanager
 def board_computation(benchmark: str, split: str, board: str = "whole") -> Iterator[None]:
     """Time one board's build (the total, and by benchmark, split and board) and measure its peak memory."""
+    assert board in BOARD_KINDS, board  # a new kind is named here first, and in docs/deployment/metrics.md
     peak = _PeakMeter()
     started = time.perf_counter()
     try:
