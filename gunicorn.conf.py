@@ -77,8 +77,9 @@ else:
 
 # Metrics (/metrics) from every worker: prometheus_client's multiprocess mode, where each worker writes its
 # samples to files in this folder and a scrape sums them. It must be set before a worker imports the app.
-# A folder given by the deployment is emptied at start (samples of an earlier run would be added in);
-# otherwise a private one is made and removed at exit.
+# A folder given by the deployment is emptied at start of all but a live process's files (samples of an earlier
+# run would be added in; a `flask worker` sharing it keeps its own); otherwise a private one is made and removed
+# at exit.
 # (The folder made is remembered in the environment: a reload re-reads this file in the same master.)
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["HOLDOUT_METRICS_DIR_MADE"] = tempfile.mkdtemp(
@@ -87,11 +88,11 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
 
 
 def on_starting(server):
+    from serving.metric_files import forget_earlier_runs
+
     folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
     os.makedirs(folder, exist_ok=True)
-    for name in os.listdir(folder):
-        if name.endswith(".db"):
-            os.unlink(os.path.join(folder, name))
+    forget_earlier_runs(folder)
 
 
 def post_fork(server, worker):

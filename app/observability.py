@@ -9,6 +9,9 @@ them over all workers. Without it (tests, `flask run`) the metrics live in this 
 from __future__ import annotations
 
 import os
+import resource
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +21,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -82,6 +86,23 @@ JOB_OUTCOMES = Counter(
     ["kind", "outcome"],
 )
 
+# Board builds, by benchmark and split slug and by board: the whole board, a named track's, the final one (as it
+# stood at the split's close), a filtered one (a reader's ad-hoc conditions). Boards are few, so series are too.
+BOARD_KINDS = ("whole", "track", "final", "filtered")
+BOARD_BUILD_SECONDS = Histogram(
+    "holdout_board_build_seconds",
+    "Time to build a board, by benchmark, split and board (whole, track, final, filtered)",
+    ["benchmark", "split", "board"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300),
+)
+BOARD_BUILD_PEAK_BYTES = Gauge(
+    "holdout_board_build_peak_bytes",
+    "Growth of the building process's peak resident memory during the last build of this board (VmHWM after, "
+    "reset before, less VmRSS before)",
+    ["benchmark", "split", "board"],
+    multiprocess_mode="mostrecent",  # the last build's, whichever process built it
+)
+
 for store in STORES:
     STORAGE_FAILURES.labels(store)
 for outcome in UPLOAD_OUTCOMES:  # present at 0 from the start, so a rate() has a series to work on
@@ -129,9 +150,87 @@ def job_attempt(kind: str, outcome: str, seconds: float) -> None:
 
 
 @contextmanager
-def board_computation() -> Iterator[None]:
-    with BOARD_SECONDS.time():
-        yield
+def board_computation(benchmark: str, split: str, board: str = "whole") -> Iterator[None]:
+    """Time one board's build (the total, and by benchmark, split and board) and measure its peak memory."""
+    assert board in BOARD_KINDS, board  # a new kind is named here first, and in docs/deployment/metrics.md
+    peak = _PeakMeter()
+    started = time.perf_counter()
+    try:
+        with BOARD_SECONDS.time():
+            yield
+    finally:
+        BOARD_BUILD_SECONDS.labels(benchmark, split, board).observe(time.perf_counter() - started)
+        BOARD_BUILD_PEAK_BYTES.labels(benchmark, split, board).set(peak.end())
+
+
+# The peak is the kernel's high-water mark of this process's resident memory (VmHWM), which writing "5" to
+# clear_refs resets to the present size (Linux 4.0+; refused in some sandboxes). Builds that overlap in one
+# process (threads) share one reset, so each may count the other's memory too. The mark is the process's: whatever
+# else reads VmHWM (a benchmark) sees the peak since the last build began.
+_PROC_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
+_builds_lock = threading.Lock()
+_builds_running = 0
+_peak_was_reset = False
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open(_PROC_STATUS) as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024  # given in kB (KiB)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _lifetime_peak_bytes() -> int:
+    """This process's peak resident memory since it started: VmHWM, else getrusage's (which keeps the peak of
+    the process it was started from when that was higher: the maximum survives exec)."""
+    high = _status_bytes("VmHWM")
+    if high is not None:
+        return high
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
+
+
+def _reset_peak() -> bool:
+    try:
+        with open(_CLEAR_REFS, "w") as clear_refs:
+            clear_refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class _PeakMeter:
+    """The growth of this process's peak resident memory from now until end(): from the peak reset first where
+    the kernel allows; otherwise from the lifetime peak, which counts a build only when it raised that peak (0
+    when it stayed under an earlier one)."""
+
+    def __init__(self) -> None:
+        global _builds_running, _peak_was_reset
+        with _builds_lock:
+            # A build that starts while another runs leaves the peak alone: resetting it would lose the other's.
+            if _builds_running == 0:
+                _peak_was_reset = _reset_peak()
+            _builds_running += 1
+            self.reset = _peak_was_reset
+            self.rss = _status_bytes("VmRSS")
+            self.lifetime = _lifetime_peak_bytes()
+
+    def end(self) -> int:
+        global _builds_running
+        with _builds_lock:
+            _builds_running -= 1
+        high = _status_bytes("VmHWM")
+        if self.reset and high is not None and self.rss is not None:
+            return max(0, high - self.rss)
+        lifetime = _lifetime_peak_bytes()
+        if lifetime <= self.lifetime:
+            return 0
+        return lifetime - (self.rss if self.rss is not None else self.lifetime)
 
 
 @event.listens_for(Engine, "handle_error")

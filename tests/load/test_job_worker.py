@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
 from app import synthetic
@@ -97,13 +98,24 @@ def deployment(postgres_cluster, tmp_path_factory):
     sink = SmtpSink().start()
     env = deployment.env | {"JOB_QUEUE": "procrastinate", "JOB_HEARTBEAT": str(HEARTBEAT)}
     env |= {key: str(value) for key, value in sink.config().items()}
-    web = Gunicorn(env, folder / "gunicorn.log", workers=2)
+    # The worker writes its metrics into the web server's folder, as one on a web host does
+    # (docs/deployment/metrics.md); it starts first, so the server's start must leave its files alone.
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(folder / "metrics")
+    (folder / "metrics").mkdir()
     workers = [Worker(env, folder / "worker-0.log")]
+    web = None
     try:
+        _wait(
+            lambda: (folder / "metrics" / f"histogram_{workers[0].process.pid}.db").exists(),
+            60,
+            f"the worker wrote no metrics file (its log: {folder / 'worker-0.log'})",
+        )
+        web = Gunicorn(env, folder / "gunicorn.log", workers=2)
         web.wait_until_up()
         yield deployment, web, workers, env, folder, sink
     finally:
-        web.stop()
+        if web is not None:
+            web.stop()
         for worker in workers:
             worker.stop()
         sink.stop()
@@ -177,6 +189,16 @@ def test_a_publication_is_built_into_the_board_by_a_worker_and_readers_never_wai
     with urllib.request.urlopen(f"{web.base}/metrics", timeout=30) as response:
         metrics = response.read().decode()
     assert "holdout_jobs_waiting " in metrics and "holdout_jobs_failed 0.0" in metrics
+    # The worker's own counts, through the folder it shares with the web server: the job, and the board it built.
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+    }
+    board = (("benchmark", "nlvr2"), ("board", "whole"), ("split", "test-p"))
+    assert samples.get(("holdout_job_seconds_count", (("kind", "board"),)), 0) >= 1
+    assert samples.get(("holdout_board_build_seconds_count", board), 0) >= 1
+    assert samples.get(("holdout_board_build_peak_bytes", board), -1) >= 0
 
 
 def _expected_scores(app) -> dict[tuple[int, str, str], float]:

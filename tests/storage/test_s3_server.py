@@ -5,7 +5,8 @@ refused (a 503 that stores nothing); a server paused (SIGSTOP) mid-upload costs 
 nobody else anything, and the object it stores when it resumes is removed by the job its upload queued; a server
 killed in the middle of an upload leaves a row with its object or no row, and one killed whole (store and
 gateway) keeps what it had once started again; `flask uploads check` reports (and `--delete` clears) an object
-without a row; the check pages through the listing; a backup restores into a fresh bucket and prefix (or a folder)."""
+without a row; the check pages through the listing; a backup restores into a fresh bucket and prefix (or a folder);
+check and backup on a server stopped, or refusing the secret, fail with a message and leave no archive."""
 
 from __future__ import annotations
 
@@ -366,3 +367,38 @@ def test_a_backup_restores_its_objects_into_a_fresh_deployment(s3_app, world, s3
     finally:
         with restored.app_context():
             db.engine.dispose()
+
+
+@pytest.mark.parametrize("failure", ["stopped", "wrong secret"])
+def test_check_and_backup_on_a_server_that_cannot_be_read_fail_with_a_message(
+    s3_app, world, s3_server, prefix, tmp_path, monkeypatch, failure
+):
+    """`flask uploads check` and `flask backup` with the server stopped, or signing with a secret it refuses:
+    exit 2 with a message saying so (no traceback), no archive and no partial one left; once it is back, both
+    succeed."""
+    data = world.predictions()
+    assert post_file(s3_app.test_client(), world, "member", data).status_code == 201
+    cli = s3_app.test_cli_runner()
+    archive = tmp_path / "backup.tar.gz"
+    if failure == "stopped":
+        s3_server.stop()
+        says = "upload storage is unavailable: the S3 server cannot be reached"
+    else:
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+        upload_objects.forget_clients()
+        says = "upload storage is unavailable: the S3 server refused access (SignatureDoesNotMatch)"
+    try:
+        result = cli.invoke(args=["uploads", "check", "--min-age", "0"])
+        assert result.exit_code == 2 and says in result.output, result.output
+        result = cli.invoke(args=["backup", str(archive)])
+        assert result.exit_code == 2 and says in result.output, result.output
+        assert "Traceback" not in result.output
+        assert not archive.exists() and list(tmp_path.glob("*.partial")) == []
+    finally:
+        s3_server.start()
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.environment()["AWS_SECRET_ACCESS_KEY"])
+        upload_objects.forget_clients()
+    assert _check(s3_app).exit_code == 0
+    result = cli.invoke(args=["backup", str(archive)])
+    assert result.exit_code == 0 and "1 uploads" in result.output, result.output
+    assert s3_server.keys(prefix) == [_key(prefix, data)]

@@ -104,6 +104,15 @@ def test_uploads_by_outcome_parse_time_and_board_computations(app, client):
     assert value(boards, "holdout_board_computation_seconds_sum") > value(
         after, "holdout_board_computation_seconds_sum"
     )
+    # The same build by benchmark, split and board, with the growth of the process's peak memory during it.
+    dev = {"benchmark": "nlvr2", "split": "dev", "board": "whole"}
+    assert (
+        value(boards, "holdout_board_build_seconds_count", **dev)
+        - value(after, "holdout_board_build_seconds_count", **dev)
+        == 1
+    )
+    assert ("holdout_board_build_peak_bytes", tuple(sorted(dev.items()))) in boards
+    assert value(boards, "holdout_board_build_peak_bytes", **dev) >= 0
 
 
 def test_database_errors_are_counted_by_kind(app, client, tmp_path):

@@ -900,7 +900,7 @@ def _build_here(split: Split, version: int) -> Snapshot:
         built = memo_get(split.id, version) if ran else None
         if built is not None:
             return built
-    with observability.board_computation():
+    with observability.board_computation(split.benchmark.slug, split.slug):
         found = _compute(split, version)
     _share(split.id, version, _encode(found))
     found.changelog = changelog(split)
@@ -962,7 +962,7 @@ def build(args: dict, deadline: queue.Deadline) -> str:
     if split is None:
         return "split deleted"
     version = split.board_version or 0
-    with observability.board_computation():
+    with observability.board_computation(split.benchmark.slug, split.slug):
         found = _compute(split, version)
     deadline.check()
     payload = _encode(found)
@@ -1047,7 +1047,7 @@ def final_snapshot(split: Split) -> Snapshot:
     hit = _final_memo.get(key)
     if hit is not None:
         return hit
-    with observability.board_computation():
+    with observability.board_computation(split.benchmark.slug, split.slug, "final"):
         found = _compute(split, version, until=closes_at)
     found.changelog = changelog(split)
     return _final_memo.put(key, found)
@@ -1114,7 +1114,7 @@ def selected_snapshot(split: Split, selection: tracks.Selection, final: bool = F
     found = _selected_memo.get((*board, kept))
     if found is None:
         _reader_builds(str(db.engine.url)).take()
-        with observability.board_computation():
+        with observability.board_computation(split.benchmark.slug, split.slug, "final" if final else "filtered"):
             found = _compute(split, version, until=until, selection=selection)
         found.changelog = changelog(split)
         _selected_memo.put((*board, kept), found)
@@ -1148,7 +1148,7 @@ def track_snapshot(split: Split, selection: tracks.Selection) -> Snapshot:
         if since is not None:
             stored.changelog = changelog_of(split.id)
             return replace(stored, entries=_still_kept(split, selection, stored.entries), updating_since=since)
-    with observability.board_computation():
+    with observability.board_computation(split.benchmark.slug, split.slug, "track"):
         found = _compute(split, version, selection=selection)
     _share(split.id, version, _encode(found), track=name)
     found.changelog = changelog(split)
@@ -1161,7 +1161,7 @@ def _build_tracks(split: Split, version: int, deadline: queue.Deadline) -> int:
     selections = [s for s in tracks.named_selections(split.benchmark_id) if _needs_track(split, s)]
     for selection in selections:
         name = cast(str, selection.track)
-        with observability.board_computation():
+        with observability.board_computation(split.benchmark.slug, split.slug, "track"):
             found = _compute(split, version, selection=selection)
         deadline.check()
         values = {"version": version, "payload": _encode(found), "computed_at": utcnow()}
