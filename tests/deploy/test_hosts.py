@@ -9,7 +9,7 @@ and environment file of the systemd units in serving/systemd/:
 - ``client`` (10.39.0.100): this test, as the teams and a maintainer.
 
 The hosts share this machine's filesystem, so HIDDEN_LABELS_DIR is one folder (a shared mount in production).
-A maintainer adds the benchmark and its split with the CLI on the worker host; two teams upload through both web
+A maintainer adds the benchmark and its split with the CLI on the worker host (`flask bundle apply`); two teams upload through both web
 hosts and publish; the worker is killed (SIGKILL) with the publications' jobs queued and started again; the
 storage host is cut off and restored. Then: every accepted upload is in the database and its original in the
 bucket, nothing else is; both web hosts serve the same board, whose scores are those computed here from the
@@ -216,23 +216,25 @@ def layout(tmp_path_factory):
             command = unit_command("holdout-web@.service", f"{network.addresses[host]}:{WEB_PORT}")
             services[host] = Service(network, host, command, env, folder / f"{host}.log")
             stack.callback(services[host].stop)
-        # The maintainer, on the worker host, while the web servers start.
+        # The maintainer, on the worker host, while the web servers start: the benchmark and its split from a bundle.
         gold = synthetic.nlvr2_gold(EXAMPLES, split="test-p", seed=39)
-        (folder / "test-p.jsonl").write_bytes(gold)
+        bundle = folder / "bundle"
+        bundle.mkdir()
+        (bundle / "test-p.jsonl").write_bytes(gold)
+        (bundle / "benchmark.yaml").write_text(
+            "format: 1\nslug: nlvr2\nname: NLVR2\ntask: nlvr2\nsplits:\n  - slug: test-p\n    name: Test-P\n"
+            f"    labels: {{file: test-p.jsonl, sha256: {hashlib.sha256(gold).hexdigest()}}}\n"
+        )
         flask = unit_command("holdout-worker@.service")[0]
-        for args in (
-            ["benchmarks", "add", "nlvr2", "--task", "nlvr2", "--name", "NLVR2"],
-            ["splits", "add", "nlvr2", "test-p", "--labels", str(folder / "test-p.jsonl"), "--name", "Test-P"],
-        ):
-            done = subprocess.run(
-                network.command("worker", [flask, "--app", "wsgi", *args]),
-                cwd=REPO,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert done.returncode == 0, done.stderr
+        done = subprocess.run(
+            network.command("worker", [flask, "--app", "wsgi", "bundle", "apply", str(bundle)]),
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
         # Teams and their tokens, from here (the client host): an app on the deployment's database.
         app = create_app(
             {
