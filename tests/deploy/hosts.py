@@ -21,10 +21,11 @@ import os
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from tests.postgres import PostgresCluster
@@ -109,7 +110,7 @@ class Network:
     @contextmanager
     def inside(self, host: str) -> Iterator[None]:
         """The calling thread on `host` until the block ends (sockets it opens meanwhile stay there)."""
-        own = os.open(f"/proc/thread-self/ns/net", os.O_RDONLY)
+        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
         try:
             _setns(f"/run/netns/{self.namespace(host)}")
             try:
@@ -122,7 +123,13 @@ class Network:
             os.close(own)
 
     def close(self) -> None:
+        """Every namespace of the run removed, with its links; a process of the run still in one (a test that
+        failed before stopping it) is killed first, or it would keep its namespace alive, unnamed."""
         for name in reversed(self._made):
+            found = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, timeout=30)
+            for pid in found.stdout.split():
+                with suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30)
         self._made.clear()
 
@@ -161,7 +168,8 @@ def unit_command(name: str, instance: str = "") -> list[str]:
     assert service["EnvironmentFile"] == "/etc/holdout/holdout.env", service
     command = shlex.split(service["ExecStart"].replace("%i", instance))
     venv_bin = str(Path(sys.executable).parent)
-    return [word.replace(INSTALLED_VENV_BIN, venv_bin, 1) if word.startswith(INSTALLED_VENV_BIN) else word for word in command]
+    installed = len(INSTALLED_VENV_BIN)
+    return [venv_bin + word[installed:] if word.startswith(INSTALLED_VENV_BIN) else word for word in command]
 
 
 def environment_file(text: str) -> dict[str, str]:

@@ -9,11 +9,12 @@ and environment file of the systemd units in serving/systemd/:
 - ``client`` (10.39.0.100): this test, as the teams and a maintainer.
 
 The hosts share this machine's filesystem, so HIDDEN_LABELS_DIR is one folder (a shared mount in production).
-A maintainer adds the benchmark and its split with the CLI on the worker host (`flask bundle apply`); two teams upload through both web
-hosts and publish; the worker is killed (SIGKILL) with the publications' jobs queued and started again; the
-storage host is cut off and restored. Then: every accepted upload is in the database and its original in the
-bucket, nothing else is; both web hosts serve the same board, whose scores are those computed here from the
-files and the gold; /healthz on each web host said why while the store was away, and is ok again.
+A maintainer adds the benchmark and its split with the CLI on the worker host (`flask bundle apply`); two
+teams upload through both web hosts and publish; the worker is killed (SIGKILL) with the publications' jobs
+queued, and started again; the storage host is cut off and restored. Then: every accepted upload is in the
+database and its original in the bucket, nothing else is; both web hosts serve the same board, whose scores
+are those computed here from the files and the gold; /healthz on each web host said why while the store was
+away, and is ok again.
 
 Where namespaces cannot be made (not root, a container without CAP_SYS_ADMIN) the test is skipped with the
 reason `ip` gave; PostgreSQL or SeaweedFS missing fails it in CI like the other tests that need them.
@@ -29,9 +30,11 @@ import signal
 import subprocess
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -44,9 +47,11 @@ from app.services.people import accounts
 from app.services.people import teams as team_service
 from tests.deploy.hosts import (
     REPO,
+    SUBNET,
     HostS3Server,
     NamespacesUnavailable,
     Network,
+    environment_file,
     example_environment,
     postgres_on,
     probe,
@@ -68,7 +73,7 @@ EXAMPLES = 300
 PATIENCE = 60.0  # seconds any one wait may take before the test gives up (no time is asserted)
 # The test's settings beyond the environment file's: one gunicorn worker a host (cheap), a killed job worker's
 # job taken back after six missed beats of 0.5 s, a board rebuilt after every change and no page reused (the
-# test acts faster than people), a store that does not answer given up on after 2 s (a loaded machine needs more than 1 for a first write).
+# test acts faster than people), a store that does not answer given up on after 2 s.
 TEST_SETTINGS = {
     "WEB_CONCURRENCY": "1",
     "JOB_HEARTBEAT": "0.5",
@@ -116,9 +121,9 @@ class Service:
 class Layout:
     network: Network
     folder: Path
-    settings: dict[str, str]
+    env: dict[str, str]  # a service's: the environment file's settings and systemd's few
     s3: HostS3Server
-    app: object
+    app: Any
     gold: bytes
     web: dict[str, str]  # host -> base URL
     services: dict[str, Service]
@@ -127,7 +132,7 @@ class Layout:
     def start_worker(self) -> Service:
         command = unit_command("holdout-worker@.service", "1")
         log = self.folder / "worker.log"
-        self.services["worker"] = Service(self.network, "worker", command, service_environment(self.settings), log)
+        self.services["worker"] = Service(self.network, "worker", command, self.env, log)
         return self.services["worker"]
 
 
@@ -156,6 +161,26 @@ def _answers(base: str) -> bool:
         return False
 
 
+def _run(network: Network, host: str, command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        network.command(host, command), cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _signal_all(services: dict[str, Service]) -> None:
+    """The test is over: every service told at once (the web servers SIGINT, gunicorn's quick shutdown, which
+    takes its workers with it; the job worker SIGKILL: its job in hand is no one's now). The rest of the
+    teardown goes on while they end; ``_wait_all`` waits for them before the namespaces go."""
+    for name, service in services.items():
+        if service.process.poll() is None:
+            service.process.send_signal(signal.SIGKILL if name == "worker" else signal.SIGINT)
+
+
+def _wait_all(services: dict[str, Service]) -> None:
+    for service in services.values():
+        service.stop()
+
+
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory):
     try:
@@ -166,20 +191,26 @@ def layout(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hosts")
     with ExitStack() as stack:
         stack.callback(network.close)
+        services: dict[str, Service] = {}
+        stack.callback(_wait_all, services)
         for host, octet in HOSTS.items():
             network.add(host, octet)
-        stack.enter_context(network.inside("client"))
-        try:
-            cluster = postgres_on(network, "db")
-        except PostgresUnavailable as exc:
-            unavailable(f"PostgreSQL unavailable: {exc}")
-        stack.callback(cluster.remove)
+        stack.enter_context(network.inside("client"))  # threads started from here on are there too
         s3 = HostS3Server(folder / "seaweedfs", network, "store")
         stack.callback(s3.close)
-        try:
-            s3.start()
-        except S3Unavailable as exc:
-            unavailable(str(exc))
+        stack.callback(s3.kill_all)  # the test is over: nothing to wait for (its SIGTERM waits on the filer)
+        # SeaweedFS starts (mostly its own fixed waits) while initdb runs; leaving the block waits for it either way.
+        with ThreadPoolExecutor(1) as beside:
+            store_started = beside.submit(s3.start)
+            try:
+                cluster = postgres_on(network, "db")
+            except PostgresUnavailable as exc:
+                unavailable(f"PostgreSQL unavailable: {exc}")
+            stack.callback(cluster.remove)
+            try:
+                store_started.result()
+            except S3Unavailable as exc:
+                unavailable(str(exc))
         database = cluster.create_database("holdout")
         web = {host: f"http://{network.addresses[host]}:{WEB_PORT}" for host in ("web1", "web2")}
         # The environment file every host reads: each of holdout.env.example's settings, with this network's values.
@@ -194,30 +225,25 @@ def layout(tmp_path_factory):
             "TRUSTED_PROXIES": "0",  # no nginx in front here: clients reach gunicorn directly
             "SESSION_COOKIE_SECURE": "1",
             "TRUSTED_HOSTS": ",".join(network.addresses[host] for host in web),
-            "METRICS_ALLOW": "10.39.0.0/24",
+            "METRICS_ALLOW": f"{SUBNET}.0/24",
         }
         settings.pop("AWS_EC2_METADATA_DISABLED")
         assert set(settings) | {"STORAGE_TIMEOUT"} == set(example_environment()), "holdout.env.example changed"
         settings |= TEST_SETTINGS
-        (folder / "holdout.env").write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-        env = service_environment(settings)
+        env_file = folder / "holdout.env"
+        env_file.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        env = service_environment(environment_file(env_file.read_text()))
 
-        migrate = subprocess.run(
-            network.command("worker", unit_command("holdout-migrate.service")),
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        migrate = _run(network, "worker", unit_command("holdout-migrate.service"), env)
         assert migrate.returncode == 0, migrate.stderr
-        services: dict[str, Service] = {}
+        stack.callback(_signal_all, services)
         for host in web:
             command = unit_command("holdout-web@.service", f"{network.addresses[host]}:{WEB_PORT}")
             services[host] = Service(network, host, command, env, folder / f"{host}.log")
-            stack.callback(services[host].stop)
-        # The maintainer, on the worker host, while the web servers start: the benchmark and its split from a bundle.
-        gold = synthetic.nlvr2_gold(EXAMPLES, split="test-p", seed=39)
+        found = Layout(network, folder, env, s3, None, b"", web, services)
+        found.start_worker()
+        # The maintainer, on the worker host, while the servers start: the benchmark and its split from a bundle.
+        found.gold = gold = synthetic.nlvr2_gold(EXAMPLES, split="test-p", seed=39)
         bundle = folder / "bundle"
         bundle.mkdir()
         (bundle / "test-p.jsonl").write_bytes(gold)
@@ -226,32 +252,24 @@ def layout(tmp_path_factory):
             f"    labels: {{file: test-p.jsonl, sha256: {hashlib.sha256(gold).hexdigest()}}}\n"
         )
         flask = unit_command("holdout-worker@.service")[0]
-        done = subprocess.run(
-            network.command("worker", [flask, "--app", "wsgi", "bundle", "apply", str(bundle)]),
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        # Teams and their tokens, from here (the client host): an app on the deployment's database.
-        app = create_app(
-            {
-                "SECRET_KEY": settings["SECRET_KEY"],
-                "SQLALCHEMY_DATABASE_URI": cluster.url(database),
-                "HIDDEN_LABELS_DIR": settings["HIDDEN_LABELS_DIR"],
-                "SUBMISSIONS_DIR": str(folder / "unused"),
-            }
-        )
-        found = Layout(network, folder, settings, s3, app, gold, web, services)
-        with app.app_context():
-            for i in range(2):
-                user = accounts.create_user(f"user{i}@example.org", f"password-{i}-long")
-                team_service.create_team(f"team-{i}", user)
-                found.tokens[f"team-{i}"] = accounts.create_token(user, "deploy")[1]
-        stack.callback(lambda: found.services["worker"].stop())
-        found.start_worker()
+        with ThreadPoolExecutor(1) as beside:
+            apply = [flask, "--app", "wsgi", "bundle", "apply", str(bundle)]
+            applied = beside.submit(_run, network, "worker", apply, env)
+            # Teams and their tokens meanwhile, from here (the client host): an app on the deployment's database.
+            found.app = app = create_app(
+                {
+                    "SECRET_KEY": settings["SECRET_KEY"],
+                    "SQLALCHEMY_DATABASE_URI": cluster.url(database),
+                    "HIDDEN_LABELS_DIR": settings["HIDDEN_LABELS_DIR"],
+                    "SUBMISSIONS_DIR": str(folder / "unused"),
+                }
+            )
+            with app.app_context():
+                for i in range(2):
+                    user = accounts.create_user(f"user{i}@example.org", f"password-{i}-long")
+                    team_service.create_team(f"team-{i}", user)
+                    found.tokens[f"team-{i}"] = accounts.create_token(user, "deploy")[1]
+            assert applied.result().returncode == 0, applied.result().stderr
         for host, base in web.items():
             _wait(lambda base=base: _answers(base), f"{host} did not answer:\n{services[host].tail()}")
         yield found
