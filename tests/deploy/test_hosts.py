@@ -11,10 +11,10 @@ and environment file of the systemd units in serving/systemd/:
 The hosts share this machine's filesystem, so HIDDEN_LABELS_DIR is one folder (a shared mount in production).
 A maintainer adds the benchmark and its split with the CLI on the worker host (`flask bundle apply`); two
 teams upload through both web hosts and publish; the worker is killed (SIGKILL) with the publications' jobs
-queued, and started again; the storage host is cut off and restored. Then: every accepted upload is in the
-database and its original in the bucket, nothing else is; both web hosts serve the same board, whose scores
-are those computed here from the files and the gold; /healthz on each web host said why while the store was
-away, and is ok again.
+queued, and started again; the storage host is cut off and restored, then the database host. Then: every
+accepted upload is in the database and its original in the bucket, nothing else is; both web hosts serve the
+same board, whose scores are those computed here from the files and the gold; /healthz on each web host said
+why while the store or the database was away (answering within the connection's timeouts), and is ok again.
 
 Where namespaces cannot be made (not root, a container without CAP_SYS_ADMIN) the test is skipped with the
 reason `ip` gave (failed under `make deploy-test`, which asks for it by name); PostgreSQL or SeaweedFS missing
@@ -71,6 +71,7 @@ pytestmark = [
 HOSTS = {"db": 2, "store": 3, "web1": 11, "web2": 12, "worker": 21, "client": 100}
 WEB_PORT = 8000
 EXAMPLES = 300
+DATABASE_TIMEOUTS = "?tcp_user_timeout=1500&connect_timeout=2"
 PATIENCE = 60.0  # seconds any one wait may take before the test gives up (no time is asserted)
 # The test's settings beyond the environment file's: one gunicorn worker a host (cheap), a killed job worker's
 # job taken back after six missed beats of 0.5 s, a board rebuilt after every change and no page reused (the
@@ -220,7 +221,9 @@ def layout(tmp_path_factory):
         # The environment file every host reads: each of holdout.env.example's settings, with this network's values.
         settings = {
             "SECRET_KEY": secrets.token_hex(32),
-            "DATABASE_URL": f"postgresql://postgres@{cluster.host}:{cluster.port}/{database}",
+            # libpq's own timeouts in the URL, shorter than the app's defaults (10 s unacknowledged, 5 s to
+            # connect): the database host is cut off below, and the test waits them out.
+            "DATABASE_URL": f"postgresql://postgres@{cluster.host}:{cluster.port}/{database}{DATABASE_TIMEOUTS}",
             "HIDDEN_LABELS_DIR": str(folder / "hidden_labels"),  # one folder: the hosts share this filesystem
             "STORAGE_URL": f"s3://{s3.bucket}/originals",
             "S3_ENDPOINT_URL": s3.endpoint_url,
@@ -379,6 +382,24 @@ def test_a_deployment_across_hosts_loses_nothing_and_says_what_is_wrong(layout):
     _publish(layout, "web2", accepted[last][0], last)
     published.add(last)
     board = _wait(lambda: _board_of(layout, published), f"the last board was not built:\n{worker.tail()}")
+
+    # The database host cut off: each web host's /healthz answers degraded with the reason within the
+    # connection's timeouts (DATABASE_URL's here: 1.5 s unacknowledged, 2 s to connect), not after a worker's
+    # timeout; an upload is a 503 to retry; restored, both hosts are ok again.
+    network.cut("db")
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            healths = dict(zip(layout.web, pool.map(lambda host: _health(layout, host), layout.web), strict=True))
+        for host, health in healths.items():
+            assert health["status"] == "degraded", (host, health)
+            assert "jobs: the queue could not be read (the database did not answer)" in health["problems"], health
+        status, body, _ = upload_through("web1", 8)
+        assert status == 503, body
+    finally:
+        network.restore("db")
+    for host in layout.web:
+        health = _health(layout, host)
+        assert health["status"] == "ok" and "problems" not in health, (host, health)
 
     # Nothing lost: the database holds exactly the accepted uploads, the bucket each one's original.
     with layout.app.app_context():
