@@ -67,8 +67,9 @@ class PostgresCluster:
     # --- life cycle ------------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls) -> PostgresCluster:
-        """initdb a new cluster and start it; raises PostgresUnavailable with the reason."""
+    def create(cls, host: str = "127.0.0.1", prefix: tuple[str, ...] = (), trust: str = "") -> PostgresCluster:
+        """initdb a new cluster and start it; raises PostgresUnavailable with the reason. `host`, `prefix`: where
+        it listens and what its commands start with (see __init__); `trust`: a network it trusts besides loopback."""
         bindir = bin_dir()
         if bindir is None:
             raise PostgresUnavailable(
@@ -82,6 +83,7 @@ class PostgresCluster:
                 raise PostgresUnavailable("running as root but there is no `postgres` user to own the cluster") from exc
         root = Path(tempfile.mkdtemp(prefix="holdout-pg-"))
         cluster = cls(root, bindir, owner)
+        cluster.host, cluster.prefix = host, list(prefix)
         try:
             cluster.sockets.mkdir()
             if owner is not None:
@@ -102,6 +104,9 @@ class PostgresCluster:
                 ],
                 timeout=120,
             )
+            if trust:
+                with open(cluster.data / "pg_hba.conf", "a") as hba:
+                    hba.write(f"host all all {trust} trust\n")
             cluster.start()
         except BaseException:
             cluster.remove()

@@ -103,6 +103,16 @@ class Network:
     def restore(self, host: str) -> None:
         _ip("-n", self.namespace("lan"), "link", "set", self.port(host), "up")
 
+    def routes(self, host: str) -> list[str]:
+        """The host's routing table (IPv4 and IPv6), one route a line."""
+        found = []
+        for family in ("-4", "-6"):
+            result = subprocess.run(
+                ["ip", family, "-n", self.namespace(host), "route", "show"], capture_output=True, text=True, timeout=30
+            )
+            found += result.stdout.splitlines()
+        return found
+
     def command(self, host: str, command: list[str]) -> list[str]:
         """`command` run on `host`."""
         return ["ip", "netns", "exec", self.namespace(host), *command]
@@ -199,20 +209,9 @@ def service_environment(settings: dict[str, str]) -> dict[str, str]:
 
 
 def postgres_on(network: Network, host: str) -> PostgresCluster:
-    """A throwaway cluster (tests/postgres.py) moved onto `host`: listening on its address, trusting the
-    network's, each of its commands run there."""
-    cluster = PostgresCluster.create()  # made (and started once) on loopback here
-    try:
-        cluster.stop()
-        with open(cluster.data / "pg_hba.conf", "a") as hba:
-            hba.write(f"host all all {SUBNET}.0/24 trust\n")
-        cluster.host = network.addresses[host]
-        cluster.prefix = network.command(host, [])
-        cluster.start()
-    except BaseException:
-        cluster.remove()
-        raise
-    return cluster
+    """A throwaway cluster (tests/postgres.py) on `host`: listening on its address, trusting the network's, each
+    of its commands run there."""
+    return PostgresCluster.create(network.addresses[host], tuple(network.command(host, [])), trust=f"{SUBNET}.0/24")
 
 
 class HostS3Server(S3Server):

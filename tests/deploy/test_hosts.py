@@ -326,6 +326,8 @@ def _health(layout: Layout, host: str) -> dict:
 
 def test_a_deployment_across_hosts_loses_nothing_and_says_what_is_wrong(layout):
     network, accepted, published = layout.network, {}, set()
+    for host in HOSTS:  # nothing can leave the network: a host's only routes are the switch's (and IPv6's link)
+        assert {route.split()[0] for route in network.routes(host)} <= {f"{SUBNET}.0/24", "fe80::/64"}, host
     teams = ("team-0", "team-1")
 
     def upload_through(host: str, k: int) -> tuple[int, dict, bytes]:
