@@ -141,14 +141,15 @@ class Layout:
         return self.services["worker"]
 
 
-def _wait(what, message, limit: float = PATIENCE):
+def _wait(what, why, limit: float = PATIENCE):
+    """What `what` returns once it is true; past the limit, fail with `why()` (made then: a log's tail)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         found = what()
         if found:
             return found
         time.sleep(0.1)  # poll interval (the deadline bounds the wait)
-    pytest.fail(message)
+    pytest.fail(why())
 
 
 def _get(url: str) -> tuple[int, dict]:
@@ -281,7 +282,8 @@ def layout(tmp_path_factory):
                     found.tokens[f"team-{i}"] = accounts.create_token(user, "deploy")[1]
             assert applied.result().returncode == 0, applied.result().stderr
         for host, base in web.items():
-            _wait(lambda base=base: _answers(base), f"{host} did not answer:\n{services[host].tail()}")
+            why = f"{host} did not answer"
+            _wait(lambda base=base: _answers(base), lambda host=host, why=why: f"{why}:\n{services[host].tail()}")
         yield found
         with app.app_context():
             db.engine.dispose()
@@ -318,6 +320,13 @@ def _board_of(layout: Layout, published: set[int]) -> dict | None:
     return boards[0] if boards[0] == boards[1] else None
 
 
+def _board_built(layout: Layout, published: set[int], when: str) -> dict:
+    def why() -> str:
+        return f"the board was not built {when}:\n{layout.services['worker'].tail()}"
+
+    return _wait(lambda: _board_of(layout, published), why)
+
+
 def _health(layout: Layout, host: str) -> dict:
     status, body = _get(f"{layout.web[host]}/healthz")
     assert status == 200, body
@@ -346,7 +355,7 @@ def test_a_deployment_across_hosts_loses_nothing_and_says_what_is_wrong(layout):
         _publish(layout, ("web2", "web1")[k % 2], accepted[submission_id][0], submission_id)
         published.add(submission_id)
     worker = layout.services["worker"]
-    _wait(lambda: _board_of(layout, published), f"the first board was not built:\n{worker.tail()}")
+    _board_built(layout, published, "at first")
 
     # The worker killed (SIGKILL) right after two more publications queued the board's job: whatever it had in
     # hand is taken back once its heartbeats stop, and a worker started again builds the board.
@@ -358,7 +367,7 @@ def test_a_deployment_across_hosts_loses_nothing_and_says_what_is_wrong(layout):
         entries = {entry["submission_id"] for entry in _board(layout, host)["entries"]}
         assert entries <= published and len(entries) >= 2
     worker = layout.start_worker()
-    _wait(lambda: _board_of(layout, published), f"the board was not rebuilt after the kill:\n{worker.tail()}")
+    _board_built(layout, published, "after the kill")
 
     # The storage host cut off: an upload through either web host is refused with the reason (nothing kept, no
     # quota used), each host's /healthz says the store refused a write, and the boards are still served.
@@ -384,10 +393,10 @@ def test_a_deployment_across_hosts_loses_nothing_and_says_what_is_wrong(layout):
         assert status == 201, body
         health = _health(layout, host)
         assert health["status"] == "ok" and "problems" not in health, (host, health)
-    last = max(accepted)
+    after_store, last = sorted(accepted)[-2:]
     _publish(layout, "web2", accepted[last][0], last)
     published.add(last)
-    board = _wait(lambda: _board_of(layout, published), f"the last board was not built:\n{worker.tail()}")
+    _board_built(layout, published, "after the store's return")
 
     # The database host cut off: each web host's /healthz answers degraded with the reason within the
     # connection's timeouts (DATABASE_URL's here: 1.5 s unacknowledged, 2 s to connect), not after a worker's
@@ -407,6 +416,11 @@ def test_a_deployment_across_hosts_loses_nothing_and_says_what_is_wrong(layout):
     for host in layout.web:
         health = _health(layout, host)
         assert health["status"] == "ok" and "problems" not in health, (host, health)
+    # The worker lived through it (its sweeps failed meanwhile) and takes work again.
+    assert worker.process.poll() is None, worker.tail()
+    _publish(layout, "web1", accepted[after_store][0], after_store)
+    published.add(after_store)
+    board = _board_built(layout, published, "after the database's return")
 
     # Nothing lost: the database holds exactly the accepted uploads, the bucket each one's original.
     with layout.app.app_context():
