@@ -14,7 +14,8 @@ teams upload through both web hosts and publish; the worker is killed (SIGKILL) 
 queued, and started again; the storage host is cut off and restored, then the database host. Then: every
 accepted upload is in the database and its original in the bucket, nothing else is; both web hosts serve the
 same board, whose scores are those computed here from the files and the gold; /healthz on each web host said
-why while the store or the database was away (answering within the connection's timeouts), and is ok again.
+why while the store or the database was away (answering within the connection's timeouts), and is ok again;
+the worker lived through the database's absence and builds the board after it.
 
 Where namespaces cannot be made (not root, a container without CAP_SYS_ADMIN) the test is skipped with the
 reason `ip` gave (failed under `make deploy-test`, which asks for it by name); PostgreSQL or SeaweedFS missing
