@@ -14,7 +14,7 @@ from flask import current_app
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData, event, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Session
 
 # Named constraints make migrations reproducible across SQLite and PostgreSQL
@@ -248,15 +248,26 @@ def in_app_context(work):
     return run
 
 
+# libpq's parameters for every connection to PostgreSQL: give up connecting after 5 s, and drop a connection whose
+# sent data has gone unacknowledged for 10 s (ms). Without the second, a database host that vanishes (a machine
+# lost, a network cut: no reset ever comes) leaves a pooled connection's ping waiting on TCP's retransmissions for
+# about 15 minutes, and the worker with it until gunicorn kills it, /healthz included. A long query is unaffected:
+# the server acknowledges what it was sent. A parameter given in DATABASE_URL's query wins.
+POSTGRES_CONNECT_ARGS = {"connect_timeout": 5, "tcp_user_timeout": 10_000}
+
+
 def engine_options(database_url: str) -> dict:
     """SQLALCHEMY_ENGINE_OPTIONS for the database URL.
 
     PostgreSQL: test a pooled connection before handing it out (pool_pre_ping), so connections broken by
-    a database restart or failover are replaced instead of failing a request, and give up connecting
-    after a few seconds, so an unreachable database answers 503 quickly instead of hanging workers.
+    a database restart or failover are replaced instead of failing a request, and give up connecting, or on a
+    connection whose host is gone, after a few seconds (POSTGRES_CONNECT_ARGS), so an unreachable database
+    answers 503 (and /healthz "degraded") within them instead of hanging workers.
     """
     if database_url.startswith("postgresql"):
-        return {"pool_pre_ping": True, "pool_recycle": 3600, "connect_args": {"connect_timeout": 5}}
+        given = make_url(database_url).query
+        connect_args = {name: value for name, value in POSTGRES_CONNECT_ARGS.items() if name not in given}
+        return {"pool_pre_ping": True, "pool_recycle": 3600, "connect_args": connect_args}
     return {}
 
 

@@ -128,6 +128,12 @@ def storage_failure(store: str, reason: str) -> None:
     _last_failures[store] = (time.time(), reason)
 
 
+def storage_confirmed(store: str) -> None:
+    """A write the store has since confirmed: it is taking writes again, so its last refusal no longer counts
+    against it on the health check (a store back after an outage is ok at its next write, not minutes later)."""
+    _last_failures.pop(store, None)
+
+
 def last_storage_failures() -> dict[str, tuple[float, str]]:
     return dict(_last_failures)
 

@@ -48,7 +48,7 @@ def free_port() -> int:
 
 
 class PostgresCluster:
-    """One PostgreSQL server on 127.0.0.1:<port>, its data and socket in a temporary folder."""
+    """One PostgreSQL server on 127.0.0.1:<port> (or `host`), its data and socket in a temporary folder."""
 
     def __init__(self, root: Path, bindir: Path, owner: pwd.struct_passwd | None):
         self.root = root
@@ -59,12 +59,17 @@ class PostgresCluster:
         self.log = root / "server.log"
         self.port = 0
         self._counter = 0
+        # Where it listens and how its commands start: a test may move it into a network namespace of its own
+        # (tests/deploy: `ip netns exec NAME` before each command, the namespace's address to listen on).
+        self.host = "127.0.0.1"
+        self.prefix: list[str] = []
 
     # --- life cycle ------------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls) -> PostgresCluster:
-        """initdb a new cluster and start it; raises PostgresUnavailable with the reason."""
+    def create(cls, host: str = "127.0.0.1", prefix: tuple[str, ...] = (), trust: str = "") -> PostgresCluster:
+        """initdb a new cluster and start it; raises PostgresUnavailable with the reason. `host`, `prefix`: where
+        it listens and what its commands start with (see __init__); `trust`: a network it trusts besides loopback."""
         bindir = bin_dir()
         if bindir is None:
             raise PostgresUnavailable(
@@ -78,6 +83,7 @@ class PostgresCluster:
                 raise PostgresUnavailable("running as root but there is no `postgres` user to own the cluster") from exc
         root = Path(tempfile.mkdtemp(prefix="holdout-pg-"))
         cluster = cls(root, bindir, owner)
+        cluster.host, cluster.prefix = host, list(prefix)
         try:
             cluster.sockets.mkdir()
             if owner is not None:
@@ -98,6 +104,9 @@ class PostgresCluster:
                 ],
                 timeout=120,
             )
+            if trust:
+                with open(cluster.data / "pg_hba.conf", "a") as hba:
+                    hba.write(f"host all all {trust} trust\n")
             cluster.start()
         except BaseException:
             cluster.remove()
@@ -110,7 +119,7 @@ class PostgresCluster:
             if not self.port or attempt:
                 self.port = free_port()
             options = (
-                f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
+                f"-p {self.port} -k {self.sockets} -c listen_addresses={self.host} -c fsync=off "
                 "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300 "
                 "-c shared_buffers=64MB"
             )
@@ -135,11 +144,11 @@ class PostgresCluster:
 
     def url(self, database: str = "postgres") -> str:
         """A SQLAlchemy URL (psycopg 3) for a database of this cluster, as the superuser."""
-        return f"postgresql+psycopg://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+        return f"postgresql+psycopg://{SUPERUSER}@{self.host}:{self.port}/{database}"
 
     def connect(self, database: str = "postgres") -> psycopg.Connection:
         return psycopg.connect(
-            host="127.0.0.1", port=self.port, user=SUPERUSER, dbname=database, autocommit=True, connect_timeout=10
+            host=self.host, port=self.port, user=SUPERUSER, dbname=database, autocommit=True, connect_timeout=10
         )
 
     def create_database(self, prefix: str = "holdout", template: str | None = None) -> str:
@@ -167,6 +176,7 @@ class PostgresCluster:
                 command = ["runuser", "-u", self.owner.pw_name, "--", *command]
             else:
                 command = ["su", self.owner.pw_name, "-s", "/bin/sh", "-c", " ".join(map(_quote, command))]
+        command = [*self.prefix, *command]
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=self.root)
         if check and result.returncode != 0:
             raise PostgresUnavailable(

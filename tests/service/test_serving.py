@@ -28,6 +28,16 @@ def test_postgres_connections_are_pinged_and_time_out(monkeypatch):
     assert engine_options("sqlite:///x.sqlite3") == {}
 
 
+@pytest.mark.one_backend
+def test_a_postgres_connection_whose_host_vanished_is_dropped_within_seconds():
+    """A sent packet left unacknowledged (the host gone, no reset ever coming) ends the connection within 10 s
+    instead of TCP's quarter of an hour (tests/deploy cuts the database host off); the URL's own value wins.
+    Options computed from a URL, no database: on SQLite alone."""
+    assert engine_options("postgresql://holdout@db/holdout")["connect_args"]["tcp_user_timeout"] == 10_000
+    given = engine_options("postgresql://holdout@db/holdout?tcp_user_timeout=1500&connect_timeout=2")
+    assert given["connect_args"] == {}
+
+
 def test_gunicorn_conf_defaults(monkeypatch, tmp_path):
     monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
     # Given, so the file does not set it in this process (a later test's /metrics would read that folder).

@@ -76,6 +76,22 @@ def test_an_upload_the_disk_refuses_is_a_507_and_stores_nothing(app, client, wor
     assert any(problem.startswith("uploads: a write was refused") for problem in health.json["problems"])
 
 
+def test_healthz_is_ok_again_once_the_store_confirms_a_write(app, client, world, monkeypatch):
+    """A refused write makes /healthz degraded; the store's next confirmed write shows it is back (a deployment
+    whose bucket host returned is ok at its next upload, not minutes later: tests/deploy)."""
+
+    def refuse(temp, data):
+        raise OSError(errno.EIO, "refused")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(upload_files, "_write", refuse)
+        assert post_file(client, world, "member", world.predictions()).status_code == 507
+    assert client.get("/healthz").json["status"] == "degraded"
+    assert post_file(client, world, "member", world.predictions()).status_code == 201
+    health = client.get("/healthz").json
+    assert health["status"] == "ok" and "problems" not in health, health
+
+
 def test_the_upload_page_answers_507_too(app, client, world, monkeypatch):
     def refuse(temp, data):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -107,6 +108,26 @@ def test_the_object_is_written_before_the_commit_and_removed_when_nothing_is_sto
     assert _keys(moto_app) == [bucket.key_for(digest)]  # before any commit
     kept.discard()  # no row names it
     assert _keys(moto_app) == []
+
+
+def test_the_client_is_made_before_the_budget_starts(moto_app, bucket, monkeypatch):
+    """A worker's first upload makes its S3 client (boto3 imported, S3's model loaded: a second or more on a busy
+    host) in the request, before STORAGE_TIMEOUT starts counting, not in the write the budget bounds."""
+    made = []
+    real = upload_objects.client_for
+
+    def recording(location, budget=upload_objects.DEFAULT_STORAGE_TIMEOUT):
+        if not upload_objects._clients:
+            made.append(threading.current_thread())
+        return real(location, budget)
+
+    upload_objects.forget_clients()
+    monkeypatch.setattr(upload_objects, "client_for", recording)
+    data = b"a first upload\n"
+    kept = bucket.keep(data, checksums.sha256(data))
+    kept.wait()
+    assert made == [threading.current_thread()]
+    kept.discard()
 
 
 def test_discard_keeps_an_object_a_stored_submission_shares(moto_app, world, bucket):

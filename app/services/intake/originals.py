@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from app import observability
 from app.db import db
 from app.services.jobs import queue
 from app.services.storage import upload_store
@@ -35,6 +36,7 @@ def keep_confirmed(data: bytes, digest: str) -> upload_store.Kept:
     except BaseException:
         discard(kept)
         raise
+    observability.storage_confirmed("uploads")
     return kept
 
 

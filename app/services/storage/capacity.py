@@ -1,7 +1,8 @@
 """Room in the stores, as /healthz reports it: free space in the upload folder and on the disk of a SQLite
 database, and the last write each store refused in this process (a full or failing disk, an S3 server
-away; for PostgreSQL and a bucket, whose room the app cannot see, the refusal is the only sign). Reads no
-table, so it answers while the database is away."""
+away; for PostgreSQL and a bucket, whose room the app cannot see, the refusal is the only sign) for 5 minutes, or
+for the upload store until it confirms an upload's write again. Reads no table, so it answers while the database
+is away."""
 
 from __future__ import annotations
 

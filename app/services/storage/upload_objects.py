@@ -367,6 +367,9 @@ class PendingObject:
         self.key = bucket.key_for(digest)
         self.in_doubt = False
         self._body: bytes | None = None
+        # The client first (a worker's first upload imports boto3 and loads S3's model: a second or more on a busy
+        # host), so that the budget is the server's alone.
+        bucket.client  # noqa: B018
         self._deadline = time.monotonic() + bucket.budget
         self._future: Future = upload_files.writer_threads().submit(self._write, data)
 

@@ -1,0 +1,1 @@
+"""The deployment across hosts: network namespaces joined by veth links (`make deploy-test`)."""
