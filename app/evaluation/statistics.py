@@ -601,7 +601,13 @@ class PairFamily:
     the board's positions 0..K-1. Pairs whose one-sided p is surely under the strictest threshold, alpha / (2M)
     with M = K(K - 1)/2, are rejected whatever the others are (Holm rejects every p under its first threshold):
     a caller counts them with add_sure without computing them. Pairs whose one-sided p exceeds alpha / 2 are
-    never rejected and need not be added. The rest are added (add) and sorted once (decide)."""
+    never rejected and need not be added. The rest are added (add) and sorted once (decide).
+
+    The pairs known never rejected also bound what can be: with U of them, at most M - U pairs are rejected, so
+    Holm's threshold never passes alpha / (2(U + 1)) one-sided, and any p over alpha / (2U) is never rejected
+    either (`bound`). A caller passes the count of pairs it settled so (never=) and add drops what the bound
+    rules out: on a crowded board the kept pairs are those near the final threshold, not every p under alpha / 2
+    (10,000 entries: 10^7 kept p-values before, a few 10^5 now)."""
 
     def __init__(self, size: int, alpha: float = ALPHA, *, keep_pairs: bool = False) -> None:
         self.size = int(size)
@@ -612,6 +618,7 @@ class PairFamily:
         self.sure = 0
         self.better = np.zeros(self.size, dtype=np.int64)  # B so far (sure pairs)
         self.worse = np.zeros(self.size, dtype=np.int64)  # W so far (sure pairs)
+        self.never = 0  # pairs known never rejected: their p is over a bound no threshold reaches
         self._p: list[np.ndarray] = []
         self._above: list[np.ndarray] = []
         self._below: list[np.ndarray] = []
@@ -625,6 +632,12 @@ class PairFamily:
     def loosest(self) -> float:
         """No pair with a larger one-sided p is ever rejected: alpha / 2."""
         return self.alpha / 2.0
+
+    @property
+    def bound(self) -> float:
+        """No pair with a larger one-sided p is ever rejected, given the `never` pairs: min(alpha / 2,
+        alpha / (2U))."""
+        return _never_bound(self.alpha, self.never)
 
     def add_sure(self, sure_above: np.ndarray) -> None:
         """For each entry j, its first sure_above[j] entries are surely better than it (rejected whatever the
@@ -650,11 +663,14 @@ class PairFamily:
         self.better += np.bincount(below, minlength=self.size)
         self.worse += np.bincount(above, minlength=self.size)
 
-    def add(self, p: np.ndarray, above: np.ndarray, below: np.ndarray) -> None:
-        """Tested pairs: one-sided p-values that `above` is better than `below` (positions). Those over alpha / 2
-        are dropped here (never rejected); those under the strictest threshold may be added too."""
+    def add(self, p: np.ndarray, above: np.ndarray, below: np.ndarray, never: int = 0) -> None:
+        """Tested pairs: one-sided p-values that `above` is better than `below` (positions), and the count of
+        other pairs the caller found never rejected (each with a p over `bound` as it stood). Those over the bound
+        are dropped here (never rejected) and counted; those under the strictest threshold may be added too."""
         p = np.asarray(p, dtype=np.float64)
-        keep = p <= self.loosest
+        self.never += int(never)
+        keep = p <= self.bound
+        self.never += int(keep.size - np.count_nonzero(keep))
         if keep.any():
             self._p.append(p[keep])
             self._above.append(np.asarray(above, dtype=np.int32)[keep])
@@ -667,11 +683,22 @@ class PairFamily:
         decided = [np.stack([a, b], axis=1).astype(np.int64) for a, b in self._sure_pairs]
         if self._p:
             p = np.concatenate(self._p)
+            # The bound again with every pair in: each p over it would fail wherever it stood in the order (see
+            # the class), so the Holm count below is the same without them; a few passes, each counting the last
+            # one's dropped pairs as never rejected.
+            never, kept = self.never, np.ones(p.size, dtype=bool)
+            for _ in range(8):
+                over = kept & (p > _never_bound(self.alpha, never))
+                if not over.any():
+                    break
+                never += int(np.count_nonzero(over))
+                kept &= ~over
+            p = np.where(kept, p, np.inf)  # never rejected; positions kept for the pairs' rows below
             # Every p under the first threshold passes wherever it stands (the thresholds only grow): only the
             # rest need sorting, after those `easy` ones.
             first = self.alpha / (2.0 * max(self.pairs - self.sure, 1))
             easy = int(np.count_nonzero(p <= first))
-            sorted_p = np.concatenate([np.full(easy, first), np.sort(p[p > first])])
+            sorted_p = np.concatenate([np.full(easy, first), np.sort(p[(p > first) & kept])])
             remaining = self.pairs - self.sure - np.arange(sorted_p.size)
             fails = sorted_p > self.alpha / (2.0 * np.maximum(remaining, 1))
             count = int(np.argmax(fails)) if fails.any() else sorted_p.size
@@ -686,6 +713,12 @@ class PairFamily:
         if not self.keep_pairs:
             return _ranks(better, worse)
         return _ranks(better, worse, np.concatenate([np.zeros((0, 2), dtype=np.int64), *decided]))
+
+
+def _never_bound(alpha: float, never: int) -> float:
+    """The largest one-sided p Holm at `alpha` can still reject once `never` pairs are known never rejected
+    (PairFamily): alpha / (2 never), and never over alpha / 2."""
+    return alpha / 2.0 / max(never, 1)
 
 
 @dataclass(frozen=True)
@@ -775,6 +808,10 @@ def view_ranks(
         families.append(family)
         index.append(at)
         first.append(above)
+    # A pair's p is found from its two counts (difference d, discordant n) and only grows with n, so per d two
+    # limits on n settle most pairs without a p: surely rejected at n <= sure[d], never rejected at n >= never[d].
+    limits = _NLimits(units)
+    sure = limits.sure(min(family.strictest for family in families) * _SURE_MARGIN)
     for start in range(0, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
         rows = [at[start:stop] for at in index]  # view indices of the block's rows (-1: not in the view)
@@ -787,10 +824,17 @@ def view_ranks(
             continue  # every pair of the block's rows is settled already (or it has no row of any view)
         lo = min(starts)
         both = _both_right(packed[start:stop], packed[lo:stop])  # (rows, columns): right on both
-        column_only = right[None, lo:stop] - both  # the column (above) right alone
-        row_only = right[start:stop, None] - both
-        p = _decisive_p(column_only, row_only, table)  # one-sided: the column is better than the row
-        p[primary[None, lo:stop] == primary[start:stop, None]] = 1.0  # equal scores never separate
+        ahead = right[None, lo:stop] - right[start:stop, None]  # d: how far the column (above) is ahead
+        discordant = right[None, lo:stop] + right[start:stop, None] - 2 * both  # n: right in one of the two only
+        at_d = np.clip(ahead, 0, limits.beyond)  # d <= 0: p = 1 at any n (never[0] = 0)
+        never = discordant >= limits.never(max(family.bound for family in families))[at_d]
+        never |= primary[None, lo:stop] == primary[start:stop, None]  # equal scores never separate
+        rejected = (discordant <= sure[at_d]) & ~never
+        tested = np.flatnonzero(~(never | rejected))
+        p = np.zeros(both.shape)
+        p.flat[tested] = _decisive_p(  # one-sided: the column is better than the row
+            (discordant.flat[tested] + ahead.flat[tested]) // 2, (discordant.flat[tested] - ahead.flat[tested]) // 2, table
+        )
         for v, family in enumerate(families):
             at, row = index[v], rows[v]
             inside = np.flatnonzero(row >= 0)
@@ -799,10 +843,12 @@ def view_ranks(
             columns = np.flatnonzero(at[lo:stop] >= 0)
             js = row[inside][:, None]  # each row's view index
             column_js = at[lo:stop][columns][None, :]
-            tested = (column_js >= first[v][js]) & (column_js < js)  # above the row, past its sure ones
-            view_p = p[np.ix_(inside, columns)]
-            where = np.nonzero(tested & (view_p <= family.loosest))
-            family.add(view_p[where], column_js[0, where[1]], js[where[0], 0])
+            ours = (column_js >= first[v][js]) & (column_js < js)  # above the row, past its sure ones
+            view = np.ix_(inside, columns)
+            by_count = np.nonzero(ours & rejected[view])
+            family.add_sure_pairs(column_js[0, by_count[1]], js[by_count[0], 0])
+            where = np.nonzero(ours & ~(never[view] | rejected[view]))
+            family.add(p[view][where], column_js[0, where[1]], js[where[0], 0], never=np.count_nonzero(ours & never[view]))
     result = []
     for m, family in zip(members, families, strict=True):
         # The share of units only one of two neighbours got right: the spread of a McNemar pair's difference.
@@ -939,6 +985,58 @@ class _PTable:
             found[missing] = self.values[key[missing]]
         looked_up: np.ndarray = found
         return looked_up
+
+
+class _NLimits:
+    """Per difference d (the entry above ahead by d judgements), the limits on the discordant count n (same
+    parity as d, d <= n <= units) that settle a pair without its p: _decisive_p is 0, then exact and increasing,
+    then 1 as n grows at a fixed d (the binomial tail P(X >= (n + d)/2) gains (P(X = k - 1) - P(X = k)) / 4 >= 0
+    from n to n + 2, k = (n + d)/2 > n/2), so a pair is surely rejected at n <= sure(level)[d] (p <= level) and
+    never at n >= never(level)[d] (p > level). Both found by bisection on n for every d at once; the never limits
+    are kept for a level and found again only once the level has fallen by half (an older, higher level settles
+    fewer pairs). Past the band _decisive_p computes (d > 1 + 7.5 sqrt(units): z > _SURE_Z at any n) p is 0: the
+    last d, which callers clip to, stands for all those. Computed without the board's table, whose rows these
+    n would scatter over (1.7 GB touched on 95,000 units)."""
+
+    def __init__(self, units: int) -> None:
+        self.units = units
+        self.d = np.arange(min(units, int(_SURE_Z * np.sqrt(max(units, 1))) + 2) + 1)
+        self.beyond = self.d[-1]  # d >= beyond: p = 0 at every n (or no such pair: d <= units)
+        self._level = np.inf
+        self._never = np.zeros(self.d.size, dtype=np.int64)
+
+    def _first_over(self, level: float) -> np.ndarray:
+        """Per d, the least m with p > level at n = d + 2m ((units - d) // 2 + 1 where there is none)."""
+        d = self.d
+        top = (self.units - d) // 2  # the largest m: n = d + 2m <= units
+        lo, hi = np.zeros(d.size, dtype=np.int64), top + 1  # the answer lies in [lo, hi]; top + 1: none
+        while True:
+            active = np.flatnonzero(lo < hi)
+            if active.size == 0:
+                return lo
+            mid = (lo[active] + hi[active]) // 2
+            n, ahead = d[active] + 2 * mid, d[active]
+            over = _decisive_p((n + ahead) // 2, (n - ahead) // 2) > level
+            hi[active] = np.where(over, mid, hi[active])
+            lo[active] = np.where(over, lo[active], mid + 1)
+
+    def sure(self, level: float) -> np.ndarray:
+        """Per d, the largest n with p <= level (d - 2 where there is none: n >= d always): rejected at
+        n <= sure[d] whatever the rest (level: Holm's strictest threshold with _SURE_MARGIN for the rounding
+        of the p-values)."""
+        limits = self.d + 2 * (self._first_over(level) - 1)
+        if self.beyond > 1 + _SURE_Z * np.sqrt(max(self.units, 1)):  # every d clipped to it: any n, either parity
+            limits[-1] = self.units
+        return limits
+
+    def never(self, level: float) -> np.ndarray:
+        """Per d, a count from which on p > level at every n (>= level: the last level found): never rejected
+        at n >= never[d] where no p over `level` is (PairFamily.bound), with _SURE_MARGIN for rounding."""
+        if level < self._level / 2.0:
+            m = self._first_over(level / _SURE_MARGIN)
+            self._never = np.where(2 * m > self.units - self.d, self.units + 1, self.d + 2 * m)
+            self._level = level
+        return self._never
 
 
 def _decisive_p(above_only: np.ndarray, below_only: np.ndarray, table: _PTable | None = None) -> np.ndarray:
