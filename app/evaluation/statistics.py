@@ -826,9 +826,8 @@ def view_ranks(
         columns = np.arange(lo, stop, dtype=np.int32)
         tested = (columns[None, :] >= reach[start:stop, None]) & (columns[None, :] < np.arange(start, stop)[:, None])
         ahead = right[None, lo:stop] - right[start:stop, None]  # d: how far the column (above) is ahead
-        at_d = np.clip(ahead, 0, limits.beyond)  # d <= 0: p = 1 at any n (never[0] = 0)
-        never_at = limits.never(max(family.bound for family in families))[at_d]
-        never, rejected, p = counts.settle(start, stop, lo, tested, never_at, sure[at_d], ahead, table)
+        never_at = limits.never(max(family.bound for family in families))
+        never, rejected, p = counts.settle(start, stop, lo, tested, ahead, (never_at, sure, limits.beyond), table)
         equal = primary[None, lo:stop] == primary[start:stop, None]  # equal scores never separate
         never |= equal
         rejected &= ~equal
@@ -840,8 +839,11 @@ def view_ranks(
             in_view = np.flatnonzero(index[v][lo:stop] >= 0)
             js = row[inside][:, None]  # each row's view index
             column_js = index[v][lo:stop][in_view][None, :]
-            ours = (column_js >= first[v][js]) & (column_js < js)  # above the row, past its sure ones
-            view = np.ix_(inside, in_view)
+            view: tuple = np.ix_(inside, in_view)
+            if len(families) == 1 and members[0].size == k:  # the whole table alone: its pairs are the tested ones
+                ours, view = tested, (slice(None), slice(None))
+            else:
+                ours = (column_js >= first[v][js]) & (column_js < js)  # above the row, past its sure ones
             by_count = np.nonzero(ours & rejected[view])
             family.add_sure_pairs(column_js[0, by_count[1]], js[by_count[0], 0])
             where = np.nonzero(ours & ~(never[view] | rejected[view]))
@@ -1012,14 +1014,17 @@ class _PairCounts:
         stop: int,
         lo: int,
         tested: np.ndarray,
-        never_at: np.ndarray,
-        sure_at: np.ndarray,
         ahead: np.ndarray,
+        limits: tuple[np.ndarray, np.ndarray, int],
         table: _PTable,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For rows start..stop against columns lo..stop: (never, rejected, p), never rejected (n >= never_at),
-        surely rejected (n <= sure_at) and, for the other `tested` pairs, their one-sided p (_decisive_p)."""
+        """For rows start..stop against columns lo..stop (`ahead`: each pair's d): (never, rejected, p), never
+        rejected (n >= never_at[d]), surely rejected (n <= sure_at[d]) and, for the other `tested` pairs, their
+        one-sided p (_decisive_p); limits: (never_at, sure_at, the last d they hold, which stands for the
+        larger ones: _NLimits)."""
         rows, right = slice(start, stop), self.right
+        never_at, sure_at, beyond = limits
+        at_d = np.clip(ahead, 0, beyond)  # d <= 0: p = 1 at any n (never_at[0] = 0)
         shape = (stop - start, stop - lo)
         never, rejected = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
         both = np.zeros(shape, dtype=np.int32)
@@ -1037,8 +1042,9 @@ class _PairCounts:
             n = column_right[None, a:b] + row_right[:, None] - 2 * both[:, a:b]
             rest_rows, rest_columns = right[rows] - row_right, right[lo + a : lo + b] - column_right[a:b]
             most = rest_columns[None, :] + rest_rows[:, None]
-            settled_never = n + np.abs(rest_columns[None, :] - rest_rows[:, None]) >= never_at[:, a:b]
-            settled_sure = (n + np.minimum(most, 2 * (self.units - counted) - most) <= sure_at[:, a:b]) & ~settled_never
+            d = at_d[:, a:b]
+            settled_never = n + np.abs(rest_columns[None, :] - rest_rows[:, None]) >= never_at[d]
+            settled_sure = (n + np.minimum(most, 2 * (self.units - counted) - most) <= sure_at[d]) & ~settled_never
             still = np.flatnonzero((tested[:, a:b] & ~(settled_never | settled_sure)).any(axis=0))
             a2, b2 = (a + int(still[0]), a + int(still[-1]) + 1) if still.size else (a, a)
             never[:, a:a2], rejected[:, a:a2] = settled_never[:, : a2 - a], settled_sure[:, : a2 - a]
@@ -1049,8 +1055,8 @@ class _PairCounts:
         p = np.zeros(shape)
         if a < b:
             n = right[None, lo + a : lo + b] + right[rows, None] - 2 * both[:, a:b]
-            never[:, a:b] = n >= never_at[:, a:b]
-            rejected[:, a:b] = (n <= sure_at[:, a:b]) & ~never[:, a:b]
+            never[:, a:b] = n >= never_at[at_d[:, a:b]]
+            rejected[:, a:b] = (n <= sure_at[at_d[:, a:b]]) & ~never[:, a:b]
             exact = np.nonzero(tested[:, a:b] & ~(never[:, a:b] | rejected[:, a:b]))
             d = ahead[:, a:b][exact]
             p[exact[0], a + exact[1]] = _decisive_p((n[exact] + d) // 2, (n[exact] - d) // 2, table)
