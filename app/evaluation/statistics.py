@@ -839,7 +839,7 @@ def view_ranks(
             in_view = np.flatnonzero(index[v][lo:stop] >= 0)
             js = row[inside][:, None]  # each row's view index
             column_js = index[v][lo:stop][in_view][None, :]
-            view: tuple = np.ix_(inside, in_view)
+            view: tuple[Any, ...] = np.ix_(inside, in_view)
             if len(families) == 1 and members[0].size == k:  # the whole table alone: its pairs are the tested ones
                 ours, view = tested, (slice(None), slice(None))
             else:
@@ -847,7 +847,7 @@ def view_ranks(
             by_count = np.nonzero(ours & rejected[view])
             family.add_sure_pairs(column_js[0, by_count[1]], js[by_count[0], 0])
             where = np.nonzero(ours & ~(never[view] | rejected[view]))
-            unrejected = np.count_nonzero(ours & never[view])
+            unrejected = int(np.count_nonzero(ours & never[view]))
             family.add(p[view][where], column_js[0, where[1]], js[where[0], 0], never=unrejected)
     result = []
     for m, family in zip(members, families, strict=True):
@@ -1100,7 +1100,7 @@ class _NLimits:
         """Per d, the largest n with p <= level (d - 2 where there is none: n >= d always): rejected at
         n <= sure[d] whatever the rest (level: Holm's strictest threshold with _SURE_MARGIN for the rounding
         of the p-values)."""
-        limits = self.d + 2 * (self._first_over(level) - 1)
+        limits: np.ndarray = self.d + 2 * (self._first_over(level) - 1)
         if self.beyond > 1 + _SURE_Z * np.sqrt(max(self.units, 1)):  # every d clipped to it: any n, either parity
             limits[-1] = self.units
         return limits
