@@ -831,18 +831,22 @@ def view_ranks(
         equal = primary[None, lo:stop] == primary[start:stop, None]  # equal scores never separate
         never |= equal
         rejected &= ~equal
+        block_rows = np.arange(start, stop)[:, None]
         for v, family in enumerate(families):
-            row = index[v][start:stop]  # view indices of the block's rows (-1: not in the view)
-            inside = np.flatnonzero(row >= 0)
-            if inside.size == 0:
-                continue
-            in_view = np.flatnonzero(index[v][lo:stop] >= 0)
-            js = row[inside][:, None]  # each row's view index
-            column_js = index[v][lo:stop][in_view][None, :]
-            view: tuple[Any, ...] = np.ix_(inside, in_view)
-            if len(families) == 1 and members[0].size == k:  # the whole table alone: its pairs are the tested ones
-                ours, view = tested, (slice(None), slice(None))
+            view: tuple[Any, ...]
+            if members[v].size == k:  # the whole table: its indices are the table's, its block the whole block
+                js, column_js, view = block_rows, columns[None, :], (slice(None), slice(None))
+                # Its pairs are the tested ones where it is the only view.
+                ours = tested if len(families) == 1 else (column_js >= first[v][block_rows]) & (column_js < js)
             else:
+                row = index[v][start:stop]  # view indices of the block's rows (-1: not in the view)
+                inside = np.flatnonzero(row >= 0)
+                if inside.size == 0:
+                    continue
+                in_view = np.flatnonzero(index[v][lo:stop] >= 0)
+                js = row[inside][:, None]  # each row's view index
+                column_js = index[v][lo:stop][in_view][None, :]
+                view = np.ix_(inside, in_view)
                 ours = (column_js >= first[v][js]) & (column_js < js)  # above the row, past its sure ones
             by_count = np.nonzero(ours & rejected[view])
             family.add_sure_pairs(column_js[0, by_count[1]], js[by_count[0], 0])
