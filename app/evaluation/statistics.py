@@ -816,7 +816,11 @@ def view_ranks(
     reach = np.arange(k)
     for m, f in zip(members, first, strict=True):
         np.minimum.at(reach, m, m[f])
-    counts = _PairCounts(packed, right, units)
+    # Word by word (words, k): each word's bits of every entry side by side, as the popcounts read them; the rows
+    # as they came are let go of (a second copy of them would double a large split's 10^8 bytes).
+    by_word = np.ascontiguousarray(packed.T)
+    del packed
+    counts = _PairCounts(by_word, right, units)
     right = right.astype(np.int32)
     for start in range(0, k, _RANK_BLOCK):
         stop = min(k, start + _RANK_BLOCK)
@@ -856,7 +860,7 @@ def view_ranks(
     result = []
     for m, family in zip(members, families, strict=True):
         # The share of units only one of two neighbours got right: the spread of a McNemar pair's difference.
-        both = np.bitwise_count(packed[m[:-1]] & packed[m[1:]]).sum(axis=1, dtype=np.int64)
+        both = np.bitwise_count(by_word[:, m[:-1]] & by_word[:, m[1:]]).sum(axis=0, dtype=np.int64)
         discordant = (right[m[:-1]] + right[m[1:]] - 2 * both) / max(units, 1)
         spread = float(np.sqrt(_typical(discordant)))
         result.append(_with_resolution(family.decide(), units, spread, alpha, judgements=True))
@@ -1003,10 +1007,11 @@ class _PairCounts:
     of the next parts. A crowded board's pairs near the diagonal (d small against the square root of n) settle
     after a part or two: about half the popcounts of counting every pair on every word (10,000 NLVR2 entries)."""
 
-    def __init__(self, packed: np.ndarray, right: np.ndarray, units: int) -> None:
-        words = packed.shape[1]
+    def __init__(self, by_word: np.ndarray, right: np.ndarray, units: int) -> None:
+        """by_word: (words, k) packed judgements, a word's bits of every entry in a row."""
+        words = by_word.shape[0]
         steps = range(min(_WORD_PARTS, words))
-        self.parts = [np.ascontiguousarray(packed[:, i::_WORD_PARTS].T) for i in steps]  # (words of part i, k)
+        self.parts = [by_word[i::_WORD_PARTS] for i in steps]  # (words of part i, k): views, each row contiguous
         valid = _packed(np.ones((1, units), dtype=bool))[0]  # the bits that are judgements (not padding)
         self.part_units = [int(np.bitwise_count(valid[i::_WORD_PARTS]).sum()) for i in steps]
         self.part_right = [np.bitwise_count(part).sum(axis=0, dtype=np.int32) for part in self.parts]

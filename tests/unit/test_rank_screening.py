@@ -60,7 +60,7 @@ def test_counts_from_part_of_the_judgements_settle_each_pair_as_its_full_count(k
         "_both_right_t",
         lambda rows, columns: counted.append(rows.shape[1] * columns.shape[1] * rows.shape[0]) or whole(rows, columns),
     )
-    counts = statistics._PairCounts(judgements.packed, judgements.right, units)
+    counts = statistics._PairCounts(np.ascontiguousarray(judgements.packed.T), judgements.right, units)
     both = (correct[:, None, :] & correct[None, :, :]).sum(axis=2)
     pairs = 0
     for start in range(0, k, 64):
