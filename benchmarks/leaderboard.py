@@ -70,13 +70,31 @@ def board_statistics(task, gold, subsets, blobs: list[bytes]) -> dict[str, objec
     start_at = datetime(2024, 1, 1, tzinfo=UTC)
     moments = [start_at + timedelta(hours=i) for i in range(count)]
     split = SimpleNamespace(hidden=False, revealed_at=None)  # a public split: paired ranks (visibility.counts_only)
-    start, cpu = time.perf_counter(), time.process_time()
-    stacked = task.decode_many(blobs, gold.n)
-    wanted = {"all": (None, task.metrics), **{name: (idx, task.subset_metrics) for name, idx in subsets.items()}}
-    table, order, _, _ = board_snapshots._statistics(task, gold, stacked, wanted, rows, moments, split)
+    # Each thread's own CPU time as well: on a machine shared with other work the wall clock stretches, while the
+    # busier thread's CPU time is about what the board takes on two free cores.
+    ranks_cpu: list[float] = []
+    rank = board_snapshots._rank
+
+    def timed_rank(*args):
+        began = time.thread_time()
+        try:
+            return rank(*args)
+        finally:
+            ranks_cpu.append(time.thread_time() - began)
+
+    board_snapshots._rank = timed_rank
+    try:
+        start, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
+        stacked = task.decode_many(blobs, gold.n)
+        wanted = {"all": (None, task.metrics), **{name: (idx, task.subset_metrics) for name, idx in subsets.items()}}
+        table, order, _, _ = board_snapshots._statistics(task, gold, stacked, wanted, rows, moments, split)
+        wall, cpu, own = time.perf_counter() - start, time.process_time() - cpu, time.thread_time() - own
+    finally:
+        board_snapshots._rank = rank
     return {
-        "wall": time.perf_counter() - start,
-        "cpu": time.process_time() - cpu,
+        "wall": wall,
+        "cpu": cpu,
+        "threads": (own, ranks_cpu[0]),
         "order": order,
         "primary": table[("all", "accuracy")].values[order],
     }
@@ -94,30 +112,32 @@ def ranks_alone(task, gold, blobs: list[bytes], order: np.ndarray, primary: np.n
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def time_statistics(counts: list[int]) -> list[tuple[str, float, float, float]]:
-    """(case, wall-clock seconds, CPU seconds, target) for each board size: the ranks alone, then the whole
-    board as the service computes it (both threads)."""
+def time_statistics(counts: list[int]) -> list[tuple[str, float, str, float]]:
+    """(case, wall-clock seconds, CPU time, target) for each board size: the ranks alone, then the whole
+    board as the service computes it (both threads, and each thread's own)."""
     task = get_task("nlvr2")
     gold = task.read_gold(synthetic.nlvr2_gold(N_EXAMPLES, split="test2", seed=3))
     subsets = task.derive_subsets(gold)
     # Two entries first: numpy's and BLAS's one-time set-up is not part of computing a board.
     board_statistics(task, gold, subsets, synthetic_blobs(task, gold, 2))
     rows = []
+    nan = float("nan")  # no target: reported
     for count in counts:
         blobs = synthetic_blobs(task, gold, count)
         runs = 3 if count <= 1000 else 1
         boards, ranks = [], []
         for _ in range(runs):  # nothing is cached between runs: each is cold; the median is shown
             board = board_statistics(task, gold, subsets, blobs)
-            boards.append((board["wall"], board["cpu"]))
+            main, ranking = board["threads"]
+            boards.append((board["wall"], f"{board['cpu']:.2f} s (threads {main:.2f} s and {ranking:.2f} s)"))
             ranks.append(ranks_alone(task, gold, blobs, board["order"], board["primary"]))
         target = 2.0 if count <= 1000 else 4.0  # issues 4 and 11; issue 39 for 10,000 entries
         what = f"median of {runs}" if runs > 1 else "one run"
-        wall, cpu = sorted(ranks)[len(ranks) // 2]
-        rows.append((f"ranks + rank intervals alone, {count:,} entries (cold, {what})", wall, cpu, float("nan")))
-        wall, cpu = sorted(boards)[len(boards) // 2]
+        wall, seconds = sorted(ranks)[len(ranks) // 2]
+        rows.append((f"ranks + rank intervals alone, {count:,} entries (cold, {what})", wall, f"{seconds:.2f} s", nan))
+        wall, said = sorted(boards)[len(boards) // 2]
         rows.append(
-            (f"whole board: intervals and ranks on two threads, {count:,} entries (cold, {what})", wall, cpu, target)
+            (f"whole board: intervals and ranks on two threads, {count:,} entries (cold, {what})", wall, said, target)
         )
     return rows
 
@@ -326,7 +346,7 @@ def main() -> None:
     rows = []
     for name, seconds, cpu, target in time_statistics(args.statistics):
         met = "" if target != target else "yes" if seconds < target else "**no**"  # NaN: reported, no target
-        rows.append((name, f"{seconds:.2f} s", f"{cpu:.2f} s", "" if target != target else f"{target:.0f} s", met))
+        rows.append((name, f"{seconds:.2f} s", cpu, "" if target != target else f"{target:.0f} s", met))
     folder = Path(tempfile.mkdtemp(prefix="holdout-board-"))
     try:
         env = prepare_database(folder, args.entries)
