@@ -832,7 +832,7 @@ def view_ranks(
         lo = int(reach[start:stop].min())
         if lo >= stop - 1 or not (reach[start:stop] < np.arange(start, stop)).any():
             continue  # every pair of the block's rows is settled already
-        columns = np.arange(lo, stop, dtype=np.int32)
+        columns = np.arange(lo, stop)
         tested = (columns[None, :] >= reach[start:stop, None]) & (columns[None, :] < np.arange(start, stop)[:, None])
         ahead = right[None, lo:stop] - right[start:stop, None]  # d: how far the column (above) is ahead
         never_at = limits.never(max(family.bound for family in families))
@@ -1041,11 +1041,11 @@ class _PairCounts:
         at_d = np.clip(ahead, 0, beyond)  # d <= 0: p = 1 at any n (never_at[0] = 0)
         shape = (stop - start, stop - lo)
         never, rejected = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
-        both = np.zeros(shape, dtype=np.int32)
+        discordant = np.zeros(shape, dtype=np.int32)  # n so far: judgements one of the two got right
         row_right, column_right = np.zeros(shape[0], dtype=np.int32), np.zeros(shape[1], dtype=np.int32)
         counted, a, b = 0, 0, shape[1]  # judgements counted; columns a..b still counted
         for i, part in enumerate(self.parts):
-            both[:, a:b] += _both_right_t(part[:, rows], part[:, lo + a : lo + b])
+            discordant[:, a:b] += _popcounts_t(part[:, rows], part[:, lo + a : lo + b], np.bitwise_xor)
             row_right += self.part_right[i][rows]
             column_right[a:b] += self.part_right[i][lo + a : lo + b]
             counted += self.part_units[i]
@@ -1053,7 +1053,7 @@ class _PairCounts:
                 continue
             # n = n so far + n of the rest; the rest's is at least |their counts' difference| and at most the
             # judgements one of the two got right there and at most those one got wrong there.
-            n = column_right[None, a:b] + row_right[:, None] - 2 * both[:, a:b]
+            n = discordant[:, a:b]
             rest_rows, rest_columns = right[rows] - row_right, right[lo + a : lo + b] - column_right[a:b]
             most = rest_columns[None, :] + rest_rows[:, None]
             d = at_d[:, a:b]
@@ -1068,7 +1068,7 @@ class _PairCounts:
                 break
         p = np.zeros(shape)
         if a < b:
-            n = right[None, lo + a : lo + b] + right[rows, None] - 2 * both[:, a:b]
+            n = discordant[:, a:b]
             never[:, a:b] = n >= never_at[at_d[:, a:b]]
             rejected[:, a:b] = (n <= sure_at[at_d[:, a:b]]) & ~never[:, a:b]
             exact = np.nonzero(tested[:, a:b] & ~(never[:, a:b] | rejected[:, a:b]))
@@ -1190,27 +1190,28 @@ def _packed(correct: np.ndarray) -> np.ndarray:
 
 def _both_right(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Judgements both entries got right, for every (row, column) pair of two (entries, words) packed tables."""
-    return _both_right_t(np.ascontiguousarray(rows.T), np.ascontiguousarray(columns.T))
+    return _popcounts_t(np.ascontiguousarray(rows.T), np.ascontiguousarray(columns.T), np.bitwise_and)
 
 
-def _both_right_t(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """_both_right of (words, entries) tables: popcounts of ANDed words (64 a machine instruction, where a float
-    matrix product spends one multiply-add on each). One word position at a time over every pair, into
-    preallocated buffers: each pass stays in cache, nothing is allocated."""
+def _popcounts_t(rows: np.ndarray, columns: np.ndarray, combine: np.ufunc) -> np.ndarray:
+    """For every (row, column) pair of two (words, entries) packed tables, the set bits of their words combined
+    (bitwise_and: judgements both got right; bitwise_xor: those only one got right): popcounts (64 a machine
+    instruction, where a float matrix product spends one multiply-add on each). One word position at a time
+    over every pair, into preallocated buffers: each pass stays in cache, nothing is allocated."""
     words = columns.shape[0]
     shape = (rows.shape[1], columns.shape[1])
     total = np.zeros(shape, dtype=np.uint16 if 64 * words < 2**16 else np.uint32)  # half the bytes where it holds
-    anded = np.empty(shape, dtype=np.uint64)
+    combined = np.empty(shape, dtype=np.uint64)
     counts = np.empty(shape, dtype=np.uint8)
     three = np.empty(shape, dtype=np.uint8)
     # Three words' counts added in bytes (at most 192) before one widening add: a third of the widening passes.
     for start in range(0, words, 3):
         for word in range(start, min(words, start + 3)):
-            np.bitwise_and(rows[word][:, None], columns[word][None, :], out=anded)
+            combine(rows[word][:, None], columns[word][None, :], out=combined)
             if word == start:
-                np.bitwise_count(anded, out=three)
+                np.bitwise_count(combined, out=three)
             else:
-                np.bitwise_count(anded, out=counts)
+                np.bitwise_count(combined, out=counts)
                 three += counts
         total += three
     return total
