@@ -1120,9 +1120,10 @@ class _NLimits:
         return limits
 
     def never(self, level: float) -> np.ndarray:
-        """Per d, a count from which on p > level at every n (>= level: the last level found): never rejected
-        at n >= never[d] where no p over `level` is (PairFamily.bound), with _SURE_MARGIN for rounding."""
-        if level < self._level / 2.0:
+        """Per d, a count from which on p > level at every n (found for a level from `level` to twice it, the
+        last one found where it is still in that range): never rejected at n >= never[d] where no p over `level`
+        is (PairFamily.bound), with _SURE_MARGIN for rounding."""
+        if not self._level / 2.0 <= level <= self._level:  # a level found for a lower one would not hold
             m = self._first_over(level / _SURE_MARGIN)
             self._never = np.where(2 * m > self.units - self.d, self.units + 1, self.d + 2 * m)
             self._level = level
