@@ -4,17 +4,18 @@ Run from the repository root: `.venv/bin/python benchmarks/leaderboard.py`. Prin
 docs/performance/leaderboard.md.
 
 1. Cold computation of a board's statistics on synthetic NLVR2 Test-U-size predictions (6,970 examples,
-   1,743 sentence groups, packed as stored): decode, scores and 95% cluster-bootstrap intervals of every
-   column (1,000 shared resamples), ranking, significance-aware ranks (one exact McNemar test per pair of
-   entries, Holm over all the board's pairs) and simultaneous 95% rank intervals; and the
-   ranks with their intervals alone. Also the whole service step on a database (read the rows, compute,
-   store the compressed payload).
+   1,743 sentence groups, packed as stored), as the service computes them (board_snapshots._statistics):
+   decode, scores and 95% cluster-bootstrap intervals of every column (1,000 shared resamples) and ranking on
+   one thread, while a second works out the significance-aware ranks (one exact McNemar test per pair of
+   entries, Holm over all the board's pairs) and simultaneous 95% rank intervals; and the ranks with their
+   intervals alone. Wall-clock and CPU time (time.process_time: both threads; the machine may be shared).
+   Also the whole service step on a database (read the rows, compute, store the compressed payload).
 2. A gunicorn server (2 workers, a free loopback port) on a temporary SQLite database prepared with the
    migrations and 1,000 published entries (bulk insert): requests per second to the leaderboard page once
    its cache is warm, next to /healthz on the same server; a fixed count of requests from a thread pool,
    each sending `Accept-Encoding: gzip` as browsers do.
-Targets (issues 4 and 11): under 2 s for 1,000 entries cold; the page at no less than half the /healthz
-rate. The 10,000-entry figures are reported, with no target.
+Targets (issues 4, 11 and 39): under 2 s for 1,000 entries cold, under 4 s for 10,000; the page at no less
+than half the /healthz rate.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -56,46 +58,86 @@ def synthetic_blobs(task, gold, count: int, seed: int = 0) -> list[bytes]:
     return [task.encode(np.where(row, gold.labels, ~gold.labels)) for row in correct]
 
 
-def board_statistics(task, gold, subsets, blobs: list[bytes]) -> dict[str, float]:
-    """What the service computes for a board, without the database; seconds spent on the ranks."""
+def board_statistics(task, gold, subsets, blobs: list[bytes]) -> dict[str, object]:
+    """What the service computes for a board, without the database (board_snapshots._statistics: the ranks on a
+    second thread while the columns are bootstrapped), from the stored predictions: wall-clock and CPU seconds
+    (both threads), and the table order it found. Each entry is its own team and model: the board is its only
+    view."""
+    from app.services.boards import board_snapshots
+
+    count = len(blobs)
+    rows = [SimpleNamespace(id=i + 1, anonymous=False, team_id=i + 1, model_name=f"Model {i}") for i in range(count)]
+    start_at = datetime(2024, 1, 1, tzinfo=UTC)
+    moments = [start_at + timedelta(hours=i) for i in range(count)]
+    split = SimpleNamespace(hidden=False, revealed_at=None)  # a public split: paired ranks (visibility.counts_only)
+    # Each thread's own CPU time as well: on a machine shared with other work the wall clock stretches, while the
+    # busier thread's CPU time is about what the board takes on two free cores.
+    ranks_cpu: list[float] = []
+    rank = board_snapshots._rank
+
+    def timed_rank(*args):
+        began = time.thread_time()
+        try:
+            return rank(*args)
+        finally:
+            ranks_cpu.append(time.thread_time() - began)
+
+    board_snapshots._rank = timed_rank
+    try:
+        start, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
+        stacked = task.decode_many(blobs, gold.n)
+        wanted = {"all": (None, task.metrics), **{name: (idx, task.subset_metrics) for name, idx in subsets.items()}}
+        table, order, _, _ = board_snapshots._statistics(task, gold, stacked, wanted, rows, moments, split)
+        wall, cpu, own = time.perf_counter() - start, time.process_time() - cpu, time.thread_time() - own
+    finally:
+        board_snapshots._rank = rank
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "threads": (own, ranks_cpu[0]),
+        "order": order,
+        "primary": table[("all", "accuracy")].values[order],
+    }
+
+
+def ranks_alone(task, gold, blobs: list[bytes], order: np.ndarray, primary: np.ndarray) -> tuple[float, float]:
+    """The ranks' thread's work alone (board_snapshots._rank), in the table order a whole-board run found:
+    correctness packed, the tests' library loaded, significance ranks and rank intervals (statistics.view_ranks:
+    one exact McNemar test per pair, Holm over all of them). Wall-clock and CPU seconds."""
     stacked = task.decode_many(blobs, gold.n)
-    wanted = {"all": (None, task.metrics), **{name: (idx, task.subset_metrics) for name, idx in subsets.items()}}
-    table = statistics.intervals(task, gold, stacked, wanted)
-    primary = table[("all", "accuracy")].values
-    tie = table[("all", "consistency")].values
-    order = np.lexsort((np.arange(len(blobs)), -tie, -primary))
-    start = time.perf_counter()
-    correct = statistics.primary_correctness(task, gold, stacked)[order]
-    statistics.significance_ranks(correct, primary[order])  # ranks and rank intervals: one procedure
-    return {"ranks": time.perf_counter() - start}
+    start, cpu = time.perf_counter(), time.process_time()
+    judgements = statistics.PackedJudgements.of_predictions(task, gold, stacked)
+    statistics.load_tests()
+    statistics.view_ranks(judgements, primary, [None], order=order)
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def time_statistics(counts: list[int]) -> list[tuple[str, float, float]]:
+def time_statistics(counts: list[int]) -> list[tuple[str, float, str, float]]:
+    """(case, wall-clock seconds, CPU time, target) for each board size: the ranks alone, then the whole
+    board as the service computes it (both threads, and each thread's own)."""
     task = get_task("nlvr2")
     gold = task.read_gold(synthetic.nlvr2_gold(N_EXAMPLES, split="test2", seed=3))
     subsets = task.derive_subsets(gold)
     # Two entries first: numpy's and BLAS's one-time set-up is not part of computing a board.
     board_statistics(task, gold, subsets, synthetic_blobs(task, gold, 2))
     rows = []
+    nan = float("nan")  # no target: reported
     for count in counts:
         blobs = synthetic_blobs(task, gold, count)
-        times, ranks = [], []
-        runs = 3 if count <= 1000 else 1
+        runs = 3  # the median: a machine shared with other work slows a run now and then
+        boards, ranks = [], []
         for _ in range(runs):  # nothing is cached between runs: each is cold; the median is shown
-            start = time.perf_counter()
-            ranks.append(board_statistics(task, gold, subsets, blobs)["ranks"])
-            times.append(time.perf_counter() - start)
-        target = 2.0 if count <= 1000 else float("nan")
+            board = board_statistics(task, gold, subsets, blobs)
+            main, ranking = board["threads"]
+            boards.append((board["wall"], f"{board['cpu']:.2f} s (threads {main:.2f} s and {ranking:.2f} s)"))
+            ranks.append(ranks_alone(task, gold, blobs, board["order"], board["primary"]))
+        target = 2.0 if count <= 1000 else 4.0  # issues 4 and 11; issue 39 for 10,000 entries
         what = f"median of {runs}" if runs > 1 else "one run"
+        wall, seconds = sorted(ranks)[len(ranks) // 2]
+        rows.append((f"ranks + rank intervals alone, {count:,} entries (cold, {what})", wall, f"{seconds:.2f} s", nan))
+        wall, said = sorted(boards)[len(boards) // 2]
         rows.append(
-            (f"ranks + rank intervals, {count:,} entries (cold, {what})", sorted(ranks)[len(ranks) // 2], target)
-        )
-        rows.append(
-            (
-                f"whole board: intervals + ranks, {count:,} entries (cold, {what})",
-                sorted(times)[len(times) // 2],
-                target,
-            )
+            (f"whole board: intervals and ranks on two threads, {count:,} entries (cold, {what})", wall, said, target)
         )
     return rows
 
@@ -302,15 +344,15 @@ def main() -> None:
 
     page = Page("leaderboard", "leaderboard.py")
     rows = []
-    for name, seconds, target in time_statistics(args.statistics):
+    for name, seconds, cpu, target in time_statistics(args.statistics):
         met = "" if target != target else "yes" if seconds < target else "**no**"  # NaN: reported, no target
-        rows.append((name, f"{seconds:.2f} s", "" if target != target else f"{target:.0f} s", met))
+        rows.append((name, f"{seconds:.2f} s", cpu, "" if target != target else f"{target:.0f} s", met))
     folder = Path(tempfile.mkdtemp(prefix="holdout-board-"))
     try:
         env = prepare_database(folder, args.entries)
         name, seconds, target = time_service(env)
-        rows.append((name, f"{seconds:.2f} s", f"{target:.0f} s", "yes" if seconds < target else "**no**"))
-        page.table(("case", "measured", "target", "met"), rows)
+        rows.append((name, f"{seconds:.2f} s", "", f"{target:.0f} s", "yes" if seconds < target else "**no**"))
+        page.table(("case", "measured", "CPU", "target", "met"), rows)
         results = serve_and_measure(env, args.requests, args.concurrency, args.rounds)
         (first_name, first), (health_name, health), (page_name, rate) = results
         ratio = rate / health
