@@ -18,6 +18,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -82,6 +83,16 @@ JOB_OUTCOMES = Counter(
     ["kind", "outcome"],
 )
 
+# The gold sets a process holds (app/services/catalog/label_files.py), per process (a "pid" label in multiprocess
+# mode, gone when the process ends): "private", its own memory (arrays it made, ids as strings, indexes);
+# "mapped", the parsed-gold files it maps read-only, which the page cache holds once for every process.
+GOLD_CACHE_BYTES = Gauge(
+    "holdout_gold_cache_bytes",
+    "Bytes of parsed gold this process holds, by memory (private: its own; mapped: files shared between processes)",
+    ["memory"],
+    multiprocess_mode="liveall",
+)
+
 for store in STORES:
     STORAGE_FAILURES.labels(store)
 for outcome in UPLOAD_OUTCOMES:  # present at 0 from the start, so a rate() has a series to work on
@@ -99,6 +110,12 @@ def upload(outcome: str) -> None:
     """Count a received prediction file as scored, rejected (stored with its problems), over_quota or replayed
     (answered as the earlier upload sent with the same Idempotency-Key)."""
     UPLOADS.labels(outcome).inc()
+
+
+def gold_cache(private: int, mapped: int) -> None:
+    """Record the size of this process's gold cache, as measured now (label_files measures it as it loads)."""
+    GOLD_CACHE_BYTES.labels("private").set(private)
+    GOLD_CACHE_BYTES.labels("mapped").set(mapped)
 
 
 def storage_failure(store: str, reason: str) -> None:
