@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -205,9 +206,18 @@ def _mapped(split: Split, task) -> GoldSet:
 def _store(folder: Path, gold: GoldSet) -> GoldSet:
     """`gold` written into `folder` (replacing a damaged one, and the folders older code made of the same file)
     and mapped from it; `gold` itself where its family's gold cannot be kept so or the folder cannot be written."""
+    # Written aside and renamed into place: a process of another host (the folder on shared storage) maps a
+    # whole folder or none.
+    aside = folder.with_name(f"{folder.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
         mapped_gold.remove(folder)
-        mapped_gold.write(gold, folder)
+        mapped_gold.write(gold, aside)
+        try:
+            aside.rename(folder)
+        except OSError:  # another host's, made meanwhile: the same content
+            mapped_gold.remove(aside)
+        # Made for a change that is not kept (a dry run, a failed import): gone with it, as its gold file is.
+        on_rollback(lambda: mapped_gold.remove(folder))
         mapped = mapped_gold.read(folder)
     except mapped_gold.NotCompactable:
         return gold
@@ -223,11 +233,15 @@ def _store(folder: Path, gold: GoldSet) -> GoldSet:
 
 @contextmanager
 def _building(folder: Path) -> Iterator[None]:
-    """An exclusive lock on a folder being built, between the processes of this host."""
+    """An exclusive lock, between the processes of this host, on building a folder: one on the folder it goes in
+    (no lock file left beside the gold files)."""
     folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(folder.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(folder.parent, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (some NFS mounts): two processes may both parse
+            pass
         yield
     finally:
         os.close(fd)
