@@ -92,8 +92,11 @@ def stripped(text: str) -> str:
 
 
 def _answer_hashes(answers: Sequence[str]) -> np.ndarray:
-    """(len, 2) uint64: each answer's stripped form and normalised form, hashed; each distinct answer once."""
-    codes, distinct = pd.factorize(np.asarray([stripped(a) for a in answers], dtype=object))
+    """(len, 2) uint64: each answer's stripped form and normalised form, hashed; each distinct answer once (and
+    each distinct text stripped once: a results file repeats a few thousand answers 447,793 times)."""
+    written, texts = pd.factorize(object_array(list(answers)))
+    forms, distinct = pd.factorize(np.asarray([stripped(text) for text in texts.tolist()], dtype=object))
+    codes = forms[written] if len(texts) else written
     forms = np.empty((len(distinct), 2), dtype=object)
     forms[:, 0] = distinct
     forms[:, 1] = [normalised(text) for text in distinct.tolist()]
@@ -244,6 +247,9 @@ def _key(value: Any) -> Any:
 # --- the results file -------------------------------------------------------------------------------------------
 
 
+_NO_ENTRY: dict[str, Any] = {}  # what parse_results reads in place of an entry that is not an object
+
+
 def _entry_problem(row: int, entry: Any) -> str:
     """What is wrong with one entry of a results file (one that is wrong)."""
     if not isinstance(entry, dict):
@@ -261,23 +267,20 @@ def parse_results(data: bytes, gold: GoldSet, max_bytes: int | None = None) -> n
     if not isinstance(document, list):
         raise ValidationError('expected the official results file: a JSON array of {"question_id", "answer"}')
     json_files.check_unicode(data, document, "results file")  # an answer is hashed as UTF-8
-    questions: list[Any] = []  # each entry's question id: an int, None where it is not one
-    answers: list[str] = []
+    # Each entry's question id (an int, None where it is not one) and answer ("" where it is not a string).
+    entries = [entry if type(entry) is dict else _NO_ENTRY for entry in document]
+    questions: list[Any] = [entry.get("question_id") for entry in entries]
+    answers: list[Any] = [entry.get("answer") for entry in entries]
     bad: list[int] = []  # entries that are not an object with an integer question_id and a string answer
-    for row, entry in enumerate(document):
-        if type(entry) is not dict:
-            bad.append(row)
-            questions.append(None)
-            answers.append("")
-            continue
-        question, answer = entry.get("question_id"), entry.get("answer")
-        if type(question) is not int:
-            question = None
-        if question is None or type(answer) is not str:
-            bad.append(row)
-            answer = answer if isinstance(answer, str) else ""
-        questions.append(question)
-        answers.append(answer)
+    if set(map(type, questions)) != {int} or set(map(type, answers)) != {str}:  # in C: the usual file passes
+        for row, entry in enumerate(entries):
+            if type(questions[row]) is not int:
+                questions[row] = None
+            if type(answers[row]) is not str:
+                answers[row] = ""
+            if questions[row] is None or type(entry.get("answer")) is not str or entry is _NO_ENTRY:
+                bad.append(row)
+    del entries
     positions = _positions(gold, questions)
     counts = np.bincount(positions[positions >= 0], minlength=gold.n)
     if bad or (positions < 0).any() or counts.max(initial=0) > 1 or (counts == 0).any():
