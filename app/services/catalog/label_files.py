@@ -13,7 +13,7 @@ import logging
 import os
 import secrets
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from app import observability, settings
@@ -238,10 +238,8 @@ def _building(folder: Path) -> Iterator[None]:
     folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(folder.parent, os.O_RDONLY)
     try:
-        try:
+        with suppress(OSError):  # a file system without locks (some NFS mounts): two processes may both parse
             fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # a file system without locks (some NFS mounts): two processes may both parse
-            pass
         yield
     finally:
         os.close(fd)
