@@ -28,11 +28,18 @@ Record = dict[str, Any]  # one parsed line of a gold file
 
 class LazyFields(Mapping[str, np.ndarray]):
     """A gold set's fields, each made on first use (a mapped gold set's text columns become Python strings only
-    when something reads them)."""
+    when something reads them). A field kept as codes (``coded``: each row's code, and a maker of the distinct
+    values) gives them to field_subsets, which needs no column of strings."""
 
-    def __init__(self, makers: dict[str, Callable[[], np.ndarray]]):
+    def __init__(
+        self,
+        makers: dict[str, Callable[[], np.ndarray]],
+        coded: dict[str, tuple[np.ndarray, Callable[[], np.ndarray]]] | None = None,
+    ):
         self._makers = dict(makers)
+        self._coded = dict(coded or {})
         self._made: dict[str, np.ndarray] = {}
+        self._categories: dict[str, np.ndarray] = {}
 
     def __getitem__(self, name: str) -> np.ndarray:
         made = self._made.get(name)
@@ -46,9 +53,33 @@ class LazyFields(Mapping[str, np.ndarray]):
     def __len__(self) -> int:
         return len(self._makers)
 
+    def coded(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(each row's code, the distinct values as an object array) of a field kept as codes; None otherwise."""
+        if name not in self._coded:
+            return None
+        codes, categories = self._coded[name]
+        made = self._categories.get(name)
+        if made is None:
+            made = self._categories[name] = categories()
+        return codes, made
+
     def made(self) -> list[np.ndarray]:
-        """The fields made so far (what this process holds of them)."""
-        return list(self._made.values())
+        """The fields and distinct values made so far (what this process holds of them)."""
+        return [*self._made.values(), *self._categories.values()]
+
+
+def coded_fields(columns: dict[str, tuple[np.ndarray, Callable[[], np.ndarray]]]) -> LazyFields:
+    """Fields kept as (codes, maker of the distinct values): each column of strings made on first use."""
+
+    def column(codes: np.ndarray, categories: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+        def made() -> np.ndarray:
+            values = categories()
+            return values[np.asarray(codes, dtype=np.intp)] if len(values) else object_array([])
+
+        return made
+
+    fields = LazyFields({name: column(codes, categories) for name, (codes, categories) in columns.items()}, columns)
+    return fields
 
 
 @dataclass(eq=False, repr=False)

@@ -167,7 +167,7 @@ class _Window:
             position = self.more(position)
 
 
-STREAM_CHUNK = 1 << 22  # characters decoded at a time by stream_array
+STREAM_CHUNK = 1 << 20  # bytes decoded at a time by stream_array
 
 
 def stream_array(data: bytes, key: str, chunk: int = STREAM_CHUNK) -> Iterator[Any]:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .gold import HASHED_WIDTH, GoldSet, LazyFields, object_array
+from .gold import HASHED_WIDTH, GoldSet, LazyFields, coded_fields, object_array
 
 FORMAT = 1  # the layout below; a change of it is a new folder name (folder_tag)
 MANIFEST = "manifest.json"
@@ -110,8 +110,11 @@ def _plan(gold: GoldSet) -> _Plan:
             continue
         value = getattr(gold, name)
         if name == "fields":
-            for index, (field, values) in enumerate(value.items()):
-                plan.fields.append((field, _text(np.asarray(values), f"field{index}", plan)))
+            for index, field in enumerate(value):
+                coded = value.coded(field) if isinstance(value, LazyFields) else None
+                stem = f"field{index}"
+                kept = _text(np.asarray(value[field]), stem, plan) if coded is None else _categories(*coded, stem, plan)
+                plan.fields.append((field, kept))
         elif isinstance(value, np.ndarray):
             if value.dtype == object:
                 plan.attributes[name] = _text(value, name, plan)
@@ -144,14 +147,29 @@ def _text(values: np.ndarray, stem: str, plan: _Plan) -> dict[str, Any]:
     if values.ndim != 1 or not all(type(value) is str for value in values.tolist()):
         raise NotCompactable(f"{stem} is not a column of text")
     codes, categories = pd.factorize(values, sort=False)
-    encoded = [category.encode("utf-8", "surrogatepass") for category in categories.tolist()]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(piece) for piece in encoded], out=offsets[1:])
-    width = np.uint8 if len(encoded) < 2**8 else np.uint16 if len(encoded) < 2**16 else np.int32
+    return _categories(codes, np.asarray(categories, dtype=object), stem, plan)
+
+
+def _categories(codes: np.ndarray, categories: np.ndarray, stem: str, plan: _Plan) -> dict[str, Any]:
+    """A column as each row's code and the distinct values (strings) the codes number."""
+    values = categories.tolist()
+    if set(map(type, values)) - {str}:
+        raise NotCompactable(f"{stem} is not a column of text")
+    joined = "".join(values)
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    if joined.isascii():  # the usual: a character a byte, and no bytes object made for each value
+        np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])
+        blob = joined.encode("ascii")
+    else:
+        encoded = [value.encode("utf-8", "surrogatepass") for value in values]
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(values)), out=offsets[1:])
+        blob = b"".join(encoded)
+    del joined, values
+    width = np.uint8 if len(offsets) <= 2**8 else np.uint16 if len(offsets) <= 2**16 else np.int32
     return {
         "kind": "text",
         "codes": _add(plan, f"{stem}.codes.npy", codes.astype(width)),
-        "text": _add(plan, f"{stem}.text.npy", np.frombuffer(b"".join(encoded), dtype=np.uint8)),
+        "text": _add(plan, f"{stem}.text.npy", np.frombuffer(blob, dtype=np.uint8)),
         "offsets": _add(plan, f"{stem}.offsets.npy", offsets),
     }
 
@@ -162,23 +180,19 @@ def _add(plan: _Plan, name: str, array: np.ndarray) -> str:
 
 
 def _save(path: Path, array: np.ndarray) -> str:
+    """Write an .npy file (straight from the array: no copy of it); its sha256."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    digest = hashlib.sha256()
     with os.fdopen(fd, "wb") as handle:
-        np.save(_Hashing(handle, digest), array, allow_pickle=False)
+        np.save(handle, array, allow_pickle=False)
+    return _sha256(path)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while piece := handle.read(1 << 20):
+            digest.update(piece)
     return digest.hexdigest()
-
-
-class _Hashing:
-    """A file that hashes what is written to it (np.save writes the header and the data in pieces)."""
-
-    def __init__(self, handle: Any, digest: Any):
-        self._handle, self._digest = handle, digest
-
-    def write(self, data: Any) -> int:
-        self._digest.update(data)
-        written: int = self._handle.write(data)
-        return written
 
 
 def _private_write(path: Path, data: bytes) -> None:
@@ -220,7 +234,7 @@ def read(folder: Path) -> GoldSet:
                 makers[name] = _integers_as_text(arrays[how["file"]])
             else:
                 makers[name] = _text_column(arrays, how)
-        values["fields"] = LazyFields({name: _text_column(arrays, how) for name, how in manifest["fields"]})
+        values["fields"] = coded_fields({name: _codes_and_values(arrays, how) for name, how in manifest["fields"]})
         known = {
             name: arrays[file] if isinstance(file, str) else tuple(arrays[one] for one in file)
             for name, file in manifest["known"].items()
@@ -249,11 +263,7 @@ def _gold_class(name: str) -> type[GoldSet]:
 
 def _mapped(path: Path, digest: str) -> np.ndarray:
     """The array of an .npy file, mapped read-only, once its bytes match ``digest``."""
-    hashed = hashlib.sha256()
-    with path.open("rb") as handle:
-        while piece := handle.read(1 << 20):
-            hashed.update(piece)
-    if hashed.hexdigest() != digest:
+    if _sha256(path) != digest:
         raise Unreadable(f"{path.name} does not match its sha256")
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -266,16 +276,28 @@ def _integers_as_text(ints: np.ndarray) -> Callable[[], np.ndarray]:
     return lambda: object_array([str(value) for value in ints.tolist()])
 
 
-def _text_column(arrays: dict[str, np.ndarray], how: dict[str, Any]) -> Callable[[], np.ndarray]:
-    codes, text, offsets = arrays[how["codes"]], arrays[how["text"]], arrays[how["offsets"]]
+def _codes_and_values(
+    arrays: dict[str, np.ndarray], how: dict[str, Any]
+) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+    """A text column's codes (mapped), and a maker of its distinct values as Python strings."""
+    text, offsets = arrays[how["text"]], arrays[how["offsets"]]
 
-    def made() -> np.ndarray:
+    def values() -> np.ndarray:
         blob = text.tobytes()
         bounds = offsets.tolist()
-        categories = object_array(
+        return object_array(
             [blob[start:end].decode("utf-8", "surrogatepass") for start, end in zip(bounds, bounds[1:], strict=False)]
         )
-        column: np.ndarray = categories[np.asarray(codes, dtype=np.intp)] if len(categories) else object_array([])
+
+    return arrays[how["codes"]], values
+
+
+def _text_column(arrays: dict[str, np.ndarray], how: dict[str, Any]) -> Callable[[], np.ndarray]:
+    codes, values = _codes_and_values(arrays, how)
+
+    def made() -> np.ndarray:
+        distinct = values()
+        column: np.ndarray = distinct[np.asarray(codes, dtype=np.intp)] if len(distinct) else object_array([])
         return column
 
     return made

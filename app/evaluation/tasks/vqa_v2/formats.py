@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import array
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ import pandas as pd
 
 from app.evaluation import encoding, json_files
 from app.evaluation.errors import ProblemList, ValidationError
-from app.evaluation.gold import GoldSet, object_array
+from app.evaluation.gold import GoldSet, coded_fields, object_array
 from app.evaluation.predictions import max_lines_for
 from app.evaluation.text_files import show
 
@@ -109,6 +109,7 @@ def _answer_hashes(answers: Sequence[str]) -> np.ndarray:
 GOLD_DTYPE_FIELDS = ("normalise", "answers")
 _FIELDS = ("answer_type", "question_type", "image_id")  # per-question fields kept (subsets, pages)
 _ROWS = 1 << 16  # questions whose labels are made at a time
+_FEW_ANSWERS = 2**16 - 30  # distinct answers whose codes fit two bytes (a question's 30 at most may come at once)
 
 
 def _gold_dtype(humans: int) -> np.dtype:
@@ -136,9 +137,10 @@ def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
     """read_gold's checks and arrays, over the annotations as they come. Each distinct answer text and field value
     is kept once, the rest as codes: 4.5 million answers of a test-std-size file as strings would cost 270 MB."""
     problems = ProblemList()
-    ids: list[int] = []
+    ids: array.array[int] | list[int] = array.array("q")  # a list once an id is past 64 bits
     texts: dict[str, int] = {}  # each distinct human answer -> its code
-    codes = array.array("i")  # the code of every human answer, question by question
+    # The code of every human answer, question by question: two bytes each while there are few distinct answers.
+    codes = array.array("H")
     humans: int | None = None
     values: dict[str, dict[str, int]] = {name: {} for name in _FIELDS}  # a field's distinct values -> codes
     fields: dict[str, array.array[int]] = {name: array.array("i") for name in _FIELDS}
@@ -174,8 +176,13 @@ def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
         elif len(answers) != humans:
             problems.add(f"{where}: {len(answers)} human answers; every question must have the same number ({humans})")
             continue
-        ids.append(question)
+        try:
+            ids.append(question)
+        except OverflowError:
+            ids = [*ids, question]
         codes.extend([texts.setdefault(text, len(texts)) for text in written])
+        if codes.typecode == "H" and len(texts) > _FEW_ANSWERS:
+            codes = array.array("i", codes)
         for name in _FIELDS:
             value = record.get(name, "")
             value = value if isinstance(value, str) else str(value) if type(value) is int else ""
@@ -186,14 +193,15 @@ def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
         raise ValidationError(
             'expected the official annotations file: an object whose "annotations" is a non-empty list'
         )
-    if len(set(ids)) != len(ids):
+    ints = np.frombuffer(ids, dtype=np.int64) if isinstance(ids, array.array) else None
+    if (len(set(ids)) if ints is None else np.unique(ints).size) != len(ids):
         distinct, counts = np.unique(np.asarray([str(question) for question in ids], dtype=object), return_counts=True)
         raise ValidationError(f"question {distinct[counts > 1][0]} appears twice in the annotations file")
     hashed = _answer_hashes(list(texts))  # (distinct, 2)
     del texts
     # A question is unanimous when its humans' stripped forms are one: compared as codes of those forms.
     same_form = pd.factorize(hashed[:, 0])[0].astype(np.int32)
-    by_question = np.frombuffer(codes, dtype=np.int32).reshape(len(ids), humans)
+    by_question = np.frombuffer(codes, dtype=np.uint16 if codes.typecode == "H" else np.int32).reshape(len(ids), humans)
     form_codes = same_form[by_question]
     unanimous = (form_codes == form_codes[:, :1]).all(axis=1)
     del form_codes
@@ -206,15 +214,13 @@ def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
         block[agreed] = hashed[rows[agreed], 0]
         answers[start : start + _ROWS] = block
     del by_question, codes
-    fields_made = {
-        name: object_array(list(values[name]))[np.frombuffer(fields[name], dtype=np.int32)] for name in _FIELDS
-    }
+    # Kept as codes: a column of strings is made only if something reads it (subsets read the codes).
+    fields_made = coded_fields(
+        {name: (np.frombuffer(fields[name], dtype=np.int32), _distinct(values[name])) for name in _FIELDS}
+    )
     groups = np.arange(len(ids), dtype=np.int32)
-    try:
-        ints = np.array(ids, dtype=np.int64)
-    except OverflowError:  # a question id past 64 bits: kept as text alone
+    if ints is None:  # a question id past 64 bits: kept as text alone
         return GoldSet(task, object_array([str(question) for question in ids]), labels, groups, fields_made)
-    del ids
     # The ids become strings only if something asks for them (a score never does: parse_results reads int_ids).
     made: GoldSet = GoldSet.lazily(
         {"task": task, "labels": labels, "groups": groups, "fields": fields_made, "n_images": 1, "numeric_ids": False},
@@ -222,6 +228,11 @@ def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
         {"int_ids": ints},
     )
     return made
+
+
+def _distinct(values: dict[str, int]) -> Callable[[], np.ndarray]:
+    distinct = object_array(list(values))
+    return lambda: distinct
 
 
 def _repeats(values: list[Any]) -> bool:
