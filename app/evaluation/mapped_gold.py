@@ -1,12 +1,13 @@
 """A parsed gold set kept as a folder of .npy files, opened memory-mapped: parsed once, shared by every process.
 
 A VQA v2 test-std split (447,793 questions) parsed is some 430 MB of Python objects in each process that scores
-it; as this folder it is ~45 MB of arrays every process maps read-only (the page cache holds them once). Numeric
+it; as this folder it is ~50 MB of arrays every process maps read-only (the page cache holds them once). Numeric
 arrays are written as they are; a column of text (the ids, a field) as categories and codes: the distinct values'
 UTF-8 bytes end to end (``*.text.npy``) with their offsets (``*.offsets.npy``), and each row's code
-(``*.codes.npy``). Ids that are all integers written as Python writes them are one int64 array instead, and ids
-of at most HASHED_WIDTH bytes are kept as the fixed-width bytes the upload lookups compare (``GoldSet._id_bytes``).
-Text becomes Python strings only when something reads it (GoldSet.lazily).
+(``*.codes.npy``). Ids that are all integers written as Python writes them are one int64 array instead (with a
+sorted copy and its order, which positions_of_ints searches), and ids of at most HASHED_WIDTH bytes are also kept
+as the fixed-width bytes the upload lookups compare (``GoldSet._id_bytes``). Text becomes Python strings only when
+something reads it (GoldSet.lazily, LazyFields).
 
 ``manifest.json`` says how each attribute of the gold set is kept, and the sha256 of every file: ``read`` checks
 them all, so a damaged or tampered folder is refused (Unreadable) and the caller builds it again from the gold
