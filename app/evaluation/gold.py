@@ -12,7 +12,8 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -63,9 +64,22 @@ class LazyFields(Mapping[str, np.ndarray]):
             made = self._categories[name] = categories()
         return codes, made
 
+    def part(self, indices: np.ndarray) -> LazyFields:
+        """The fields of the rows ``indices`` alone: those kept as codes stay so."""
+        coded = {name: (np.asarray(codes)[indices], categories) for name, (codes, categories) in self._coded.items()}
+        part = coded_fields(coded)
+        for name in self._makers:
+            if name not in coded:
+                part._makers[name] = _taken(self, name, indices)
+        return part
+
     def made(self) -> list[np.ndarray]:
         """The fields and distinct values made so far (what this process holds of them)."""
         return [*self._made.values(), *self._categories.values()]
+
+
+def _taken(fields: LazyFields, name: str, indices: np.ndarray) -> Callable[[], np.ndarray]:
+    return lambda: fields[name][indices]
 
 
 def coded_fields(columns: dict[str, tuple[np.ndarray, Callable[[], np.ndarray]]]) -> LazyFields:
@@ -109,6 +123,27 @@ class GoldSet:
         gold.__dict__.update(known)
         gold.__dict__["_makers"] = dict(makers)
         return gold
+
+    def part(self, indices: np.ndarray) -> GoldSet:
+        """The gold set of the examples ``indices`` alone, in gold order (sealed.restrict). Ids not yet made into
+        strings and fields kept as codes stay so: the part of a mapped gold set makes no string of its own."""
+        indices = np.asarray(indices, dtype=np.intp)
+        fields = self.fields
+        if "ids" in self.__dict__ or self.int_ids is None or not isinstance(fields, LazyFields):
+            return replace(
+                self,
+                ids=self.ids[indices],
+                labels=self.labels[indices],
+                groups=self.groups[indices],
+                fields={name: values[indices] for name, values in fields.items()},
+            )
+        ints = np.asarray(self.int_ids)[indices]
+        values = {spec.name: getattr(self, spec.name) for spec in dataclass_fields(self) if spec.name != "ids"}
+        values.update(labels=self.labels[indices], groups=self.groups[indices], fields=fields.part(indices))
+        made: GoldSet = type(self).lazily(
+            values, {"ids": lambda: object_array([str(value) for value in ints.tolist()])}, {"int_ids": ints}
+        )
+        return made
 
     if not TYPE_CHECKING:
 

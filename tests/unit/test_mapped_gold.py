@@ -175,3 +175,26 @@ def test_a_configured_type_scores_the_same_from_its_folder(config, tmp_path):
     _same_gold(fresh, mapped)
     for file in (builtin.synthetic_predictions(data, 0.6, seed=1), builtin.sample(builtin.read_gold(data))[:-30]):
         assert _problems(task, file, mapped) == _problems(task, file, fresh)
+
+
+@pytest.mark.parametrize("name", ["vqa-v2", "gqa", "nlvr2"])
+def test_a_part_of_a_mapped_gold_set_is_the_part_of_the_parsed_one(name, tmp_path):
+    """A blind test's queried part (sealed.restrict): the same gold set, and of a mapped VQA v2 split made without
+    a string of any id or field value."""
+    from app.evaluation import sealed
+
+    task = get_task(name)
+    data = task.synthetic_gold(40, seed=6)
+    fresh = task.read_gold(data)
+    mapped = _kept(fresh, tmp_path)
+    part = np.flatnonzero(sealed.sealed_mask(fresh.groups, 0.5, "seed"))
+    _same_gold(sealed.restrict(fresh, part), sealed.restrict(mapped, part))
+    (tmp_path / "again").mkdir()
+    restricted = sealed.restrict(_kept(fresh, tmp_path / "again"), part)
+    predictions = task.parse(task.synthetic_predictions(data, 0.5, seed=1), fresh)[part]
+    subsets = sealed.restrict_subsets(task.derive_subsets(fresh), part)
+    assert task.score(restricted, predictions, subsets) == task.score(
+        sealed.restrict(fresh, part), predictions, subsets
+    )
+    if name == "vqa-v2":
+        assert "ids" not in vars(restricted) and not restricted.fields.made()
