@@ -13,12 +13,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import prometheus_client
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -83,16 +83,6 @@ JOB_OUTCOMES = Counter(
     ["kind", "outcome"],
 )
 
-# The gold sets a process holds (app/services/catalog/label_files.py), per process (a "pid" label in multiprocess
-# mode, gone when the process ends): "private", its own memory (arrays it made, ids as strings, indexes);
-# "mapped", the parsed-gold files it maps read-only, which the page cache holds once for every process.
-GOLD_CACHE_BYTES = Gauge(
-    "holdout_gold_cache_bytes",
-    "Bytes of parsed gold this process holds, by memory (private: its own; mapped: files shared between processes)",
-    ["memory"],
-    multiprocess_mode="liveall",
-)
-
 for store in STORES:
     STORAGE_FAILURES.labels(store)
 for outcome in UPLOAD_OUTCOMES:  # present at 0 from the start, so a rate() has a series to work on
@@ -110,12 +100,6 @@ def upload(outcome: str) -> None:
     """Count a received prediction file as scored, rejected (stored with its problems), over_quota or replayed
     (answered as the earlier upload sent with the same Idempotency-Key)."""
     UPLOADS.labels(outcome).inc()
-
-
-def gold_cache(private: int, mapped: int) -> None:
-    """Record the size of this process's gold cache, as measured now (label_files measures it as it loads)."""
-    GOLD_CACHE_BYTES.labels("private").set(private)
-    GOLD_CACHE_BYTES.labels("mapped").set(mapped)
 
 
 def storage_failure(store: str, reason: str) -> None:
@@ -210,3 +194,22 @@ def _queue_gauges(queue: dict) -> bytes:
     registry = CollectorRegistry()
     registry.register(_QueueCollector(queue))
     return generate_latest(registry)
+
+
+# --- the gold cache (label_files) ----------------------------------------------------------------------------
+
+# The gold sets a process holds (app/services/catalog/label_files.py), per process (a "pid" label in multiprocess
+# mode, gone when the process ends): "private", its own memory (arrays it made, ids as strings, indexes);
+# "mapped", the parsed-gold files it maps read-only, which the page cache holds once for every process.
+GOLD_CACHE_BYTES = prometheus_client.Gauge(
+    "holdout_gold_cache_bytes",
+    "Bytes of parsed gold this process holds, by memory (private: its own; mapped: files shared between processes)",
+    ["memory"],
+    multiprocess_mode="liveall",
+)
+
+
+def gold_cache(private: int, mapped: int) -> None:
+    """Record the size of this process's gold cache, as measured now (label_files measures it as it loads)."""
+    GOLD_CACHE_BYTES.labels("private").set(private)
+    GOLD_CACHE_BYTES.labels("mapped").set(mapped)
