@@ -114,6 +114,7 @@ bench: install-dev system-deps
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/hostile_uploads.py
 	$(BIN)/python benchmarks/worker_memory.py
+	$(BIN)/python benchmarks/gold_sharing.py
 	$(BIN)/python benchmarks/job_queue.py
 
 benchmarks: install

@@ -49,6 +49,11 @@ class LRU(Generic[V]):
             return found  # type: ignore[return-value]
         return self.put(key, make())
 
+    def values(self) -> list[V]:
+        """The values kept now, least recently used first (expired ones included until they are replaced)."""
+        with self._lock:
+            return [value for _expires, value in self._items.values()]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

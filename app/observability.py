@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import prometheus_client
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -298,3 +299,22 @@ def _queue_gauges(queue: dict) -> bytes:
     registry = CollectorRegistry()
     registry.register(_QueueCollector(queue))
     return generate_latest(registry)
+
+
+# --- the gold cache (label_files) ----------------------------------------------------------------------------
+
+# The gold sets a process holds (app/services/catalog/label_files.py), per process (a "pid" label in multiprocess
+# mode, gone when the process ends): "private", its own memory (arrays it made, ids as strings, indexes);
+# "mapped", the parsed-gold files it maps read-only, which the page cache holds once for every process.
+GOLD_CACHE_BYTES = prometheus_client.Gauge(
+    "holdout_gold_cache_bytes",
+    "Bytes of parsed gold this process holds, by memory (private: its own; mapped: files shared between processes)",
+    ["memory"],
+    multiprocess_mode="liveall",
+)
+
+
+def gold_cache(private: int, mapped: int) -> None:
+    """Record the size of this process's gold cache, as measured now (label_files measures it as it loads)."""
+    GOLD_CACHE_BYTES.labels("private").set(private)
+    GOLD_CACHE_BYTES.labels("mapped").set(mapped)

@@ -1,9 +1,9 @@
 """Gold sets (GoldSet) and the shared reader of JSON-lines gold files: a family describes its records in a
 LineFormat (in its folder's ``formats.py``) and read_examples reads them into ids, labels and fields.
 
-Gold files come from maintainers, are read once per process and cached by the services, so this is
-plain Python over records; json.loads per line dominates (~50 ms of ~80 ms for the 3.7 MB NLVR2 dev
-file), and well-formed files take a column-wise fast path for the checks.
+Gold files come from maintainers and are read once (the services keep what they parse to as a folder of arrays
+every process maps: mapped_gold.py), so this is plain Python over records; json.loads per line dominates (~50 ms
+of ~80 ms for the 3.7 MB NLVR2 dev file), and well-formed files take a column-wise fast path for the checks.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,19 +27,133 @@ from .text_files import read_text, show
 Record = dict[str, Any]  # one parsed line of a gold file
 
 
+class LazyFields(Mapping[str, np.ndarray]):
+    """A gold set's fields, each made on first use (a mapped gold set's text columns become Python strings only
+    when something reads them). A field kept as codes (``coded``: each row's code, and a maker of the distinct
+    values) gives them to field_subsets, which needs no column of strings."""
+
+    def __init__(
+        self,
+        makers: dict[str, Callable[[], np.ndarray]],
+        coded: dict[str, tuple[np.ndarray, Callable[[], np.ndarray]]] | None = None,
+    ):
+        self._makers = dict(makers)
+        self._coded = dict(coded or {})
+        self._made: dict[str, np.ndarray] = {}
+        self._categories: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        made = self._made.get(name)
+        if made is None:
+            made = self._made[name] = self._makers[name]()
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
+
+    def coded(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(each row's code, the distinct values as an object array) of a field kept as codes; None otherwise."""
+        if name not in self._coded:
+            return None
+        codes, categories = self._coded[name]
+        made = self._categories.get(name)
+        if made is None:
+            made = self._categories[name] = categories()
+        return codes, made
+
+    def part(self, indices: np.ndarray) -> LazyFields:
+        """The fields of the rows ``indices`` alone: those kept as codes stay so."""
+        coded = {name: (np.asarray(codes)[indices], categories) for name, (codes, categories) in self._coded.items()}
+        part = coded_fields(coded)
+        for name in self._makers:
+            if name not in coded:
+                part._makers[name] = _taken(self, name, indices)
+        return part
+
+    def made(self) -> list[np.ndarray]:
+        """The fields and distinct values made so far (what this process holds of them)."""
+        return [*self._made.values(), *self._categories.values()]
+
+
+def _taken(fields: LazyFields, name: str, indices: np.ndarray) -> Callable[[], np.ndarray]:
+    return lambda: fields[name][indices]
+
+
+def coded_fields(columns: dict[str, tuple[np.ndarray, Callable[[], np.ndarray]]]) -> LazyFields:
+    """Fields kept as (codes, maker of the distinct values): each column of strings made on first use."""
+
+    def column(codes: np.ndarray, categories: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+        def made() -> np.ndarray:
+            values = categories()
+            return values[np.asarray(codes, dtype=np.intp)] if len(values) else object_array([])
+
+        return made
+
+    fields = LazyFields({name: column(codes, categories) for name, (codes, categories) in columns.items()}, columns)
+    return fields
+
+
 @dataclass(eq=False, repr=False)
 class GoldSet:
-    """The labels of one split, in gold file order."""
+    """The labels of one split, in gold file order.
+
+    A gold set mapped from its compact folder (mapped_gold) is made by ``lazily``: its ids (and any text column)
+    become Python strings on first use, and what the lookups need instead (``int_ids``, the ids as bytes) is
+    given to it whole."""
 
     task: str
     ids: np.ndarray  # object array of canonical identifiers
     labels: np.ndarray  # binary tasks: bool (n,); VCR: int8 (n, 2) = (answer_label, rationale_label)
     groups: np.ndarray  # int32 (n,): consistency group of each example, numbered in order of appearance
-    fields: dict[str, np.ndarray]  # per-example strings usable for subsets (sentence, urls, region, ...)
+    fields: Mapping[str, np.ndarray]  # per-example strings usable for subsets (sentence, urls, region, ...)
     n_images: int = 1  # 6 for nlvr-images: each example is judged on 6 images
     # Every identifier a JSON number in the gold file (VQA v2's question ids): a JSON prediction file of a
     # configured type must write them as numbers too, as the official formats do.
     numeric_ids: bool = False
+
+    @classmethod
+    def lazily(cls, values: dict[str, Any], makers: dict[str, Callable[[], Any]], known: dict[str, Any]) -> Any:
+        """A gold set of this class with the attributes ``values``, those of ``makers`` made on first use, and the
+        cached properties ``known`` already worked out (``int_ids``, ``_id_bytes``)."""
+        gold = cls.__new__(cls)
+        gold.__dict__.update(values)
+        gold.__dict__.update(known)
+        gold.__dict__["_makers"] = dict(makers)
+        return gold
+
+    def part(self, indices: np.ndarray) -> GoldSet:
+        """The gold set of the examples ``indices`` alone, in gold order (sealed.restrict). Ids not yet made into
+        strings and fields kept as codes stay so: the part of a mapped gold set makes no string of its own."""
+        indices = np.asarray(indices, dtype=np.intp)
+        fields = self.fields
+        if "ids" in self.__dict__ or self.int_ids is None or not isinstance(fields, LazyFields):
+            return replace(
+                self,
+                ids=self.ids[indices],
+                labels=self.labels[indices],
+                groups=self.groups[indices],
+                fields={name: values[indices] for name, values in fields.items()},
+            )
+        ints = np.asarray(self.int_ids)[indices]
+        values = {spec.name: getattr(self, spec.name) for spec in dataclass_fields(self) if spec.name != "ids"}
+        values.update(labels=self.labels[indices], groups=self.groups[indices], fields=fields.part(indices))
+        made: GoldSet = type(self).lazily(
+            values, {"ids": lambda: object_array([str(value) for value in ints.tolist()])}, {"int_ids": ints}
+        )
+        return made
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for an attribute not yet set: one ``lazily`` left to be made.
+            maker = self.__dict__.get("_makers", {}).get(name)
+            if maker is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            value = self.__dict__[name] = maker()
+            return value
 
     def __repr__(self) -> str:
         # Never the labels: a GoldSet may end up in a log or a traceback.
@@ -49,7 +164,13 @@ class GoldSet:
 
     @property
     def n(self) -> int:
-        return len(self.ids)
+        return len(self.groups)
+
+    def id_at(self, row: int) -> str:
+        """One identifier as text, without making every identifier a Python string (a refusal names a few)."""
+        if "ids" in self.__dict__ or self.int_ids is None:
+            return str(self.ids[row])
+        return str(int(self.int_ids[row]))
 
     @cached_property  # gold sets are cached per process; the count is read on every hidden-split upload
     def n_groups(self) -> int:
@@ -59,6 +180,44 @@ class GoldSet:
     def id_index(self) -> pd.Index:
         """A hash index over ids: ``id_index.get_indexer(ids)`` gives rows, -1 for unknown ids."""
         return pd.Index(self.ids, dtype=object)
+
+    @cached_property
+    def int_ids(self) -> np.ndarray | None:
+        """The ids as int64 where every one is an integer written as Python writes it (VQA v2's question ids),
+        else None: a results file's integers are looked up without a string made of any."""
+        ids = self.ids.tolist()
+        if not ids or type(ids[0]) is not str or not _INTEGER.fullmatch(ids[0]):
+            return None
+        try:
+            ints = np.array([int(identifier) for identifier in ids], dtype=np.int64)
+        except (ValueError, OverflowError):
+            return None
+        if any(str(value) != identifier for value, identifier in zip(ints.tolist(), ids, strict=True)):
+            return None
+        return ints
+
+    @cached_property
+    def int_lookup(self) -> tuple[np.ndarray, np.ndarray]:
+        """``int_ids`` sorted, and the row of each: positions_of_ints searches them (two arrays a mapped gold set
+        keeps in its folder, where a hash table would be this process's own)."""
+        ints = self.int_ids
+        if ints is None:
+            raise ValueError("the gold set's ids are not integers")
+        order = np.argsort(ints, kind="stable")
+        return ints[order], order
+
+    def positions_of_ints(self, values: np.ndarray) -> np.ndarray:
+        """Rows of the int64 ``values`` among ``int_ids`` (which must not be None); -1 for those not there."""
+        ints = self.int_ids
+        if ints is None:
+            raise ValueError("the gold set's ids are not integers")
+        if values.size == self.n and (values == ints).all():
+            return np.arange(self.n, dtype=np.int64)  # the usual file: every id, in the gold file's order
+        ordered, order = self.int_lookup
+        if ordered.size == 0:
+            return np.full(values.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
+        return np.where(ordered[at] == values, order[at], -1).astype(np.int64)
 
     @cached_property
     def _id_bytes(self) -> np.ndarray:
@@ -99,6 +258,7 @@ class GoldSet:
         return {identifier: row for row, identifier in enumerate(self.ids.tolist())}
 
 
+_INTEGER = re.compile(r"-?[1-9][0-9]{0,18}|0")  # what str() of an int64 can write
 # Odd 64-bit multipliers, one per 8-byte word of a cell (identifiers over 64 bytes take the general path).
 HASHED_WIDTH = 64
 _HASH_MULTIPLIERS = np.random.default_rng(0x601D).integers(1, 2**63, size=HASHED_WIDTH // 8, dtype=np.uint64) * 2 + 1

@@ -13,6 +13,7 @@ no UTF-8 can hold, a lone surrogate written as an escape ("\\ud800"), is refused
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import sys
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ProblemList, ValidationError, at
-from .text_files import read_text, show
+from .text_files import check_text, read_text, show
 
 # Problems a gold file's reader gathers before it stops looking: a file with millions of bad entries is refused
 # for the price of its first ones (and a listing shows the first errors.MAX_PROBLEMS).
@@ -119,49 +120,100 @@ class NotStreamable(Exception):
     refusals name the problem."""
 
 
-def stream_array(data: bytes, key: str) -> Iterator[Any]:
+class _Window:
+    """A document's text decoded a chunk at a time: ``text`` holds what is left from a position on, so that a
+    VQA-size annotations file (350 MB) is never decoded whole beside its bytes."""
+
+    def __init__(self, data: bytes, start: int, chunk: int):
+        self._view = memoryview(data)[start:]
+        self._offset = 0
+        self._chunk = chunk
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self.text = ""
+        self.eof = False
+
+    def more(self, position: int) -> int:
+        """Drop the text before ``position`` and decode the next chunk; the position in the new text (0)."""
+        piece = self._view[self._offset : self._offset + self._chunk]
+        self._offset += len(piece)
+        self.eof = self._offset >= len(self._view)
+        self.text = self.text[position:] + self._decoder.decode(piece, final=self.eof)
+        return 0
+
+    def skip(self, position: int) -> int:
+        """The position of the next character that is not whitespace (len(text) only at the end of the file)."""
+        while True:
+            position = _skip(self.text, position)
+            if position < len(self.text) or self.eof:
+                return position
+            position = self.more(position)
+
+    def starts(self, prefix: str, position: int) -> tuple[bool, int]:
+        """Whether the text at ``position`` (after whitespace) starts with ``prefix``, and that position."""
+        position = self.skip(position)
+        return self.text.startswith(prefix, position), position
+
+    def value(self, position: int) -> tuple[Any, int]:
+        """The JSON value at ``position``; a value running to the window's end is decoded again with more text (a
+        number cut in two would otherwise read as its first digits)."""
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.text, position)
+                if end < len(self.text) or self.eof:
+                    return value, end
+            except ValueError:
+                if self.eof:
+                    raise
+            position = self.more(position)
+
+
+STREAM_CHUNK = 1 << 20  # bytes decoded at a time by stream_array
+
+
+def stream_array(data: bytes, key: str, chunk: int = STREAM_CHUNK) -> Iterator[Any]:
     """The elements of the array under ``key`` in a JSON object, parsed one at a time, so that a large gold file
     (VQA v2's annotations: 2 million answer objects) never sits parsed whole in memory beside what is made of
-    it. Only for a plain, well-formed document: anything else (a syntax error, a repeated key, a surrogate
-    escape, no such array) raises NotStreamable, and the caller reads the file with ``load`` instead."""
+    it, nor its text decoded whole (``chunk`` bytes at a time). Only for a plain, well-formed document: anything
+    else (a syntax error, a repeated key, a surrogate escape, no such array) raises NotStreamable, and the
+    caller reads the file with ``load`` instead."""
     if _SURROGATE_ESCAPE.search(data) is not None:
         raise NotStreamable("surrogate escapes: load checks them")
-    text = read_text(data).decode("utf-8")
+    window = _Window(data, check_text(data), chunk)
     try:
-        position = _skip(text, 0)
-        if not text.startswith("{", position):
+        opened, position = window.starts("{", 0)
+        if not opened:
             raise NotStreamable("not an object")
-        position = _skip(text, position + 1)
+        position = window.skip(position + 1)
         found = False
-        while not text.startswith("}", position):
-            name, position = _DECODER.raw_decode(text, position)
-            position = _skip(text, position)
-            if not isinstance(name, str) or not text.startswith(":", position):
+        while not window.text.startswith("}", position):
+            name, position = window.value(position)
+            colon, position = window.starts(":", position)
+            if not isinstance(name, str) or not colon:
                 raise NotStreamable("not a key")
-            position = _skip(text, position + 1)
+            position = window.skip(position + 1)
             if name == key:
-                if found or not text.startswith("[", position):
+                if found or not window.text.startswith("[", position):
                     raise NotStreamable("the key repeated, or not an array")
                 found = True
-                position = _skip(text, position + 1)
-                while not text.startswith("]", position):
-                    item, position = _DECODER.raw_decode(text, position)
+                position = window.skip(position + 1)
+                while not window.text.startswith("]", position):
+                    item, position = window.value(position)
                     yield item
                     del item
-                    position = _skip(text, position)
-                    if text.startswith(",", position):
-                        position = _skip(text, position + 1)
-                    elif not text.startswith("]", position):
+                    comma, position = window.starts(",", position)
+                    if comma:
+                        position = window.skip(position + 1)
+                    elif not window.text.startswith("]", position):
                         raise NotStreamable("no comma between elements")
                 position += 1
             else:
-                _, position = _DECODER.raw_decode(text, position)
-            position = _skip(text, position)
-            if text.startswith(",", position):
-                position = _skip(text, position + 1)
-            elif not text.startswith("}", position):
+                _, position = window.value(position)
+            comma, position = window.starts(",", position)
+            if comma:
+                position = window.skip(position + 1)
+            elif not window.text.startswith("}", position):
                 raise NotStreamable("no comma between keys")
-        if not found or _skip(text, position + 1) != len(text):
+        if not found or window.skip(position + 1) != len(window.text):
             raise NotStreamable("no such array, or text after the document")
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError; long integers raise one too
         raise NotStreamable(str(exc)) from None

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import Problem, ProblemList, ValidationError, at
-from .gold import GoldSet
+from .gold import GoldSet, LazyFields
 from .text_files import read_text, show
 
 _BULLETS = ("* ", "- ")
@@ -36,7 +36,15 @@ def field_subsets(gold: GoldSet, field: str) -> dict[str, np.ndarray]:
     if field not in gold.fields:
         available = ", ".join(sorted(gold.fields)) or "none"
         raise ValueError(f"unknown subset field {field!r}; the gold file's fields are: {available}")
-    codes, values = pd.factorize(gold.fields[field], sort=True)
+    coded = gold.fields.coded(field) if isinstance(gold.fields, LazyFields) else None
+    if coded is None:
+        codes, values = pd.factorize(gold.fields[field], sort=True)
+    else:  # the distinct values sorted as factorize sorts them, without a string made for every row
+        found, distinct = coded
+        order = np.argsort(distinct, kind="stable")
+        renumbered = np.empty(len(order), dtype=np.int64)
+        renumbered[order] = np.arange(len(order))
+        codes, values = renumbered[np.asarray(found, dtype=np.intp)], distinct[order]
     order = np.argsort(codes, kind="stable")  # stable: ascending indices within each value
     bounds = np.searchsorted(codes[order], np.arange(len(values) + 1))
     return {

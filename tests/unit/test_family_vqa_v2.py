@@ -245,3 +245,14 @@ def test_a_gold_file_is_read_one_annotation_at_a_time_with_the_same_result():
             list(json_files.stream_array(odd, "annotations"))
         with pytest.raises(ValidationError):
             TASK.read_gold(odd)
+
+
+def test_a_gold_file_of_more_distinct_answers_than_two_bytes_number_reads_the_same():
+    """Answer codes widen past 65,506 distinct answers (vqa_v2._FEW_ANSWERS) without a code wrapping round: every
+    question's first human alone matches its own answer, so each scores 30% whatever its place."""
+    questions = [[f"a{i}-{j}" for j in range(10)] for i in range(6600)]
+    gold = TASK.read_gold(_gold(*questions))
+    first = json.dumps([{"question_id": 100 + i, "answer": f"a{i}-0"} for i in range(6600)]).encode()
+    points = TASK.unit_scores(gold, TASK.parse(first, gold)[None])[0]
+    assert points.tolist() == [9] * 6600  # 30%: nine of the ten leave-one-out sets hold the matching human
+    assert gold.ids.tolist()[-1] == "6699" and gold.int_ids is not None

@@ -5,7 +5,7 @@ submissions when a split's scoring inputs change (`rescoring`).
 Mails the reveal of a held board to the teams that uploaded to it (`notifications`).
 
 May import: app.bundles, app.services.people, app.services.mail, app.services.storage, app.services.audit,
-app.services.jobs, app.services.errors, app.settings, app.db, app.models, app.lru, app.evaluation.
+app.services.jobs, app.services.errors, app.settings, app.db, app.models, app.lru, app.observability, app.evaluation.
 """
 
 from app.services.catalog.benchmarks import (

@@ -254,7 +254,7 @@ def add_split(
         for path, _digest in given.values():
             label_files.remove_gold(path)
         raise
-    label_files.remember(split, gold if compact is None else label_files.with_choices(task, gold, compact))
+    label_files.remember(split, gold)  # kept as its folder of arrays now: no process parses the file again
     return split
 
 

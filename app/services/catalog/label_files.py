@@ -1,25 +1,34 @@
 """The hidden-labels folder: imported gold files, written once (mode 0600) and read through a cache.
 
-Only this module opens gold files; everything else gets a parsed GoldSet.
+Only this module opens gold files; everything else gets a parsed GoldSet. A gold file is parsed once: what it
+parses to is kept beside it as a folder of arrays (app/evaluation/mapped_gold.py), named by the file's sha256 and
+by what read it, written when the split is added or its gold corrected (or when a process finds none), and
+mapped read-only by every process, so that workers share one copy of a large split's gold in the page cache.
 """
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from app import settings
+from app import observability, settings
 from app.db import on_rollback
-from app.evaluation import GoldSet, TakesChoices, ValidationError
+from app.evaluation import GoldSet, TakesChoices, ValidationError, mapped_gold
 from app.lru import LRU
 from app.models import Split
 from app.services.catalog.task_types import task_of
 from app.services.storage.checksums import sha256
 
-# Parsed gold sets by file and hash. More than a site's splits are usually: visited in turn (a crawler, every
-# board's pages), splits past the size evict each other before their next use, and every visit parses a gold
-# file again (the demo alone has 18 splits). A real NLVR2 test set holds under 2 MB parsed.
+# Gold sets by file and hash. More than a site's splits are usually: visited in turn (a crawler, every board's
+# pages), splits past the size evict each other before their next use. A mapped one costs this process little of
+# its own (what it has worked out: indexes, ids as strings); one its family cannot map holds its parse.
 _cache: LRU[GoldSet] = LRU(48)
+_log = logging.getLogger(__name__)
 
 
 class GoldFileError(RuntimeError):
@@ -135,25 +144,121 @@ def stored_bytes(relative: str, digest: str, what: str) -> bytes:
 
 
 def load_gold(split: Split) -> GoldSet:
-    """The split's parsed gold labels (with its choices file attached, where it has one), verified against the
-    recorded sha256 on first load."""
+    """The split's parsed gold labels (with its choices file attached, where it has one): mapped from the folder
+    its gold file was parsed into, else parsed from the file (verified against its recorded sha256) and that
+    folder written."""
     key = _key(split)
     gold = _cache.get(key)
     if gold is not None:
+        _measure()  # what it has worked out since (an index of its ids) shows
         return gold
-    data = _read_checked(split.gold_path, split.gold_sha256, f"gold file for split {split.id}")
     task = task_of(split.benchmark)
-    gold = task.read_gold(data)
+    gold = _mapped(split, task)
     compact = stored_choices(split)
     if compact is not None:
         gold = with_choices(task, gold, compact)
-    return _cache.put(key, gold)
+    _cache.put(key, gold)
+    _measure()
+    return gold
 
 
 def remember(split: Split, gold: GoldSet) -> GoldSet:
-    """Keep `gold`, parsed from the split's gold file (and choices) as it was imported, as load_gold would make
-    it: the split's first upload after the import does not parse the file again."""
-    return _cache.put(_key(split), gold)
+    """Keep `gold`, parsed from the split's gold file as it was imported or corrected (without its choices), as
+    load_gold would: its folder written now, so that no process parses the file again."""
+    task = task_of(split.benchmark)
+    folder = parsed_folder(split, task.name)
+    with _building(folder):
+        try:
+            kept = mapped_gold.read(folder)
+        except mapped_gold.Unreadable:
+            kept = _store(folder, gold)
+    compact = stored_choices(split)
+    if compact is not None:
+        kept = with_choices(task, kept, compact)
+    _cache.put(_key(split), kept)
+    _measure()
+    return kept
+
+
+def parsed_folder(split: Split, task: str) -> Path:
+    """Where the split's gold file parsed by `task` is kept: beside the file, named by its sha256 and the reader."""
+    return labels_dir() / Path(split.gold_path).parent / f"{split.gold_sha256}-{mapped_gold.folder_tag(task)}.parsed"
+
+
+def _mapped(split: Split, task) -> GoldSet:
+    folder = parsed_folder(split, task.name)
+    try:
+        return mapped_gold.read(folder)
+    except mapped_gold.Unreadable:
+        pass
+    with _building(folder):  # one process parses; the others wait for its folder
+        try:
+            return mapped_gold.read(folder)
+        except mapped_gold.Unreadable as exc:
+            if folder.exists():
+                _log.warning("parsed gold of split %s is damaged (%s): parsing its gold file again", split.id, exc)
+        data = _read_checked(split.gold_path, split.gold_sha256, f"gold file for split {split.id}")
+        gold = task.read_gold(data)
+        del data
+        return _store(folder, gold)
+
+
+def _store(folder: Path, gold: GoldSet) -> GoldSet:
+    """`gold` written into `folder` (replacing a damaged one, and the folders older code made of the same file)
+    and mapped from it; `gold` itself where its family's gold cannot be kept so or the folder cannot be written."""
+    # Written aside and renamed into place: a process of another host (the folder on shared storage) maps a
+    # whole folder or none.
+    aside = folder.with_name(f"{folder.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        mapped_gold.remove(folder)
+        mapped_gold.write(gold, aside)
+        try:
+            aside.rename(folder)
+        except OSError:  # another host's, made meanwhile: the same content
+            mapped_gold.remove(aside)
+        # Made for a change that is not kept (a dry run, a failed import): gone with it, as its gold file is.
+        on_rollback(lambda: mapped_gold.remove(folder))
+        mapped = mapped_gold.read(folder)
+    except mapped_gold.NotCompactable:
+        return gold
+    except (OSError, mapped_gold.Unreadable) as exc:
+        _log.warning("could not keep parsed gold in %s (%s): this process holds its own", folder, exc)
+        return gold
+    digest = folder.name.rsplit("-", 1)[0]
+    for stale in folder.parent.glob(f"{digest}-*.parsed"):
+        if stale != folder:  # made by another version of the readers: never read again
+            mapped_gold.remove(stale)
+    return mapped
+
+
+@contextmanager
+def _building(folder: Path) -> Iterator[None]:
+    """An exclusive lock, between the processes of this host, on building a folder: one on the folder it goes in
+    (no lock file left beside the gold files)."""
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(folder.parent, os.O_RDONLY)
+    try:
+        with suppress(OSError):  # a file system without locks (some NFS mounts): two processes may both parse
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _measure() -> tuple[int, int]:
+    """(private, mapped) bytes of the gold sets this process holds, measured now and recorded for /metrics
+    (load_gold measures at every call: what a gold set works out after one shows at the next)."""
+    private = mapped = 0
+    for gold in _cache.values():
+        own, shared = mapped_gold.held_bytes(gold)
+        private, mapped = private + own, mapped + shared
+    observability.gold_cache(private, mapped)
+    return private, mapped
+
+
+def cache_bytes() -> tuple[int, int]:
+    """(private, mapped) bytes of the gold sets this process holds, measured now."""
+    return _measure()
 
 
 def _key(split: Split) -> tuple:

@@ -205,6 +205,7 @@ def correct_labels(
         if not existed:
             label_files.remove_gold(relative)
         raise
+    label_files.remember(split, new)  # the corrected file parsed once, for every process
     return Correction(split, version, changed, moved, rescored, old_sha256, digest)
 
 

@@ -3,8 +3,9 @@ normalisation they are compared in (see family.py's docstring for the quirks kep
 
 from __future__ import annotations
 
+import array
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import pandas as pd
 
 from app.evaluation import encoding, json_files
 from app.evaluation.errors import ProblemList, ValidationError
-from app.evaluation.gold import GoldSet, object_array
+from app.evaluation.gold import GoldSet, coded_fields, object_array
 from app.evaluation.predictions import max_lines_for
 from app.evaluation.text_files import show
 
@@ -91,8 +92,11 @@ def stripped(text: str) -> str:
 
 
 def _answer_hashes(answers: Sequence[str]) -> np.ndarray:
-    """(len, 2) uint64: each answer's stripped form and normalised form, hashed; each distinct answer once."""
-    codes, distinct = pd.factorize(np.asarray([stripped(a) for a in answers], dtype=object))
+    """(len, 2) uint64: each answer's stripped form and normalised form, hashed; each distinct answer once (and
+    each distinct text stripped once: a results file repeats a few thousand answers 447,793 times)."""
+    written, texts = pd.factorize(object_array(list(answers)))
+    forms, distinct = pd.factorize(np.asarray([stripped(text) for text in texts.tolist()], dtype=object))
+    codes = forms[written] if len(texts) else written
     forms = np.empty((len(distinct), 2), dtype=object)
     forms[:, 0] = distinct
     forms[:, 1] = [normalised(text) for text in distinct.tolist()]
@@ -104,6 +108,8 @@ def _answer_hashes(answers: Sequence[str]) -> np.ndarray:
 
 GOLD_DTYPE_FIELDS = ("normalise", "answers")
 _FIELDS = ("answer_type", "question_type", "image_id")  # per-question fields kept (subsets, pages)
+_ROWS = 1 << 16  # questions whose labels are made at a time
+_FEW_ANSWERS = 2**16 - 30  # distinct answers whose codes fit two bytes (a question's 30 at most may come at once)
 
 
 def _gold_dtype(humans: int) -> np.dtype:
@@ -128,12 +134,16 @@ def read_gold(data: bytes, task: str = "vqa-v2") -> GoldSet:
 
 
 def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
-    """read_gold's checks and arrays, over the annotations as they come."""
+    """read_gold's checks and arrays, over the annotations as they come. Each distinct answer text and field value
+    is kept once, the rest as codes: 4.5 million answers of a test-std-size file as strings would cost 270 MB."""
     problems = ProblemList()
-    ids: list[str] = []
-    texts: list[str] = []
+    ids: array.array[int] | list[int] = array.array("q")  # a list once an id is past 64 bits
+    texts: dict[str, int] = {}  # each distinct human answer -> its code
+    # The code of every human answer, question by question: two bytes each while there are few distinct answers.
+    codes = array.array("H")
     humans: int | None = None
-    fields: dict[str, list[str]] = {name: [] for name in _FIELDS}
+    values: dict[str, dict[str, int]] = {name: {} for name in _FIELDS}  # a field's distinct values -> codes
+    fields: dict[str, array.array[int]] = {name: array.array("i") for name in _FIELDS}
     for number, record in enumerate(annotations, 1):
         if problems.count >= json_files.MAX_GOLD_PROBLEMS:  # first: every problem below continues the loop
             break
@@ -166,31 +176,63 @@ def _read_annotations(annotations: Iterable[Any], task: str) -> GoldSet:
         elif len(answers) != humans:
             problems.add(f"{where}: {len(answers)} human answers; every question must have the same number ({humans})")
             continue
-        ids.append(str(question))
-        texts.extend(written)
+        try:
+            ids.append(question)
+        except OverflowError:
+            ids = [*ids, question]
+        codes.extend([texts.setdefault(text, len(texts)) for text in written])
+        if codes.typecode == "H" and len(texts) > _FEW_ANSWERS:
+            codes = array.array("i", codes)
         for name in _FIELDS:
             value = record.get(name, "")
-            fields[name].append(value if isinstance(value, str) else str(value) if type(value) is int else "")
+            value = value if isinstance(value, str) else str(value) if type(value) is int else ""
+            seen = values[name]
+            fields[name].append(seen.setdefault(value, len(seen)))
     problems.raise_if_any()
     if humans is None:
         raise ValidationError(
             'expected the official annotations file: an object whose "annotations" is a non-empty list'
         )
-    distinct, counts = np.unique(np.asarray(ids, dtype=object), return_counts=True)
-    if (counts > 1).any():
+    ints = np.frombuffer(ids, dtype=np.int64) if isinstance(ids, array.array) else None
+    if (len(set(ids)) if ints is None else np.unique(ints).size) != len(ids):
+        distinct, counts = np.unique(np.asarray([str(question) for question in ids], dtype=object), return_counts=True)
         raise ValidationError(f"question {distinct[counts > 1][0]} appears twice in the annotations file")
-    forms = _answer_hashes(texts).reshape(len(ids), humans, 2)
-    unanimous = (forms[:, :, 0] == forms[:, :1, 0]).all(axis=1)
+    hashed = _answer_hashes(list(texts))  # (distinct, 2)
+    del texts
+    # A question is unanimous when its humans' stripped forms are one: compared as codes of those forms.
+    same_form = pd.factorize(hashed[:, 0])[0].astype(np.int32)
+    by_question = np.frombuffer(codes, dtype=np.uint16 if codes.typecode == "H" else np.int32).reshape(len(ids), humans)
+    form_codes = same_form[by_question]
+    unanimous = (form_codes == form_codes[:, :1]).all(axis=1)
+    del form_codes
     labels = np.empty(len(ids), dtype=_gold_dtype(humans))
     labels["normalise"] = ~unanimous
-    labels["answers"] = np.where(unanimous[:, None], forms[:, :, 0], forms[:, :, 1])
-    return GoldSet(
-        task,
-        object_array(ids),
-        labels,
-        np.arange(len(ids), dtype=np.int32),
-        {name: object_array(values) for name, values in fields.items()},
+    answers = labels["answers"]
+    for start in range(0, len(ids), _ROWS):  # a block at a time: no (n, m) temporary beside the labels
+        rows, agreed = by_question[start : start + _ROWS], unanimous[start : start + _ROWS]
+        block = hashed[rows, 1]
+        block[agreed] = hashed[rows[agreed], 0]
+        answers[start : start + _ROWS] = block
+    del by_question, codes
+    # Kept as codes: a column of strings is made only if something reads it (subsets read the codes).
+    fields_made = coded_fields(
+        {name: (np.frombuffer(fields[name], dtype=np.int32), _distinct(values[name])) for name in _FIELDS}
     )
+    groups = np.arange(len(ids), dtype=np.int32)
+    if ints is None:  # a question id past 64 bits: kept as text alone
+        return GoldSet(task, object_array([str(question) for question in ids]), labels, groups, fields_made)
+    # The ids become strings only if something asks for them (a score never does: parse_results reads int_ids).
+    made: GoldSet = GoldSet.lazily(
+        {"task": task, "labels": labels, "groups": groups, "fields": fields_made, "n_images": 1, "numeric_ids": False},
+        {"ids": lambda: object_array([str(question) for question in ints.tolist()])},
+        {"int_ids": ints},
+    )
+    return made
+
+
+def _distinct(values: dict[str, int]) -> Callable[[], np.ndarray]:
+    distinct = object_array(list(values))
+    return lambda: distinct
 
 
 def _repeats(values: list[Any]) -> bool:
@@ -216,6 +258,9 @@ def _key(value: Any) -> Any:
 # --- the results file -------------------------------------------------------------------------------------------
 
 
+_NO_ENTRY: dict[str, Any] = {}  # what parse_results reads in place of an entry that is not an object
+
+
 def _entry_problem(row: int, entry: Any) -> str:
     """What is wrong with one entry of a results file (one that is wrong)."""
     if not isinstance(entry, dict):
@@ -233,28 +278,48 @@ def parse_results(data: bytes, gold: GoldSet, max_bytes: int | None = None) -> n
     if not isinstance(document, list):
         raise ValidationError('expected the official results file: a JSON array of {"question_id", "answer"}')
     json_files.check_unicode(data, document, "results file")  # an answer is hashed as UTF-8
-    questions: list[Any] = []
-    answers: list[str] = []
+    # Each entry's question id (an int, None where it is not one) and answer ("" where it is not a string).
+    entries = [entry if type(entry) is dict else _NO_ENTRY for entry in document]
+    questions: list[Any] = [entry.get("question_id") for entry in entries]
+    answers: list[Any] = [entry.get("answer") for entry in entries]
     bad: list[int] = []  # entries that are not an object with an integer question_id and a string answer
-    for row, entry in enumerate(document):
-        if not isinstance(entry, dict):
-            bad.append(row)
-            questions.append(None)
-            answers.append("")
-            continue
-        question, answer = entry.get("question_id"), entry.get("answer")
-        questions.append(str(question) if type(question) is int else None)
-        answers.append(answer if isinstance(answer, str) else "")
-        if type(question) is not int or not isinstance(answer, str):
-            bad.append(row)
-    positions = gold.id_index.get_indexer(pd.Index(questions, dtype=object)) if questions else np.zeros(0, int)
+    if set(map(type, questions)) != {int} or set(map(type, answers)) != {str}:  # in C: the usual file passes
+        for row, entry in enumerate(entries):
+            if type(questions[row]) is not int:
+                questions[row] = None
+            if type(answers[row]) is not str:
+                answers[row] = ""
+            if questions[row] is None or type(entry.get("answer")) is not str or entry is _NO_ENTRY:
+                bad.append(row)
+    del entries
+    positions = _positions(gold, questions)
     counts = np.bincount(positions[positions >= 0], minlength=gold.n)
     if bad or (positions < 0).any() or counts.max(initial=0) > 1 or (counts == 0).any():
-        _refuse(data, gold, document, questions, positions, bad)
+        _refuse(data, gold, document, [None if q is None else str(q) for q in questions], positions, bad)
     del document
     predictions = np.empty((gold.n, 2), dtype=np.uint64)
     predictions[positions] = _answer_hashes(answers)
     return predictions
+
+
+def _positions(gold: GoldSet, questions: list[Any]) -> np.ndarray:
+    """Each question's row in the gold set, -1 for one not there (or no integer): looked up as int64 where the
+    gold ids are (no string made of either), else as text."""
+    if not questions:
+        return np.zeros(0, dtype=np.int64)
+    if gold.int_ids is not None:
+        try:
+            values = np.array([-1 if q is None else q for q in questions], dtype=np.int64)
+        except OverflowError:
+            pass  # an id past 64 bits: no gold id, found as text below
+        else:
+            positions = gold.positions_of_ints(values)
+            # -1 stood for "no integer": never a row, even where the gold has a question -1
+            positions[[row for row, question in enumerate(questions) if question is None]] = -1
+            return positions
+    texts = pd.Index([None if q is None else str(q) for q in questions], dtype=object)
+    found: np.ndarray = gold.id_index.get_indexer(texts)
+    return found
 
 
 def _refuse(
@@ -271,7 +336,7 @@ def _refuse(
         gold.n,
         lines[named],
         [questions[row] for row in named.tolist()],
-        lambda row: str(gold.ids[row]),
+        gold.id_at,
         "question_id",
     )
     problems.raise_if_any()
