@@ -5,6 +5,7 @@ lifetime peak counts a build only when it raised it."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import subprocess
 import sys
@@ -25,8 +26,12 @@ def _sample(name: str) -> float | None:
 
 def _build(mebibytes: int) -> None:
     with observability.board_computation("unit-bench", "unit-split", "track"):
-        block = b"x" * (mebibytes * MIB)  # written, so every page is resident
-        del block
+        # Fresh pages of its own (an anonymous mapping, not the allocator's: a long-lived test process may hold
+        # freed heap that a small block would reuse without growing), each written so that it is resident.
+        block = mmap.mmap(-1, mebibytes * MIB)
+        for at in range(0, mebibytes * MIB, mmap.PAGESIZE):
+            block[at] = 1
+        block.close()
 
 
 def _peak_can_be_reset() -> bool:
