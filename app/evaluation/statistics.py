@@ -924,6 +924,7 @@ class PackedJudgements:
         return cls(np.concatenate([p.packed for p in parts]), np.concatenate([p.right for p in parts]), parts[0].units)
 
 
+_LIMITS_FROM = 256  # entries from which pairs are settled by limits on their counts (_NLimits)
 _RANK_BLOCK = 64  # entries compared with those above them at a time: small blocks keep the exact window narrow
 _SURE_MARGIN = 0.99  # a pair is settled without its test only this far under the threshold (betainc's rounding)
 # A pair this many standard errors apart has a one-sided p under 1e-13, under Holm's strictest threshold for any
@@ -993,7 +994,11 @@ def view_ranks(
     # A pair's p is found from its two counts (difference d, discordant n) and only grows with n, so per d two
     # limits on n settle most pairs without a p: surely rejected at n <= sure[d], never rejected at n >= never[d].
     limits = _NLimits(units)
-    sure = limits.sure(min(family.strictest for family in families) * _SURE_MARGIN)
+    # On a small board the limits' bisections cost more than the p-values they save (a few ms a board, where the
+    # board's own tests take less): none is then settled by its counts alone, every pair gets its p.
+    counted = k >= _LIMITS_FROM
+    strictest = min(family.strictest for family in families) * _SURE_MARGIN
+    sure = limits.sure(strictest) if counted else limits.d - 2  # n >= d always: d - 2 settles none
     # Each table position's first column any view tests it against (its own position: none).
     reach = np.arange(k)
     for m, f in zip(members, first, strict=True):
@@ -1012,7 +1017,8 @@ def view_ranks(
         columns = np.arange(lo, stop)
         tested = (columns[None, :] >= reach[start:stop, None]) & (columns[None, :] < np.arange(start, stop)[:, None])
         ahead = right[None, lo:stop] - right[start:stop, None]  # d: how far the column (above) is ahead
-        never_at = limits.never(max(family.bound for family in families))
+        loosest = max(family.bound for family in families)
+        never_at = limits.never(loosest) if counted else np.full_like(limits.d, units + 1)  # units + 1: none
         never, rejected, p = counts.settle(start, stop, lo, tested, ahead, (never_at, sure, limits.beyond), table)
         equal = primary[None, lo:stop] == primary[start:stop, None]  # equal scores never separate
         never |= equal

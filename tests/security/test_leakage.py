@@ -282,8 +282,16 @@ def test_upload_errors_name_lines_and_identifiers_but_never_a_label(app, world):
     assert "line 5" in page and not detector.leaks(page)
 
 
+@pytest.fixture
+def shared_gold(monkeypatch):
+    """Every split's parsed gold kept in a folder (these splits are under label_files.SHARE_FROM)."""
+    from app.services.catalog import label_files
+
+    monkeypatch.setattr(label_files, "SHARE_FROM", 0)
+
+
 @pytest.mark.one_backend
-def test_gold_files_are_private_and_never_served(app, world):
+def test_gold_files_are_private_and_never_served(shared_gold, app, world):
     """On SQLite alone: no database error is raised here; the crawl (the next test) runs on both dialects."""
     folder = Path(app.config["HIDDEN_LABELS_DIR"])
     files = [path for path in folder.rglob("*") if path.is_file()]

@@ -202,6 +202,7 @@ def test_backup_and_restore_carry_the_choices(app, runner, tmp_path, database_ba
 def test_the_service_attaches_the_stored_choices_to_the_gold_set(app, runner, tmp_path, monkeypatch):
     """Kept from the import, choices attached, without parsing the file again; and read from the stored files
     (a process that did not import it: the folder of the parsed gold, and the choices) the same."""
+    monkeypatch.setattr(label_files, "SHARE_FROM", 0)  # a folder for this small split too, as for a large one
     _benchmark(runner)
     gold = GQA.synthetic_gold(SIZE, seed=4)
     choices = gqa_choices(gold, seed=4)

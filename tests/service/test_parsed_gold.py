@@ -18,7 +18,8 @@ from app.services.maintenance import label_audits
 
 @pytest.fixture
 def counted(monkeypatch):
-    """How often a gold file is parsed and a folder written."""
+    """How often a gold file is parsed and a folder written (every split shared: these splits are small)."""
+    monkeypatch.setattr(label_files, "SHARE_FROM", 0)
     counts = {"parsed": 0, "written": 0}
     write = mapped_gold.write
 
@@ -122,3 +123,12 @@ def test_a_corrected_gold_file_is_parsed_once_into_a_folder_of_its_own(ctx, coun
     labels = label_files.load_gold(split).labels
     assert counted["parsed"] == parsed and labels[3] == (rows[3]["label"] == "True")
     assert np.array_equal(labels, get_task("nlvr2").read_gold(corrected).labels)
+
+
+def test_a_small_split_is_parsed_by_each_process_and_kept_in_no_folder(ctx):
+    """Under SHARE_FROM examples a folder costs more than the parse it saves: none is written."""
+    gold = synthetic.nlvr2_gold(300, split="dev", seed=2)
+    catalog.add_benchmark("small", "nlvr2", "Small", "x")
+    split = catalog.add_split("small", "dev", gold)
+    assert label_files.load_gold(split).n == 300
+    assert not list(label_files.labels_dir().rglob("*.parsed"))
