@@ -109,3 +109,13 @@ def test_a_deleted_submission_takes_its_results_with_it(vqa_board):
     db.session.delete(first)
     db.session.commit()
     assert db.session.get(SubmissionResults, first.id) is None
+
+
+def test_an_entry_given_twice_is_read_twice(vqa_board):
+    """Two rows of the same submission (an entry compared with itself) get its results in both."""
+    split, gold = vqa_board
+    ids = db.session.scalars(select(Submission.id).order_by(Submission.id)).all()
+    found = board_snapshots._results_matrix(split, VQA, gold, [ids[1], ids[1], ids[0]])
+    alone = board_snapshots._results_matrix(split, VQA, gold, [ids[1], ids[0]])
+    assert np.array_equal(found[0], alone[0]) and np.array_equal(found[1], alone[0])
+    assert np.array_equal(found[2], alone[1])

@@ -406,6 +406,11 @@ def _results_matrix(split: Split, task, gold, ids: list[int]) -> np.ndarray:
     underneath ((n, k) in memory, the transposed view given: the statistics read it in place, layout.by_example),
     read from the database a few entries at a time. An entry whose stored results are missing or were counted
     against another gold file is counted from its predictions here (read alone)."""
+    unique = list(dict.fromkeys(ids))
+    if len(unique) != len(ids):  # an entry twice (compared with itself): read once
+        once: np.ndarray = _results_matrix(split, task, gold, unique)
+        where = {submission_id: i for i, submission_id in enumerate(unique)}
+        return once[[where[submission_id] for submission_id in ids]]
     by_example = np.empty((gold.n, len(ids)), dtype=task.results_dtype)
     column = {submission_id: i for i, submission_id in enumerate(ids)}
     missing = set(ids)
