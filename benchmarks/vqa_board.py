@@ -14,9 +14,10 @@ Run from the repository root: `.venv/bin/python benchmarks/vqa_board.py [--entri
    question with one of its humans' answers (so 0 to 10 of them match) with a probability around its accuracy
    (45-75%), sharing the questions' difficulty, else with an answer no human gave.
 3. After each round, a fresh Python process pinned to one core (`taskset -c 0`) runs the board job
-   (board_snapshots.build: what `flask worker` runs on a change) and reports its own peak resident size and
-   CPU time (its VmHWM; the process CPU from os.wait4). The board it stored is then checked: every entry's overall score equal to
-   the score stored at upload, ranks 1..N with the rows agreeing (sum of rank_low - 1 = sum of N - rank_high).
+   (board_snapshots.build: what `flask worker` runs on a change) and reports its own peak resident size (its
+   VmHWM) and CPU time (the process's from os.wait4). The board it stored is then checked: every entry's overall
+   score equal to the score stored at upload, ranks 1..N with the rows agreeing (sum of rank_low - 1 = sum of N -
+   rank_high).
 Targets: the 1,000-entry board under 1.5 GB peak and under 60 s on one core.
 """
 
