@@ -63,6 +63,7 @@ from tests.deploy.hosts import (
 )
 from tests.load.servers import send, upload_request
 from tests.postgres import PostgresUnavailable
+from tests.support.processes import LoggedProcess
 from tests.support.s3_server import S3Unavailable
 
 HOSTS = {"db": 2, "store": 3, "web1": 11, "web2": 12, "worker": 21, "client": 100}
@@ -97,31 +98,11 @@ def no_namespaces(exc: NamespacesUnavailable):
     pytest.skip(reason)
 
 
-class Service:
+class Service(LoggedProcess):
     """A unit's process on a host, its output in a log file."""
 
     def __init__(self, network: Network, host: str, command: list[str], env: dict[str, str], log: Path):
-        self.log = log
-        with open(log, "ab") as out:
-            self.process = subprocess.Popen(
-                network.command(host, command), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
-            )
-
-    def tail(self, size: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-size:]
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        super().__init__(network.command(host, command), env, log, REPO)
 
 
 @dataclass

@@ -14,8 +14,6 @@ Needs PostgreSQL: skipped where it is missing, failed in CI.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -36,6 +34,7 @@ from app.services.catalog import label_files
 from app.services.intake import submissions
 from app.services.maintenance import label_audits
 from tests.load.servers import REPO, Deployment, Gunicorn, prepare, send, upload_request
+from tests.support.processes import LoggedProcess
 from tests.support.smtp_sink import SmtpSink
 
 pytestmark = [
@@ -49,33 +48,15 @@ HEARTBEAT = 0.5  # JOB_HEARTBEAT: a killed worker's job is taken back after six 
 PATIENCE = 60.0  # seconds the test waits for the new entry before it gives up (the speed is `make bench`'s)
 
 
-class Worker:
+class Worker(LoggedProcess):
     """`flask --app wsgi worker` in a process of its own, its output in a log file."""
 
     def __init__(self, env: dict[str, str], log: Path):
-        self.log = log
-        with open(log, "ab") as out:
-            self.process = subprocess.Popen(
-                [str(Path(sys.executable).parent / "flask"), "--app", "wsgi", "worker"],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        super().__init__([str(Path(sys.executable).parent / "flask"), "--app", "wsgi", "worker"], env, log, REPO)
 
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
+    def stop(self, grace: float = 5.0) -> None:
         """SIGTERM (the job in hand is finished first), then SIGKILL after 5 s: the test is over."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        super().stop(grace)
 
 
 @pytest.fixture(scope="module")
